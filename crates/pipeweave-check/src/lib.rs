@@ -1,0 +1,1 @@
+//! Plan validation and deadlock analysis.

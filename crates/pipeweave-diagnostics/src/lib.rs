@@ -1,0 +1,144 @@
+//! Diagnostics as data: a severity, a message in plain words, spans into source files, labels and hints.
+//!
+//! Libraries return these values; only the command line renders them.
+//! A span is a byte range in one source file, named by a [`FileId`] the caller hands out.
+
+use std::ops::Range;
+
+/// Identifies one source file among those the caller loaded (an index the caller chooses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct FileId(pub u32);
+
+/// A byte range in one source file.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Span {
+    pub file: FileId,
+    pub range: Range<usize>,
+}
+
+impl Span {
+    pub fn new(file: FileId, range: Range<usize>) -> Self {
+        Span { file, range }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Severity {
+    Error,
+    Warning,
+    Note,
+}
+
+/// A secondary place in the source with a short message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Label {
+    pub span: Span,
+    pub message: String,
+}
+
+/// One problem found in an input.
+///
+/// `message` is lowercase and has no trailing period; `span` is the primary place (absent when the
+/// problem is not tied to a place in a file, e.g. a command-line parameter).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    pub message: String,
+    pub span: Option<Span>,
+    /// What to say under the primary span marker.
+    pub span_label: Option<String>,
+    pub labels: Vec<Label>,
+    pub notes: Vec<String>,
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn error(message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Error,
+            message: message.into(),
+            span: None,
+            span_label: None,
+            labels: Vec::new(),
+            notes: Vec::new(),
+            help: None,
+        }
+    }
+
+    pub fn warning(message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(message)
+        }
+    }
+
+    pub fn with_span(mut self, span: Span) -> Self {
+        self.span = Some(span);
+        self
+    }
+
+    pub fn with_span_label(mut self, span: Span, label: impl Into<String>) -> Self {
+        self.span = Some(span);
+        self.span_label = Some(label.into());
+        self
+    }
+
+    pub fn with_label(mut self, span: Span, message: impl Into<String>) -> Self {
+        self.labels.push(Label {
+            span,
+            message: message.into(),
+        });
+        self
+    }
+
+    pub fn with_note(mut self, note: impl Into<String>) -> Self {
+        self.notes.push(note.into());
+        self
+    }
+
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+/// Converts a byte offset into a 1-based (line, column) pair, columns counted in characters.
+pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(source.len());
+    let before = &source[..floor_char_boundary(source, offset)];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let col = before[line_start..].chars().count() + 1;
+    (line, col)
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_counts_from_one() {
+        let s = "ab\ncd\n";
+        assert_eq!(line_col(s, 0), (1, 1));
+        assert_eq!(line_col(s, 1), (1, 2));
+        assert_eq!(line_col(s, 3), (2, 1));
+        assert_eq!(line_col(s, 5), (2, 3));
+        assert_eq!(line_col(s, 99), (3, 1));
+    }
+
+    #[test]
+    fn line_col_counts_characters() {
+        assert_eq!(line_col("é x", 3), (1, 3));
+    }
+}

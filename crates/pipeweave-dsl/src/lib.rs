@@ -1,0 +1,1 @@
+//! The schedule language: pest grammar, syntax tree, compiler to step plans.

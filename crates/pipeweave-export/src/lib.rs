@@ -1,0 +1,1 @@
+//! Plan formats in and out: actions, PyTorch CSV, JSON plan, Chrome trace.

@@ -1,0 +1,104 @@
+//! Compute actions: F, B, I, W on one stage and micro-batch, and overlapped F&B pairs.
+
+use std::fmt;
+
+/// The kind of a compute action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// Forward.
+    F,
+    /// Full backward (input and weight gradients together).
+    B,
+    /// Backward for the inputs only; its weight half is a later [`Kind::W`].
+    I,
+    /// Backward for the weights, after the [`Kind::I`] of the same stage and micro-batch.
+    W,
+}
+
+impl Kind {
+    pub fn letter(self) -> char {
+        match self {
+            Kind::F => 'F',
+            Kind::B => 'B',
+            Kind::I => 'I',
+            Kind::W => 'W',
+        }
+    }
+
+    pub fn from_letter(c: char) -> Option<Kind> {
+        match c {
+            'F' => Some(Kind::F),
+            'B' => Some(Kind::B),
+            'I' => Some(Kind::I),
+            'W' => Some(Kind::W),
+            _ => None,
+        }
+    }
+
+    /// B and I compute the input gradient that the previous stage waits for.
+    pub fn is_input_backward(self) -> bool {
+        matches!(self, Kind::B | Kind::I)
+    }
+}
+
+/// One compute operation: a kind on a global stage for a global micro-batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Op {
+    pub stage: u32,
+    pub kind: Kind,
+    pub mb: u32,
+}
+
+impl Op {
+    pub fn new(stage: u32, kind: Kind, mb: u32) -> Op {
+        Op { stage, kind, mb }
+    }
+}
+
+impl fmt::Display for Op {
+    /// PyTorch's cell form: `<stage><kind><micro-batch>`, e.g. `3I0`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}{}", self.stage, self.kind.letter(), self.mb)
+    }
+}
+
+/// One entry of a rank's program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// A single compute operation.
+    One(Op),
+    /// A forward and a backward (B or I) of other micro-batches started together and overlapped,
+    /// as DualPipe's F&B: the pair starts once the inputs of both halves have arrived.
+    Pair { f: Op, b: Op },
+}
+
+impl Action {
+    /// The operations of this action, forward first for a pair.
+    pub fn ops(&self) -> impl Iterator<Item = Op> + '_ {
+        let (a, b) = match *self {
+            Action::One(op) => (op, None),
+            Action::Pair { f, b } => (f, Some(b)),
+        };
+        std::iter::once(a).chain(b)
+    }
+
+    pub fn is_pair(&self) -> bool {
+        matches!(self, Action::Pair { .. })
+    }
+}
+
+impl From<Op> for Action {
+    fn from(op: Op) -> Action {
+        Action::One(op)
+    }
+}
+
+impl fmt::Display for Action {
+    /// PyTorch's cell form; a pair is `(<F op>;<B or I op>)OVERLAP_F_B`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Action::One(op) => op.fmt(f),
+            Action::Pair { f: fw, b } => write!(f, "({fw};{b})OVERLAP_F_B"),
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! The step-plan model: pipelines, stage placement, replicas, the ordered actions of every rank, and
+//! the lowering pass that adds communication.
+//!
+//! This crate does no IO and knows no file format; readers and writers live in `pipeweave-export`.
+//! A [`Plan`] is structurally sound by construction (every pipeline has the same number of stages,
+//! every stage sits on an existing rank, micro-batches belong to one pipeline each) but its programs
+//! may still be wrong: deciding that is the job of `pipeweave-check`.
+
+mod action;
+mod lower;
+mod plan;
+
+pub use action::{Action, Kind, Op};
+pub use lower::{Dir, LoweredPlan, Step, lower};
+pub use plan::{Pipeline, Plan, PlanError};
+
+#[cfg(test)]
+mod tests;

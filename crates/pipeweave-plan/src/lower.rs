@@ -1,0 +1,210 @@
+//! The lowering pass: adds to every rank's compute program what a launcher executes around it.
+//!
+//! Placement rules (deterministic, a function of the compute program alone):
+//! - a receive stands right before the action that consumes it (for a pair: the forward's input
+//!   first, then the backward's);
+//! - a send stands right after the action that produced it (forward output first for a pair);
+//! - the wait for a send stands right before the next send on the same channel (same stage and
+//!   direction), or at the end of the program; at most one send per channel is in flight;
+//! - the gradient reduction of a stage stands right after the stage's last weight-gradient action
+//!   on the rank (its last B or W), after that action's sends. With several pipelines it reduces
+//!   across the replicas of the stage's model part.
+//!
+//! Nothing is sent where consecutive stages share a rank (the turn of a V).
+//!
+//! Semantics the validator assumes (blocking point-to-point, as with NCCL): a send is posted and the
+//! rank moves on; a receive blocks until the matching send is posted; the wait for a send blocks
+//! until the peer has posted the matching receive. Channels are ordered per (stage, direction).
+
+use crate::action::{Action, Kind, Op};
+use crate::plan::Plan;
+use std::fmt;
+
+/// The direction of a transfer: activations flow forward, gradients backward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Dir {
+    Fwd,
+    Bwd,
+}
+
+/// One entry of a lowered program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Step {
+    Compute(Action),
+    /// Receive the input of `stage` for `mb` from `peer` (PyTorch `RECV_F` / `RECV_B`: the stage is
+    /// the receiving one).
+    Recv {
+        dir: Dir,
+        stage: u32,
+        mb: u32,
+        peer: u32,
+    },
+    /// Send the output of `stage` for `mb` to `peer` (PyTorch `SEND_F` / `SEND_B`: the stage is the
+    /// sending one).
+    Send {
+        dir: Dir,
+        stage: u32,
+        mb: u32,
+        peer: u32,
+    },
+    /// Wait until the send with the same fields has been matched by the peer.
+    WaitSend {
+        dir: Dir,
+        stage: u32,
+        mb: u32,
+        peer: u32,
+    },
+    /// Reduce the gradients of `stage` (across the replicas of its part, and data-parallel ranks).
+    ReduceGrad { stage: u32 },
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = |dir: &Dir| match dir {
+            Dir::Fwd => 'F',
+            Dir::Bwd => 'B',
+        };
+        match self {
+            Step::Compute(a) => a.fmt(f),
+            Step::Recv { dir, stage, mb, .. } => write!(f, "{stage}RECV_{}{mb}", d(dir)),
+            Step::Send { dir, stage, mb, .. } => write!(f, "{stage}SEND_{}{mb}", d(dir)),
+            Step::WaitSend { dir, stage, mb, .. } => write!(f, "{stage}WAIT_SEND_{}{mb}", d(dir)),
+            Step::ReduceGrad { stage } => write!(f, "{stage}REDUCE_GRAD"),
+        }
+    }
+}
+
+/// A plan's programs with communication added; `steps[r]` is rank r's lowered program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoweredPlan {
+    pub steps: Vec<Vec<Step>>,
+    /// `compute_index[r][i]` is the position in `steps[r]` of rank r's i-th compute action.
+    pub compute_index: Vec<Vec<usize>>,
+}
+
+impl LoweredPlan {
+    pub fn num_steps(&self) -> usize {
+        self.steps.iter().map(Vec::len).sum()
+    }
+}
+
+/// Where an op's input comes from, if another rank: (direction, peer).
+fn input_from(plan: &Plan, rank: u32, op: Op) -> Option<(Dir, u32)> {
+    if !plan.is_stage(op.stage) {
+        return None;
+    }
+    let (dir, src) = match op.kind {
+        Kind::F => (Dir::Fwd, plan.prev_stage(op.stage)?),
+        Kind::B | Kind::I => (Dir::Bwd, plan.next_stage(op.stage)?),
+        Kind::W => return None,
+    };
+    let peer = plan.stage_rank(src)?;
+    (peer != rank).then_some((dir, peer))
+}
+
+/// Where an op's output goes, if another rank: (direction, peer).
+fn output_to(plan: &Plan, rank: u32, op: Op) -> Option<(Dir, u32)> {
+    if !plan.is_stage(op.stage) {
+        return None;
+    }
+    let (dir, dst) = match op.kind {
+        Kind::F => (Dir::Fwd, plan.next_stage(op.stage)?),
+        Kind::B | Kind::I => (Dir::Bwd, plan.prev_stage(op.stage)?),
+        Kind::W => return None,
+    };
+    let peer = plan.stage_rank(dst)?;
+    (peer != rank).then_some((dir, peer))
+}
+
+/// Lowers every rank's program. Works on any plan; ops on unknown stages get no communication.
+pub fn lower(plan: &Plan) -> LoweredPlan {
+    let n_stages = plan.num_stages() as usize;
+    let channel = |(stage, dir): (u32, Dir)| stage as usize * 2 + (dir == Dir::Bwd) as usize;
+    let mut steps = Vec::with_capacity(plan.ranks() as usize);
+    let mut compute_index = Vec::with_capacity(plan.ranks() as usize);
+    for rank in 0..plan.ranks() {
+        let program = plan.program(rank);
+        // The last action computing weight gradients of each stage: B or W.
+        let mut last_weight: Vec<Option<usize>> = vec![None; n_stages];
+        for (i, a) in program.iter().enumerate() {
+            for op in a.ops() {
+                if matches!(op.kind, Kind::B | Kind::W) && plan.is_stage(op.stage) {
+                    last_weight[op.stage as usize] = Some(i);
+                }
+            }
+        }
+        let mut reduce_after: Vec<(usize, u32)> = last_weight
+            .iter()
+            .enumerate()
+            .filter_map(|(s, i)| i.map(|i| (i, s as u32)))
+            .collect();
+        reduce_after.sort_unstable();
+        let mut reduce_iter = reduce_after.into_iter().peekable();
+
+        let mut out = Vec::with_capacity(program.len() * 3);
+        let mut index = Vec::with_capacity(program.len());
+        // In-flight send per channel (stage, dir) → (mb, peer).
+        let mut in_flight: Vec<Option<(u32, u32)>> = vec![None; n_stages * 2];
+        // Posting order of in-flight sends, for the waits at the end.
+        let mut order: Vec<(u32, Dir)> = Vec::new();
+        for (i, a) in program.iter().enumerate() {
+            for op in a.ops() {
+                if let Some((dir, peer)) = input_from(plan, rank, op) {
+                    out.push(Step::Recv {
+                        dir,
+                        stage: op.stage,
+                        mb: op.mb,
+                        peer,
+                    });
+                }
+            }
+            index.push(out.len());
+            out.push(Step::Compute(*a));
+            for op in a.ops() {
+                if let Some((dir, peer)) = output_to(plan, rank, op) {
+                    let key = (op.stage, dir);
+                    if let Some((mb, peer)) = in_flight[channel(key)].take() {
+                        out.push(Step::WaitSend {
+                            dir,
+                            stage: op.stage,
+                            mb,
+                            peer,
+                        });
+                        order.retain(|k| *k != key);
+                    }
+                    out.push(Step::Send {
+                        dir,
+                        stage: op.stage,
+                        mb: op.mb,
+                        peer,
+                    });
+                    in_flight[channel(key)] = Some((op.mb, peer));
+                    order.push(key);
+                }
+            }
+            while let Some(&(at, stage)) = reduce_iter.peek() {
+                if at != i {
+                    break;
+                }
+                out.push(Step::ReduceGrad { stage });
+                reduce_iter.next();
+            }
+        }
+        for key in order {
+            if let Some((mb, peer)) = in_flight[channel(key)].take() {
+                out.push(Step::WaitSend {
+                    dir: key.1,
+                    stage: key.0,
+                    mb,
+                    peer,
+                });
+            }
+        }
+        steps.push(out);
+        compute_index.push(index);
+    }
+    LoweredPlan {
+        steps,
+        compute_index,
+    }
+}

@@ -1,0 +1,326 @@
+//! The plan: ranks, pipelines with their placement and micro-batches, and one program per rank.
+
+use crate::action::Action;
+use std::fmt;
+
+/// A chain of stages that carries its own micro-batches.
+///
+/// Position `q` of every pipeline computes model part `q`: pipelines of one plan are replicas of the
+/// same model (Chimera and DualPipe hold two), and their gradients are summed per part.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pipeline {
+    /// `placement[q]` is the rank that hosts position `q` (forward runs from 0 to S−1).
+    pub placement: Vec<u32>,
+    /// The global micro-batch ids this pipeline carries, ascending.
+    pub microbatches: Vec<u32>,
+}
+
+/// What makes a plan structurally impossible (independent of its programs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanError {
+    NoRanks,
+    NoPipelines,
+    NoStages,
+    TooLarge,
+    PlacementLength {
+        pipeline: u32,
+        found: usize,
+        expected: u32,
+    },
+    RankOutOfRange {
+        pipeline: u32,
+        position: u32,
+        rank: u32,
+        ranks: u32,
+    },
+    MicrobatchInTwoPipelines {
+        mb: u32,
+        first: u32,
+        second: u32,
+    },
+    ProgramCount {
+        found: usize,
+        ranks: u32,
+    },
+}
+
+impl fmt::Display for PlanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PlanError::NoRanks => write!(f, "a plan needs at least one rank"),
+            PlanError::NoPipelines => write!(f, "a plan needs at least one pipeline"),
+            PlanError::NoStages => write!(f, "a pipeline needs at least one stage"),
+            PlanError::TooLarge => write!(f, "the plan is too large (ids must fit in 32 bits)"),
+            PlanError::PlacementLength {
+                pipeline,
+                found,
+                expected,
+            } => write!(
+                f,
+                "pipeline {pipeline} places {found} stages but every pipeline has {expected}"
+            ),
+            PlanError::RankOutOfRange {
+                pipeline,
+                position,
+                rank,
+                ranks,
+            } => write!(
+                f,
+                "stage {position} of pipeline {pipeline} is placed on rank {rank}, but the plan has only {ranks} ranks"
+            ),
+            PlanError::MicrobatchInTwoPipelines { mb, first, second } => write!(
+                f,
+                "micro-batch {mb} is carried by pipelines {first} and {second}; each micro-batch belongs to one pipeline"
+            ),
+            PlanError::ProgramCount { found, ranks } => {
+                write!(f, "the plan has {ranks} ranks but {found} programs")
+            }
+        }
+    }
+}
+
+impl std::error::Error for PlanError {}
+
+/// A step plan: for every rank, the ordered compute actions of one training step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    ranks: u32,
+    stages_per_pipeline: u32,
+    pipelines: Vec<Pipeline>,
+    programs: Vec<Vec<Action>>,
+    /// Derived: micro-batch id → pipeline index (u32::MAX where no pipeline carries it).
+    mb_pipeline: Vec<u32>,
+}
+
+impl Plan {
+    /// Builds a plan, checking its structure. Programs are not checked here (see `pipeweave-check`).
+    pub fn new(
+        ranks: u32,
+        pipelines: Vec<Pipeline>,
+        programs: Vec<Vec<Action>>,
+    ) -> Result<Plan, PlanError> {
+        if ranks == 0 {
+            return Err(PlanError::NoRanks);
+        }
+        let Some(first) = pipelines.first() else {
+            return Err(PlanError::NoPipelines);
+        };
+        let s = first.placement.len();
+        if s == 0 {
+            return Err(PlanError::NoStages);
+        }
+        let s = u32::try_from(s).map_err(|_| PlanError::TooLarge)?;
+        if u32::try_from(pipelines.len())
+            .ok()
+            .and_then(|k| k.checked_mul(s))
+            .is_none()
+        {
+            return Err(PlanError::TooLarge);
+        }
+        let mut max_mb = 0u32;
+        for (j, p) in pipelines.iter().enumerate() {
+            let j = j as u32;
+            if p.placement.len() != s as usize {
+                return Err(PlanError::PlacementLength {
+                    pipeline: j,
+                    found: p.placement.len(),
+                    expected: s,
+                });
+            }
+            for (q, &r) in p.placement.iter().enumerate() {
+                if r >= ranks {
+                    return Err(PlanError::RankOutOfRange {
+                        pipeline: j,
+                        position: q as u32,
+                        rank: r,
+                        ranks,
+                    });
+                }
+            }
+            if let Some(&m) = p.microbatches.iter().max() {
+                max_mb = max_mb.max(m);
+            }
+        }
+        if programs.len() != ranks as usize {
+            return Err(PlanError::ProgramCount {
+                found: programs.len(),
+                ranks,
+            });
+        }
+        let any_mb = pipelines.iter().any(|p| !p.microbatches.is_empty());
+        let len = if any_mb {
+            usize::try_from(max_mb).map_err(|_| PlanError::TooLarge)? + 1
+        } else {
+            0
+        };
+        if len > 1 << 28 {
+            return Err(PlanError::TooLarge);
+        }
+        let mut mb_pipeline = vec![u32::MAX; len];
+        let mut pipelines = pipelines;
+        for (j, p) in pipelines.iter_mut().enumerate() {
+            p.microbatches.sort_unstable();
+            p.microbatches.dedup();
+            for &m in &p.microbatches {
+                let slot = &mut mb_pipeline[m as usize];
+                if *slot != u32::MAX {
+                    return Err(PlanError::MicrobatchInTwoPipelines {
+                        mb: m,
+                        first: *slot,
+                        second: j as u32,
+                    });
+                }
+                *slot = j as u32;
+            }
+        }
+        Ok(Plan {
+            ranks,
+            stages_per_pipeline: s,
+            pipelines,
+            programs,
+            mb_pipeline,
+        })
+    }
+
+    /// A plan with one pipeline carrying micro-batches `0..microbatches`.
+    pub fn single(
+        ranks: u32,
+        placement: Vec<u32>,
+        microbatches: u32,
+        programs: Vec<Vec<Action>>,
+    ) -> Result<Plan, PlanError> {
+        Plan::new(
+            ranks,
+            vec![Pipeline {
+                placement,
+                microbatches: (0..microbatches).collect(),
+            }],
+            programs,
+        )
+    }
+
+    pub fn ranks(&self) -> u32 {
+        self.ranks
+    }
+
+    /// S: the number of stages (model parts) of each pipeline.
+    pub fn stages_per_pipeline(&self) -> u32 {
+        self.stages_per_pipeline
+    }
+
+    pub fn pipelines(&self) -> &[Pipeline] {
+        &self.pipelines
+    }
+
+    /// The number of model copies the plan keeps (one per pipeline).
+    pub fn model_copies(&self) -> u32 {
+        self.pipelines.len() as u32
+    }
+
+    pub fn programs(&self) -> &[Vec<Action>] {
+        &self.programs
+    }
+
+    pub fn program(&self, rank: u32) -> &[Action] {
+        &self.programs[rank as usize]
+    }
+
+    /// Total stages over all pipelines (global stage ids are `0..num_stages()`).
+    pub fn num_stages(&self) -> u32 {
+        self.stages_per_pipeline * self.pipelines.len() as u32
+    }
+
+    /// Total micro-batches carried by all pipelines.
+    pub fn num_microbatches(&self) -> u32 {
+        self.pipelines
+            .iter()
+            .map(|p| p.microbatches.len() as u32)
+            .sum()
+    }
+
+    /// Total compute operations (a pair counts two).
+    pub fn num_ops(&self) -> usize {
+        self.programs
+            .iter()
+            .flatten()
+            .map(|a| if a.is_pair() { 2 } else { 1 })
+            .sum()
+    }
+
+    pub fn is_stage(&self, stage: u32) -> bool {
+        stage < self.num_stages()
+    }
+
+    /// (pipeline, position) of a global stage id. The stage must exist.
+    pub fn locate(&self, stage: u32) -> (u32, u32) {
+        (
+            stage / self.stages_per_pipeline,
+            stage % self.stages_per_pipeline,
+        )
+    }
+
+    /// The global id of position `position` in pipeline `pipeline`.
+    pub fn stage_id(&self, pipeline: u32, position: u32) -> u32 {
+        pipeline * self.stages_per_pipeline + position
+    }
+
+    /// The rank hosting a stage, or `None` when the stage does not exist.
+    pub fn stage_rank(&self, stage: u32) -> Option<u32> {
+        if !self.is_stage(stage) {
+            return None;
+        }
+        let (j, q) = self.locate(stage);
+        Some(self.pipelines[j as usize].placement[q as usize])
+    }
+
+    /// The stage that receives this stage's forward output, if any.
+    pub fn next_stage(&self, stage: u32) -> Option<u32> {
+        let (_, q) = self.locate(stage);
+        (q + 1 < self.stages_per_pipeline).then_some(stage + 1)
+    }
+
+    /// The stage that receives this stage's input gradient, if any.
+    pub fn prev_stage(&self, stage: u32) -> Option<u32> {
+        let (_, q) = self.locate(stage);
+        (q > 0).then(|| stage - 1)
+    }
+
+    /// The model part a stage computes (its position in its pipeline).
+    pub fn part(&self, stage: u32) -> u32 {
+        stage % self.stages_per_pipeline
+    }
+
+    /// The pipeline carrying a micro-batch, if any.
+    pub fn mb_pipeline(&self, mb: u32) -> Option<u32> {
+        self.mb_pipeline
+            .get(mb as usize)
+            .copied()
+            .filter(|&j| j != u32::MAX)
+    }
+
+    /// One past the largest micro-batch id in use (a dense bound for tables indexed by id).
+    pub fn mb_bound(&self) -> u32 {
+        self.mb_pipeline.len() as u32
+    }
+
+    /// The stages a rank hosts, ascending.
+    pub fn stages_on_rank(&self, rank: u32) -> Vec<u32> {
+        (0..self.num_stages())
+            .filter(|&s| self.stage_rank(s) == Some(rank))
+            .collect()
+    }
+
+    /// Replaces the programs, keeping the structure (for tools that edit a plan).
+    pub fn with_programs(&self, programs: Vec<Vec<Action>>) -> Result<Plan, PlanError> {
+        if programs.len() != self.ranks as usize {
+            return Err(PlanError::ProgramCount {
+                found: programs.len(),
+                ranks: self.ranks,
+            });
+        }
+        Ok(Plan {
+            programs,
+            ..self.clone()
+        })
+    }
+}

@@ -1,0 +1,1 @@
+//! The C ABI, protocol and export macro for pipeweave schedule plugins.

@@ -1,0 +1,1 @@
+//! Finding and loading pipeweave schedule plugins.

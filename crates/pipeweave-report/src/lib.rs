@@ -1,0 +1,1 @@
+//! Compare, sweep and recommend; SVG and HTML rendering.

@@ -1,0 +1,147 @@
+//! What the simulator needs to know about time: durations of compute actions and transfer latency.
+//!
+//! The default is unit cost: F = I = W = 1, B = I + W = 2, an overlapped pair = F + B, no transfer time.
+//! `pipeweave-spec` derives real costs from a cluster and model description.
+
+use pipeweave_plan::{Kind, Op};
+
+/// Durations of one model part's compute, in any consistent time unit (seconds for specs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StageCosts {
+    pub f: f64,
+    /// Backward for inputs.
+    pub i: f64,
+    /// Backward for weights.
+    pub w: f64,
+    /// Full backward (usually `i + w`).
+    pub b: f64,
+}
+
+impl StageCosts {
+    pub const UNIT: StageCosts = StageCosts {
+        f: 1.0,
+        i: 1.0,
+        w: 1.0,
+        b: 2.0,
+    };
+
+    pub fn of(&self, kind: Kind) -> f64 {
+        match kind {
+            Kind::F => self.f,
+            Kind::B => self.b,
+            Kind::I => self.i,
+            Kind::W => self.w,
+        }
+    }
+}
+
+/// The simulator's view of time. Stage ids are global; `part` of a stage is its position.
+pub trait CostModel {
+    /// Duration of a single operation.
+    fn op(&self, op: Op) -> f64;
+
+    /// Duration of an overlapped pair (forward `f` with backward `b`, started together).
+    fn pair(&self, f: Op, b: Op) -> f64 {
+        self.op(f) + self.op(b)
+    }
+
+    /// Latency of moving an activation (forward) or gradient (backward) from stage `from` to stage
+    /// `to`, when they sit on different ranks. Zero when they share a rank is the simulator's call.
+    fn transfer(&self, _from: u32, _to: u32) -> f64 {
+        0.0
+    }
+
+    /// How much of an action's duration is communication that no compute hides (e.g. a lone
+    /// forward's expert all-to-all). Reported as exposed communication; zero by default.
+    fn exposed_op(&self, _op: Op) -> f64 {
+        0.0
+    }
+
+    /// Exposed communication inside an overlapped pair.
+    fn exposed_pair(&self, _f: Op, _b: Op) -> f64 {
+        0.0
+    }
+}
+
+/// Unit costs: F = I = W = 1, B = 2, pair = F + B (or F + I), no transfer time.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct UnitCosts;
+
+impl CostModel for UnitCosts {
+    fn op(&self, op: Op) -> f64 {
+        StageCosts::UNIT.of(op.kind)
+    }
+}
+
+/// The same costs on every stage and one transfer latency for every boundary.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UniformCosts {
+    pub stage: StageCosts,
+    /// Duration of an overlapped pair F&B (used when the pair's backward is B; with I the pair
+    /// takes `pair − b + i`). `None`: F + B, no overlap gain.
+    pub pair: Option<f64>,
+    pub transfer: f64,
+}
+
+impl Default for UniformCosts {
+    fn default() -> Self {
+        UniformCosts {
+            stage: StageCosts::UNIT,
+            pair: None,
+            transfer: 0.0,
+        }
+    }
+}
+
+impl CostModel for UniformCosts {
+    fn op(&self, op: Op) -> f64 {
+        self.stage.of(op.kind)
+    }
+
+    fn pair(&self, f: Op, b: Op) -> f64 {
+        match self.pair {
+            Some(p) if b.kind == Kind::B => p,
+            Some(p) => p - self.stage.b + self.stage.of(b.kind),
+            None => self.op(f) + self.op(b),
+        }
+    }
+
+    fn transfer(&self, _from: u32, _to: u32) -> f64 {
+        self.transfer
+    }
+}
+
+/// Costs per model part (indexed by a stage's position), with per-boundary transfer latency.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableCosts {
+    /// Indexed by part (position in the pipeline).
+    pub stages: Vec<StageCosts>,
+    /// `transfer[q]`: latency across the boundary between parts q and q+1 (either direction).
+    pub transfer: Vec<f64>,
+    /// Stages per pipeline, to map a global stage id to its part.
+    pub stages_per_pipeline: u32,
+}
+
+impl TableCosts {
+    fn part(&self, stage: u32) -> usize {
+        (stage % self.stages_per_pipeline.max(1)) as usize
+    }
+
+    fn stage(&self, stage: u32) -> StageCosts {
+        self.stages
+            .get(self.part(stage))
+            .copied()
+            .unwrap_or(StageCosts::UNIT)
+    }
+}
+
+impl CostModel for TableCosts {
+    fn op(&self, op: Op) -> f64 {
+        self.stage(op.stage).of(op.kind)
+    }
+
+    fn transfer(&self, from: u32, to: u32) -> f64 {
+        let q = self.part(from).min(self.part(to));
+        self.transfer.get(q).copied().unwrap_or(0.0)
+    }
+}

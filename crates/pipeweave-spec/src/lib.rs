@@ -1,0 +1,1 @@
+//! Cluster, model and training specs in TOML, and the cost model.
