@@ -1,1 +1,48 @@
 //! Plan validation and deadlock analysis.
+//!
+//! [`validate`] reports every problem it finds in a plan, each naming the rank, the position in that
+//! rank's program and the action: unknown stages or micro-batches, actions on a rank that does not
+//! host their stage, malformed overlapped pairs, duplicated, missing or misordered work. When the
+//! work itself is complete and well ordered it decides deadlock freedom of the lowered plan (see
+//! `pipeweave_plan::lower` for the point-to-point semantics) and reports a wait cycle if there is one.
+//!
+//! No IO; problems are values. Positions are 0-based in the data and shown 1-based in messages.
+
+mod deadlock;
+mod problem;
+mod work;
+
+pub use problem::{Problem, ProblemKind, Wait, WaitReason};
+
+use pipeweave_plan::Plan;
+
+/// Every problem in `plan`; an empty list means the plan is valid and deadlock free.
+///
+/// Problems come sorted by rank and position. The deadlock analysis only runs when no other problem
+/// was found (a plan with missing work cannot be judged for progress).
+pub fn validate(plan: &Plan) -> Vec<Problem> {
+    let mut problems = work::check_work(plan);
+    if problems.is_empty() {
+        let lowered = pipeweave_plan::lower(plan);
+        if let Some(p) = deadlock::find_deadlock(plan, &lowered) {
+            problems.push(p);
+        }
+    }
+    problems.sort_by_key(|p| (p.rank, p.position.unwrap_or(usize::MAX)));
+    problems
+}
+
+/// Validates a plan whose lowering the caller already has (saves lowering twice).
+pub fn validate_lowered(plan: &Plan, lowered: &pipeweave_plan::LoweredPlan) -> Vec<Problem> {
+    let mut problems = work::check_work(plan);
+    if problems.is_empty()
+        && let Some(p) = deadlock::find_deadlock(plan, lowered)
+    {
+        problems.push(p);
+    }
+    problems.sort_by_key(|p| (p.rank, p.position.unwrap_or(usize::MAX)));
+    problems
+}
+
+#[cfg(test)]
+mod tests;

@@ -55,7 +55,9 @@ pub enum Step {
         peer: u32,
     },
     /// Reduce the gradients of `stage` (across the replicas of its part, and data-parallel ranks).
-    ReduceGrad { stage: u32 },
+    ReduceGrad {
+        stage: u32,
+    },
 }
 
 impl fmt::Display for Step {

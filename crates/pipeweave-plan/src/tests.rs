@@ -40,7 +40,14 @@ fn structure_is_checked() {
         vec![vec![]],
     )
     .unwrap_err();
-    assert_eq!(err, PlanError::MicrobatchInTwoPipelines { mb: 1, first: 0, second: 1 });
+    assert_eq!(
+        err,
+        PlanError::MicrobatchInTwoPipelines {
+            mb: 1,
+            first: 0,
+            second: 1
+        }
+    );
 }
 
 #[test]
@@ -77,7 +84,12 @@ fn lowering_places_comms_and_reductions() {
     let text: Vec<String> = lowered
         .steps
         .iter()
-        .map(|r| r.iter().map(ToString::to_string).collect::<Vec<_>>().join(","))
+        .map(|r| {
+            r.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        })
         .collect();
     assert_eq!(
         text,
@@ -101,7 +113,10 @@ fn no_comms_at_the_turn_of_a_v() {
     .expect("valid structure");
     let lowered = lower(&plan);
     let text: Vec<String> = lowered.steps[0].iter().map(ToString::to_string).collect();
-    assert_eq!(text, ["0F0", "1F0", "1B0", "1REDUCE_GRAD", "0B0", "0REDUCE_GRAD"]);
+    assert_eq!(
+        text,
+        ["0F0", "1F0", "1B0", "1REDUCE_GRAD", "0B0", "0REDUCE_GRAD"]
+    );
 }
 
 #[test]

@@ -1,0 +1,187 @@
+//! What the validator reports: problems tied to a rank, a position and an action.
+
+use pipeweave_plan::{Action, Op};
+use std::fmt;
+
+/// One problem with a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub rank: u32,
+    /// Index into the rank's program; `None` when the problem is about the end of the program
+    /// (work that never happens).
+    pub position: Option<usize>,
+    pub action: Option<Action>,
+    pub kind: ProblemKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProblemKind {
+    /// The op names a stage the plan does not have.
+    UnknownStage { op: Op, stages: u32 },
+    /// The op's stage lives on another rank.
+    WrongRank { op: Op, host: u32 },
+    /// The op's micro-batch is not carried by the pipeline of its stage.
+    UnknownMicrobatch { op: Op, pipeline: u32 },
+    /// A pair must be a forward with a B or I.
+    MalformedPair { f: Op, b: Op },
+    /// The same op appears twice (a backward counts once, whether B or I).
+    Duplicate { op: Op, first: usize },
+    /// A backward (B or I) before (or together with) the forward of its stage and micro-batch.
+    BackwardBeforeForward { op: Op },
+    /// A W before the I of its stage and micro-batch, or after a full B.
+    WeightWithoutInput { op: Op, after_full_backward: bool },
+    /// Work that never happens.
+    Missing { op: Op },
+    /// The plan cannot make progress.
+    Deadlock { cycle: Vec<Wait> },
+}
+
+/// One link of a deadlock cycle: a rank blocked at a position, and what it waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wait {
+    pub rank: u32,
+    /// The compute action the rank is blocked before (index into its program); `None` at the end.
+    pub position: Option<usize>,
+    pub action: Option<Action>,
+    pub reason: WaitReason,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WaitReason {
+    /// Waits to receive the output of `op`, computed on `on_rank`.
+    Input { op: Op, on_rank: u32 },
+    /// Waits for `to_rank` to post the receive of the output of `op` (a blocking send).
+    SendMatched { op: Op, to_rank: u32 },
+    /// Waits for `op` on the same rank, which comes later in its own program.
+    Local { op: Op },
+}
+
+impl Wait {
+    /// The rank this link waits on.
+    pub fn waits_on(&self) -> u32 {
+        match self.reason {
+            WaitReason::Input { on_rank, .. } => on_rank,
+            WaitReason::SendMatched { to_rank, .. } => to_rank,
+            WaitReason::Local { .. } => self.rank,
+        }
+    }
+}
+
+fn at(
+    f: &mut fmt::Formatter<'_>,
+    rank: u32,
+    position: Option<usize>,
+    action: Option<&Action>,
+) -> fmt::Result {
+    match (position, action) {
+        (Some(p), Some(a)) => write!(f, "rank {rank}, action {} ({a})", p + 1),
+        (Some(p), None) => write!(f, "rank {rank}, action {}", p + 1),
+        (None, _) => write!(f, "rank {rank}, end of program"),
+    }
+}
+
+fn kind_word(op: &Op) -> &'static str {
+    match op.kind {
+        pipeweave_plan::Kind::F => "forward",
+        pipeweave_plan::Kind::B => "backward",
+        pipeweave_plan::Kind::I => "input-gradient backward",
+        pipeweave_plan::Kind::W => "weight-gradient backward",
+    }
+}
+
+impl fmt::Display for Wait {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        at(f, self.rank, self.position, self.action.as_ref())?;
+        match &self.reason {
+            WaitReason::Input { op, on_rank } => {
+                write!(f, " waits for the output of {op} on rank {on_rank}")
+            }
+            WaitReason::SendMatched { op, to_rank } => write!(
+                f,
+                " waits for rank {to_rank} to receive the output of {op} (a blocking send)"
+            ),
+            WaitReason::Local { op } => {
+                write!(f, " waits for {op}, which comes later on the same rank")
+            }
+        }
+    }
+}
+
+impl Problem {
+    /// The sentence after the location, lowercase, no trailing period.
+    pub fn message(&self) -> String {
+        match &self.kind {
+            ProblemKind::UnknownStage { op, stages } => format!(
+                "{op} names stage {}, but the plan has only {stages} stages (0 to {})",
+                op.stage,
+                stages.saturating_sub(1)
+            ),
+            ProblemKind::WrongRank { op, host } => format!(
+                "{op} runs stage {} on rank {}, but stage {} lives on rank {host}",
+                op.stage, self.rank, op.stage
+            ),
+            ProblemKind::UnknownMicrobatch { op, pipeline } => format!(
+                "{op} names micro-batch {}, which pipeline {pipeline} (stage {}) does not carry",
+                op.mb, op.stage
+            ),
+            ProblemKind::MalformedPair { f, b } => format!(
+                "an overlapped pair must be a forward followed by a B or I, found {f} with {b}"
+            ),
+            ProblemKind::Duplicate { op, first } => format!(
+                "the {} of stage {}, micro-batch {} runs twice (first at action {})",
+                kind_word(op),
+                op.stage,
+                op.mb,
+                first + 1
+            ),
+            ProblemKind::BackwardBeforeForward { op } => format!(
+                "{op} runs before the forward of stage {}, micro-batch {}",
+                op.stage, op.mb
+            ),
+            ProblemKind::WeightWithoutInput {
+                op,
+                after_full_backward: true,
+            } => format!(
+                "{op} computes weight gradients that the full backward {}B{} already computed",
+                op.stage, op.mb
+            ),
+            ProblemKind::WeightWithoutInput { op, .. } => format!(
+                "{op} runs before the input-gradient backward {}I{} it follows",
+                op.stage, op.mb
+            ),
+            ProblemKind::Missing { op } => format!(
+                "stage {} never runs the {} of micro-batch {} ({op})",
+                op.stage,
+                kind_word(op),
+                op.mb
+            ),
+            ProblemKind::Deadlock { cycle } => match cycle.as_slice() {
+                [one] => format!(
+                    "the plan deadlocks: rank {} waits for work that comes later in its own program",
+                    one.rank
+                ),
+                _ => {
+                    let mut ranks: Vec<String> = cycle.iter().map(|w| w.rank.to_string()).collect();
+                    ranks.push(cycle[0].rank.to_string());
+                    format!(
+                        "the plan deadlocks: ranks {} wait for each other in a cycle",
+                        ranks.join(" → ")
+                    )
+                }
+            },
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        at(f, self.rank, self.position, self.action.as_ref())?;
+        write!(f, ": {}", self.message())?;
+        if let ProblemKind::Deadlock { cycle } = &self.kind {
+            for w in cycle {
+                write!(f, "\n  {w}")?;
+            }
+        }
+        Ok(())
+    }
+}

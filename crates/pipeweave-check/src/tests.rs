@@ -1,0 +1,181 @@
+use crate::*;
+use pipeweave_plan::{Action, Kind, Op, Pipeline, Plan};
+
+fn parse_line(line: &str) -> Vec<Action> {
+    line.split(',')
+        .filter(|c| !c.is_empty())
+        .map(|c| {
+            let k = c.find(|ch: char| ch.is_ascii_alphabetic()).expect("kind");
+            let kind = Kind::from_letter(c[k..].chars().next().expect("kind")).expect("kind");
+            Action::One(Op::new(
+                c[..k].parse().expect("stage"),
+                kind,
+                c[k + 1..].parse().expect("mb"),
+            ))
+        })
+        .collect()
+}
+
+fn plan(placement: Vec<u32>, m: u32, lines: &[&str]) -> Plan {
+    let ranks = lines.len() as u32;
+    Plan::single(
+        ranks,
+        placement,
+        m,
+        lines.iter().map(|l| parse_line(l)).collect(),
+    )
+    .expect("structure")
+}
+
+fn messages(plan: &Plan) -> Vec<String> {
+    validate(plan).iter().map(ToString::to_string).collect()
+}
+
+#[test]
+fn a_valid_1f1b_has_no_problems() {
+    let p = plan(vec![0, 1], 2, &["0F0,0F1,0B0,0B1", "1F0,1B0,1F1,1B1"]);
+    assert_eq!(messages(&p), Vec::<String>::new());
+}
+
+#[test]
+fn zero_bubble_split_is_accepted() {
+    let p = plan(
+        vec![0, 1],
+        2,
+        &["0F0,0F1,0I0,0I1,0W0,0W1", "1F0,1I0,1F1,1W0,1I1,1W1"],
+    );
+    assert_eq!(messages(&p), Vec::<String>::new());
+}
+
+#[test]
+fn work_problems_name_rank_position_and_action() {
+    let p = plan(
+        vec![0, 1],
+        2,
+        &["0F0,0F1,0B0,0F1,1F0,0W0,0I1", "1B0,1F0,5F0,1F1,1B1,1F7"],
+    );
+    assert_eq!(
+        messages(&p),
+        [
+            "rank 0, action 4 (0F1): the forward of stage 0, micro-batch 1 runs twice (first at action 2)",
+            "rank 0, action 5 (1F0): 1F0 runs stage 1 on rank 0, but stage 1 lives on rank 1",
+            "rank 0, action 6 (0W0): 0W0 computes weight gradients that the full backward 0B0 already computed",
+            "rank 0, end of program: stage 0 never runs the weight-gradient backward of micro-batch 1 (0W1)",
+            "rank 1, action 1 (1B0): 1B0 runs before the forward of stage 1, micro-batch 0",
+            "rank 1, action 3 (5F0): 5F0 names stage 5, but the plan has only 2 stages (0 to 1)",
+            "rank 1, action 6 (1F7): 1F7 names micro-batch 7, which pipeline 0 (stage 1) does not carry",
+        ]
+    );
+}
+
+#[test]
+fn malformed_pair() {
+    let p = Plan::single(
+        1,
+        vec![0],
+        2,
+        vec![vec![
+            Action::One(Op::new(0, Kind::F, 0)),
+            Action::Pair {
+                f: Op::new(0, Kind::B, 0),
+                b: Op::new(0, Kind::F, 1),
+            },
+            Action::One(Op::new(0, Kind::B, 1)),
+        ]],
+    )
+    .expect("structure");
+    assert_eq!(
+        messages(&p),
+        [
+            "rank 0, action 2 ((0B0;0F1)OVERLAP_F_B): an overlapped pair must be a forward followed by a B or I, found 0B0 with 0F1"
+        ]
+    );
+}
+
+#[test]
+fn pair_with_its_own_forward_is_backward_before_forward() {
+    let p = Plan::single(
+        1,
+        vec![0],
+        1,
+        vec![vec![Action::Pair {
+            f: Op::new(0, Kind::F, 0),
+            b: Op::new(0, Kind::B, 0),
+        }]],
+    )
+    .expect("structure");
+    assert_eq!(
+        messages(&p),
+        [
+            "rank 0, action 1 ((0F0;0B0)OVERLAP_F_B): 0B0 runs before the forward of stage 0, micro-batch 0"
+        ]
+    );
+}
+
+#[test]
+fn crossed_order_deadlocks_with_a_cycle() {
+    // Rank 1 wants micro-batch 1 first but rank 0 sends 0 first and blocks until it is received.
+    let p = plan(vec![0, 1], 2, &["0F0,0F1,0B0,0B1", "1F1,1B1,1F0,1B0"]);
+    assert_eq!(
+        messages(&p),
+        [
+            "rank 0, action 3 (0B0): the plan deadlocks: ranks 0 → 1 → 0 wait for each other in a cycle\n  \
+          rank 0, action 3 (0B0) waits for rank 1 to receive the output of 0F0 (a blocking send)\n  \
+          rank 1, action 1 (1F1) waits for the output of 0F1 on rank 0"
+        ]
+    );
+}
+
+#[test]
+fn backward_waits_in_a_cycle() {
+    let p = plan(vec![0, 1], 1, &["0B0,0F0", "1F0,1B0"]);
+    // The order error is reported; deadlock analysis only runs on complete, ordered work.
+    assert_eq!(
+        messages(&p),
+        ["rank 0, action 1 (0B0): 0B0 runs before the forward of stage 0, micro-batch 0"]
+    );
+    let p = plan(vec![0, 1], 2, &["0F0,0B0,0F1,0B1", "1F1,1B1,1F0,1B0"]);
+    let problems = validate(&p);
+    assert_eq!(problems.len(), 1);
+    assert!(matches!(problems[0].kind, ProblemKind::Deadlock { .. }));
+}
+
+#[test]
+fn v_turn_out_of_order_waits_for_itself() {
+    let p = Plan::single(1, vec![0, 0], 1, vec![parse_line("1F0,0F0,1B0,0B0")]).expect("structure");
+    assert_eq!(
+        messages(&p),
+        [
+            "rank 0, action 1 (1F0): the plan deadlocks: rank 0 waits for work that comes later in its own program\n  \
+          rank 0, action 1 (1F0) waits for 0F0, which comes later on the same rank"
+        ]
+    );
+}
+
+#[test]
+fn two_pipelines_check_micro_batch_ownership() {
+    let p = Plan::new(
+        2,
+        vec![
+            Pipeline {
+                placement: vec![0, 1],
+                microbatches: vec![0],
+            },
+            Pipeline {
+                placement: vec![1, 0],
+                microbatches: vec![1],
+            },
+        ],
+        vec![
+            parse_line("0F0,3F1,3B1,0B0,0F1"),
+            parse_line("2F1,1F0,1B0,2B1"),
+        ],
+    )
+    .expect("structure");
+    assert_eq!(
+        messages(&p),
+        [
+            "rank 0, action 5 (0F1): 0F1 names micro-batch 1, which pipeline 0 (stage 0) does not carry"
+        ]
+    );
+}

@@ -1,0 +1,164 @@
+//! Checks of the work itself: every op names a real stage on its own rank and a micro-batch of its
+//! pipeline; every stage runs every micro-batch once forward and once backward (B, or I then W);
+//! backwards follow their forward, W follows its I; pairs are a forward with a B or I.
+
+use crate::problem::{Problem, ProblemKind};
+use pipeweave_plan::{Action, Kind, Op, Plan};
+
+const NONE: u32 = u32::MAX;
+
+/// Where each op of a (stage, micro-batch) was seen: a position on the stage's host rank.
+struct Seen {
+    mb_bound: usize,
+    f: Vec<u32>,
+    bwd: Vec<u32>,
+    bwd_full: Vec<bool>,
+    w: Vec<u32>,
+}
+
+impl Seen {
+    fn new(plan: &Plan) -> Seen {
+        let mb_bound = plan.mb_bound() as usize;
+        let n = plan.num_stages() as usize * mb_bound;
+        Seen {
+            mb_bound,
+            f: vec![NONE; n],
+            bwd: vec![NONE; n],
+            bwd_full: vec![false; n],
+            w: vec![NONE; n],
+        }
+    }
+
+    fn index(&self, op: Op) -> usize {
+        op.stage as usize * self.mb_bound + op.mb as usize
+    }
+}
+
+pub(crate) fn check_work(plan: &Plan) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    let mut seen = Seen::new(plan);
+    for rank in 0..plan.ranks() {
+        for (i, action) in plan.program(rank).iter().enumerate() {
+            let mut report = |kind: ProblemKind| {
+                problems.push(Problem {
+                    rank,
+                    position: Some(i),
+                    action: Some(*action),
+                    kind,
+                })
+            };
+            if let Action::Pair { f, b } = *action
+                && (f.kind != Kind::F || !b.kind.is_input_backward())
+            {
+                report(ProblemKind::MalformedPair { f, b });
+            }
+            for op in action.ops() {
+                check_op(plan, &mut seen, rank, i, op, &mut report);
+            }
+        }
+    }
+    for (j, pipeline) in plan.pipelines().iter().enumerate() {
+        for (q, &host) in pipeline.placement.iter().enumerate() {
+            let stage = plan.stage_id(j as u32, q as u32);
+            for &mb in &pipeline.microbatches {
+                let x = seen.index(Op::new(stage, Kind::F, mb));
+                let mut missing = |kind| {
+                    problems.push(Problem {
+                        rank: host,
+                        position: None,
+                        action: None,
+                        kind: ProblemKind::Missing {
+                            op: Op::new(stage, kind, mb),
+                        },
+                    })
+                };
+                if seen.f[x] == NONE {
+                    missing(Kind::F);
+                }
+                if seen.bwd[x] == NONE {
+                    missing(Kind::B);
+                } else if !seen.bwd_full[x] && seen.w[x] == NONE {
+                    missing(Kind::W);
+                }
+            }
+        }
+    }
+    problems
+}
+
+fn check_op(
+    plan: &Plan,
+    seen: &mut Seen,
+    rank: u32,
+    i: usize,
+    op: Op,
+    report: &mut impl FnMut(ProblemKind),
+) {
+    let Some(host) = plan.stage_rank(op.stage) else {
+        report(ProblemKind::UnknownStage {
+            op,
+            stages: plan.num_stages(),
+        });
+        return;
+    };
+    let (pipeline, _) = plan.locate(op.stage);
+    if plan.mb_pipeline(op.mb) != Some(pipeline) {
+        report(ProblemKind::UnknownMicrobatch { op, pipeline });
+        return;
+    }
+    // Work on the wrong rank does not count: its host must still run it.
+    if host != rank {
+        report(ProblemKind::WrongRank { op, host });
+        return;
+    }
+    let x = seen.index(op);
+    let pos = i as u32;
+    match op.kind {
+        Kind::F => {
+            if seen.f[x] != NONE {
+                report(ProblemKind::Duplicate {
+                    op,
+                    first: seen.f[x] as usize,
+                });
+            } else {
+                seen.f[x] = pos;
+            }
+        }
+        Kind::B | Kind::I => {
+            if seen.bwd[x] != NONE {
+                report(ProblemKind::Duplicate {
+                    op,
+                    first: seen.bwd[x] as usize,
+                });
+                return;
+            }
+            seen.bwd[x] = pos;
+            seen.bwd_full[x] = op.kind == Kind::B;
+            // A forward at this very position is the other half of the same pair: not before.
+            if (seen.f[x] == NONE || seen.f[x] >= pos) {
+                report(ProblemKind::BackwardBeforeForward { op });
+            }
+        }
+        Kind::W => {
+            if seen.w[x] != NONE {
+                report(ProblemKind::Duplicate {
+                    op,
+                    first: seen.w[x] as usize,
+                });
+                return;
+            }
+            seen.w[x] = pos;
+            if seen.bwd[x] != NONE && seen.bwd_full[x] {
+                report(ProblemKind::WeightWithoutInput {
+                    op,
+                    after_full_backward: true,
+                });
+            } else if (seen.bwd[x] == NONE || seen.bwd[x] >= pos) {
+                report(ProblemKind::WeightWithoutInput {
+                    op,
+                    after_full_backward: false,
+                });
+            }
+        }
+    }
+}
