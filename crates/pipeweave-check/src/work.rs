@@ -135,7 +135,7 @@ fn check_op(
             seen.bwd[x] = pos;
             seen.bwd_full[x] = op.kind == Kind::B;
             // A forward at this very position is the other half of the same pair: not before.
-            if (seen.f[x] == NONE || seen.f[x] >= pos) {
+            if seen.f[x] == NONE || seen.f[x] >= pos {
                 report(ProblemKind::BackwardBeforeForward { op });
             }
         }
@@ -153,7 +153,7 @@ fn check_op(
                     op,
                     after_full_backward: true,
                 });
-            } else if (seen.bwd[x] == NONE || seen.bwd[x] >= pos) {
+            } else if seen.bwd[x] == NONE || seen.bwd[x] >= pos {
                 report(ProblemKind::WeightWithoutInput {
                     op,
                     after_full_backward: false,
