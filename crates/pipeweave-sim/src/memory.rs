@@ -1,0 +1,41 @@
+//! Live activations on one rank, in stage-micro-batch units.
+//!
+//! An activation is allocated by a forward and freed by the backward that computes the input
+//! gradient of the same stage and micro-batch (B, or I when the backward is split). A deferred W
+//! keeps only the inputs of its weight layers, which this unit count does not charge (the Zero
+//! Bubble papers' convention; a spec's cost model can price it). Inside an overlapped pair the
+//! forward allocates before the backward frees, so a pair counts its forward's activation at the
+//! moment it starts.
+
+use pipeweave_plan::{Action, Kind};
+
+/// Live-activation figures for one rank's program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Live {
+    /// The most activations held at once.
+    pub peak: u32,
+    /// Activations still held after the last action (non-zero only for incomplete programs).
+    pub end: u32,
+}
+
+/// Counts live activations through a rank's program in order.
+pub fn live_activations(program: &[Action]) -> Live {
+    let mut live: i64 = 0;
+    let mut peak: i64 = 0;
+    for a in program {
+        for op in a.ops() {
+            match op.kind {
+                Kind::F => {
+                    live += 1;
+                    peak = peak.max(live);
+                }
+                Kind::B | Kind::I => live -= 1,
+                Kind::W => {}
+            }
+        }
+    }
+    Live {
+        peak: peak.max(0) as u32,
+        end: live.max(0) as u32,
+    }
+}

@@ -1,0 +1,135 @@
+use crate::*;
+use pipeweave_plan::{Action, Kind, Op, Plan};
+
+fn ops(line: &str) -> Vec<Action> {
+    line.split(',')
+        .map(|c| {
+            let k = c.find(|ch: char| ch.is_ascii_alphabetic()).expect("kind");
+            let kind = Kind::from_letter(c[k..].chars().next().expect("kind")).expect("kind");
+            Action::One(Op::new(
+                c[..k].parse().expect("stage"),
+                kind,
+                c[k + 1..].parse().expect("mb"),
+            ))
+        })
+        .collect()
+}
+
+#[test]
+fn two_stage_1f1b_unit_costs() {
+    let plan = Plan::single(
+        2,
+        vec![0, 1],
+        2,
+        vec![ops("0F0,0F1,0B0,0B1"), ops("1F0,1B0,1F1,1B1")],
+    )
+    .expect("structure");
+    let t = simulate(&plan, &UnitCosts).expect("runs");
+    // Rank 1: F0 [1,2] B0 [2,4] F1 [4,5] B1 [5,7]; rank 0's backwards wait for rank 1's.
+    let spans: Vec<(f64, f64)> = t.intervals[0].iter().map(|i| (i.start, i.end)).collect();
+    assert_eq!(spans, [(0.0, 1.0), (1.0, 2.0), (4.0, 6.0), (7.0, 9.0)]);
+    let spans: Vec<(f64, f64)> = t.intervals[1].iter().map(|i| (i.start, i.end)).collect();
+    assert_eq!(spans, [(1.0, 2.0), (2.0, 4.0), (4.0, 5.0), (5.0, 7.0)]);
+    // (P − 1)(F + B) = 3 idle per rank.
+    assert_eq!(t.makespan, 9.0);
+    assert_eq!(t.ranks[0].busy, 6.0);
+    assert_eq!(t.ranks[0].idle, 3.0);
+    assert_eq!(t.ranks[0].longest_idle, 2.0);
+    assert_eq!(t.ranks[1].longest_idle, 2.0);
+    assert_eq!(t.ranks[0].peak_activations, 2);
+    assert_eq!(t.ranks[1].peak_activations, 1);
+    assert!((t.bubble_fraction - 1.0 / 3.0).abs() < 1e-12);
+}
+
+#[test]
+fn pair_starts_when_both_inputs_arrive() {
+    // One rank, two stages in a V: the pair (1F1; 1B0) needs 0F1 and 1F0.
+    let plan = Plan::single(
+        1,
+        vec![0, 0],
+        2,
+        vec![vec![
+            Action::One(Op::new(0, Kind::F, 0)),
+            Action::One(Op::new(1, Kind::F, 0)),
+            Action::One(Op::new(0, Kind::F, 1)),
+            Action::Pair {
+                f: Op::new(1, Kind::F, 1),
+                b: Op::new(1, Kind::B, 0),
+            },
+            Action::One(Op::new(0, Kind::B, 0)),
+            Action::One(Op::new(1, Kind::B, 1)),
+            Action::One(Op::new(0, Kind::B, 1)),
+        ]],
+    )
+    .expect("structure");
+    let t = simulate(&plan, &UnitCosts).expect("runs");
+    assert_eq!(
+        t.intervals[0][3],
+        Interval {
+            start: 3.0,
+            end: 6.0
+        }
+    );
+    assert_eq!(t.makespan, 12.0);
+    let costs = UniformCosts {
+        pair: Some(2.5),
+        ..UniformCosts::default()
+    };
+    let t = simulate(&plan, &costs).expect("runs");
+    assert_eq!(
+        t.intervals[0][3],
+        Interval {
+            start: 3.0,
+            end: 5.5
+        }
+    );
+}
+
+#[test]
+fn transfer_latency_delays_the_consumer() {
+    let plan =
+        Plan::single(2, vec![0, 1], 1, vec![ops("0F0,0B0"), ops("1F0,1B0")]).expect("structure");
+    let costs = UniformCosts {
+        transfer: 0.5,
+        ..UniformCosts::default()
+    };
+    let t = simulate(&plan, &costs).expect("runs");
+    assert_eq!(
+        t.intervals[1][0],
+        Interval {
+            start: 1.5,
+            end: 2.5
+        }
+    );
+    assert_eq!(
+        t.intervals[0][1],
+        Interval {
+            start: 5.0,
+            end: 7.0
+        }
+    );
+}
+
+#[test]
+fn stuck_plans_are_errors_not_hangs() {
+    let plan = Plan::single(
+        2,
+        vec![0, 1],
+        2,
+        vec![ops("0F0,0B1,0F1,0B0"), ops("1F0,1F1,1B1,1B0")],
+    )
+    .expect("structure");
+    assert_eq!(
+        simulate(&plan, &UnitCosts),
+        Err(SimError::Stuck {
+            rank: 0,
+            position: 1
+        })
+    );
+}
+
+#[test]
+fn split_backward_frees_at_i() {
+    let live = live_activations(&ops("0F0,0F1,0I0,0F2,0W0,0I1,0I2,0W1,0W2"));
+    assert_eq!(live, memory::Live { peak: 2, end: 0 });
+}
