@@ -1,0 +1,183 @@
+use super::*;
+use pipeweave_plan::Kind::*;
+
+fn read(source: &str, k: u32) -> Result<ActionsFile, Vec<Diagnostic>> {
+    read_actions(source, FileId(0), k)
+}
+
+fn messages(source: &str, k: u32) -> Vec<String> {
+    match read(source, k) {
+        Ok(_) => panic!("expected an error for {source:?}"),
+        Err(d) => d.into_iter().map(|d| d.message).collect(),
+    }
+}
+
+fn one(stage: u32, kind: Kind, mb: u32) -> Action {
+    Action::One(Op::new(stage, kind, mb))
+}
+
+#[test]
+fn reads_a_two_rank_plan_with_spans() {
+    let src = "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n";
+    let file = read(src, 1).expect("valid");
+    assert_eq!(file.plan.ranks(), 2);
+    assert_eq!(file.plan.pipelines()[0].placement, vec![0, 1]);
+    assert_eq!(file.plan.pipelines()[0].microbatches, vec![0, 1]);
+    assert_eq!(file.plan.program(1)[1], one(1, B, 0));
+    assert_eq!(file.spans[1][1], 20..23);
+    assert_eq!(&src[file.spans[1][1].clone()], "1B0");
+}
+
+#[test]
+fn tolerates_crlf_blanks_and_empty_cells() {
+    let a = read("0F0,,0B0\r\n\r\n1F0, 1B0 ,\r\n\r\n\r\n", 1).expect("valid");
+    assert_eq!(
+        a.plan.ranks(),
+        3,
+        "the blank line in the middle is an idle rank"
+    );
+    assert!(a.plan.program(1).is_empty());
+    assert_eq!(a.plan.pipelines()[0].placement, vec![0, 2]);
+    assert_eq!(a.plan.program(2), &[one(1, F, 0), one(1, B, 0)]);
+    let b = read("0F0,,0B0\n\n1F0,1B0", 1).expect("valid without a final newline");
+    assert_eq!(a.plan, b.plan);
+}
+
+#[test]
+fn idle_last_rank_round_trips() {
+    let plan = Plan::single(
+        3,
+        vec![0],
+        1,
+        vec![vec![one(0, F, 0), one(0, B, 0)], vec![], vec![]],
+    )
+    .expect("structure");
+    let text = write_actions(&plan);
+    assert_eq!(text, "0F0,0B0\n,\n,\n");
+    assert_eq!(read(&text, 1).expect("valid").plan, plan);
+    let middle = Plan::single(
+        3,
+        vec![0, 2],
+        1,
+        vec![vec![one(0, F, 0)], vec![], vec![one(1, F, 0)]],
+    )
+    .expect("structure");
+    assert_eq!(write_actions(&middle), "0F0\n\n1F0\n");
+}
+
+#[test]
+fn reads_pairs_and_two_pipelines() {
+    let src = "0F0,(0F1;3B2)OVERLAP_F_B,0B0,0B1,3F2,3F3,3B3\n1F0,2F2,1B0,2B2,1F1,1B1,2F3,2B3\n";
+    let file = read(src, 2).expect("valid");
+    let plan = &file.plan;
+    assert_eq!(plan.stages_per_pipeline(), 2);
+    assert_eq!(plan.pipelines()[0].placement, vec![0, 1]);
+    assert_eq!(plan.pipelines()[1].placement, vec![1, 0]);
+    assert_eq!(plan.pipelines()[0].microbatches, vec![0, 1]);
+    assert_eq!(plan.pipelines()[1].microbatches, vec![2, 3]);
+    assert_eq!(
+        plan.program(0)[1],
+        Action::Pair {
+            f: Op::new(0, F, 1),
+            b: Op::new(3, B, 2)
+        }
+    );
+    assert_eq!(write_actions(plan), src);
+}
+
+#[test]
+fn strict_about_trailing_garbage() {
+    assert_eq!(messages("0F1xyz", 1), ["unexpected `xyz` after `0F1`"]);
+    assert_eq!(messages("0F1 2", 1), ["unexpected ` 2` after `0F1`"]);
+}
+
+#[test]
+fn every_bad_cell_is_reported() {
+    assert_eq!(
+        messages(
+            "x,0Q1,0F,3,0F1\n0SEND_F1,(0B1;1F0)OVERLAP_F_B,(0F1;1W0)OVERLAP_F_B",
+            1
+        ),
+        [
+            "expected a stage number, found `x`",
+            "unknown action kind `Q`: expected F, B, I or W",
+            "expected a micro-batch number after `0F`, found the end of the cell",
+            "expected an action kind (F, B, I or W) after `3`, found the end of the cell",
+            "`SEND_F` is not a compute action",
+            "an overlapped pair needs a forward first",
+            "the second action of an overlapped pair must be a B or an I",
+            "the second action of an overlapped pair must be a B or an I",
+        ]
+    );
+}
+
+#[test]
+fn pair_shape_errors() {
+    assert_eq!(
+        messages("(0F1;3B0)", 1),
+        ["an overlapped pair must end with `)OVERLAP_F_B`, found `)`"]
+    );
+    assert_eq!(
+        messages("(0F1)OVERLAP_F_B", 1),
+        ["an overlapped pair needs two actions separated by `;`"]
+    );
+    assert_eq!(
+        messages("(0F1;3B0", 1),
+        ["an overlapped pair must end with `)OVERLAP_F_B`"]
+    );
+}
+
+#[test]
+fn numbers_out_of_range() {
+    assert_eq!(
+        messages("99999999999F0", 1),
+        ["stage number `99999999999` is too large"]
+    );
+    assert_eq!(
+        messages("0F16777216", 1),
+        ["micro-batch number `16777216` is too large (at most 16777215)"]
+    );
+}
+
+#[test]
+fn structural_errors() {
+    let d = read("0F0,1F0\n1B0", 1).expect_err("stage on two ranks");
+    assert_eq!(d.len(), 1);
+    assert_eq!(
+        d[0].message,
+        "stage 1 appears on rank 0 (line 1) and rank 1 (line 2)"
+    );
+    assert_eq!(d[0].span.as_ref().map(|s| s.range.clone()), Some(8..11));
+    assert_eq!(d[0].labels[0].span.range, 4..7);
+
+    assert_eq!(
+        messages("0F0\n3F0\n", 1),
+        ["stages 1 to 2 appear on no rank"]
+    );
+    assert_eq!(messages("0F0\n2F0\n", 1), ["stage 1 appears on no rank"]);
+    assert_eq!(
+        messages("0F0\n1F0\n2F0\n", 2),
+        ["3 stages cannot be split into 2 pipelines of equal length"]
+    );
+    assert_eq!(
+        messages("0F0,1F0\n", 2),
+        ["micro-batch 0 appears in pipeline 0 and pipeline 1"]
+    );
+    assert_eq!(messages("", 1), ["the file holds no ranks"]);
+    assert_eq!(messages("\n\r\n  \n", 1), ["the file holds no ranks"]);
+    assert_eq!(messages(",,\n,", 1), ["the file holds no actions"]);
+    assert_eq!(
+        messages("0F0", 0),
+        ["the number of pipelines must be at least 1"]
+    );
+}
+
+#[test]
+fn spans_point_at_the_offending_part() {
+    let d = read("0F0, 0Q1", 1).expect_err("bad kind");
+    assert_eq!(d[0].span.as_ref().map(|s| s.range.clone()), Some(6..7));
+    let d = read("0F0,(0F1;1W0)OVERLAP_F_B", 1).expect_err("bad pair");
+    assert_eq!(d[0].span.as_ref().map(|s| s.range.clone()), Some(9..12));
+    let d = read("é", 1).expect_err("not a cell");
+    assert_eq!(d[0].span.as_ref().map(|s| s.range.clone()), Some(0..2));
+}

@@ -1,0 +1,84 @@
+//! Shared helpers: the reference vectors and a generator of random plans.
+
+use pipeweave_plan::{Action, Kind, Op, Pipeline, Plan};
+use proptest::prelude::*;
+use std::path::PathBuf;
+
+pub fn reference_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/reference")
+}
+
+/// Every reference vector: (path relative to the reference folder, its text, its pipeline count).
+pub fn reference_vectors() -> Vec<(String, String, u32)> {
+    let dir = reference_dir();
+    let index = std::fs::read_to_string(dir.join("index.json")).expect("index.json");
+    let index: serde_json::Value = serde_json::from_str(&index).expect("index.json parses");
+    let entries = index["entries"].as_array().expect("entries");
+    let mut out: Vec<(String, String, u32)> = entries
+        .iter()
+        .map(|e| {
+            let path = e["path"].as_str().expect("path").to_string();
+            let k = e["pipelines"].as_u64().expect("pipelines") as u32;
+            let text = std::fs::read_to_string(dir.join(&path)).expect("vector file");
+            (path, text, k)
+        })
+        .collect();
+    out.sort();
+    assert!(
+        out.len() >= 25,
+        "expected the full set of reference vectors"
+    );
+    out
+}
+
+/// Random plans whose every stage appears in its rank's program and whose every pipeline carries
+/// at least one micro-batch: exactly the plans the actions format can express.
+pub fn arb_plan() -> impl Strategy<Value = Plan> {
+    (1u32..5, 1u32..4, 1u32..4, 1u32..4).prop_flat_map(|(ranks, k, s, m)| {
+        let placements = proptest::collection::vec(0..ranks, (k * s) as usize);
+        let extra = proptest::collection::vec(
+            (0u32..k * s, 0u32..4, 0u32..m, any::<bool>(), 0u32..k * s),
+            0..12,
+        );
+        let seed = any::<u64>();
+        (Just((ranks, k, s, m)), placements, extra, seed).prop_map(
+            |((ranks, k, s, m), placement, extra, seed)| {
+                let mut programs: Vec<Vec<Action>> = vec![Vec::new(); ranks as usize];
+                let mb = |j: u32, i: u32| j * m + i;
+                for stage in 0..k * s {
+                    for i in 0..m {
+                        programs[placement[stage as usize] as usize].push(Action::One(Op::new(
+                            stage,
+                            Kind::F,
+                            mb(stage / s, i),
+                        )));
+                    }
+                }
+                for (stage, kind, i, pair, other) in extra {
+                    let kind = [Kind::F, Kind::B, Kind::I, Kind::W][kind as usize];
+                    let rank = placement[stage as usize];
+                    let op = Op::new(stage, kind, mb(stage / s, i));
+                    let action =
+                        if pair && kind.is_input_backward() && placement[other as usize] == rank {
+                            Action::Pair {
+                                f: Op::new(other, Kind::F, mb(other / s, i)),
+                                b: op,
+                            }
+                        } else {
+                            Action::One(op)
+                        };
+                    let program = &mut programs[rank as usize];
+                    let at = (seed as usize).wrapping_add(stage as usize) % (program.len() + 1);
+                    program.insert(at, action);
+                }
+                let pipelines = (0..k)
+                    .map(|j| Pipeline {
+                        placement: placement[(j * s) as usize..((j + 1) * s) as usize].to_vec(),
+                        microbatches: (0..m).map(|i| mb(j, i)).collect(),
+                    })
+                    .collect();
+                Plan::new(ranks, pipelines, programs).expect("generated structure is valid")
+            },
+        )
+    })
+}

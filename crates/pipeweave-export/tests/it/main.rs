@@ -1,0 +1,4 @@
+//! Integration tests of the export formats against the reference vectors and random plans.
+
+mod actions;
+mod common;
