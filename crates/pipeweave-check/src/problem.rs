@@ -108,6 +108,17 @@ impl fmt::Display for Wait {
 }
 
 impl Problem {
+    /// Where the problem is: `rank 1, action 4 (1B0)` or `rank 1, end of program`.
+    pub fn location(&self) -> String {
+        struct At<'a>(&'a Problem);
+        impl fmt::Display for At<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                at(f, self.0.rank, self.0.position, self.0.action.as_ref())
+            }
+        }
+        At(self).to_string()
+    }
+
     /// The sentence after the location, lowercase, no trailing period.
     pub fn message(&self) -> String {
         match &self.kind {

@@ -3,9 +3,10 @@
 //! An activation is allocated by a forward and freed by the backward that computes the input
 //! gradient of the same stage and micro-batch (B, or I when the backward is split). A deferred W
 //! keeps only the inputs of its weight layers, which this unit count does not charge (the Zero
-//! Bubble papers' convention; a spec's cost model can price it). Inside an overlapped pair the
-//! forward allocates before the backward frees, so a pair counts its forward's activation at the
-//! moment it starts.
+//! Bubble papers' convention; a spec's cost model can price it). An overlapped pair allocates and
+//! frees together: its forward's activation grows while its backward's shrinks, so a pair adds no
+//! transient unit. This is DualPipe's accounting: its peak of P+1 units is reached only on the
+//! middle ranks, through the one F and B of step 4 that run apart.
 
 use pipeweave_plan::{Action, Kind};
 
@@ -25,14 +26,12 @@ pub fn live_activations(program: &[Action]) -> Live {
     for a in program {
         for op in a.ops() {
             match op.kind {
-                Kind::F => {
-                    live += 1;
-                    peak = peak.max(live);
-                }
+                Kind::F => live += 1,
                 Kind::B | Kind::I => live -= 1,
                 Kind::W => {}
             }
         }
+        peak = peak.max(live);
     }
     Live {
         peak: peak.max(0) as u32,

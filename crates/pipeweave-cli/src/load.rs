@@ -1,0 +1,103 @@
+//! Turning the PLAN argument into a plan: plan files (actions, JSON) today; schedule names, `.weave`
+//! files and plugins plug in here.
+
+use crate::render::Sources;
+use crate::{Failure, PlanArgs};
+use pipeweave_check::{Problem, ProblemKind};
+use pipeweave_diagnostics::{Diagnostic, Span};
+use pipeweave_plan::Plan;
+use std::path::Path;
+
+/// A plan and where its actions came from.
+#[derive(Debug)]
+pub struct Loaded {
+    pub plan: Plan,
+    /// `origins[r][i]`: the source span that produced rank r's i-th action, when known.
+    pub origins: Option<Vec<Vec<Span>>>,
+    /// What to call the plan in messages (a file name or a schedule name).
+    pub name: String,
+}
+
+pub fn read_file(path: &Path) -> Result<String, Failure> {
+    std::fs::read_to_string(path)
+        .map_err(|e| Failure::Invalid(format!("error: cannot read `{}`: {e}\n", path.display())))
+}
+
+/// Loads the plan the arguments name.
+pub fn load(args: &PlanArgs, sources: &mut Sources) -> Result<Loaded, Failure> {
+    let path = Path::new(&args.plan);
+    if !path.exists() {
+        return Err(Failure::Invalid(format!(
+            "error: no plan file or schedule named `{}`\n",
+            args.plan
+        )));
+    }
+    if args.ranks.is_some()
+        || args.microbatches.is_some()
+        || args.stages_per_rank.is_some()
+        || !args.set.is_empty()
+    {
+        return Err(Failure::Usage(format!(
+            "`{}` is a plan file: --ranks, --microbatches, --stages-per-rank and --set apply to schedules only",
+            args.plan
+        )));
+    }
+    let text = read_file(path)?;
+    let name = path.display().to_string();
+    let file = sources.add(name.clone(), text);
+    let text = sources.source(file).unwrap_or_default();
+    match pipeweave_export::read_actions(text, file, args.pipelines) {
+        Ok(f) => {
+            let origins = f
+                .spans
+                .into_iter()
+                .map(|r| r.into_iter().map(|range| Span::new(file, range)).collect())
+                .collect();
+            Ok(Loaded {
+                plan: f.plan,
+                origins: Some(origins),
+                name,
+            })
+        }
+        Err(diags) => Err(Failure::Diagnostics(diags)),
+    }
+}
+
+/// Turns validator problems into diagnostics that point at the actions' sources.
+pub fn problem_diagnostics(loaded: &Loaded, problems: &[Problem]) -> Vec<Diagnostic> {
+    let origin = |rank: u32, position: Option<usize>| -> Option<Span> {
+        let spans = loaded.origins.as_ref()?.get(rank as usize)?;
+        match position {
+            Some(p) => spans.get(p).cloned(),
+            None => spans.last().cloned(),
+        }
+    };
+    problems
+        .iter()
+        .map(|p| {
+            let mut d = Diagnostic::error(format!("{}: {}", p.location(), p.message()));
+            if let Some(span) = origin(p.rank, p.position) {
+                let label = match p.position {
+                    Some(_) => "this action".to_string(),
+                    None => format!("rank {}'s program ends here", p.rank),
+                };
+                d = d.with_span_label(span, label);
+            }
+            if let ProblemKind::Deadlock { cycle } = &p.kind {
+                for (k, w) in cycle.iter().enumerate() {
+                    match origin(w.rank, w.position) {
+                        Some(span) if k > 0 => d = d.with_label(span, w.to_string()),
+                        _ => d = d.with_note(w.to_string()),
+                    }
+                }
+                if let Some(first) = cycle.first()
+                    && origin(first.rank, first.position).is_some()
+                {
+                    d.span_label = Some(first.to_string());
+                    d.notes.retain(|n| *n != first.to_string());
+                }
+            }
+            d
+        })
+        .collect()
+}
