@@ -1,0 +1,771 @@
+//! The versioned byte protocol spoken over the ABI: metadata, requests and responses as small,
+//! line-based UTF-8 text messages.
+//!
+//! # Format (version 1)
+//!
+//! Every message is UTF-8 text made of lines separated by `\n`:
+//!
+//! ```text
+//! pipeweave-plugin-protocol 1      magic and protocol version
+//! <kind>                           metadata | request | plan | error
+//! <key> <value>                    zero or more fields, in the order listed below
+//! end                              nothing may follow except one final newline
+//! ```
+//!
+//! Text values (names, descriptions, messages) escape `\` as `\\`, a newline as `\n` and a carriage
+//! return as `\r`, so every field stays on one line. Numbers are unsigned decimal except parameter
+//! values of kind `int`, which may be negative.
+//!
+//! - `metadata`: `name <text>`, `version <text>`, `description <text>`, `requires <text>` (the
+//!   schedule's requirements in plain words; may be empty), then per parameter
+//!   `param <name> bool <true|false>` or `param <name> int <default> [min=<n>] [max=<n>]
+//!   [multiple_of=<n>]`, each optionally followed by `param-help <text>`.
+//! - `request`: `ranks <n>`, `microbatches <n>`, then `set <name> <value>` per parameter.
+//! - `plan`: `ranks <n>`, then per pipeline `pipeline placement=<r,r,...> microbatches=<m,m,...>`
+//!   (position `q` of the placement list is the rank hosting stage `q`), then exactly one
+//!   `program <cells>` line per rank in rank order, cells in the actions format
+//!   (`3F0`, `7I4`, `(0F3;7B5)OVERLAP_F_B`: global stage, kind, global micro-batch), comma
+//!   separated, no empty cells.
+//! - `error`: `message <text>`, the reason the plugin could not build a plan, in plain words.
+//!
+//! Unknown kinds and keys are errors: a newer message is refused instead of half read. The codec
+//! converts explicitly to and from the core types; nothing in `pipeweave-plan` is serializable.
+
+use pipeweave_plan::{Action, Kind, Op, Pipeline, Plan, PlanError};
+use std::fmt::{self, Write as _};
+
+/// The version of the message format, written on the first line of every message.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The first word of every message.
+pub const MAGIC: &str = "pipeweave-plugin-protocol";
+
+/// What a plugin says about itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Metadata {
+    /// The schedule name users type (`dualpipe`).
+    pub name: String,
+    /// The plugin's own version.
+    pub version: String,
+    /// One line saying what the schedule is.
+    pub description: String,
+    /// The requirements on ranks and micro-batches in plain words (may be empty).
+    pub requires: String,
+    /// The parameters users set with `--set NAME=VALUE`.
+    pub params: Vec<ParamSpec>,
+}
+
+/// One parameter: its name, type, default and constraints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamSpec {
+    pub name: String,
+    pub help: String,
+    pub kind: ParamKind,
+}
+
+/// The type of a parameter with its default and constraints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamKind {
+    Bool {
+        default: bool,
+    },
+    Int {
+        default: i64,
+        min: Option<i64>,
+        max: Option<i64>,
+        multiple_of: Option<i64>,
+    },
+}
+
+/// A parameter value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Value {
+    Bool(bool),
+    Int(i64),
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Bool(b) => write!(f, "{b}"),
+            Value::Int(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+impl ParamSpec {
+    pub fn bool(name: &str, default: bool, help: &str) -> ParamSpec {
+        ParamSpec {
+            name: name.to_owned(),
+            help: help.to_owned(),
+            kind: ParamKind::Bool { default },
+        }
+    }
+
+    pub fn int(name: &str, default: i64, help: &str) -> ParamSpec {
+        ParamSpec {
+            name: name.to_owned(),
+            help: help.to_owned(),
+            kind: ParamKind::Int {
+                default,
+                min: None,
+                max: None,
+                multiple_of: None,
+            },
+        }
+    }
+
+    /// Sets the bounds and step of an `int` parameter (no effect on a `bool`).
+    pub fn constrained(mut self, min: Option<i64>, max: Option<i64>, multiple_of: Option<i64>) -> ParamSpec {
+        if let ParamKind::Int { default, .. } = self.kind {
+            self.kind = ParamKind::Int {
+                default,
+                min,
+                max,
+                multiple_of,
+            };
+        }
+        self
+    }
+
+    pub fn default_value(&self) -> Value {
+        match self.kind {
+            ParamKind::Bool { default } => Value::Bool(default),
+            ParamKind::Int { default, .. } => Value::Int(default),
+        }
+    }
+
+    /// The type name shown to users.
+    pub fn type_name(&self) -> &'static str {
+        match self.kind {
+            ParamKind::Bool { .. } => "bool",
+            ParamKind::Int { .. } => "int",
+        }
+    }
+
+    /// The constraints in words (`even, at least 2`), empty when there are none.
+    pub fn constraint_text(&self) -> String {
+        let ParamKind::Int {
+            min,
+            max,
+            multiple_of,
+            ..
+        } = self.kind
+        else {
+            return String::new();
+        };
+        let mut parts = Vec::new();
+        match multiple_of {
+            Some(2) => parts.push("even".to_owned()),
+            Some(k) if k > 1 => parts.push(format!("a multiple of {k}")),
+            _ => {}
+        }
+        if let Some(lo) = min {
+            parts.push(format!("at least {lo}"));
+        }
+        if let Some(hi) = max {
+            parts.push(format!("at most {hi}"));
+        }
+        parts.join(", ")
+    }
+
+    /// Reads a value typed by a user (`true`, `false`, `4`) and checks it against the constraints.
+    pub fn parse(&self, text: &str) -> Result<Value, String> {
+        let value = match self.kind {
+            ParamKind::Bool { .. } => match text {
+                "true" => Value::Bool(true),
+                "false" => Value::Bool(false),
+                _ => {
+                    return Err(format!(
+                        "parameter `{}` takes true or false, not `{text}`",
+                        self.name
+                    ));
+                }
+            },
+            ParamKind::Int { .. } => match text.parse::<i64>() {
+                Ok(n) => Value::Int(n),
+                Err(_) => {
+                    return Err(format!(
+                        "parameter `{}` takes a whole number, not `{text}`",
+                        self.name
+                    ));
+                }
+            },
+        };
+        self.check(value)?;
+        Ok(value)
+    }
+
+    /// Checks a value's type and constraints.
+    pub fn check(&self, value: Value) -> Result<(), String> {
+        match (self.kind, value) {
+            (ParamKind::Bool { .. }, Value::Bool(_)) => Ok(()),
+            (
+                ParamKind::Int {
+                    min,
+                    max,
+                    multiple_of,
+                    ..
+                },
+                Value::Int(n),
+            ) => {
+                let ok = min.is_none_or(|lo| n >= lo)
+                    && max.is_none_or(|hi| n <= hi)
+                    && multiple_of.is_none_or(|k| k == 0 || n % k == 0);
+                if ok {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "parameter `{}` must be {}, not {n}",
+                        self.name,
+                        self.constraint_text()
+                    ))
+                }
+            }
+            (_, value) => Err(format!(
+                "parameter `{}` takes a {}, not `{value}`",
+                self.name,
+                self.type_name()
+            )),
+        }
+    }
+}
+
+impl Metadata {
+    pub fn param(&self, name: &str) -> Option<&ParamSpec> {
+        self.params.iter().find(|p| p.name == name)
+    }
+}
+
+/// What the host asks a plugin to build.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub ranks: u32,
+    pub microbatches: u32,
+    /// One value per declared parameter (the host fills in defaults), in declaration order.
+    pub params: Vec<(String, Value)>,
+}
+
+impl Request {
+    pub fn value(&self, name: &str) -> Option<Value> {
+        self.params.iter().find(|(n, _)| n == name).map(|&(_, v)| v)
+    }
+
+    /// The value of a `bool` parameter, or `default` when the request does not carry it.
+    pub fn bool_or(&self, name: &str, default: bool) -> Result<bool, String> {
+        match self.value(name) {
+            None => Ok(default),
+            Some(Value::Bool(b)) => Ok(b),
+            Some(v) => Err(format!("parameter `{name}` takes true or false, not `{v}`")),
+        }
+    }
+
+    /// The value of an `int` parameter, or `default` when the request does not carry it.
+    pub fn int_or(&self, name: &str, default: i64) -> Result<i64, String> {
+        match self.value(name) {
+            None => Ok(default),
+            Some(Value::Int(n)) => Ok(n),
+            Some(v) => Err(format!("parameter `{name}` takes a whole number, not `{v}`")),
+        }
+    }
+}
+
+/// A plan as it travels: the same content as a [`Plan`], before its structure is checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanMessage {
+    pub ranks: u32,
+    pub pipelines: Vec<Pipeline>,
+    pub programs: Vec<Vec<Action>>,
+}
+
+impl PlanMessage {
+    pub fn from_plan(plan: &Plan) -> PlanMessage {
+        PlanMessage {
+            ranks: plan.ranks(),
+            pipelines: plan.pipelines().to_vec(),
+            programs: plan.programs().to_vec(),
+        }
+    }
+
+    /// Builds the plan, checking its structure (not its programs).
+    pub fn into_plan(self) -> Result<Plan, PlanError> {
+        Plan::new(self.ranks, self.pipelines, self.programs)
+    }
+}
+
+/// A plugin's answer to a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Response {
+    Plan(PlanMessage),
+    /// The plugin refused, in plain words (e.g. an unmet requirement).
+    Error(String),
+}
+
+/// Why a message could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError {
+    /// 1-based line number (0 when the message is not text at all).
+    pub line: usize,
+    pub message: String,
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "line {}: {}", self.line, self.message)
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+// ---------------------------------------------------------------------------------------------
+// Encoding
+
+fn header(out: &mut String, kind: &str) {
+    let _ = writeln!(out, "{MAGIC} {PROTOCOL_VERSION}\n{kind}");
+}
+
+fn escape(text: &str) -> String {
+    let mut s = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' => s.push_str("\\\\"),
+            '\n' => s.push_str("\\n"),
+            '\r' => s.push_str("\\r"),
+            c => s.push(c),
+        }
+    }
+    s
+}
+
+fn join_numbers(out: &mut String, numbers: &[u32]) {
+    for (i, n) in numbers.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "{n}");
+    }
+}
+
+pub fn encode_metadata(meta: &Metadata) -> Vec<u8> {
+    let mut out = String::new();
+    header(&mut out, "metadata");
+    let _ = writeln!(out, "name {}", escape(&meta.name));
+    let _ = writeln!(out, "version {}", escape(&meta.version));
+    let _ = writeln!(out, "description {}", escape(&meta.description));
+    let _ = writeln!(out, "requires {}", escape(&meta.requires));
+    for p in &meta.params {
+        match p.kind {
+            ParamKind::Bool { default } => {
+                let _ = write!(out, "param {} bool {default}", escape(&p.name));
+            }
+            ParamKind::Int {
+                default,
+                min,
+                max,
+                multiple_of,
+            } => {
+                let _ = write!(out, "param {} int {default}", escape(&p.name));
+                if let Some(v) = min {
+                    let _ = write!(out, " min={v}");
+                }
+                if let Some(v) = max {
+                    let _ = write!(out, " max={v}");
+                }
+                if let Some(v) = multiple_of {
+                    let _ = write!(out, " multiple_of={v}");
+                }
+            }
+        }
+        out.push('\n');
+        if !p.help.is_empty() {
+            let _ = writeln!(out, "param-help {}", escape(&p.help));
+        }
+    }
+    out.push_str("end\n");
+    out.into_bytes()
+}
+
+pub fn encode_request(req: &Request) -> Vec<u8> {
+    let mut out = String::new();
+    header(&mut out, "request");
+    let _ = writeln!(out, "ranks {}\nmicrobatches {}", req.ranks, req.microbatches);
+    for (name, value) in &req.params {
+        let _ = writeln!(out, "set {} {value}", escape(name));
+    }
+    out.push_str("end\n");
+    out.into_bytes()
+}
+
+pub fn encode_response(resp: &Response) -> Vec<u8> {
+    let mut out = String::new();
+    match resp {
+        Response::Error(message) => {
+            header(&mut out, "error");
+            let _ = writeln!(out, "message {}", escape(message));
+        }
+        Response::Plan(plan) => {
+            header(&mut out, "plan");
+            let _ = writeln!(out, "ranks {}", plan.ranks);
+            for p in &plan.pipelines {
+                out.push_str("pipeline placement=");
+                join_numbers(&mut out, &p.placement);
+                out.push_str(" microbatches=");
+                join_numbers(&mut out, &p.microbatches);
+                out.push('\n');
+            }
+            for program in &plan.programs {
+                out.push_str("program");
+                for (i, a) in program.iter().enumerate() {
+                    out.push(if i == 0 { ' ' } else { ',' });
+                    let _ = write!(out, "{a}");
+                }
+                out.push('\n');
+            }
+        }
+    }
+    out.push_str("end\n");
+    out.into_bytes()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding
+
+struct Reader<'a> {
+    lines: std::iter::Peekable<std::iter::Enumerate<std::str::Split<'a, char>>>,
+    last_line: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn new(bytes: &'a [u8], kind: &str) -> Result<Reader<'a>, DecodeError> {
+        let text = std::str::from_utf8(bytes).map_err(|e| DecodeError {
+            line: 0,
+            message: format!("not UTF-8 text (invalid byte at offset {})", e.valid_up_to()),
+        })?;
+        // The final newline ends the last line; it does not start an empty one.
+        let text = text.strip_suffix('\n').unwrap_or(text);
+        let mut r = Reader {
+            lines: text.split('\n').enumerate().peekable(),
+            last_line: 0,
+        };
+        let (n, first) = r.line()?;
+        let Some(version) = first.strip_prefix(MAGIC).and_then(|v| v.strip_prefix(' ')) else {
+            return Err(err(n, format!("expected `{MAGIC} {PROTOCOL_VERSION}`, found `{}`", shorten(first))));
+        };
+        if version != PROTOCOL_VERSION.to_string() {
+            return Err(err(
+                n,
+                format!("protocol version `{}`, but this pipeweave reads version {PROTOCOL_VERSION}", shorten(version)),
+            ));
+        }
+        let (n, found) = r.line()?;
+        if found != kind {
+            return Err(err(n, format!("expected a `{kind}` message, found `{}`", shorten(found))));
+        }
+        Ok(r)
+    }
+
+    /// The next line with its 1-based number.
+    fn line(&mut self) -> Result<(usize, &'a str), DecodeError> {
+        match self.lines.next() {
+            Some((i, line)) => {
+                self.last_line = i + 1;
+                Ok((i + 1, line))
+            }
+            None => Err(err(self.last_line, "the message ends without `end`".to_owned())),
+        }
+    }
+
+    /// The next line split into key and value; `None` at `end`.
+    fn field(&mut self) -> Result<Option<(usize, &'a str, &'a str)>, DecodeError> {
+        let (n, line) = self.line()?;
+        if line == "end" {
+            self.finish()?;
+            return Ok(None);
+        }
+        let (key, value) = line.split_once(' ').unwrap_or((line, ""));
+        Ok(Some((n, key, value)))
+    }
+
+    fn peek_key(&mut self) -> Option<&'a str> {
+        self.lines
+            .peek()
+            .map(|(_, line)| line.split_once(' ').map_or(*line, |(k, _)| k))
+    }
+
+    fn finish(&mut self) -> Result<(), DecodeError> {
+        for (i, line) in self.lines.by_ref() {
+            if !line.is_empty() {
+                return Err(err(i + 1, "text after `end`".to_owned()));
+            }
+        }
+        Ok(())
+    }
+
+    fn expect(&mut self, key: &str) -> Result<(usize, &'a str), DecodeError> {
+        match self.field()? {
+            Some((n, k, v)) if k == key => Ok((n, v)),
+            Some((n, k, _)) => Err(err(n, format!("expected `{key}`, found `{}`", shorten(k)))),
+            None => Err(err(self.last_line, format!("expected `{key}` before `end`"))),
+        }
+    }
+}
+
+fn err(line: usize, message: String) -> DecodeError {
+    DecodeError { line, message }
+}
+
+/// A prefix of untrusted text for an error message.
+fn shorten(text: &str) -> String {
+    let mut s: String = text.chars().take(40).collect();
+    if s.len() < text.len() {
+        s.push('…');
+    }
+    s
+}
+
+fn unescape(n: usize, text: &str) -> Result<String, DecodeError> {
+    let mut s = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            s.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('\\') => s.push('\\'),
+            Some('n') => s.push('\n'),
+            Some('r') => s.push('\r'),
+            other => {
+                let found = other.map_or("end of line".to_owned(), |c| format!("`\\{c}`"));
+                return Err(err(n, format!("unknown escape {found}")));
+            }
+        }
+    }
+    Ok(s)
+}
+
+fn number(n: usize, what: &str, text: &str) -> Result<u32, DecodeError> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(err(n, format!("{what} must be a whole number, found `{}`", shorten(text))));
+    }
+    text.parse()
+        .map_err(|_| err(n, format!("{what} `{}` is too large", shorten(text))))
+}
+
+fn signed(n: usize, what: &str, text: &str) -> Result<i64, DecodeError> {
+    text.parse()
+        .map_err(|_| err(n, format!("{what} must be a whole number, found `{}`", shorten(text))))
+}
+
+fn number_list(n: usize, what: &str, text: &str) -> Result<Vec<u32>, DecodeError> {
+    if text.is_empty() {
+        return Ok(Vec::new());
+    }
+    text.split(',').map(|t| number(n, what, t)).collect()
+}
+
+pub fn decode_metadata(bytes: &[u8]) -> Result<Metadata, DecodeError> {
+    let mut r = Reader::new(bytes, "metadata")?;
+    let (n, name) = r.expect("name")?;
+    let name = unescape(n, name)?;
+    if name.is_empty() {
+        return Err(err(n, "the plugin name is empty".to_owned()));
+    }
+    let (n, version) = r.expect("version")?;
+    let version = unescape(n, version)?;
+    let (n, description) = r.expect("description")?;
+    let description = unescape(n, description)?;
+    let (n, requires) = r.expect("requires")?;
+    let requires = unescape(n, requires)?;
+    let mut params: Vec<ParamSpec> = Vec::new();
+    while let Some((n, key, value)) = r.field()? {
+        if key != "param" {
+            return Err(err(n, format!("expected `param` or `end`, found `{}`", shorten(key))));
+        }
+        let mut words = value.split(' ');
+        let name = unescape(n, words.next().unwrap_or(""))?;
+        if name.is_empty() {
+            return Err(err(n, "a parameter has no name".to_owned()));
+        }
+        if params.iter().any(|p| p.name == name) {
+            return Err(err(n, format!("parameter `{name}` is declared twice")));
+        }
+        let kind = match (words.next(), words.next()) {
+            (Some("bool"), Some("true")) => ParamKind::Bool { default: true },
+            (Some("bool"), Some("false")) => ParamKind::Bool { default: false },
+            (Some("int"), Some(d)) => {
+                let default = signed(n, "the default", d)?;
+                let (mut min, mut max, mut multiple_of) = (None, None, None);
+                for w in words.by_ref() {
+                    let (k, v) = w.split_once('=').unwrap_or((w, ""));
+                    let slot = match k {
+                        "min" => &mut min,
+                        "max" => &mut max,
+                        "multiple_of" => &mut multiple_of,
+                        _ => return Err(err(n, format!("unknown constraint `{}`", shorten(w)))),
+                    };
+                    *slot = Some(signed(n, k, v)?);
+                }
+                ParamKind::Int {
+                    default,
+                    min,
+                    max,
+                    multiple_of,
+                }
+            }
+            _ => {
+                return Err(err(
+                    n,
+                    format!("parameter `{name}` needs a type (bool or int) and a default"),
+                ));
+            }
+        };
+        if let Some(extra) = words.next() {
+            return Err(err(n, format!("unexpected `{}`", shorten(extra))));
+        }
+        let mut help = String::new();
+        if r.peek_key() == Some("param-help") {
+            let (n, text) = r.expect("param-help")?;
+            help = unescape(n, text)?;
+        }
+        let spec = ParamSpec { name, help, kind };
+        spec.check(spec.default_value())
+            .map_err(|e| err(n, format!("the default breaks the constraints: {e}")))?;
+        params.push(spec);
+    }
+    Ok(Metadata {
+        name,
+        version,
+        description,
+        requires,
+        params,
+    })
+}
+
+pub fn decode_request(bytes: &[u8]) -> Result<Request, DecodeError> {
+    let mut r = Reader::new(bytes, "request")?;
+    let (n, v) = r.expect("ranks")?;
+    let ranks = number(n, "ranks", v)?;
+    let (n, v) = r.expect("microbatches")?;
+    let microbatches = number(n, "microbatches", v)?;
+    let mut params = Vec::new();
+    while let Some((n, key, value)) = r.field()? {
+        if key != "set" {
+            return Err(err(n, format!("expected `set` or `end`, found `{}`", shorten(key))));
+        }
+        let Some((name, v)) = value.split_once(' ') else {
+            return Err(err(n, "`set` needs a name and a value".to_owned()));
+        };
+        let value = match v {
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            v => Value::Int(signed(n, "a parameter value", v)?),
+        };
+        params.push((unescape(n, name)?, value));
+    }
+    Ok(Request {
+        ranks,
+        microbatches,
+        params,
+    })
+}
+
+/// Reads a `plan` or `error` message.
+pub fn decode_response(bytes: &[u8]) -> Result<Response, DecodeError> {
+    // The kind decides which reader applies; peek at it without committing.
+    let is_error = bytes
+        .split(|&b| b == b'\n')
+        .nth(1)
+        .is_some_and(|kind| kind == b"error");
+    if is_error {
+        let mut r = Reader::new(bytes, "error")?;
+        let (n, message) = r.expect("message")?;
+        let message = unescape(n, message)?;
+        if let Some((n, key, _)) = r.field()? {
+            return Err(err(n, format!("expected `end`, found `{}`", shorten(key))));
+        }
+        return Ok(Response::Error(message));
+    }
+    let mut r = Reader::new(bytes, "plan")?;
+    let (n, v) = r.expect("ranks")?;
+    let ranks = number(n, "ranks", v)?;
+    let mut pipelines = Vec::new();
+    let mut programs = Vec::new();
+    while let Some((n, key, value)) = r.field()? {
+        match key {
+            "pipeline" if programs.is_empty() => {
+                let (placement, mbs) = value.split_once(' ').unwrap_or((value, ""));
+                let Some(placement) = placement.strip_prefix("placement=") else {
+                    return Err(err(n, "expected `placement=` after `pipeline`".to_owned()));
+                };
+                let Some(mbs) = mbs.strip_prefix("microbatches=") else {
+                    return Err(err(n, "expected `microbatches=` after the placement".to_owned()));
+                };
+                pipelines.push(Pipeline {
+                    placement: number_list(n, "a rank", placement)?,
+                    microbatches: number_list(n, "a micro-batch", mbs)?,
+                });
+            }
+            "program" => {
+                if programs.len() as u64 >= u64::from(ranks) {
+                    return Err(err(n, format!("more than {ranks} programs for {ranks} ranks")));
+                }
+                let mut program = Vec::new();
+                if !value.is_empty() {
+                    for cell in value.split(',') {
+                        program.push(parse_cell(cell).ok_or_else(|| {
+                            err(n, format!("`{}` is not an action", shorten(cell)))
+                        })?);
+                    }
+                }
+                programs.push(program);
+            }
+            _ => {
+                return Err(err(
+                    n,
+                    format!("expected `pipeline`, `program` or `end`, found `{}`", shorten(key)),
+                ));
+            }
+        }
+    }
+    if programs.len() as u64 != u64::from(ranks) {
+        return Err(err(
+            r.last_line,
+            format!("{} programs for {ranks} ranks", programs.len()),
+        ));
+    }
+    Ok(Response::Plan(PlanMessage {
+        ranks,
+        pipelines,
+        programs,
+    }))
+}
+
+fn parse_op(text: &str) -> Option<Op> {
+    let split = text.find(|c: char| !c.is_ascii_digit())?;
+    let (stage, rest) = text.split_at(split);
+    let mut chars = rest.chars();
+    let kind = Kind::from_letter(chars.next()?)?;
+    let mb = chars.as_str();
+    if stage.is_empty() || mb.is_empty() || !mb.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(Op::new(stage.parse().ok()?, kind, mb.parse().ok()?))
+}
+
+/// Reads one cell of the actions format; `None` unless it is canonical.
+fn parse_cell(cell: &str) -> Option<Action> {
+    if let Some(inner) = cell
+        .strip_prefix('(')
+        .and_then(|c| c.strip_suffix(")OVERLAP_F_B"))
+    {
+        let (f, b) = inner.split_once(';')?;
+        let (f, b) = (parse_op(f)?, parse_op(b)?);
+        return (f.kind == Kind::F && b.kind.is_input_backward()).then_some(Action::Pair { f, b });
+    }
+    parse_op(cell).map(Action::One)
+}
