@@ -1,1 +1,39 @@
-//! Cluster, model and training specs in TOML, and the cost model.
+//! Cluster, model and training specs in TOML, and the cost model derived from them.
+//!
+//! [`parse`] reads a spec and reports every problem as a diagnostic with a span; [`CostTable`]
+//! turns a spec and a plan's placement into the simulator's costs (compute from FLOPs, expert
+//! all-to-all with DualPipe's F&B overlap, point-to-point transfers); [`Report`] gives the figures
+//! of a simulated step (time, throughput, bubbles, memory per rank, GPU-hours).
+//! No IO: the caller reads files; [`DEFAULT_SPEC`] is embedded.
+
+mod cost;
+mod memory;
+mod model;
+mod parse;
+mod questions;
+mod report;
+mod spec;
+
+pub use cost::{CostTable, PartCosts};
+pub use memory::{MemoryUse, model_state, rank_activation_unit, rank_memory, rank_weights};
+pub use model::{active_parameters, total_parameters};
+pub use parse::parse;
+pub use questions::{ParamCost, dualpipe_param_cost, gpu_hours_recovered_per_million_tokens};
+pub use report::{RankReport, Report, evaluate, gib};
+pub use spec::{
+    Cluster, Dtype, Measured, MicrobatchRule, Mla, Mlp, Model, Moe, Parallelism, PlacementOrder,
+    Spec, Training,
+};
+
+/// The spec every command uses without `--spec`: a dense 70B model (Llama 3 70B's shape) at PP 8
+/// on 1,024 H100 GPUs (`specs/dense-70b-h100-pp8.toml`), chosen because P = 8 is where the
+/// published schedule comparisons are made.
+pub const DEFAULT_SPEC: &str = include_str!("../../../specs/dense-70b-h100-pp8.toml");
+
+/// The file name of [`DEFAULT_SPEC`], for diagnostics.
+pub const DEFAULT_SPEC_NAME: &str = "specs/dense-70b-h100-pp8.toml";
+
+/// Parses [`DEFAULT_SPEC`]. It is tested to parse without diagnostics.
+pub fn default_spec() -> Option<Spec> {
+    parse(DEFAULT_SPEC, pipeweave_diagnostics::FileId(0)).0
+}

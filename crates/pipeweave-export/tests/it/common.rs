@@ -82,3 +82,36 @@ pub fn arb_plan() -> impl Strategy<Value = Plan> {
         )
     })
 }
+
+/// A timeline where every action of a rank runs one unit after the previous one.
+pub fn unit_timing(plan: &Plan) -> pipeweave_export::Timing {
+    let intervals: Vec<Vec<pipeweave_export::Interval>> = plan
+        .programs()
+        .iter()
+        .map(|p| {
+            (0..p.len())
+                .map(|i| pipeweave_export::Interval {
+                    start: i as f64 * 1.5,
+                    end: i as f64 * 1.5 + 1.0,
+                })
+                .collect()
+        })
+        .collect();
+    let makespan = intervals
+        .iter()
+        .filter_map(|r| r.last().map(|i| i.end))
+        .fold(0.0, f64::max);
+    pipeweave_export::Timing {
+        intervals,
+        makespan,
+    }
+}
+
+/// The JSON Schema of the plan format, compiled.
+pub fn schema_validator() -> jsonschema::Validator {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../schemas/pipeweave-plan.v1.schema.json");
+    let text = std::fs::read_to_string(path).expect("schema file");
+    let schema: serde_json::Value = serde_json::from_str(&text).expect("schema is JSON");
+    jsonschema::validator_for(&schema).expect("schema compiles")
+}

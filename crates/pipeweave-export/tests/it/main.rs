@@ -2,3 +2,4 @@
 
 mod actions;
 mod common;
+mod json;

@@ -1,0 +1,226 @@
+use super::*;
+use crate::actions::read_actions;
+
+fn plan(src: &str, k: u32) -> Plan {
+    read_actions(src, FileId(0), k).expect("valid actions").plan
+}
+
+const ONE_F_ONE_B: &str = "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n";
+
+#[test]
+fn writes_a_readable_document() {
+    let text = write_json(&plan("0F0,0B0\n1F0,1B0\n", 1), None).expect("writes");
+    assert_eq!(
+        text,
+        r#"{
+  "format": "pipeweave-plan",
+  "version": 1,
+  "ranks": 2,
+  "stages_per_pipeline": 2,
+  "pipelines": [
+    {"placement":[0,1],"microbatches":[0]}
+  ],
+  "parts": [
+    {"part":0,"stages":[0],"ranks":[0]},
+    {"part":1,"stages":[1],"ranks":[1]}
+  ],
+  "programs": [
+    {
+      "rank": 0,
+      "actions": [
+        {"kind":"F","stage":0,"mb":0},
+        {"kind":"B","stage":0,"mb":0}
+      ],
+      "steps": [
+        {"kind":"compute","action":0},
+        {"kind":"send","dir":"fwd","stage":0,"mb":0,"peer":1},
+        {"kind":"recv","dir":"bwd","stage":0,"mb":0,"peer":1},
+        {"kind":"compute","action":1},
+        {"kind":"reduce_grad","stage":0},
+        {"kind":"wait_send","dir":"fwd","stage":0,"mb":0,"peer":1}
+      ]
+    },
+    {
+      "rank": 1,
+      "actions": [
+        {"kind":"F","stage":1,"mb":0},
+        {"kind":"B","stage":1,"mb":0}
+      ],
+      "steps": [
+        {"kind":"recv","dir":"fwd","stage":1,"mb":0,"peer":0},
+        {"kind":"compute","action":0},
+        {"kind":"compute","action":1},
+        {"kind":"send","dir":"bwd","stage":1,"mb":0,"peer":0},
+        {"kind":"reduce_grad","stage":1},
+        {"kind":"wait_send","dir":"bwd","stage":1,"mb":0,"peer":0}
+      ]
+    }
+  ]
+}
+"#
+    );
+}
+
+#[test]
+fn round_trips_with_a_timeline() {
+    let p = plan(ONE_F_ONE_B, 1);
+    let timing = Timing {
+        makespan: 7.1,
+        intervals: vec![
+            vec![
+                Interval {
+                    start: 0.0,
+                    end: 1.0,
+                },
+                Interval {
+                    start: 1.0,
+                    end: 2.0,
+                },
+                Interval {
+                    start: 3.0,
+                    end: 5.0,
+                },
+                Interval {
+                    start: 5.1,
+                    end: 7.1,
+                },
+            ],
+            vec![
+                Interval {
+                    start: 1.0,
+                    end: 2.0,
+                },
+                Interval {
+                    start: 2.0,
+                    end: 4.0,
+                },
+                Interval {
+                    start: 4.0,
+                    end: 5.0,
+                },
+                Interval {
+                    start: 0.1 + 0.2,
+                    end: 1e300,
+                },
+            ],
+        ],
+    };
+    let text = write_json(&p, Some(&timing)).expect("writes");
+    let back = read_json(&text, FileId(0)).expect("reads");
+    assert_eq!(back.plan, p);
+    assert_eq!(back.timing.as_ref(), Some(&timing));
+    assert_eq!(
+        write_json(&back.plan, back.timing.as_ref()).expect("writes"),
+        text
+    );
+}
+
+#[test]
+fn refuses_a_timeline_that_does_not_fit() {
+    let p = plan(ONE_F_ONE_B, 1);
+    let timing = Timing {
+        makespan: 1.0,
+        intervals: vec![vec![], vec![]],
+    };
+    let d = write_json(&p, Some(&timing)).expect_err("refused");
+    assert_eq!(
+        d.message,
+        "the timeline has 0 intervals for rank 0 but the rank has 4 actions"
+    );
+    let nan = Timing {
+        makespan: f64::NAN,
+        intervals: vec![vec![], vec![]],
+    };
+    assert!(write_json(&p, Some(&nan)).is_err());
+}
+
+fn read_messages(text: &str) -> Vec<String> {
+    match read_json(text, FileId(0)) {
+        Ok(_) => panic!("expected an error"),
+        Err(d) => d.into_iter().map(|d| d.message).collect(),
+    }
+}
+
+#[test]
+fn syntax_errors_point_at_the_place() {
+    let text = write_json(&plan(ONE_F_ONE_B, 1), None).expect("writes");
+    let broken = text.replacen("\"mb\":1}", "\"mb\":1,}", 1);
+    let d = read_json(&broken, FileId(0)).expect_err("trailing comma");
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].message, "invalid JSON plan: key must be a string");
+    let at = d[0].span.as_ref().expect("span").range.start;
+    assert_eq!(&broken[at..at + 1], "}");
+
+    let wrong_kind = text.replacen("\"kind\":\"B\"", "\"kind\":\"Q\"", 1);
+    let msgs = read_messages(&wrong_kind);
+    assert!(
+        msgs[0].starts_with("invalid JSON plan: unknown variant `Q`"),
+        "{msgs:?}"
+    );
+    assert_eq!(
+        read_messages(""),
+        ["invalid JSON plan: EOF while parsing a value"]
+    );
+    assert_eq!(
+        read_messages("{\"format\":\"x\"}"),
+        ["this is not a pipeweave plan: its format is `x`"]
+    );
+    assert_eq!(
+        read_messages("{\"format\":\"pipeweave-plan\",\"version\":2}"),
+        ["unsupported plan version 2: this pipeweave reads version 1"]
+    );
+    let extra = text.replacen("\"ranks\": 2,", "\"ranks\": 2, \"colour\": 1,", 1);
+    let msgs = read_messages(&extra);
+    assert!(
+        msgs[0].starts_with("invalid JSON plan: unknown field `colour`"),
+        "{msgs:?}"
+    );
+}
+
+#[test]
+fn semantic_errors() {
+    let text = write_json(&plan(ONE_F_ONE_B, 1), None).expect("writes");
+    // Swap two actions of rank 1 without rewriting the steps.
+    let swapped = text.replacen(
+        "{\"kind\":\"B\",\"stage\":1,\"mb\":0},\n        {\"kind\":\"F\",\"stage\":1,\"mb\":1}",
+        "{\"kind\":\"F\",\"stage\":1,\"mb\":1},\n        {\"kind\":\"B\",\"stage\":1,\"mb\":0}",
+        1,
+    );
+    assert_ne!(swapped, text);
+    assert_eq!(
+        read_messages(&swapped),
+        ["rank 1 step 2 is `1F1` but lowering its actions gives `1RECV_F1 from rank 0`"]
+    );
+    let dropped = text.replacen("        {\"kind\":\"reduce_grad\",\"stage\":0},\n", "", 1);
+    assert_eq!(
+        read_messages(&dropped),
+        [
+            "rank 0 step 9 is `0WAIT_SEND_F1 to rank 1` but lowering its actions gives `0REDUCE_GRAD`"
+        ]
+    );
+    let parts = text.replacen("\"ranks\":[1]", "\"ranks\":[0]", 1);
+    assert_eq!(
+        read_messages(&parts),
+        ["the `parts` section does not match the pipelines"]
+    );
+    let rank = text.replacen("\"rank\": 1,", "\"rank\": 0,", 1);
+    assert_eq!(
+        read_messages(&rank),
+        ["program 1 says it is rank 0; programs are listed in rank order"]
+    );
+    let placement = text.replacen("\"placement\":[0,1]", "\"placement\":[0,5]", 1);
+    assert_eq!(
+        read_messages(&placement),
+        ["stage 1 of pipeline 0 is placed on rank 5, but the plan has only 2 ranks"]
+    );
+    let pair = text.replacen(
+        "{\"kind\":\"F\",\"stage\":0,\"mb\":0}",
+        "{\"kind\":\"pair\",\"f\":{\"kind\":\"B\",\"stage\":0,\"mb\":0},\"b\":{\"kind\":\"F\",\"stage\":0,\"mb\":1}}",
+        1,
+    );
+    let msgs = read_messages(&pair);
+    assert_eq!(
+        msgs[0],
+        "rank 0 action 0 is an overlapped pair `(0B0;0F1)OVERLAP_F_B`; a pair is a forward and then a B or an I"
+    );
+}

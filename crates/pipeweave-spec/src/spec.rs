@@ -1,0 +1,314 @@
+//! The validated spec: cluster, model, training run, parallelism, efficiency and measured costs.
+//!
+//! Values here passed the checks of `parse`; a `Spec` also remembers where each key stood in its
+//! source so later checks (against a plan or a schedule) can point at the right place.
+
+use pipeweave_diagnostics::{Diagnostic, FileId, Span};
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+/// A number format for parameters, gradients, optimizer state or activations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Dtype {
+    Fp32,
+    Bf16,
+    Fp16,
+    Fp8,
+}
+
+impl Dtype {
+    pub fn bytes(self) -> f64 {
+        match self {
+            Dtype::Fp32 => 4.0,
+            Dtype::Bf16 | Dtype::Fp16 => 2.0,
+            Dtype::Fp8 => 1.0,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Dtype::Fp32 => "fp32",
+            Dtype::Bf16 => "bf16",
+            Dtype::Fp16 => "fp16",
+            Dtype::Fp8 => "fp8",
+        }
+    }
+
+    pub(crate) fn from_name(s: &str) -> Option<Dtype> {
+        match s {
+            "fp32" => Some(Dtype::Fp32),
+            "bf16" => Some(Dtype::Bf16),
+            "fp16" => Some(Dtype::Fp16),
+            "fp8" => Some(Dtype::Fp8),
+            _ => None,
+        }
+    }
+}
+
+/// The machines: one kind of GPU, nodes of equal size, two levels of network.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cluster {
+    pub gpu: String,
+    /// Peak dense BF16 tensor throughput of one GPU, in TFLOP/s.
+    pub peak_tflops: f64,
+    /// Memory of one GPU, in GiB.
+    pub memory_gib: f64,
+    pub gpus_per_node: u32,
+    pub nodes: u32,
+    /// Bandwidth per GPU, one direction, in GB/s (10^9 bytes per second).
+    pub intra_node_gbps: f64,
+    pub inter_node_gbps: f64,
+    /// Latency of one message, in microseconds.
+    pub intra_node_latency_us: f64,
+    pub inter_node_latency_us: f64,
+}
+
+impl Cluster {
+    pub fn gpus(&self) -> u64 {
+        u64::from(self.gpus_per_node) * u64::from(self.nodes)
+    }
+
+    pub fn memory_bytes(&self) -> f64 {
+        self.memory_gib * 1024.0 * 1024.0 * 1024.0
+    }
+
+    pub fn peak_flops(&self) -> f64 {
+        self.peak_tflops * 1e12
+    }
+}
+
+/// How the MLP of a dense layer (and of an expert) is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mlp {
+    /// Two matrices with an activation between (GPT-2): `2·hidden·ffn` parameters.
+    Plain,
+    /// Gated (SwiGLU, Llama and DeepSeek): `3·hidden·ffn` parameters.
+    Gated,
+}
+
+/// Multi-head latent attention (DeepSeek-V2/V3): low-rank query and key-value projections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mla {
+    /// 0 means queries are projected directly from the hidden state.
+    pub q_lora_rank: u64,
+    pub kv_lora_rank: u64,
+    pub qk_nope_head_dim: u64,
+    pub qk_rope_head_dim: u64,
+    pub v_head_dim: u64,
+}
+
+/// Mixture of experts in the layers after the first `dense_layers`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Moe {
+    pub routed_experts: u64,
+    pub experts_per_token: u64,
+    pub shared_experts: u64,
+    pub expert_ffn: u64,
+    /// The first `dense_layers` layers have a dense MLP of size `model.ffn`.
+    pub dense_layers: u64,
+    /// Node-limited routing (DeepSeek-V3: 4): a token crosses the inter-node network to at most
+    /// this many nodes. `None`: one copy per routed expert.
+    pub max_nodes_per_token: Option<u64>,
+    /// Number format of the dispatched tokens in the forward pass (DeepSeek-V3: FP8); combine and
+    /// every backward transfer use the activation format.
+    pub dispatch_dtype: Dtype,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Model {
+    pub layers: u64,
+    pub hidden: u64,
+    pub heads: u64,
+    pub kv_heads: u64,
+    /// Per-head dimension of queries, keys and values (default hidden / heads); ignored with MLA.
+    pub head_dim: u64,
+    pub ffn: u64,
+    pub vocab: u64,
+    pub mlp: Mlp,
+    pub mla: Option<Mla>,
+    pub moe: Option<Moe>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Training {
+    pub sequence_length: u64,
+    /// Sequences per micro-batch.
+    pub micro_batch_size: u64,
+    /// Micro-batches per step, per data-parallel replica.
+    pub microbatches: u32,
+    /// Tokens over the whole run.
+    pub total_tokens: f64,
+    pub param_dtype: Dtype,
+    pub grad_dtype: Dtype,
+    /// Master copy of the weights kept by the optimizer; `None` when there is none.
+    pub master_dtype: Option<Dtype>,
+    /// Format of Adam's two moments.
+    pub optimizer_dtype: Dtype,
+    pub activation_dtype: Dtype,
+    /// ZeRO stage: 0 none, 1 optimizer state and master weights sharded over data parallelism,
+    /// 2 gradients too.
+    pub zero_stage: u32,
+}
+
+impl Training {
+    /// Tokens in one micro-batch.
+    pub fn tokens_per_microbatch(&self) -> f64 {
+        (self.sequence_length * self.micro_batch_size) as f64
+    }
+}
+
+/// Where pipeline ranks sit among the GPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlacementOrder {
+    /// Megatron's default order: tensor parallelism innermost, then data, pipeline outermost; GPU
+    /// `pp_rank·dp·tp + dp_rank·tp + tp_rank`.
+    PpOutermost,
+    /// Pipeline innermost: GPU `(dp_rank·tp + tp_rank)·pp + pp_rank`, consecutive stages share a
+    /// node where it is large enough.
+    PpInnermost,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parallelism {
+    pub pp: u32,
+    pub tp: u32,
+    pub ep: u32,
+    pub dp: u32,
+    /// Stages (model parts) each rank holds per model copy: the model is cut into `pp ·
+    /// stages_per_rank` parts.
+    pub stages_per_rank: u32,
+    /// Layers of each part, `pp · stages_per_rank` entries summing to `model.layers`.
+    pub layers_per_stage: Vec<u64>,
+    pub placement: PlacementOrder,
+}
+
+impl Parallelism {
+    pub fn parts(&self) -> u32 {
+        self.pp * self.stages_per_rank
+    }
+}
+
+/// Measured durations (seconds) per model part that replace derived ones.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Measured {
+    pub f: Option<Vec<f64>>,
+    pub i: Option<Vec<f64>>,
+    pub w: Option<Vec<f64>>,
+    /// An overlapped F&B pair (forward and full backward) on the part.
+    pub pair: Option<Vec<f64>>,
+    /// Expert all-to-all (dispatch and combine) of one forward chunk on the part; a backward
+    /// chunk moves the same volume.
+    pub all_to_all: Option<Vec<f64>>,
+}
+
+/// A validated spec.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spec {
+    pub name: String,
+    pub description: String,
+    pub cluster: Cluster,
+    pub model: Model,
+    pub training: Training,
+    pub parallelism: Parallelism,
+    /// Fraction of peak throughput a compute operation reaches.
+    pub achievable_fraction: f64,
+    pub measured: Measured,
+    /// Where each key stood: dotted key path → its value's byte range.
+    pub(crate) spans: BTreeMap<String, Range<usize>>,
+    pub(crate) file: FileId,
+}
+
+/// What a schedule requires of the number of micro-batches per step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MicrobatchRule {
+    /// The schedule's name, for the message.
+    pub schedule: String,
+    pub min: u32,
+    /// M must be a multiple of this (1: any).
+    pub multiple_of: u32,
+}
+
+impl Spec {
+    /// The span of a key's value in the source, if the key was there.
+    pub fn span_of(&self, path: &str) -> Option<Span> {
+        self.spans
+            .get(path)
+            .map(|r| Span::new(self.file, r.clone()))
+    }
+
+    fn error_at(&self, path: &str, message: String) -> Diagnostic {
+        let d = Diagnostic::error(message);
+        match self.span_of(path) {
+            Some(span) => d.with_span_label(span, format!("`{path}`")),
+            None => d.with_note(format!("from the spec's `{path}`")),
+        }
+    }
+
+    /// Checks a schedule's requirement on the micro-batches per step against `training.microbatches`.
+    pub fn check_microbatches(&self, rule: &MicrobatchRule) -> Vec<Diagnostic> {
+        let m = self.training.microbatches;
+        let mut out = Vec::new();
+        if m < rule.min {
+            out.push(self.error_at(
+                "training.microbatches",
+                format!(
+                    "{} needs at least {} micro-batches per step, the spec has {m}",
+                    rule.schedule, rule.min
+                ),
+            ));
+        }
+        if rule.multiple_of > 1 && m % rule.multiple_of != 0 {
+            out.push(self.error_at(
+                "training.microbatches",
+                format!(
+                    "{} needs a multiple of {} micro-batches per step, the spec has {m}",
+                    rule.schedule, rule.multiple_of
+                ),
+            ));
+        }
+        out
+    }
+
+    /// Checks that a plan fits this spec: one pipeline rank per `parallelism.pp`, the model cut
+    /// into as many parts as the plan has stages per pipeline, and as many micro-batches.
+    pub fn check_plan(&self, plan: &pipeweave_plan::Plan) -> Vec<Diagnostic> {
+        let mut out = Vec::new();
+        let p = &self.parallelism;
+        if plan.ranks() != p.pp {
+            out.push(self.error_at(
+                "parallelism.pp",
+                format!(
+                    "the plan has {} ranks but the spec has a pipeline of {} ranks",
+                    plan.ranks(),
+                    p.pp
+                ),
+            ));
+        }
+        if plan.stages_per_pipeline() != p.parts() {
+            out.push(
+                self.error_at(
+                    "parallelism.stages_per_rank",
+                    format!(
+                        "the plan has {} stages per pipeline but the spec cuts the model into {} parts ({} ranks × {} stages per rank)",
+                        plan.stages_per_pipeline(),
+                        p.parts(),
+                        p.pp,
+                        p.stages_per_rank
+                    ),
+                )
+                .with_help("set `parallelism.stages_per_rank` to the plan's stages per pipeline divided by its ranks"),
+            );
+        }
+        let m = plan.num_microbatches();
+        if m != self.training.microbatches {
+            out.push(self.error_at(
+                "training.microbatches",
+                format!(
+                    "the plan carries {m} micro-batches per step but the spec has {}",
+                    self.training.microbatches
+                ),
+            ));
+        }
+        out
+    }
+}
