@@ -1,0 +1,25 @@
+//! Helpers shared by the integration tests.
+
+use pipeweave_diagnostics::FileId;
+use pipeweave_dsl::{Args, Compiled, library};
+use pipeweave_plan::Plan;
+
+/// Compiles a library schedule, panicking with the rendered diagnostics when it fails.
+pub fn compile_library(name: &str, args: &Args) -> Result<Compiled, String> {
+    let entry = library::get(name).ok_or_else(|| format!("no library schedule {name}"))?;
+    pipeweave_dsl::compile(FileId(0), entry.source, args).map_err(|diags| {
+        diags
+            .iter()
+            .map(|d| d.message.clone())
+            .collect::<Vec<_>>()
+            .join("; ")
+    })
+}
+
+/// The plan in the actions text format: one line per rank, comma-separated cells.
+pub fn actions(plan: &Plan) -> Vec<String> {
+    plan.programs()
+        .iter()
+        .map(|p| p.iter().map(ToString::to_string).collect::<Vec<_>>().join(","))
+        .collect()
+}
