@@ -933,6 +933,12 @@ fn consistency(spec: &Spec) -> Vec<Diagnostic> {
             )
             .with_help("every GPU runs exactly one (pipeline, tensor, data) rank"),
         );
+        if let (Some(d), Some(nodes)) = (out.last_mut(), spec.span_of("cluster.nodes")) {
+            d.labels.push(pipeweave_diagnostics::Label {
+                span: nodes,
+                message: "nodes of the cluster".to_string(),
+            });
+        }
     }
     if m.heads % u64::from(p.tp) != 0 {
         out.push(err(
