@@ -71,13 +71,21 @@ struct RankProgram {
 
 impl RankProgram {
     fn forward_op(&mut self, p: usize) -> Op {
-        let op = Op::new(self.phases[p].stage, Kind::F, self.phases[p].first_mb + self.next_f[p]);
+        let op = Op::new(
+            self.phases[p].stage,
+            Kind::F,
+            self.phases[p].first_mb + self.next_f[p],
+        );
         self.next_f[p] += 1;
         op
     }
 
     fn backward_op(&mut self, p: usize, kind: Kind) -> Op {
-        let op = Op::new(self.phases[p].stage, kind, self.phases[p].first_mb + self.next_b[p]);
+        let op = Op::new(
+            self.phases[p].stage,
+            kind,
+            self.phases[p].first_mb + self.next_b[p],
+        );
         self.next_b[p] += 1;
         op
     }
@@ -89,7 +97,11 @@ impl RankProgram {
 
     /// A backward outside a pair; `split` is where DeepSeek's code enables the zero-bubble split.
     fn backward(&mut self, p: usize, split: bool) {
-        let kind = if split && self.opts.weight_split { Kind::I } else { Kind::B };
+        let kind = if split && self.opts.weight_split {
+            Kind::I
+        } else {
+            Kind::B
+        };
         let op = self.backward_op(p, kind);
         if kind == Kind::I {
             self.deferred.push_back(Op::new(op.stage, Kind::W, op.mb));
@@ -197,7 +209,9 @@ pub fn dualpipe(ranks: u32, microbatches: u32, opts: DualOptions) -> Result<Plan
         return Err(format!("dualpipe needs an even number of ranks, got {p}"));
     }
     if m % 2 != 0 {
-        return Err(format!("dualpipe needs an even number of micro-batches, got {m}"));
+        return Err(format!(
+            "dualpipe needs an even number of micro-batches, got {m}"
+        ));
     }
     if m < 2 * p {
         return Err(format!(
@@ -269,5 +283,6 @@ pub fn dualpipev(ranks: u32, microbatches: u32, opts: DualOptions) -> Result<Pla
         })
         .collect();
     let placement = (0..p).chain((0..p).rev()).collect();
-    Plan::single(p, placement, m, programs).map_err(|e| format!("dualpipev built a broken plan: {e}"))
+    Plan::single(p, placement, m, programs)
+        .map_err(|e| format!("dualpipev built a broken plan: {e}"))
 }

@@ -47,7 +47,9 @@ impl Generator for DualPipe {
         Metadata {
             name: "dualpipe".into(),
             version: VERSION.into(),
-            description: "DeepSeek-V3's DualPipe: two model copies fed from both ends, overlapped F&B pairs".into(),
+            description:
+                "DeepSeek-V3's DualPipe: two model copies fed from both ends, overlapped F&B pairs"
+                    .into(),
             requires: "an even number of ranks P, an even number of micro-batches M, M ≥ 2P".into(),
             params: dual_params(),
         }
@@ -67,7 +69,8 @@ impl Generator for DualPipeV {
         Metadata {
             name: "dualpipev".into(),
             version: VERSION.into(),
-            description: "DualPipeV: DualPipe cut in half, one model copy in a V of 2P stages".into(),
+            description: "DualPipeV: DualPipe cut in half, one model copy in a V of 2P stages"
+                .into(),
             requires: "M ≥ 2P micro-batches".into(),
             params: dual_params(),
         }
@@ -88,7 +91,7 @@ impl Generator for Chimera {
             name: "chimera".into(),
             version: VERSION.into(),
             description: "Chimera: down and up pipelines over the same workers, in the authors' order".into(),
-            requires: "an even number of ranks D divisible by the number of pipelines K; M ≥ D and a multiple of D/K (2D and 2D/K with forward doubling)".into(),
+            requires: "an even number of ranks D divisible by the number of pipelines K; M ≥ D and a multiple of D/K".into(),
             params: vec![
                 ParamSpec::int(
                     "pipelines",
@@ -96,24 +99,20 @@ impl Generator for Chimera {
                     "how many pipelines (half down, half up); each is a model copy",
                 )
                 .constrained(Some(2), None, Some(2)),
-                ParamSpec::bool(
-                    "forward_doubling",
-                    false,
-                    "two micro-batches in every slot (twice the activations)",
-                ),
             ],
         }
     }
 
     fn generate(request: &Request) -> Result<Plan, String> {
         let k = request.int_or("pipelines", 2)?;
-        let pipelines = u32::try_from(k)
-            .map_err(|_| format!("chimera needs an even number of pipelines (at least 2), got {k}"))?;
-        let opts = ChimeraOptions {
-            pipelines,
-            forward_doubling: request.bool_or("forward_doubling", false)?,
-        };
-        chimera(request.ranks, request.microbatches, opts)
+        let pipelines = u32::try_from(k).map_err(|_| {
+            format!("chimera needs an even number of pipelines (at least 2), got {k}")
+        })?;
+        chimera(
+            request.ranks,
+            request.microbatches,
+            ChimeraOptions { pipelines },
+        )
     }
 }
 

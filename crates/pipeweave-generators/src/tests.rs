@@ -6,7 +6,12 @@ use pipeweave_plan::{Action, Plan};
 fn rows(plan: &Plan) -> Vec<String> {
     plan.programs()
         .iter()
-        .map(|p| p.iter().map(Action::to_string).collect::<Vec<_>>().join(","))
+        .map(|p| {
+            p.iter()
+                .map(Action::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        })
         .collect()
 }
 
@@ -14,26 +19,54 @@ fn rows(plan: &Plan) -> Vec<String> {
 fn requirements_are_plain_errors() {
     let d = DualOptions::default();
     let cases = [
-        (dualpipe(3, 8, d), "dualpipe needs an even number of ranks, got 3"),
-        (dualpipe(4, 9, d), "dualpipe needs an even number of micro-batches, got 9"),
-        (dualpipe(4, 6, d), "dualpipe needs at least twice as many micro-batches as ranks (8), got 6"),
+        (
+            dualpipe(3, 8, d),
+            "dualpipe needs an even number of ranks, got 3",
+        ),
+        (
+            dualpipe(4, 9, d),
+            "dualpipe needs an even number of micro-batches, got 9",
+        ),
+        (
+            dualpipe(4, 6, d),
+            "dualpipe needs at least twice as many micro-batches as ranks (8), got 6",
+        ),
         (dualpipe(0, 6, d), "dualpipe needs at least one rank"),
-        (dualpipev(4, 7, d), "dualpipev needs at least twice as many micro-batches as ranks (8), got 7"),
-        (dualpipe(1 << 12, 1 << 12, d), "dualpipe supports at most 4194304 ranks × micro-batches, got 4096 × 4096"),
+        (
+            dualpipev(4, 7, d),
+            "dualpipev needs at least twice as many micro-batches as ranks (8), got 7",
+        ),
+        (
+            dualpipe(1 << 12, 1 << 12, d),
+            "dualpipe supports at most 4194304 ranks × micro-batches, got 4096 × 4096",
+        ),
     ];
     for (result, expected) in cases {
         assert_eq!(result.unwrap_err(), expected);
     }
     let c = ChimeraOptions::default();
-    let k4 = ChimeraOptions { pipelines: 4, ..c };
-    let doubled = ChimeraOptions { forward_doubling: true, ..c };
+    let k4 = ChimeraOptions { pipelines: 4 };
     let cases = [
-        (chimera(5, 10, c), "chimera needs an even number of stages (ranks), got 5"),
-        (chimera(4, 8, ChimeraOptions { pipelines: 3, ..c }), "chimera needs an even number of pipelines (at least 2), got 3"),
-        (chimera(6, 6, k4), "chimera with 4 pipelines needs a number of stages that 4 divides, got 6"),
-        (chimera(4, 2, c), "chimera with 4 stages and 2 pipelines needs at least 4 micro-batches (one basic unit) and a multiple of 2 (the micro-batches of one pipeline in a unit), got 2"),
-        (chimera(4, 5, c), "chimera with 4 stages and 2 pipelines needs at least 4 micro-batches (one basic unit) and a multiple of 2 (the micro-batches of one pipeline in a unit), got 5"),
-        (chimera(4, 6, doubled), "chimera with 4 stages and 2 pipelines with forward doubling needs at least 8 micro-batches (one basic unit) and a multiple of 4 (the micro-batches of one pipeline in a unit), got 6"),
+        (
+            chimera(5, 10, c),
+            "chimera needs an even number of stages (ranks), got 5",
+        ),
+        (
+            chimera(4, 8, ChimeraOptions { pipelines: 3 }),
+            "chimera needs an even number of pipelines (at least 2), got 3",
+        ),
+        (
+            chimera(6, 6, k4),
+            "chimera with 4 pipelines needs a number of stages that 4 divides, got 6",
+        ),
+        (
+            chimera(4, 2, c),
+            "chimera with 4 stages and 2 pipelines needs at least 4 micro-batches (one basic unit) and a multiple of 2 (the micro-batches of one pipeline in a unit), got 2",
+        ),
+        (
+            chimera(4, 5, c),
+            "chimera with 4 stages and 2 pipelines needs at least 4 micro-batches (one basic unit) and a multiple of 2 (the micro-batches of one pipeline in a unit), got 5",
+        ),
     ];
     for (result, expected) in cases {
         assert_eq!(result.unwrap_err(), expected);
@@ -57,16 +90,6 @@ fn chimera_basic_unit_is_the_authors_table() {
 }
 
 #[test]
-fn chimera_forward_doubling_puts_two_microbatches_in_every_slot() {
-    let doubled = chimera(4, 8, ChimeraOptions { forward_doubling: true, ..ChimeraOptions::default() }).unwrap();
-    assert_eq!(
-        rows(&doubled)[0],
-        "0F0,0F1,0F2,0F3,7F4,7F5,7B4,7B5,7F6,7F7,7B6,7B7,0B0,0B1,0B2,0B3"
-    );
-    assert_eq!(doubled.pipelines()[0].microbatches, [0, 1, 2, 3]);
-}
-
-#[test]
 fn dualpipe_middle_rank_runs_its_first_pair_apart() {
     // P = 2: both ranks are middle ranks (h = H − 1 = 0).
     let plan = dualpipe(2, 4, DualOptions::default()).unwrap();
@@ -82,14 +105,21 @@ fn dualpipe_middle_rank_runs_its_first_pair_apart() {
 #[test]
 fn dualpipev_on_one_rank_is_a_v_of_two_stages() {
     let plan = dualpipev(1, 2, DualOptions::default()).unwrap();
-    assert_eq!(rows(&plan), ["0F0,1F0,0F1,1B0,(1F1;0B0)OVERLAP_F_B,1B1,0I1,0W1"]);
+    assert_eq!(
+        rows(&plan),
+        ["0F0,1F0,0F1,1B0,(1F1;0B0)OVERLAP_F_B,1B1,0I1,0W1"]
+    );
     assert_eq!(plan.pipelines()[0].placement, [0, 0]);
 }
 
 #[test]
 fn generator_metadata_round_trips_through_the_protocol() {
     use pipeweave_plugin_api::{Generator, protocol};
-    for meta in [DualPipe::metadata(), DualPipeV::metadata(), Chimera::metadata()] {
+    for meta in [
+        DualPipe::metadata(),
+        DualPipeV::metadata(),
+        Chimera::metadata(),
+    ] {
         let bytes = protocol::encode_metadata(&meta);
         assert_eq!(protocol::decode_metadata(&bytes), Ok(meta));
     }

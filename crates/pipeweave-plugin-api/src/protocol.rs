@@ -116,7 +116,12 @@ impl ParamSpec {
     }
 
     /// Sets the bounds and step of an `int` parameter (no effect on a `bool`).
-    pub fn constrained(mut self, min: Option<i64>, max: Option<i64>, multiple_of: Option<i64>) -> ParamSpec {
+    pub fn constrained(
+        mut self,
+        min: Option<i64>,
+        max: Option<i64>,
+        multiple_of: Option<i64>,
+    ) -> ParamSpec {
         if let ParamKind::Int { default, .. } = self.kind {
             self.kind = ParamKind::Int {
                 default,
@@ -265,7 +270,9 @@ impl Request {
         match self.value(name) {
             None => Ok(default),
             Some(Value::Int(n)) => Ok(n),
-            Some(v) => Err(format!("parameter `{name}` takes a whole number, not `{v}`")),
+            Some(v) => Err(format!(
+                "parameter `{name}` takes a whole number, not `{v}`"
+            )),
         }
     }
 }
@@ -392,7 +399,11 @@ pub fn encode_metadata(meta: &Metadata) -> Vec<u8> {
 pub fn encode_request(req: &Request) -> Vec<u8> {
     let mut out = String::new();
     header(&mut out, "request");
-    let _ = writeln!(out, "ranks {}\nmicrobatches {}", req.ranks, req.microbatches);
+    let _ = writeln!(
+        out,
+        "ranks {}\nmicrobatches {}",
+        req.ranks, req.microbatches
+    );
     for (name, value) in &req.params {
         let _ = writeln!(out, "set {} {value}", escape(name));
     }
@@ -443,7 +454,10 @@ impl<'a> Reader<'a> {
     fn new(bytes: &'a [u8], kind: &str) -> Result<Reader<'a>, DecodeError> {
         let text = std::str::from_utf8(bytes).map_err(|e| DecodeError {
             line: 0,
-            message: format!("not UTF-8 text (invalid byte at offset {})", e.valid_up_to()),
+            message: format!(
+                "not UTF-8 text (invalid byte at offset {})",
+                e.valid_up_to()
+            ),
         })?;
         // The final newline ends the last line; it does not start an empty one.
         let text = text.strip_suffix('\n').unwrap_or(text);
@@ -453,17 +467,29 @@ impl<'a> Reader<'a> {
         };
         let (n, first) = r.line()?;
         let Some(version) = first.strip_prefix(MAGIC).and_then(|v| v.strip_prefix(' ')) else {
-            return Err(err(n, format!("expected `{MAGIC} {PROTOCOL_VERSION}`, found `{}`", shorten(first))));
+            return Err(err(
+                n,
+                format!(
+                    "expected `{MAGIC} {PROTOCOL_VERSION}`, found `{}`",
+                    shorten(first)
+                ),
+            ));
         };
         if version != PROTOCOL_VERSION.to_string() {
             return Err(err(
                 n,
-                format!("protocol version `{}`, but this pipeweave reads version {PROTOCOL_VERSION}", shorten(version)),
+                format!(
+                    "protocol version `{}`, but this pipeweave reads version {PROTOCOL_VERSION}",
+                    shorten(version)
+                ),
             ));
         }
         let (n, found) = r.line()?;
         if found != kind {
-            return Err(err(n, format!("expected a `{kind}` message, found `{}`", shorten(found))));
+            return Err(err(
+                n,
+                format!("expected a `{kind}` message, found `{}`", shorten(found)),
+            ));
         }
         Ok(r)
     }
@@ -475,7 +501,10 @@ impl<'a> Reader<'a> {
                 self.last_line = i + 1;
                 Ok((i + 1, line))
             }
-            None => Err(err(self.last_line, "the message ends without `end`".to_owned())),
+            None => Err(err(
+                self.last_line,
+                "the message ends without `end`".to_owned(),
+            )),
         }
     }
 
@@ -509,7 +538,10 @@ impl<'a> Reader<'a> {
         match self.field()? {
             Some((n, k, v)) if k == key => Ok((n, v)),
             Some((n, k, _)) => Err(err(n, format!("expected `{key}`, found `{}`", shorten(k)))),
-            None => Err(err(self.last_line, format!("expected `{key}` before `end`"))),
+            None => Err(err(
+                self.last_line,
+                format!("expected `{key}` before `end`"),
+            )),
         }
     }
 }
@@ -550,15 +582,22 @@ fn unescape(n: usize, text: &str) -> Result<String, DecodeError> {
 
 fn number(n: usize, what: &str, text: &str) -> Result<u32, DecodeError> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(err(n, format!("{what} must be a whole number, found `{}`", shorten(text))));
+        return Err(err(
+            n,
+            format!("{what} must be a whole number, found `{}`", shorten(text)),
+        ));
     }
     text.parse()
         .map_err(|_| err(n, format!("{what} `{}` is too large", shorten(text))))
 }
 
 fn signed(n: usize, what: &str, text: &str) -> Result<i64, DecodeError> {
-    text.parse()
-        .map_err(|_| err(n, format!("{what} must be a whole number, found `{}`", shorten(text))))
+    text.parse().map_err(|_| {
+        err(
+            n,
+            format!("{what} must be a whole number, found `{}`", shorten(text)),
+        )
+    })
 }
 
 fn number_list(n: usize, what: &str, text: &str) -> Result<Vec<u32>, DecodeError> {
@@ -584,7 +623,10 @@ pub fn decode_metadata(bytes: &[u8]) -> Result<Metadata, DecodeError> {
     let mut params: Vec<ParamSpec> = Vec::new();
     while let Some((n, key, value)) = r.field()? {
         if key != "param" {
-            return Err(err(n, format!("expected `param` or `end`, found `{}`", shorten(key))));
+            return Err(err(
+                n,
+                format!("expected `param` or `end`, found `{}`", shorten(key)),
+            ));
         }
         let mut words = value.split(' ');
         let name = unescape(n, words.next().unwrap_or(""))?;
@@ -655,7 +697,10 @@ pub fn decode_request(bytes: &[u8]) -> Result<Request, DecodeError> {
     let mut params = Vec::new();
     while let Some((n, key, value)) = r.field()? {
         if key != "set" {
-            return Err(err(n, format!("expected `set` or `end`, found `{}`", shorten(key))));
+            return Err(err(
+                n,
+                format!("expected `set` or `end`, found `{}`", shorten(key)),
+            ));
         }
         let Some((name, v)) = value.split_once(' ') else {
             return Err(err(n, "`set` needs a name and a value".to_owned()));
@@ -703,7 +748,10 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, DecodeError> {
                     return Err(err(n, "expected `placement=` after `pipeline`".to_owned()));
                 };
                 let Some(mbs) = mbs.strip_prefix("microbatches=") else {
-                    return Err(err(n, "expected `microbatches=` after the placement".to_owned()));
+                    return Err(err(
+                        n,
+                        "expected `microbatches=` after the placement".to_owned(),
+                    ));
                 };
                 pipelines.push(Pipeline {
                     placement: number_list(n, "a rank", placement)?,
@@ -712,7 +760,10 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, DecodeError> {
             }
             "program" => {
                 if programs.len() as u64 >= u64::from(ranks) {
-                    return Err(err(n, format!("more than {ranks} programs for {ranks} ranks")));
+                    return Err(err(
+                        n,
+                        format!("more than {ranks} programs for {ranks} ranks"),
+                    ));
                 }
                 let mut program = Vec::new();
                 if !value.is_empty() {
@@ -727,7 +778,10 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, DecodeError> {
             _ => {
                 return Err(err(
                     n,
-                    format!("expected `pipeline`, `program` or `end`, found `{}`", shorten(key)),
+                    format!(
+                        "expected `pipeline`, `program` or `end`, found `{}`",
+                        shorten(key)
+                    ),
                 ));
             }
         }

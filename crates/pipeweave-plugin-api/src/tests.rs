@@ -10,7 +10,11 @@ fn sample_metadata() -> Metadata {
         description: "two pipelines\nin opposite directions, with a \\ backslash".into(),
         requires: "an even number of ranks".into(),
         params: vec![
-            ParamSpec::int("pipelines", 2, "how many pipelines").constrained(Some(2), None, Some(2)),
+            ParamSpec::int("pipelines", 2, "how many pipelines").constrained(
+                Some(2),
+                None,
+                Some(2),
+            ),
             ParamSpec::bool("forward_doubling", false, ""),
         ],
     }
@@ -41,7 +45,10 @@ fn request_round_trips() {
     let req = Request {
         ranks: 8,
         microbatches: 20,
-        params: vec![("overlap".into(), Value::Bool(false)), ("k".into(), Value::Int(-3))],
+        params: vec![
+            ("overlap".into(), Value::Bool(false)),
+            ("k".into(), Value::Int(-3)),
+        ],
     };
     assert_eq!(decode_request(&encode_request(&req)), Ok(req));
 }
@@ -80,22 +87,66 @@ fn refusal(text: &[u8]) -> String {
 #[test]
 fn malformed_responses_are_refused_with_a_line() {
     let cases: &[(&[u8], &str)] = &[
-        (b"\xff\xfe garbage", "not UTF-8 text (invalid byte at offset 0)"),
-        (b"hello", "line 1: expected `pipeweave-plugin-protocol 1`, found `hello`"),
-        (b"pipeweave-plugin-protocol 7\nplan\n", "line 1: protocol version `7`, but this pipeweave reads version 1"),
-        (b"pipeweave-plugin-protocol 1\nplan\nranks 1\nprogram 0F0\n", "line 4: the message ends without `end`"),
-        (b"pipeweave-plugin-protocol 1\nplan\nranks 1\nprogram 0X0\nend\n", "line 4: `0X0` is not an action"),
-        (b"pipeweave-plugin-protocol 1\nplan\nranks 1\nprogram 0F0,,0B0\nend\n", "line 4: `` is not an action"),
-        (b"pipeweave-plugin-protocol 1\nplan\nranks 2\nprogram 0F0\nend\n", "line 5: 1 programs for 2 ranks"),
-        (b"pipeweave-plugin-protocol 1\nplan\nranks 1\nprogram\nend\nmore", "line 6: text after `end`"),
-        (b"pipeweave-plugin-protocol 1\nplan\nranks -1\n", "line 3: ranks must be a whole number, found `-1`"),
-        (b"pipeweave-plugin-protocol 1\nplan\nranks 99999999999\n", "line 3: ranks `99999999999` is too large"),
-        (b"pipeweave-plugin-protocol 1\nplan\nranks 1\nprogram (0B0;1F1)OVERLAP_F_B\nend\n", "line 4: `(0B0;1F1)OVERLAP_F_B` is not an action"),
-        (b"pipeweave-plugin-protocol 1\nerror\nmessage bad \\q\nend\n", "line 3: unknown escape `\\q`"),
-        (b"pipeweave-plugin-protocol 1\nmetadata\n", "line 2: expected a `plan` message, found `metadata`"),
+        (
+            b"\xff\xfe garbage",
+            "not UTF-8 text (invalid byte at offset 0)",
+        ),
+        (
+            b"hello",
+            "line 1: expected `pipeweave-plugin-protocol 1`, found `hello`",
+        ),
+        (
+            b"pipeweave-plugin-protocol 7\nplan\n",
+            "line 1: protocol version `7`, but this pipeweave reads version 1",
+        ),
+        (
+            b"pipeweave-plugin-protocol 1\nplan\nranks 1\nprogram 0F0\n",
+            "line 4: the message ends without `end`",
+        ),
+        (
+            b"pipeweave-plugin-protocol 1\nplan\nranks 1\nprogram 0X0\nend\n",
+            "line 4: `0X0` is not an action",
+        ),
+        (
+            b"pipeweave-plugin-protocol 1\nplan\nranks 1\nprogram 0F0,,0B0\nend\n",
+            "line 4: `` is not an action",
+        ),
+        (
+            b"pipeweave-plugin-protocol 1\nplan\nranks 2\nprogram 0F0\nend\n",
+            "line 5: 1 programs for 2 ranks",
+        ),
+        (
+            b"pipeweave-plugin-protocol 1\nplan\nranks 1\nprogram\nend\nmore",
+            "line 6: text after `end`",
+        ),
+        (
+            b"pipeweave-plugin-protocol 1\nplan\nranks -1\n",
+            "line 3: ranks must be a whole number, found `-1`",
+        ),
+        (
+            b"pipeweave-plugin-protocol 1\nplan\nranks 99999999999\n",
+            "line 3: ranks `99999999999` is too large",
+        ),
+        (
+            b"pipeweave-plugin-protocol 1\nplan\nranks 1\nprogram (0B0;1F1)OVERLAP_F_B\nend\n",
+            "line 4: `(0B0;1F1)OVERLAP_F_B` is not an action",
+        ),
+        (
+            b"pipeweave-plugin-protocol 1\nerror\nmessage bad \\q\nend\n",
+            "line 3: unknown escape `\\q`",
+        ),
+        (
+            b"pipeweave-plugin-protocol 1\nmetadata\n",
+            "line 2: expected a `plan` message, found `metadata`",
+        ),
     ];
     for (bytes, expected) in cases {
-        assert_eq!(refusal(bytes), *expected, "for {:?}", String::from_utf8_lossy(bytes));
+        assert_eq!(
+            refusal(bytes),
+            *expected,
+            "for {:?}",
+            String::from_utf8_lossy(bytes)
+        );
     }
 }
 
@@ -104,18 +155,36 @@ fn parameters_parse_and_check_constraints() {
     let meta = sample_metadata();
     let k = meta.param("pipelines").unwrap();
     assert_eq!(k.parse("4"), Ok(Value::Int(4)));
-    assert_eq!(k.parse("3"), Err("parameter `pipelines` must be even, at least 2, not 3".into()));
-    assert_eq!(k.parse("0"), Err("parameter `pipelines` must be even, at least 2, not 0".into()));
-    assert_eq!(k.parse("two"), Err("parameter `pipelines` takes a whole number, not `two`".into()));
+    assert_eq!(
+        k.parse("3"),
+        Err("parameter `pipelines` must be even, at least 2, not 3".into())
+    );
+    assert_eq!(
+        k.parse("0"),
+        Err("parameter `pipelines` must be even, at least 2, not 0".into())
+    );
+    assert_eq!(
+        k.parse("two"),
+        Err("parameter `pipelines` takes a whole number, not `two`".into())
+    );
     let fd = meta.param("forward_doubling").unwrap();
     assert_eq!(fd.parse("true"), Ok(Value::Bool(true)));
-    assert_eq!(fd.parse("yes"), Err("parameter `forward_doubling` takes true or false, not `yes`".into()));
-    assert_eq!(fd.check(Value::Int(1)), Err("parameter `forward_doubling` takes a bool, not `1`".into()));
+    assert_eq!(
+        fd.parse("yes"),
+        Err("parameter `forward_doubling` takes true or false, not `yes`".into())
+    );
+    assert_eq!(
+        fd.check(Value::Int(1)),
+        Err("parameter `forward_doubling` takes a bool, not `1`".into())
+    );
 }
 
 #[test]
 fn metadata_with_a_default_breaking_its_constraints_is_refused() {
     let text = b"pipeweave-plugin-protocol 1\nmetadata\nname x\nversion 1\ndescription d\nrequires \nparam k int 3 multiple_of=2\nend\n";
     let e = decode_metadata(text).unwrap_err();
-    assert_eq!(e.to_string(), "line 7: the default breaks the constraints: parameter `k` must be even, not 3");
+    assert_eq!(
+        e.to_string(),
+        "line 7: the default breaks the constraints: parameter `k` must be even, not 3"
+    );
 }
