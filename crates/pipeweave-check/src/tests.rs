@@ -114,13 +114,13 @@ fn pair_with_its_own_forward_is_backward_before_forward() {
 
 #[test]
 fn crossed_order_deadlocks_with_a_cycle() {
-    // Rank 1 wants micro-batch 1 first but rank 0 sends 0 first and blocks until it is received.
-    let p = plan(vec![0, 1], 2, &["0F0,0F1,0B0,0B1", "1F1,1B1,1F0,1B0"]);
+    // Rank 1 wants micro-batch 1 first, which rank 0 only computes after the backward of 0.
+    let p = plan(vec![0, 1], 2, &["0F0,0B0,0F1,0B1", "1F1,1B1,1F0,1B0"]);
     assert_eq!(
         messages(&p),
         [
-            "rank 0, action 3 (0B0): the plan deadlocks: ranks 0 → 1 → 0 wait for each other in a cycle\n  \
-          rank 0, action 3 (0B0) waits for rank 1 to receive the output of 0F0 (a blocking send)\n  \
+            "rank 0, action 2 (0B0): the plan deadlocks: ranks 0 → 1 → 0 wait for each other in a cycle\n  \
+          rank 0, action 2 (0B0) waits for the output of 1B0 on rank 1\n  \
           rank 1, action 1 (1F1) waits for the output of 0F1 on rank 0"
         ]
     );

@@ -4,8 +4,11 @@
 //! - a receive stands right before the action that consumes it (for a pair: the forward's input
 //!   first, then the backward's);
 //! - a send stands right after the action that produced it (forward output first for a pair);
-//! - the wait for a send stands right before the next send on the same channel (same stage and
-//!   direction), or at the end of the program; at most one send per channel is in flight;
+//! - the wait for a forward send stands right after the action holding the backward (B or I) of the
+//!   same stage and micro-batch, before that action's own sends: the local backward proves the peer
+//!   consumed the activation, so the wait never stalls. Every other send (gradients, and forwards
+//!   with no local backward) is waited for at the end of the program, in posting order. This is
+//!   PyTorch 2.15's `_add_wait_send` placement;
 //! - the gradient reduction of a stage stands right after the stage's last weight-gradient action
 //!   on the rank (its last B or W), after that action's sends. With several pipelines it reduces
 //!   across the replicas of the stage's model part.
@@ -14,7 +17,7 @@
 //!
 //! Semantics the validator assumes (blocking point-to-point, as with NCCL): a send is posted and the
 //! rank moves on; a receive blocks until the matching send is posted; the wait for a send blocks
-//! until the peer has posted the matching receive. Channels are ordered per (stage, direction).
+//! until the peer has posted the matching receive.
 
 use crate::action::{Action, Kind, Op};
 use crate::plan::Plan;
@@ -121,7 +124,8 @@ fn output_to(plan: &Plan, rank: u32, op: Op) -> Option<(Dir, u32)> {
 /// Lowers every rank's program. Works on any plan; ops on unknown stages get no communication.
 pub fn lower(plan: &Plan) -> LoweredPlan {
     let n_stages = plan.num_stages() as usize;
-    let channel = |(stage, dir): (u32, Dir)| stage as usize * 2 + (dir == Dir::Bwd) as usize;
+    let mb_bound = plan.mb_bound() as usize;
+    let slot = |stage: u32, mb: u32| stage as usize * mb_bound + mb as usize;
     let mut steps = Vec::with_capacity(plan.ranks() as usize);
     let mut compute_index = Vec::with_capacity(plan.ranks() as usize);
     for rank in 0..plan.ranks() {
@@ -145,10 +149,10 @@ pub fn lower(plan: &Plan) -> LoweredPlan {
 
         let mut out = Vec::with_capacity(program.len() * 3);
         let mut index = Vec::with_capacity(program.len());
-        // In-flight send per channel (stage, dir) → (mb, peer).
-        let mut in_flight: Vec<Option<(u32, u32)>> = vec![None; n_stages * 2];
-        // Posting order of in-flight sends, for the waits at the end.
-        let mut order: Vec<(u32, Dir)> = Vec::new();
+        // Forward sends not yet waited for, by (stage, mb) → peer; and all pending sends in
+        // posting order, for the waits at the end.
+        let mut pending_fwd: Vec<Option<u32>> = vec![None; n_stages * mb_bound];
+        let mut posted: Vec<(Dir, u32, u32, u32)> = Vec::new();
         for (i, a) in program.iter().enumerate() {
             for op in a.ops() {
                 if let Some((dir, peer)) = input_from(plan, rank, op) {
@@ -163,25 +167,31 @@ pub fn lower(plan: &Plan) -> LoweredPlan {
             index.push(out.len());
             out.push(Step::Compute(*a));
             for op in a.ops() {
+                if op.kind.is_input_backward()
+                    && plan.is_stage(op.stage)
+                    && op.mb < plan.mb_bound()
+                    && let Some(peer) = pending_fwd[slot(op.stage, op.mb)].take()
+                {
+                    out.push(Step::WaitSend {
+                        dir: Dir::Fwd,
+                        stage: op.stage,
+                        mb: op.mb,
+                        peer,
+                    });
+                }
+            }
+            for op in a.ops() {
                 if let Some((dir, peer)) = output_to(plan, rank, op) {
-                    let key = (op.stage, dir);
-                    if let Some((mb, peer)) = in_flight[channel(key)].take() {
-                        out.push(Step::WaitSend {
-                            dir,
-                            stage: op.stage,
-                            mb,
-                            peer,
-                        });
-                        order.retain(|k| *k != key);
-                    }
                     out.push(Step::Send {
                         dir,
                         stage: op.stage,
                         mb: op.mb,
                         peer,
                     });
-                    in_flight[channel(key)] = Some((op.mb, peer));
-                    order.push(key);
+                    if dir == Dir::Fwd && op.mb < plan.mb_bound() {
+                        pending_fwd[slot(op.stage, op.mb)] = Some(peer);
+                    }
+                    posted.push((dir, op.stage, op.mb, peer));
                 }
             }
             while let Some(&(at, stage)) = reduce_iter.peek() {
@@ -192,11 +202,15 @@ pub fn lower(plan: &Plan) -> LoweredPlan {
                 reduce_iter.next();
             }
         }
-        for key in order {
-            if let Some((mb, peer)) = in_flight[channel(key)].take() {
+        for (dir, stage, mb, peer) in posted {
+            let still_pending = match dir {
+                Dir::Fwd => mb < plan.mb_bound() && pending_fwd[slot(stage, mb)].take().is_some(),
+                Dir::Bwd => true,
+            };
+            if still_pending {
                 out.push(Step::WaitSend {
-                    dir: key.1,
-                    stage: key.0,
+                    dir,
+                    stage,
                     mb,
                     peer,
                 });

@@ -1,0 +1,126 @@
+//! Snapshots of the commands on the reference vectors, and the exit codes of usage errors.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn reference(path: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/reference")
+        .join(path)
+}
+
+/// Runs `pipeweave` in the reference folder (so paths in output are short) and returns
+/// (exit code, stdout, stderr).
+fn pipeweave(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pipeweave"))
+        .args(args)
+        .current_dir(reference(""))
+        .output()
+        .expect("the pipeweave binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn show_1f1b_p4_m8() {
+    let (code, out, err) = pipeweave(&["show", "torch/textbook_1F1B_p4_m8.actions"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn show_dualpipe_p4_m8() {
+    let (code, out, err) = pipeweave(&[
+        "show",
+        "dualpipe/dualpipe_pp4_n8.actions",
+        "--pipelines",
+        "2",
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn show_zbv_with_costs() {
+    let (code, out, err) = pipeweave(&[
+        "show",
+        "torch/ZBVZeroBubble_v2_p2_m4.actions",
+        "--costs",
+        "F=1,I=1.5,W=0.5,transfer=0.25",
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn simulate_text_and_json() {
+    let (code, out, _) = pipeweave(&["simulate", "torch/textbook_1F1B_p8_m16.actions"]);
+    assert_eq!(code, 0);
+    insta::assert_snapshot!("simulate_1f1b_p8_m16_text", out);
+    let (code, out, _) = pipeweave(&[
+        "simulate",
+        "dualpipe/dualpipe_pp8_n20.actions",
+        "--pipelines",
+        "2",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json output");
+    assert_eq!(v["makespan"], 66.0);
+    for r in v["ranks"].as_array().expect("ranks") {
+        assert_eq!(r["idle"], 6.0);
+    }
+    insta::assert_snapshot!("simulate_dualpipe_p8_m20_json", out);
+}
+
+#[test]
+fn validate_reports_the_shape() {
+    let (code, out, err) = pipeweave(&[
+        "validate",
+        "chimera/chimera_d8_n8_k4.actions",
+        "--pipelines",
+        "4",
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    insta::assert_snapshot!(out, @"chimera/chimera_d8_n8_k4.actions: valid and deadlock free (8 ranks, 4 pipelines × 8 stages, 8 micro-batches, 4 model copies, 128 compute operations)");
+}
+
+#[test]
+fn convert_round_trips_actions() {
+    for file in [
+        "dualpipe/dualpipev_pp4_n10.actions",
+        "torch/InterleavedZeroBubble_v2_p4_m8.actions",
+    ] {
+        let (code, out, _) = pipeweave(&["convert", file, "--to", "actions"]);
+        assert_eq!(code, 0);
+        let original = std::fs::read_to_string(reference(file)).expect("reference file");
+        assert_eq!(out.trim_end(), original.trim_end(), "{file}");
+    }
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let (code, _, err) = pipeweave(&[
+        "simulate",
+        "torch/textbook_1F1B_p4_m8.actions",
+        "--costs",
+        "F=x",
+    ]);
+    assert_eq!(code, 2);
+    insta::assert_snapshot!(err, @"error: --costs: `x` is not a duration (a number ≥ 0)");
+    let (code, _, _) = pipeweave(&["frobnicate"]);
+    assert_eq!(code, 2);
+    let (code, _, err) = pipeweave(&["validate", "torch/textbook_1F1B_p4_m8.actions", "-p", "4"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn missing_files_exit_1() {
+    let (code, _, err) = pipeweave(&["validate", "no/such/plan.actions"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no/such/plan.actions"), "{err}");
+}

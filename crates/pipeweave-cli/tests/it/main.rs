@@ -1,0 +1,3 @@
+//! The `pipeweave` command driven as a user would: output, exit codes and files.
+
+mod commands;
