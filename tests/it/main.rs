@@ -1,1 +1,4 @@
-//! Workspace-level integration tests.
+//! Workspace-level integration tests: the reference vectors recorded from the real
+//! implementations, loaded, validated and simulated through the library crates.
+
+mod reference;

@@ -1,1 +1,86 @@
-fn main() {}
+//! Project automation. `cargo xtask test` runs everything CI runs, in order, and stops at the first
+//! failure: formatting, lints, the workspace build (plugins are `cdylib`s that `cargo test` does not
+//! build by itself), every Rust test, then the PyTorch conformance suite.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn run(name: &str, program: &str, args: &[&str]) -> Result<(), String> {
+    eprintln!("xtask: {name}: {program} {}", args.join(" "));
+    let status = Command::new(program)
+        .args(args)
+        .current_dir(root())
+        .status()
+        .map_err(|e| format!("{name}: cannot start `{program}`: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{name} failed ({status})"))
+    }
+}
+
+fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string())
+}
+
+fn rust_checks() -> Result<(), String> {
+    let cargo = cargo();
+    run("format", &cargo, &["fmt", "--all", "--check"])?;
+    run(
+        "lints",
+        &cargo,
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--locked",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    )?;
+    run("build", &cargo, &["build", "--workspace", "--locked"])?;
+    run("tests", &cargo, &["test", "--workspace", "--locked"])
+}
+
+fn conformance() -> Result<(), String> {
+    let script = root().join("tests/conformance/run.sh");
+    if !script.exists() {
+        return Err(format!("the conformance suite is missing: {}", script.display()));
+    }
+    run("conformance", "bash", &["tests/conformance/run.sh"])
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("test") => rust_checks().and_then(|()| conformance()),
+        Some("rust") => rust_checks(),
+        Some("conformance") => conformance(),
+        _ => {
+            eprintln!(
+                "usage: cargo xtask <test|rust|conformance>\n  test         everything CI runs: fmt, clippy, build, Rust tests, conformance suite\n  rust         only the Rust part\n  conformance  only the PyTorch conformance suite"
+            );
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => {
+            eprintln!("xtask: all passed");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
