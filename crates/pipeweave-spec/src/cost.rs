@@ -10,10 +10,13 @@
 //!
 //! Times: a compute task takes `FLOPs / (peak · achievable_fraction)`. A dispatch or combine takes
 //! the latency of the slowest network it crosses plus its volume over the bandwidth: tokens × copies
-//! × hidden × bytes, where a token crosses the inter-node network to `min(experts_per_token,
-//! max_nodes_per_token)` nodes (DeepSeek-V3 §3.2.2: node-limited routing, then NVLink forwarding)
-//! and reaches `experts_per_token` GPUs over NVLink; the two networks run at once, so the time is
-//! the larger of the two. Only the share of copies that leaves a node (or a GPU) is charged. The
+//! × hidden × bytes. Over the inter-node network a token travels `experts_per_token` times, or,
+//! with node-limited routing, once per destination node, `min(experts_per_token,
+//! max_nodes_per_token, nodes of the group)` times (DeepSeek-V3 §3.2.2: at most 4 nodes, then NVLink
+//! forwarding); over NVLink it reaches `experts_per_token` GPUs. The two networks run at once, so
+//! the time is the larger of the two. Only the share of copies that leaves a node (or a GPU) is
+//! charged: `(nodes − 1) / nodes` inter-node, `(g − 1) / g` over NVLink for g group members per
+//! node. The
 //! forward dispatch uses `moe.dispatch_dtype`; combine and both backward transfers use the
 //! activation format.
 //!
@@ -219,10 +222,11 @@ fn all_to_all_time(spec: &Spec, bytes: f64) -> f64 {
     let mut latency = c.intra_node_latency_us * 1e-6;
     let ib = if nodes > 1.0 {
         latency = latency.max(c.inter_node_latency_us * 1e-6);
+        // Node-limited routing sends one copy per destination node and forwards it over NVLink;
+        // a plain all-to-all sends every routed copy on its own.
         let copies = moe
             .max_nodes_per_token
-            .map_or(k, |m| k.min(m as f64))
-            .min(nodes);
+            .map_or(k, |m| k.min(m as f64).min(nodes));
         tokens * copies * h * bytes * (nodes - 1.0) / nodes / (c.inter_node_gbps * 1e9)
     } else {
         0.0

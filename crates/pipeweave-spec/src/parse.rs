@@ -78,6 +78,9 @@ impl Cx {
     }
 }
 
+/// The items of an array and the array's span.
+type SpannedItems<'t, 'i> = (&'t [Spanned<DeValue<'i>>], Range<usize>);
+
 /// One table of the document, with the keys looked up so far (to find unknown ones at the end).
 struct Table<'t, 'i> {
     path: String,
@@ -339,11 +342,11 @@ impl<'t, 'i> Table<'t, 'i> {
     }
 
     /// An array of numbers (milliseconds), or of positive integers.
-    fn array<'s>(
+    fn array(
         &mut self,
         cx: &mut Cx,
         key: &'static str,
-    ) -> Result<Option<(&'t [Spanned<DeValue<'i>>], Range<usize>)>, ()> {
+    ) -> Result<Option<SpannedItems<'t, 'i>>, ()> {
         match self.lookup(cx, key) {
             None => Ok(None),
             Some(v) => match v.get_ref() {
@@ -940,7 +943,7 @@ fn consistency(spec: &Spec) -> Vec<Diagnostic> {
             });
         }
     }
-    if m.heads % u64::from(p.tp) != 0 {
+    if !m.heads.is_multiple_of(u64::from(p.tp)) {
         out.push(err(
             "parallelism.tp",
             "tensor-parallel ranks",
@@ -948,7 +951,7 @@ fn consistency(spec: &Spec) -> Vec<Diagnostic> {
         ));
     }
     if m.mla.is_none() {
-        if m.heads % m.kv_heads != 0 {
+        if !m.heads.is_multiple_of(m.kv_heads) {
             out.push(err(
                 "model.kv_heads",
                 "key-value heads",
@@ -958,7 +961,9 @@ fn consistency(spec: &Spec) -> Vec<Diagnostic> {
                 ),
             ));
         }
-        if m.kv_heads % u64::from(p.tp) != 0 && u64::from(p.tp) % m.kv_heads != 0 {
+        if !m.kv_heads.is_multiple_of(u64::from(p.tp))
+            && !u64::from(p.tp).is_multiple_of(m.kv_heads)
+        {
             out.push(err(
                 "model.kv_heads",
                 "key-value heads",

@@ -184,14 +184,18 @@ impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "spec {}: {} × {}, {} pipeline ranks, {} stages per pipeline, {} model copies, {} micro-batches",
+            "spec {}: {} × {}, {} pipeline ranks, {} stages per pipeline, {} micro-batches, {}",
             self.spec,
             self.gpus,
             self.gpu,
             self.pipeline_ranks,
             self.stages_per_pipeline,
-            self.model_copies,
-            self.microbatches
+            self.microbatches,
+            if self.model_copies == 1 {
+                "one model copy".to_string()
+            } else {
+                format!("{} model copies", self.model_copies)
+            }
         )?;
         writeln!(f, "step time            {}", seconds(self.step_time_s))?;
         writeln!(f, "tokens per step      {}", si(self.tokens_per_step))?;

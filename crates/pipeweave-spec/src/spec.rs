@@ -257,7 +257,7 @@ impl Spec {
                 ),
             ));
         }
-        if rule.multiple_of > 1 && m % rule.multiple_of != 0 {
+        if rule.multiple_of > 1 && !m.is_multiple_of(rule.multiple_of) {
             out.push(self.error_at(
                 "training.microbatches",
                 format!(

@@ -1,4 +1,8 @@
-//! Integration tests of pipeweave-spec: shipped specs, reports, the cost model's laws.
+//! Integration tests of pipeweave-spec: the cost model's formulas, its laws, the memory questions,
+//! checks against plans and schedules.
 
+mod costs;
+mod laws;
 mod plans;
-mod reports;
+mod questions;
+mod specs;

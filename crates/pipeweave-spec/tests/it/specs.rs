@@ -1,0 +1,81 @@
+//! Loading shipped specs, the default spec, and checks of a spec against plans and schedules.
+
+use crate::plans::one_f_one_b;
+use codespan_reporting::files::SimpleFiles;
+use pipeweave_diagnostics::{Diagnostic, FileId};
+use pipeweave_spec::{DEFAULT_SPEC, MicrobatchRule, Spec, default_spec, parse};
+use std::path::Path;
+
+pub fn source(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../specs")
+        .join(name);
+    std::fs::read_to_string(&path).expect("shipped spec is readable")
+}
+
+pub fn load(name: &str) -> Spec {
+    let (spec, diags) = parse(&source(name), FileId(0));
+    assert!(diags.is_empty(), "{name}: {diags:?}");
+    spec.expect("a spec without diagnostics")
+}
+
+/// Diagnostics as `line:column message (label)`, enough to pin where they point.
+fn describe(src: &str, diags: &[Diagnostic]) -> String {
+    let mut files = SimpleFiles::new();
+    files.add("spec", src.to_string());
+    diags
+        .iter()
+        .map(|d| {
+            let at = d.span.as_ref().map_or("-".to_string(), |s| {
+                let (l, c) = pipeweave_diagnostics::line_col(src, s.range.start);
+                format!("{l}:{c}")
+            });
+            format!(
+                "{at} {}{}\n",
+                d.message,
+                d.help
+                    .as_ref()
+                    .map(|h| format!(" (help: {h})"))
+                    .unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn default_spec_is_the_dense_70b_and_parses_cleanly() {
+    let (spec, diags) = parse(DEFAULT_SPEC, FileId(0));
+    assert!(diags.is_empty(), "{diags:?}");
+    let spec = spec.expect("default spec");
+    assert_eq!(spec.name, "dense-70b-h100-pp8");
+    assert_eq!(default_spec(), Some(spec));
+}
+
+#[test]
+fn a_schedule_micro_batch_rule_points_at_training_microbatches() {
+    let spec = load("unit.toml");
+    let src = source("unit.toml");
+    let fits = MicrobatchRule {
+        schedule: "DualPipe".to_string(),
+        min: 2 * spec.parallelism.pp,
+        multiple_of: 2,
+    };
+    assert!(spec.check_microbatches(&fits).is_empty());
+    let rule = MicrobatchRule {
+        schedule: "a test schedule".to_string(),
+        min: 12,
+        multiple_of: 5,
+    };
+    let diags = spec.check_microbatches(&rule);
+    insta::assert_snapshot!(describe(&src, &diags));
+}
+
+#[test]
+fn a_plan_that_does_not_fit_the_spec_is_reported() {
+    let spec = load("unit.toml");
+    let src = source("unit.toml");
+    let diags = spec.check_plan(&one_f_one_b(2, 3));
+    insta::assert_snapshot!(describe(&src, &diags));
+    assert!(pipeweave_spec::CostTable::new(&spec, &one_f_one_b(2, 3)).is_err());
+    assert!(spec.check_plan(&one_f_one_b(4, 8)).is_empty());
+}

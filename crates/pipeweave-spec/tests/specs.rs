@@ -1,0 +1,52 @@
+//! One snapshot per shipped spec under `specs/`: the spec parses without diagnostics and its
+//! report under textbook 1F1B (the spec's pipeline ranks and micro-batches) is pinned.
+
+use pipeweave_diagnostics::FileId;
+use pipeweave_plan::{Action, Kind, Op, Plan};
+use pipeweave_spec::{evaluate, parse};
+use std::path::Path;
+
+fn one_f_one_b(p: u32, m: u32) -> Plan {
+    let programs = (0..p)
+        .map(|r| {
+            let warmup = (p - r - 1).min(m);
+            let f = |mb| Action::One(Op::new(r, Kind::F, mb));
+            let b = |mb| Action::One(Op::new(r, Kind::B, mb));
+            let mut prog: Vec<Action> = (0..warmup).map(f).collect();
+            for i in 0..m - warmup {
+                prog.push(f(warmup + i));
+                prog.push(b(i));
+            }
+            prog.extend((m - warmup..m).map(b));
+            prog
+        })
+        .collect();
+    Plan::single(p, (0..p).collect(), m, programs).expect("1F1B has a valid structure")
+}
+
+fn shipped_spec(path: &Path, source: String) -> datatest_stable::Result<()> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .to_string();
+    let (spec, diags) = parse(&source, FileId(0));
+    if !diags.is_empty() {
+        return Err(format!("{name}: {diags:?}").into());
+    }
+    let spec = spec.ok_or("no spec without diagnostics")?;
+    let plan = one_f_one_b(spec.parallelism.pp, spec.training.microbatches);
+    let (_, _, report) = evaluate(&spec, &plan).map_err(|d| format!("{d:?}"))?;
+    insta::with_settings!({
+        input_file => path,
+        snapshot_suffix => name.trim_end_matches(".toml"),
+        prepend_module_to_snapshot => false,
+    }, {
+        insta::assert_snapshot!("report_1f1b", report.to_string());
+    });
+    Ok(())
+}
+
+datatest_stable::harness! {
+    { test = shipped_spec, root = "../../specs", pattern = r"\.toml$" },
+}
