@@ -1,12 +1,17 @@
 //! Plan formats in and out: actions, PyTorch CSV, JSON plan, Chrome trace.
 //!
 //! This is the only crate that knows output formats. It never reads files itself: readers take the
-//! text and a `FileId`, and return a plan or diagnostics with spans.
+//! text and a `FileId`, and return a plan or diagnostics with spans; writers return the text or,
+//! when a format cannot express the plan, a diagnostic saying why and what to use instead.
 
 pub mod actions;
 pub mod json;
+pub mod pytorch;
 pub mod timing;
+pub mod trace;
 
 pub use actions::{ActionsFile, read_actions, write_actions};
 pub use json::{PlanJson, read_json, write_json};
+pub use pytorch::{write_pytorch, write_pytorch_comms};
 pub use timing::{Interval, Timing};
+pub use trace::write_chrome_trace;

@@ -36,8 +36,8 @@ fn writes_a_readable_document() {
         {"kind":"send","dir":"fwd","stage":0,"mb":0,"peer":1},
         {"kind":"recv","dir":"bwd","stage":0,"mb":0,"peer":1},
         {"kind":"compute","action":1},
-        {"kind":"reduce_grad","stage":0},
-        {"kind":"wait_send","dir":"fwd","stage":0,"mb":0,"peer":1}
+        {"kind":"wait_send","dir":"fwd","stage":0,"mb":0,"peer":1},
+        {"kind":"reduce_grad","stage":0}
       ]
     },
     {
@@ -191,11 +191,12 @@ fn semantic_errors() {
         read_messages(&swapped),
         ["rank 1 step 2 is `1F1` but lowering its actions gives `1RECV_F1 from rank 0`"]
     );
-    let dropped = text.replacen("        {\"kind\":\"reduce_grad\",\"stage\":0},\n", "", 1);
+    let dropped = text.replacen("        {\"kind\":\"reduce_grad\",\"stage\":1},\n", "", 1);
+    assert_ne!(dropped, text);
     assert_eq!(
         read_messages(&dropped),
         [
-            "rank 0 step 9 is `0WAIT_SEND_F1 to rank 1` but lowering its actions gives `0REDUCE_GRAD`"
+            "rank 1 step 8 is `1WAIT_SEND_B0 to rank 0` but lowering its actions gives `1REDUCE_GRAD`"
         ]
     );
     let parts = text.replacen("\"ranks\":[1]", "\"ranks\":[0]", 1);

@@ -115,3 +115,35 @@ pub fn schema_validator() -> jsonschema::Validator {
     let schema: serde_json::Value = serde_json::from_str(&text).expect("schema is JSON");
     jsonschema::validator_for(&schema).expect("schema compiles")
 }
+
+/// A reference vector read as a plan.
+pub fn reference_plan(name: &str) -> Plan {
+    let (_, text, k) = reference_vectors()
+        .into_iter()
+        .find(|(p, _, _)| p.ends_with(name))
+        .expect("known reference vector");
+    pipeweave_export::read_actions(&text, pipeweave_diagnostics::FileId(0), k)
+        .expect("reference vectors read")
+        .plan
+}
+
+/// The simulator's unit-cost timeline of a plan, as the export's plain mirror.
+pub fn simulated_timing(plan: &Plan) -> pipeweave_export::Timing {
+    let t =
+        pipeweave_sim::simulate(plan, &pipeweave_sim::UnitCosts).expect("reference plans simulate");
+    pipeweave_export::Timing {
+        makespan: t.makespan,
+        intervals: t
+            .intervals
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .map(|i| pipeweave_export::Interval {
+                        start: i.start,
+                        end: i.end,
+                    })
+                    .collect()
+            })
+            .collect(),
+    }
+}

@@ -2,4 +2,5 @@
 
 mod actions;
 mod common;
+mod formats;
 mod json;

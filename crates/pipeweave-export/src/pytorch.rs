@@ -1,0 +1,121 @@
+//! PyTorch 2.15's schedule CSVs, as `_PipelineScheduleRuntime._load_csv` reads them.
+//!
+//! - `compute_only`: one row per rank, one compute cell per action (`0F1`, `3I0`, `(0F3;7B5)OVERLAP_F_B`).
+//!   torchtitan loads the same file (`--parallelism.pipeline_parallel_schedule_csv`).
+//! - `compute_comms`: the lowered rows: `RECV_F`/`RECV_B` before the action that consumes them,
+//!   `SEND_F`/`SEND_B` after the action that produced them, one `WAIT_SEND_F`/`WAIT_SEND_B` for every
+//!   send, and `REDUCE_GRAD` followed at once by its `WAIT_REDUCE_GRAD` (2.15 allows at most one
+//!   pending reduction per rank). No empty cells: the 2.15 loader refuses them in this format.
+//!
+//! The communication is `pipeweave_plan::lower`'s, not PyTorch's own lowering pass, so what runs is
+//! exactly what pipeweave validated.
+//!
+//! PyTorch's runtime knows one pipeline whose stages each run on one rank, with micro-batches
+//! `0..M`; plans outside that (Chimera, bidirectional DualPipe) are refused with the reason.
+
+use crate::actions::write_actions;
+use pipeweave_diagnostics::Diagnostic;
+use pipeweave_plan::{Plan, Step, lower};
+use std::fmt::Write as _;
+
+/// Checks that PyTorch's runtime can hold the plan.
+fn check_expressible(plan: &Plan) -> Result<(), Diagnostic> {
+    let k = plan.model_copies();
+    if k != 1 {
+        let s = plan.stages_per_pipeline();
+        let mut placed_twice = Vec::new();
+        for q in 0..s {
+            let mut ranks: Vec<u32> = plan
+                .pipelines()
+                .iter()
+                .map(|p| p.placement[q as usize])
+                .collect();
+            ranks.sort_unstable();
+            ranks.dedup();
+            if ranks.len() > 1 {
+                placed_twice.push(format!(
+                    "part {q} on ranks {}",
+                    ranks
+                        .iter()
+                        .map(u32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                ));
+            }
+        }
+        let mut d = Diagnostic::error(format!(
+            "PyTorch's pipeline runtime cannot run a plan of {k} pipelines"
+        ))
+        .with_note(
+            "its schedules hold one pipeline: every model part is one stage on exactly one rank, and it has no gradient reduction across replicas",
+        );
+        if !placed_twice.is_empty() {
+            d = d.with_note(format!(
+                "this plan computes model parts on several ranks: {}",
+                placed_twice.join(", ")
+            ));
+        }
+        return Err(d.with_help(
+            "export to `json`, which keeps the pipelines, the replicas and their gradient reduction, and run it with a launcher that reads pipeweave plans",
+        ));
+    }
+    let mbs = &plan.pipelines()[0].microbatches;
+    if mbs.iter().enumerate().any(|(i, &m)| m as usize != i) {
+        return Err(Diagnostic::error(format!(
+            "PyTorch numbers micro-batches from 0 to M−1, but this plan carries {}",
+            describe_ids(mbs)
+        ))
+        .with_help("renumber the micro-batches from 0, or export to `json`"));
+    }
+    Ok(())
+}
+
+/// A short description of a sorted id list for messages.
+fn describe_ids(ids: &[u32]) -> String {
+    match ids {
+        [] => "no micro-batches".to_string(),
+        [one] => format!("micro-batch {one}"),
+        [first, .., last] if ids.len() > 6 => {
+            format!("{} micro-batches from {first} to {last}", ids.len())
+        }
+        _ => format!(
+            "micro-batches {}",
+            ids.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// Writes the compute-only CSV (`format="compute_only"`): the actions format of a single pipeline.
+pub fn write_pytorch(plan: &Plan) -> Result<String, Diagnostic> {
+    check_expressible(plan)?;
+    Ok(write_actions(plan))
+}
+
+/// Writes the lowered CSV (`format="compute_comms"`) that 2.15's runtime executes as written.
+pub fn write_pytorch_comms(plan: &Plan) -> Result<String, Diagnostic> {
+    check_expressible(plan)?;
+    let lowered = lower(plan);
+    let mut out = String::with_capacity(lowered.num_steps() * 12 + lowered.steps.len());
+    for steps in &lowered.steps {
+        let mut first = true;
+        for step in steps {
+            if !first {
+                out.push(',');
+            }
+            first = false;
+            // `write!` to a String cannot fail.
+            let _ = write!(out, "{step}");
+            if let Step::ReduceGrad { stage } = step {
+                let _ = write!(out, ",{stage}WAIT_REDUCE_GRAD");
+            }
+        }
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

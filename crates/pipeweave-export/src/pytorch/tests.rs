@@ -1,0 +1,52 @@
+use super::*;
+use crate::actions::read_actions;
+use pipeweave_diagnostics::FileId;
+
+fn plan(src: &str, k: u32) -> Plan {
+    read_actions(src, FileId(0), k).expect("valid actions").plan
+}
+
+#[test]
+fn compute_only_is_the_actions_text() {
+    let p = plan("0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n", 1);
+    assert_eq!(
+        write_pytorch(&p).expect("writes"),
+        "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n"
+    );
+}
+
+#[test]
+fn compute_comms_has_waits_and_reduction_pairs() {
+    let p = plan("0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n", 1);
+    assert_eq!(
+        write_pytorch_comms(&p).expect("writes"),
+        "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0WAIT_SEND_F0,0RECV_B1,0B1,0WAIT_SEND_F1,0REDUCE_GRAD,0WAIT_REDUCE_GRAD\n\
+         1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1,1REDUCE_GRAD,1WAIT_REDUCE_GRAD,1WAIT_SEND_B0,1WAIT_SEND_B1\n"
+    );
+}
+
+#[test]
+fn refuses_several_pipelines_with_the_alternative() {
+    let p = plan("0F0,0B0,3F1,3B1\n1F0,1B0,2F1,2B1\n", 2);
+    let d = write_pytorch(&p).expect_err("refused");
+    assert_eq!(
+        d.message,
+        "PyTorch's pipeline runtime cannot run a plan of 2 pipelines"
+    );
+    assert_eq!(
+        d.notes[1],
+        "this plan computes model parts on several ranks: part 0 on ranks 0 and 1, part 1 on ranks 0 and 1"
+    );
+    assert!(d.help.as_deref().is_some_and(|h| h.contains("`json`")));
+    assert_eq!(write_pytorch_comms(&p).expect_err("refused"), d);
+}
+
+#[test]
+fn refuses_micro_batches_not_from_zero() {
+    let p = plan("0F1,0B1,0F3,0B3\n", 1);
+    let d = write_pytorch(&p).expect_err("refused");
+    assert_eq!(
+        d.message,
+        "PyTorch numbers micro-batches from 0 to M−1, but this plan carries micro-batches 1, 3"
+    );
+}
