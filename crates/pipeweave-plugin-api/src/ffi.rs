@@ -56,8 +56,12 @@ fn into_buffer(bytes: Vec<u8>) -> Buffer {
     }
 }
 
-/// Runs `body`, writing its bytes (or the panic message) to `out`.
-fn guarded(out: *mut Buffer, body: impl FnOnce() -> Vec<u8>) -> Status {
+/// Runs `body`, writing its bytes (or the panic message) to `out`: the shared body of every entry
+/// point. Public for hand-written plugins (such as the fault fixtures) that skip the macro.
+///
+/// # Safety
+/// `out` must be null or point to a `Buffer` writable for the call.
+pub unsafe fn guarded(out: *mut Buffer, body: impl FnOnce() -> Vec<u8>) -> Status {
     if out.is_null() {
         return Status::NULL_OUTPUT;
     }
@@ -71,20 +75,25 @@ fn guarded(out: *mut Buffer, body: impl FnOnce() -> Vec<u8>) -> Status {
             (Status::PANIC, text.into_bytes())
         }
     };
-    // SAFETY: `out` is non-null and, per the ABI, points to a `Buffer` the host owns for the call.
+    // SAFETY: `out` is non-null and the caller guarantees it points to a writable `Buffer`.
     unsafe { out.write(into_buffer(bytes)) };
     status
 }
 
 /// The body of the exported `metadata` function.
-pub fn metadata<G: Generator>(out: *mut Buffer) -> Status {
-    guarded(out, || protocol::encode_metadata(&G::metadata()))
+///
+/// # Safety
+/// `out` must be null or point to a `Buffer` writable for the call.
+pub unsafe fn metadata<G: Generator>(out: *mut Buffer) -> Status {
+    // SAFETY: passed on from the caller.
+    unsafe { guarded(out, || protocol::encode_metadata(&G::metadata())) }
 }
 
 /// The body of the exported `generate` function.
 ///
 /// # Safety
-/// `request` must point to `len` readable bytes (or be null with `len == 0`) for the whole call.
+/// `request` must point to `len` readable bytes (or be null with `len == 0`) for the whole call,
+/// and `out` must be null or point to a `Buffer` writable for the call.
 pub unsafe fn generate<G: Generator>(request: *const u8, len: usize, out: *mut Buffer) -> Status {
     let bytes: &[u8] = if request.is_null() || len == 0 {
         &[]
@@ -92,16 +101,19 @@ pub unsafe fn generate<G: Generator>(request: *const u8, len: usize, out: *mut B
         // SAFETY: the caller guarantees `len` readable bytes at `request` during this call.
         unsafe { std::slice::from_raw_parts(request, len) }
     };
-    guarded(out, || {
-        let response = match protocol::decode_request(bytes) {
-            Ok(request) => match G::generate(&request) {
-                Ok(plan) => Response::Plan(PlanMessage::from_plan(&plan)),
-                Err(message) => Response::Error(message),
-            },
-            Err(e) => Response::Error(format!("the plugin could not read the request: {e}")),
-        };
-        protocol::encode_response(&response)
-    })
+    // SAFETY: `out` as the caller guarantees.
+    unsafe {
+        guarded(out, || {
+            let response = match protocol::decode_request(bytes) {
+                Ok(request) => match G::generate(&request) {
+                    Ok(plan) => Response::Plan(PlanMessage::from_plan(&plan)),
+                    Err(message) => Response::Error(message),
+                },
+                Err(e) => Response::Error(format!("the plugin could not read the request: {e}")),
+            };
+            protocol::encode_response(&response)
+        })
+    }
 }
 
 /// The body of the exported `free_buffer` function.

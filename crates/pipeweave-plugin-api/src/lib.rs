@@ -38,7 +38,8 @@ macro_rules! export_plugin {
         unsafe extern "C" fn __pipeweave_metadata(
             out: *mut $crate::abi::Buffer,
         ) -> $crate::abi::Status {
-            $crate::ffi::metadata::<$generator>(out)
+            // SAFETY: the host passes a writable `Buffer` (or null, which is refused).
+            unsafe { $crate::ffi::metadata::<$generator>(out) }
         }
 
         #[allow(unsafe_code)]

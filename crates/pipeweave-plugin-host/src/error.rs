@@ -1,0 +1,102 @@
+//! What can go wrong with a plugin, each case naming the file.
+
+use pipeweave_check::Problem;
+use std::path::PathBuf;
+
+/// A plugin failure. Every variant names the plugin file (or the places searched for it).
+#[derive(Debug, thiserror::Error)]
+pub enum PluginError {
+    #[error("`{name}` is not a plugin name (use letters, digits, `-` and `_`)")]
+    BadName { name: String },
+
+    #[error("no plugin named `{name}`: looked for {file} in {}", searched_text(.searched))]
+    NotFound {
+        name: String,
+        file: String,
+        /// The directories searched, in order, with why each was searched.
+        searched: Vec<(PathBuf, String)>,
+    },
+
+    #[error("{} is not a loadable library: {reason}", .path.display())]
+    NotLoadable { path: PathBuf, reason: String },
+
+    #[error("{} has no entry point `{symbol}`; it is not a pipeweave plugin", .path.display())]
+    MissingEntry { path: PathBuf, symbol: &'static str },
+
+    #[error("{} speaks plugin ABI version {found}, but this pipeweave speaks version {expected}; rebuild the plugin against this pipeweave", .path.display())]
+    AbiMismatch {
+        path: PathBuf,
+        found: u32,
+        expected: u32,
+    },
+
+    #[error("the plugin {} panicked while {during}: {message}", .path.display())]
+    Panicked {
+        path: PathBuf,
+        during: &'static str,
+        message: String,
+    },
+
+    #[error("the plugin {} returned malformed output: {detail}", .path.display())]
+    Malformed { path: PathBuf, detail: String },
+
+    /// The plugin declined the request (an unmet requirement); its message names the schedule.
+    #[error("{message}")]
+    Refused {
+        path: PathBuf,
+        name: String,
+        message: String,
+    },
+
+    #[error("{name}: {message}")]
+    BadSetting {
+        path: PathBuf,
+        name: String,
+        message: String,
+    },
+
+    #[error("the plugin {} returned an invalid plan: {}", .path.display(), problems_text(.problems))]
+    InvalidPlan {
+        path: PathBuf,
+        problems: Vec<Problem>,
+    },
+}
+
+impl PluginError {
+    /// The plugin file concerned, when there is one.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            PluginError::BadName { .. } | PluginError::NotFound { .. } => None,
+            PluginError::NotLoadable { path, .. }
+            | PluginError::MissingEntry { path, .. }
+            | PluginError::AbiMismatch { path, .. }
+            | PluginError::Panicked { path, .. }
+            | PluginError::Malformed { path, .. }
+            | PluginError::Refused { path, .. }
+            | PluginError::BadSetting { path, .. }
+            | PluginError::InvalidPlan { path, .. } => Some(path),
+        }
+    }
+}
+
+fn searched_text(searched: &[(PathBuf, String)]) -> String {
+    if searched.is_empty() {
+        return "no directory (no place to look was given)".to_owned();
+    }
+    searched
+        .iter()
+        .map(|(dir, why)| format!("{} ({why})", dir.display()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn problems_text(problems: &[Problem]) -> String {
+    let first = problems
+        .first()
+        .map_or_else(|| "no details".to_owned(), ToString::to_string);
+    match problems.len() {
+        0 | 1 => first,
+        2 => format!("{first} (and 1 more problem)"),
+        n => format!("{first} (and {} more problems)", n - 1),
+    }
+}

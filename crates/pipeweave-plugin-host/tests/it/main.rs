@@ -1,0 +1,360 @@
+//! Loads the real plugins and the fault fixtures from the build directory.
+//!
+//! `cargo test` does not build `cdylib` crates: build the workspace first (`cargo build
+//! --workspace`, as the test script does). A missing library fails with that hint.
+
+use pipeweave_plan::{Action, Plan};
+use pipeweave_plugin_host::{Origin, Plugin, PluginError, SearchPath, discover, find, load_named};
+use std::path::{Path, PathBuf};
+
+/// `target/<profile>`: the test binary lives in its `deps` folder.
+fn build_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().and_then(Path::parent).unwrap().to_path_buf()
+}
+
+fn search() -> SearchPath {
+    let mut s = SearchPath::new();
+    s.push(build_dir(), Origin::BuildDir);
+    s
+}
+
+fn library(crate_lib_name: &str) -> PathBuf {
+    let path = build_dir().join(libloading::library_filename(crate_lib_name));
+    assert!(
+        path.is_file(),
+        "{} is missing: run `cargo build --workspace` before the tests",
+        path.display()
+    );
+    path
+}
+
+fn plugin(name: &str) -> Plugin {
+    library(&format!("pipeweave_plugin_{name}"));
+    load_named(name, &search()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `--set` settings of a test case.
+type Settings = &'static [(&'static str, &'static str)];
+
+fn rows(plan: &Plan) -> Vec<String> {
+    plan.programs()
+        .iter()
+        .map(|p| {
+            p.iter()
+                .map(Action::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect()
+}
+
+fn generate(
+    name: &str,
+    ranks: u32,
+    mbs: u32,
+    settings: &[(&str, &str)],
+) -> Result<Plan, PluginError> {
+    let p = plugin(name);
+    let settings: Vec<(String, String)> = settings
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    let request = p.request(ranks, mbs, &settings)?;
+    p.generate(&request)
+}
+
+/// The error text with the build directory replaced, for snapshots.
+fn message(e: &PluginError) -> String {
+    e.to_string()
+        .replace(&build_dir().display().to_string(), "[BUILD]")
+}
+
+fn reference(path: &str) -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/reference");
+    std::fs::read_to_string(dir.join(path))
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_three_plugins_describe_themselves() {
+    let mut text = String::new();
+    for name in ["chimera", "dualpipe", "dualpipev"] {
+        let p = plugin(name);
+        let m = p.metadata();
+        text.push_str(&format!(
+            "{} {}: {}\n  requires: {}\n",
+            m.name, m.version, m.description, m.requires
+        ));
+        for param in &m.params {
+            let constraint = param.constraint_text();
+            let constraint = if constraint.is_empty() {
+                String::new()
+            } else {
+                format!(" ({constraint})")
+            };
+            text.push_str(&format!(
+                "  --set {}=<{}> default {}{constraint}: {}\n",
+                param.name,
+                param.type_name(),
+                param.default_value(),
+                param.help
+            ));
+        }
+    }
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn plugins_reproduce_every_reference_vector() {
+    let cases: &[(&str, &str, u32, u32, Settings)] = &[
+        ("dualpipe/dualpipe_pp4_n8.actions", "dualpipe", 4, 8, &[]),
+        (
+            "dualpipe/dualpipe_pp4_n8_noovl.actions",
+            "dualpipe",
+            4,
+            8,
+            &[("overlap", "false")],
+        ),
+        (
+            "dualpipe/dualpipe_pp4_n8_nozb.actions",
+            "dualpipe",
+            4,
+            8,
+            &[("weight_split", "false")],
+        ),
+        (
+            "dualpipe/dualpipe_pp4_n8_nozb_noovl.actions",
+            "dualpipe",
+            4,
+            8,
+            &[("weight_split", "false"), ("overlap", "false")],
+        ),
+        ("dualpipe/dualpipe_pp4_n16.actions", "dualpipe", 4, 16, &[]),
+        ("dualpipe/dualpipe_pp8_n20.actions", "dualpipe", 8, 20, &[]),
+        ("dualpipe/dualpipev_pp4_n8.actions", "dualpipev", 4, 8, &[]),
+        (
+            "dualpipe/dualpipev_pp4_n10.actions",
+            "dualpipev",
+            4,
+            10,
+            &[],
+        ),
+        (
+            "dualpipe/dualpipev_pp4_n10_noovl.actions",
+            "dualpipev",
+            4,
+            10,
+            &[("overlap", "false")],
+        ),
+        (
+            "dualpipe/dualpipev_pp4_n10_nozb.actions",
+            "dualpipev",
+            4,
+            10,
+            &[("weight_split", "false")],
+        ),
+        (
+            "dualpipe/dualpipev_pp4_n10_nozb_noovl.actions",
+            "dualpipev",
+            4,
+            10,
+            &[("weight_split", "false"), ("overlap", "false")],
+        ),
+        ("torch/DualPipeV_v2_p4_m8.actions", "dualpipev", 4, 8, &[]),
+        ("chimera/chimera_d4_n4_k2.actions", "chimera", 4, 4, &[]),
+        (
+            "chimera/chimera_d4_n8_k2.actions",
+            "chimera",
+            4,
+            8,
+            &[("pipelines", "2")],
+        ),
+        (
+            "chimera/chimera_d8_n8_k4.actions",
+            "chimera",
+            8,
+            8,
+            &[("pipelines", "4")],
+        ),
+    ];
+    for (file, name, ranks, mbs, settings) in cases {
+        let plan = generate(name, *ranks, *mbs, settings).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(rows(&plan), reference(file), "{file}");
+    }
+}
+
+#[test]
+fn unmet_requirements_and_bad_settings_are_clean_errors() {
+    let cases: &[(&str, u32, u32, Settings)] = &[
+        ("dualpipe", 3, 8, &[]),
+        ("dualpipe", 4, 6, &[]),
+        ("dualpipev", 4, 7, &[]),
+        ("chimera", 6, 12, &[("pipelines", "4")]),
+        ("chimera", 4, 8, &[("pipelines", "3")]),
+        ("chimera", 4, 8, &[("forward_doubling", "true")]),
+        ("dualpipe", 4, 8, &[("overlap", "maybe")]),
+        (
+            "dualpipe",
+            4,
+            8,
+            &[("overlap", "true"), ("overlap", "false")],
+        ),
+    ];
+    let mut text = String::new();
+    for (name, ranks, mbs, settings) in cases {
+        let e = generate(name, *ranks, *mbs, settings).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                PluginError::Refused { .. } | PluginError::BadSetting { .. }
+            ),
+            "{e:?}"
+        );
+        text.push_str(&format!(
+            "{name} P={ranks} M={mbs} {settings:?}\n  {}\n",
+            message(&e)
+        ));
+    }
+    insta::assert_snapshot!(text);
+}
+
+fn load_fixture(lib: &str) -> Result<Plugin, PluginError> {
+    Plugin::load(&library(lib))
+}
+
+#[test]
+fn every_fault_fixture_gives_its_clean_error_and_the_process_survives() {
+    let mut text = String::new();
+    let record = |text: &mut String, what: &str, e: PluginError| {
+        text.push_str(&format!("{what}:\n  {}\n", message(&e)));
+    };
+
+    // A panic inside the plugin, caught on its side.
+    let p = load_fixture("pipeweave_fixture_panic").unwrap();
+    let request = p.request(4, 8, &[]).unwrap();
+    let e = p.generate(&request).unwrap_err();
+    assert!(matches!(e, PluginError::Panicked { .. }), "{e:?}");
+    record(&mut text, "panic", e);
+    // The same library keeps working after a panic.
+    assert!(matches!(
+        p.generate(&request),
+        Err(PluginError::Panicked { .. })
+    ));
+
+    let e = load_fixture("pipeweave_fixture_abi").unwrap_err();
+    assert!(
+        matches!(
+            e,
+            PluginError::AbiMismatch {
+                found: 1001,
+                expected: 1,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    record(&mut text, "abi", e);
+
+    let p = load_fixture("pipeweave_fixture_broken_plan").unwrap();
+    let e = p.generate(&p.request(2, 1, &[]).unwrap()).unwrap_err();
+    let PluginError::InvalidPlan { problems, .. } = &e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(problems.len(), 2, "one missing backward per stage");
+    record(&mut text, "broken plan", e);
+
+    let p = load_fixture("pipeweave_fixture_garbage").unwrap();
+    let e = p.generate(&p.request(2, 2, &[]).unwrap()).unwrap_err();
+    assert!(matches!(e, PluginError::Malformed { .. }), "{e:?}");
+    record(&mut text, "garbage", e);
+
+    let e = load_fixture("pipeweave_fixture_no_entry").unwrap_err();
+    assert!(matches!(e, PluginError::MissingEntry { .. }), "{e:?}");
+    record(&mut text, "no entry point", e);
+
+    // Not a library at all: a text file with a plugin's name.
+    let dir = std::env::temp_dir().join(format!("pipeweave-host-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fake = dir.join(pipeweave_plugin_host::file_name("fake"));
+    std::fs::write(&fake, "this is not a shared library\n").unwrap();
+    let mut fake_search = SearchPath::new();
+    fake_search.push(dir.clone(), Origin::PluginDir);
+    let e = load_named("fake", &fake_search).unwrap_err();
+    assert!(matches!(e, PluginError::NotLoadable { .. }), "{e:?}");
+    assert!(
+        e.to_string()
+            .starts_with(&format!("{} is not a loadable library: ", fake.display()))
+    );
+    text.push_str(
+        "not a library:\n  [TMP]/libpipeweave_plugin_fake.so is not a loadable library: …\n",
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    let e = find("nothing-here", &search()).unwrap_err();
+    assert!(matches!(e, PluginError::NotFound { .. }), "{e:?}");
+    record(&mut text, "not found", e);
+
+    let e = find("../etc/passwd", &search()).unwrap_err();
+    record(&mut text, "bad name", e);
+
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn discover_lists_the_plugins_and_hides_the_fixtures() {
+    for name in ["chimera", "dualpipe", "dualpipev"] {
+        plugin(name);
+    }
+    let names: Vec<String> = discover(&search()).into_iter().map(|f| f.name).collect();
+    for name in ["chimera", "dualpipe", "dualpipev"] {
+        assert!(names.iter().any(|n| n == name), "{names:?}");
+    }
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.contains("fault") || n.contains("fixture")),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn the_search_order_is_plugin_dir_env_exe_then_build_dir() {
+    let env = std::env::join_paths(["/env/a", "/env/b"]).unwrap();
+    let s = SearchPath::standard(
+        &[PathBuf::from("/flag")],
+        Some(&env),
+        Some(Path::new("/bin/dir/pipeweave")),
+    );
+    let dirs: Vec<(String, Origin)> = s
+        .dirs()
+        .map(|(d, o)| (d.display().to_string(), o))
+        .collect();
+    assert_eq!(dirs[0], ("/flag".to_owned(), Origin::PluginDir));
+    assert_eq!(dirs[1], ("/env/a".to_owned(), Origin::EnvPath));
+    assert_eq!(dirs[2], ("/env/b".to_owned(), Origin::EnvPath));
+    assert_eq!(dirs[3], ("/bin/dir".to_owned(), Origin::ExeDir));
+    assert_eq!(dirs.len(), 6);
+    assert!(dirs[4].0.ends_with("target/debug") && dirs[4].1 == Origin::BuildDir);
+    assert!(dirs[5].0.ends_with("target/release") && dirs[5].1 == Origin::BuildDir);
+
+    // The first directory holding the file wins.
+    let mut s = SearchPath::new();
+    s.push(PathBuf::from("/nonexistent/first"), Origin::PluginDir);
+    s.push(build_dir(), Origin::BuildDir);
+    assert_eq!(
+        find("dualpipe", &s).unwrap(),
+        library("pipeweave_plugin_dualpipe")
+    );
+}
+
+#[test]
+fn plans_from_plugins_simulate_with_the_published_bubble() {
+    let plan = generate("dualpipe", 8, 20, &[]).unwrap();
+    let t = pipeweave_sim::simulate(&plan, &pipeweave_sim::UnitCosts).unwrap();
+    assert_eq!(t.makespan, 66.0);
+    assert!(t.ranks.iter().all(|r| r.idle == 6.0));
+}
