@@ -2,3 +2,4 @@
 //! implementations, loaded, validated and simulated through the library crates.
 
 mod reference;
+mod spec_questions;

@@ -178,24 +178,11 @@ impl<'t, 'i> Table<'t, 'i> {
         }
     }
 
+    /// A count at least `min` and at most [`LIMIT`] (larger values are typos, and would make the
+    /// cost model allocate or loop without end).
     fn u32_int(&mut self, cx: &mut Cx, key: &'static str, min: u64, what: &str) -> Option<u32> {
         let n = self.int(cx, key, min, what)?;
-        match u32::try_from(n) {
-            Ok(n) => Some(n),
-            Err(_) => {
-                let span = cx.spans.get(&self.key_path(key)).cloned().unwrap_or(0..0);
-                cx.error(
-                    &span,
-                    format!(
-                        "`{}` is too large (at most {})",
-                        self.key_path(key),
-                        u32::MAX
-                    ),
-                    "too large",
-                );
-                None
-            }
-        }
+        within_limit(cx, &self.key_path(key), n)
     }
 
     /// A finite number (integer or float) strictly above `above` (or at least, if `inclusive`).
@@ -427,6 +414,22 @@ fn type_name(v: &DeValue<'_>) -> &'static str {
     }
 }
 
+/// The largest count a spec may give (layers, ranks, nodes, micro-batches, ...).
+const LIMIT: u64 = 1 << 20;
+
+fn within_limit(cx: &mut Cx, path: &str, n: u64) -> Option<u32> {
+    if n <= LIMIT {
+        return u32::try_from(n).ok();
+    }
+    let span = cx.spans.get(path).cloned().unwrap_or(0..0);
+    cx.error(
+        &span,
+        format!("`{path}` is too large (at most {LIMIT})"),
+        "too large",
+    );
+    None
+}
+
 #[derive(Debug, Clone, Copy)]
 enum Bound {
     /// Strictly positive.
@@ -559,7 +562,9 @@ fn read_cluster(cx: &mut Cx, mut t: Table<'_, '_>) -> Option<Cluster> {
 }
 
 fn read_model(cx: &mut Cx, mut t: Table<'_, '_>) -> Option<Model> {
-    let layers = t.int(cx, "layers", 1, "number of transformer layers");
+    let layers = t
+        .u32_int(cx, "layers", 1, "number of transformer layers")
+        .map(u64::from);
     let hidden = t.int(cx, "hidden", 1, "hidden size");
     let heads = t.int(cx, "heads", 1, "attention heads");
     let kv_heads = t.int(cx, "kv_heads", 1, "key-value heads (= heads without GQA)");
@@ -727,22 +732,7 @@ fn read_parallelism(
     let ep = t.u32_int(cx, "ep", 1, "expert-parallel ranks (1 for a dense model)");
     let dp = t.u32_int(cx, "dp", 1, "data-parallel replicas");
     let v = match t.opt_int(cx, "stages_per_rank", 1) {
-        Ok(v) => match u32::try_from(v.unwrap_or(1)) {
-            Ok(v) => Some(v),
-            Err(_) => {
-                let span = cx
-                    .spans
-                    .get("parallelism.stages_per_rank")
-                    .cloned()
-                    .unwrap_or(0..0);
-                cx.error(
-                    &span,
-                    "`parallelism.stages_per_rank` is too large".to_string(),
-                    "too large",
-                );
-                None
-            }
-        },
+        Ok(v) => within_limit(cx, "parallelism.stages_per_rank", v.unwrap_or(1)),
         Err(()) => None,
     };
     let placement = t.choice(
@@ -791,8 +781,22 @@ fn read_parallelism(
     };
     t.finish(cx);
     let (pp, v, explicit) = (pp?, v?, explicit?);
-    let parts = pp.checked_mul(v)?;
     let layers = model.map(|m| m.layers);
+    let parts = u64::from(pp) * u64::from(v);
+    if let Some(layers) = layers
+        && parts > layers
+    {
+        let span = cx.spans.get("parallelism.pp").cloned().unwrap_or(0..0);
+        cx.error(
+            &span,
+            format!(
+                "{parts} parts (pp {pp} × stages_per_rank {v}) but the model has only {layers} layers: every part needs a layer"
+            ),
+            "the pipeline's ranks",
+        );
+        return None;
+    }
+    let parts = u32::try_from(parts).ok()?;
     let layers_per_stage = match (explicit, layers) {
         (Some((list, span)), Some(layers)) => {
             let sum: u64 = list.iter().sum();

@@ -1,0 +1,75 @@
+//! The DualPipe student's first question, answered with the default spec (dense 70B at PP 8 on
+//! 1,024 H100, M = 16): how many GPU-hours per million tokens does DualPipe recover over 1F1B?
+//!
+//! By hand: with F = I = W = 1 (B = 2), 1F1B at P = 8, M = 16 takes (M + P − 1)(F + B) = 69 units
+//! and DualPipe 54 (its published 11.1% bubble over 48 units of work per rank); GPU-hours per
+//! million tokens = GPUs × step time / 3600 / (million tokens per step). The spec's last stage is
+//! heavier (the output head), which 1F1B pays on every micro-batch.
+
+use pipeweave_generators::{DualOptions, dualpipe};
+use pipeweave_plan::{Action, Kind, Op, Plan};
+use pipeweave_spec::{default_spec, evaluate, gpu_hours_recovered_per_million_tokens};
+
+fn one_f_one_b(p: u32, m: u32) -> Plan {
+    let programs = (0..p)
+        .map(|r| {
+            let warmup = (p - r - 1).min(m);
+            let f = |mb| Action::One(Op::new(r, Kind::F, mb));
+            let b = |mb| Action::One(Op::new(r, Kind::B, mb));
+            let mut prog: Vec<Action> = (0..warmup).map(f).collect();
+            for i in 0..m - warmup {
+                prog.push(f(warmup + i));
+                prog.push(b(i));
+            }
+            prog.extend((m - warmup..m).map(b));
+            prog
+        })
+        .collect();
+    Plan::single(p, (0..p).collect(), m, programs).expect("1F1B has a valid structure")
+}
+
+#[test]
+fn dualpipe_recovers_gpu_hours_over_1f1b_at_p8_m16() {
+    let spec = default_spec().expect("the default spec parses");
+    assert_eq!((spec.parallelism.pp, spec.training.microbatches), (8, 16));
+    let base = one_f_one_b(8, 16);
+    let dual = dualpipe(8, 16, DualOptions::default()).expect("DualPipe at P = 8, M = 16");
+    assert!(spec.check_plan(&dual).is_empty());
+    let (costs, _, r1) = evaluate(&spec, &base).expect("1F1B evaluates");
+    let (_, _, r2) = evaluate(&spec, &dual).expect("DualPipe evaluates");
+    assert_eq!(r2.model_copies, 2);
+
+    let recovered = gpu_hours_recovered_per_million_tokens(&r1, &r2);
+    // The definition, from the two simulated steps.
+    let mtok = r1.tokens_per_step / 1e6;
+    let exact = 1024.0 * (r1.step_time_s - r2.step_time_s) / 3600.0 / mtok;
+    assert!((recovered - exact).abs() < 1e-12);
+    // The student's estimate. 1F1B runs at the pace of its slowest stage, the last one, which also
+    // carries the output head: (P − 1)(F + B) + M (F + B)_last with B = 2F. DualPipe puts both
+    // ends of the model on ranks 0 and 7 and takes 54 forward times of a middle part. Real stages
+    // also differ in I against W and pay transfers, so allow 10%.
+    let (f, f_last) = (costs.parts[1].f, costs.parts[7].f);
+    let t_1f1b = 7.0 * 3.0 * f + 16.0 * 3.0 * f_last;
+    let t_dual = 54.0 * f;
+    let by_hand = 1024.0 * (t_1f1b - t_dual) / 3600.0 / mtok;
+    assert!(
+        (recovered - by_hand).abs() <= 0.1 * by_hand,
+        "recovered {recovered} vs by hand {by_hand}: 1F1B {} s, DualPipe {} s",
+        r1.step_time_s,
+        r2.step_time_s
+    );
+    // Over the whole 15T-token run.
+    let run = recovered * spec.training.total_tokens / 1e6;
+    insta::assert_snapshot!(format!(
+        "1F1B: step {:.3} s, bubble {:.1}%, {:.4} GPU-h/Mtok\nDualPipe: step {:.3} s, bubble {:.1}%, {:.4} GPU-h/Mtok\nrecovered {:.4} GPU-h per million tokens (by hand {:.4}), {:.0} GPU-hours over the run",
+        r1.step_time_s,
+        r1.bubble_fraction * 100.0,
+        r1.gpu_hours_per_million_tokens,
+        r2.step_time_s,
+        r2.bubble_fraction * 100.0,
+        r2.gpu_hours_per_million_tokens,
+        recovered,
+        by_hand,
+        run
+    ));
+}
