@@ -23,7 +23,7 @@ use pipeweave_diagnostics::{Diagnostic, FileId};
 /// Parses and resolves a file without compiling a plan: every syntax and name error.
 pub fn check(file: FileId, source: &str) -> Vec<Diagnostic> {
     let (schedule, mut diags) = parse(file, source);
-    let (_, more) = resolve::resolve(file, &schedule);
+    let (_, more) = resolve::resolve(file, &schedule, !diags.is_empty());
     diags.extend(more);
     diags
 }
@@ -35,7 +35,7 @@ pub fn check(file: FileId, source: &str) -> Vec<Diagnostic> {
 /// past M, ...).
 pub fn compile(file: FileId, source: &str, args: &Args) -> Result<Compiled, Vec<Diagnostic>> {
     let (schedule, mut diags) = parse(file, source);
-    let (resolved, more) = resolve::resolve(file, &schedule);
+    let (resolved, more) = resolve::resolve(file, &schedule, !diags.is_empty());
     diags.extend(more);
     match resolved {
         Some(r) if diags.is_empty() => compile::compile(file, &r, args),

@@ -71,7 +71,7 @@ pub fn parse(file: FileId, source: &str) -> (Schedule, Vec<Diagnostic>) {
                     }
                 }
             }
-            Err(e) => diags.push(syntax_error(file, source, chunk.start, &e)),
+            Err(e) => diags.push(syntax_error(file, source, chunk.clone(), &e)),
         }
     }
     (schedule, diags)
@@ -162,6 +162,38 @@ fn too_deep(text: &str) -> Option<(usize, usize)> {
     None
 }
 
+/// The end of the last token of a chunk, ignoring trailing spaces and comments.
+fn code_end(text: &str) -> usize {
+    let mut end = 0;
+    let mut in_string = false;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if in_string {
+            if c == '\\' {
+                chars.next();
+            } else if c == '"' {
+                in_string = false;
+            }
+            end = i + c.len_utf8();
+            continue;
+        }
+        match c {
+            '"' => {
+                in_string = true;
+                end = i + 1;
+            }
+            '#' => {
+                while chars.peek().is_some_and(|&(_, c)| c != '\n') {
+                    chars.next();
+                }
+            }
+            c if c.is_whitespace() => {}
+            c => end = i + c.len_utf8(),
+        }
+    }
+    end
+}
+
 fn is_primary(rule: Rule) -> bool {
     matches!(
         rule,
@@ -173,14 +205,40 @@ fn is_primary(rule: Rule) -> bool {
 fn syntax_error(
     file: FileId,
     source: &str,
-    base: usize,
+    chunk: Range<usize>,
     e: &pest::error::Error<Rule>,
 ) -> Diagnostic {
     let pos = match e.location {
         pest::error::InputLocation::Pos(p) => p,
         pest::error::InputLocation::Span((a, _)) => a,
     };
-    let at = base + pos;
+    let at = chunk.start + pos;
+    let text = &source[chunk.clone()];
+    let body_end = chunk.start + code_end(text);
+    if at >= body_end {
+        // The item ended early: point right after its last token rather than at the next item.
+        let expected = match &e.variant {
+            pest::error::ErrorVariant::ParsingError { positives, .. } => {
+                words::expected(positives)
+            }
+            pest::error::ErrorVariant::CustomError { message } => message.clone(),
+        };
+        let open = text.matches('{').count();
+        let close = text.matches('}').count();
+        let mut d = Diagnostic::error(format!("expected {expected}, found the end of the item"))
+            .with_span_label(
+                Span::new(file, body_end..body_end),
+                format!("expected {expected} after this"),
+            );
+        if open > close {
+            d = d.with_help(format!(
+                "{} `{{` {} no matching `}}`",
+                open - close,
+                if open - close == 1 { "has" } else { "have" }
+            ));
+        }
+        return d;
+    }
     let (expected, unexpected) = match &e.variant {
         pest::error::ErrorVariant::ParsingError {
             positives,
@@ -412,7 +470,6 @@ impl Builder<'_> {
                         "an overlapped pair is a forward and a backward: F & B or F & I".into(),
                         "not a forward with a B or I",
                     );
-                    return None;
                 }
                 Some(Step::Pair { f, b, span })
             }

@@ -383,7 +383,14 @@ fn distance(a: &str, b: &str) -> usize {
 
 /// Resolves a parsed schedule. Returns `None` (with diagnostics) when something essential is
 /// missing or a name is unknown.
-pub(crate) fn resolve(file: FileId, schedule: &Schedule) -> (Option<Resolved>, Vec<Diagnostic>) {
+///
+/// `partial` says the file had syntax errors: items may be missing because they did not parse, so
+/// their absence is not reported again.
+pub(crate) fn resolve(
+    file: FileId,
+    schedule: &Schedule,
+    partial: bool,
+) -> (Option<Resolved>, Vec<Diagnostic>) {
     let mut r = Resolver {
         file,
         diags: Vec::new(),
@@ -488,20 +495,21 @@ pub(crate) fn resolve(file: FileId, schedule: &Schedule) -> (Option<Resolved>, V
             if let ItemKind::Program(b) = &item.kind
                 && program.is_none()
             {
-                program_span = item.span.clone();
+                // The keyword alone: problems at the end of a program point here.
+                program_span = item.span.start..item.span.start + "program".len();
                 program = Some(r.block(b));
             }
         }
         r.names.truncate(mark);
     }
 
-    if stages.is_none() {
+    if stages.is_none() && !partial {
         r.diags.push(
             Diagnostic::error("the schedule has no `stages` item")
                 .with_help("say how many stages each pipeline has, e.g. `stages 2 * P`"),
         );
     }
-    if program.is_none() {
+    if program.is_none() && !partial {
         r.diags.push(
             Diagnostic::error("the schedule has no `program`")
                 .with_help("write what every rank runs: `program { repeat M { F } repeat M { B } }`"),

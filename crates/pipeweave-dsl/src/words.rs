@@ -68,6 +68,11 @@ pub(crate) fn expected(rules: &[Rule]) -> String {
             words.push(w);
         }
     }
+    // Inside a block: say which statements may come, not the parts of an action.
+    if words.contains(&"let") {
+        words.retain(|w| !matches!(*w, "a chunk" | "a stage" | "a micro-batch" | "`?`"));
+        words.push("`}`");
+    }
     // A name or a number is an expression too; say the most general thing once.
     if words.contains(&"an expression") {
         words.retain(|w| *w != "a number" && *w != "a name");
