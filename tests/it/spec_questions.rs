@@ -73,3 +73,36 @@ fn dualpipe_recovers_gpu_hours_over_1f1b_at_p8_m16() {
         run
     ));
 }
+
+/// DeepSeek-V3's configuration: DualPipe's overlapped F&B pairs hide most of the expert
+/// all-to-all that 1F1B pays in full, and its two model copies cost parameter memory.
+#[test]
+fn dualpipe_hides_expert_all_to_all_on_deepseek_v3() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../specs/deepseek-v3-h800-pp16-ep64.toml"),
+    )
+    .expect("shipped spec");
+    let (spec, diags) = pipeweave_spec::parse(&text, pipeweave_diagnostics::FileId(0));
+    assert!(diags.is_empty(), "{diags:?}");
+    let spec = spec.expect("spec");
+    let m = spec.training.microbatches;
+    let (_, _, r1) = evaluate(&spec, &one_f_one_b(16, m)).expect("1F1B evaluates");
+    let dual = dualpipe(16, m, DualOptions::default()).expect("DualPipe at P = 16");
+    let (_, _, r2) = evaluate(&spec, &dual).expect("DualPipe evaluates");
+    assert!(r2.exposed_comm_fraction < r1.exposed_comm_fraction / 2.0);
+    assert!(r2.step_time_s < r1.step_time_s);
+    insta::assert_snapshot!(format!(
+        "1F1B: step {:.3} s, bubble {:.1}%, exposed comm {:.1}%, {:.4} GPU-h/Mtok, {:.1}% of peak\nDualPipe: step {:.3} s, bubble {:.1}%, exposed comm {:.1}%, {:.4} GPU-h/Mtok, {:.1}% of peak",
+        r1.step_time_s,
+        r1.bubble_fraction * 100.0,
+        r1.exposed_comm_fraction * 100.0,
+        r1.gpu_hours_per_million_tokens,
+        r1.achieved_fraction_of_peak * 100.0,
+        r2.step_time_s,
+        r2.bubble_fraction * 100.0,
+        r2.exposed_comm_fraction * 100.0,
+        r2.gpu_hours_per_million_tokens,
+        r2.achieved_fraction_of_peak * 100.0,
+    ));
+}
