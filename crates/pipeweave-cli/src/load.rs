@@ -25,7 +25,13 @@ pub fn read_file(path: &Path) -> Result<String, Failure> {
 
 /// Loads the plan the arguments name.
 pub fn load(args: &PlanArgs, sources: &mut Sources) -> Result<Loaded, Failure> {
+    if let Some(target) = args.plan.strip_prefix(crate::plugins::PREFIX) {
+        return crate::plugins::load(target, args);
+    }
     let path = Path::new(&args.plan);
+    if !path.exists() && crate::plugins::exists(&args.plan, &args.plugin_dirs) {
+        return crate::plugins::load(&args.plan, args);
+    }
     if !path.exists() {
         return Err(Failure::Invalid(format!(
             "error: no plan file or schedule named `{}`\n",

@@ -5,6 +5,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod load;
+mod plugins;
 mod render;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -47,6 +48,12 @@ enum Command {
         #[command(flatten)]
         costs: CostArgs,
     },
+    /// List the schedules available by name, with their origin and parameters
+    List {
+        /// A directory to search for plugins first (repeatable)
+        #[arg(long = "plugin-dir", value_name = "DIR")]
+        plugin_dirs: Vec<PathBuf>,
+    },
     /// Write a plan in another format
     Convert {
         #[command(flatten)]
@@ -81,6 +88,10 @@ pub struct PlanArgs {
     /// Any other schedule parameter (repeatable)
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub set: Vec<String>,
+    /// A directory to search for plugins first (repeatable; then PIPEWEAVE_PLUGIN_PATH, then
+    /// next to the executable)
+    #[arg(long = "plugin-dir", value_name = "DIR")]
+    pub plugin_dirs: Vec<PathBuf>,
 }
 
 /// Durations used by the simulator.
@@ -268,6 +279,13 @@ fn run(cli: Cli, sources: &mut Sources) -> Result<(), Failure> {
             let loaded = load_valid(&plan, sources)?;
             let t = simulate(&loaded, &costs)?;
             emit(None, &pipeweave_report::text_timeline(&loaded.plan, &t))
+        }
+        Command::List { plugin_dirs } => {
+            let (text, warnings) = plugins::list_text(&plugin_dirs);
+            for w in warnings {
+                eprintln!("warning: {w}");
+            }
+            emit(None, &text)
         }
         Command::Convert { plan, to, output } => {
             let loaded = load_valid(&plan, sources)?;

@@ -1,3 +1,4 @@
 //! The `pipeweave` command driven as a user would: output, exit codes and files.
 
 mod commands;
+mod plugins;
