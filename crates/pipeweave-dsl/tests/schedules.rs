@@ -37,16 +37,15 @@ fn library_schedule(path: &Path, source: String) -> datatest_stable::Result<()> 
     let timeline = pipeweave_sim::simulate(&compiled.plan, &pipeweave_sim::UnitCosts)
         .map_err(|e| format!("{e:?}"))?;
     let mut text = format!(
-        "{}\nparameters: {}\nP = {}, M = {}\n\n",
+        "{}\nparameters: P, M{}\nP = {}, M = {}\n\n",
         info.doc.unwrap_or_default(),
         info.params
             .iter()
             .map(|p| match &p.default {
-                Some(d) => format!("{} = {d}", p.name),
-                None => p.name.clone(),
+                Some(d) => format!(", {} = {d}", p.name),
+                None => format!(", {}", p.name),
             })
-            .collect::<Vec<_>>()
-            .join(", "),
+            .collect::<String>(),
         args.ranks,
         args.microbatches
     );

@@ -1,6 +1,7 @@
 //! Integration tests of the schedule language: library orders against the reference
 //! implementations, validation over many parameters, properties, and the compile API.
 
+mod bubbles;
 mod common;
 mod properties;
 mod reference;
