@@ -348,12 +348,48 @@ fn escape(text: &str) -> String {
     s
 }
 
-fn join_numbers(out: &mut String, numbers: &[u32]) {
-    for (i, n) in numbers.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
+/// Appends a number's decimal digits (plans hold many; `write!` costs several times more).
+fn push_number(out: &mut Vec<u8>, mut n: u32) {
+    let mut digits = [0u8; 10];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
         }
-        let _ = write!(out, "{n}");
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+fn push_op(out: &mut Vec<u8>, op: Op) {
+    push_number(out, op.stage);
+    // Kind letters are ASCII.
+    out.push(op.kind.letter() as u8);
+    push_number(out, op.mb);
+}
+
+/// Appends an action in the actions format (the same text as its `Display`).
+fn push_action(out: &mut Vec<u8>, action: &Action) {
+    match *action {
+        Action::One(op) => push_op(out, op),
+        Action::Pair { f, b } => {
+            out.push(b'(');
+            push_op(out, f);
+            out.push(b';');
+            push_op(out, b);
+            out.extend_from_slice(b")OVERLAP_F_B");
+        }
+    }
+}
+
+fn join_numbers(out: &mut Vec<u8>, numbers: &[u32]) {
+    for (i, &n) in numbers.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        push_number(out, n);
     }
 }
 
@@ -417,29 +453,33 @@ pub fn encode_response(resp: &Response) -> Vec<u8> {
         Response::Error(message) => {
             header(&mut out, "error");
             let _ = writeln!(out, "message {}", escape(message));
+            out.push_str("end\n");
+            out.into_bytes()
         }
         Response::Plan(plan) => {
             header(&mut out, "plan");
             let _ = writeln!(out, "ranks {}", plan.ranks);
+            // Plans are large: the body is written as bytes, all ASCII.
+            let mut out = out.into_bytes();
             for p in &plan.pipelines {
-                out.push_str("pipeline placement=");
+                out.extend_from_slice(b"pipeline placement=");
                 join_numbers(&mut out, &p.placement);
-                out.push_str(" microbatches=");
+                out.extend_from_slice(b" microbatches=");
                 join_numbers(&mut out, &p.microbatches);
-                out.push('\n');
+                out.push(b'\n');
             }
             for program in &plan.programs {
-                out.push_str("program");
+                out.extend_from_slice(b"program");
                 for (i, a) in program.iter().enumerate() {
-                    out.push(if i == 0 { ' ' } else { ',' });
-                    let _ = write!(out, "{a}");
+                    out.push(if i == 0 { b' ' } else { b',' });
+                    push_action(&mut out, a);
                 }
-                out.push('\n');
+                out.push(b'\n');
             }
+            out.extend_from_slice(b"end\n");
+            out
         }
     }
-    out.push_str("end\n");
-    out.into_bytes()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -799,16 +839,29 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, DecodeError> {
     }))
 }
 
-fn parse_op(text: &str) -> Option<Op> {
-    let split = text.find(|c: char| !c.is_ascii_digit())?;
-    let (stage, rest) = text.split_at(split);
-    let mut chars = rest.chars();
-    let kind = Kind::from_letter(chars.next()?)?;
-    let mb = chars.as_str();
-    if stage.is_empty() || mb.is_empty() || !mb.bytes().all(|b| b.is_ascii_digit()) {
+/// Reads a run of ASCII digits as a `u32`; `None` when empty or too large.
+fn parse_digits(bytes: &[u8]) -> Option<u32> {
+    if bytes.is_empty() {
         return None;
     }
-    Some(Op::new(stage.parse().ok()?, kind, mb.parse().ok()?))
+    bytes.iter().try_fold(0u32, |n, &b| {
+        if b.is_ascii_digit() {
+            n.checked_mul(10)?.checked_add(u32::from(b - b'0'))
+        } else {
+            None
+        }
+    })
+}
+
+fn parse_op(text: &str) -> Option<Op> {
+    let bytes = text.as_bytes();
+    let split = bytes.iter().position(|b| !b.is_ascii_digit())?;
+    let kind = Kind::from_letter(char::from(bytes[split]))?;
+    Some(Op::new(
+        parse_digits(&bytes[..split])?,
+        kind,
+        parse_digits(&bytes[split + 1..])?,
+    ))
 }
 
 /// Reads one cell of the actions format; `None` unless it is canonical.
