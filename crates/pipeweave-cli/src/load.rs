@@ -25,6 +25,9 @@ pub fn read_file(path: &Path) -> Result<String, Failure> {
 
 /// Loads the plan the arguments name.
 pub fn load(args: &PlanArgs, sources: &mut Sources) -> Result<Loaded, Failure> {
+    if crate::schedule::is_schedule(&args.plan) {
+        return crate::schedule::load(args, sources);
+    }
     if let Some(target) = args.plan.strip_prefix(crate::plugins::PREFIX) {
         return crate::plugins::load(target, args);
     }

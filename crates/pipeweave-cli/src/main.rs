@@ -7,6 +7,7 @@
 mod load;
 mod plugins;
 mod render;
+mod schedule;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use pipeweave_diagnostics::Diagnostic;
@@ -53,6 +54,23 @@ enum Command {
         /// A directory to search for plugins first (repeatable)
         #[arg(long = "plugin-dir", value_name = "DIR")]
         plugin_dirs: Vec<PathBuf>,
+    },
+    /// Check a schedule file (syntax and names) without compiling a plan
+    Check {
+        /// A `.weave` file or a library schedule name
+        #[arg(value_name = "SCHEDULE")]
+        file: String,
+    },
+    /// Compile a schedule for given parameters, validate it and write the plan
+    Compile {
+        #[command(flatten)]
+        plan: PlanArgs,
+        /// Target format
+        #[arg(long, value_enum, default_value_t = ConvertTo::Actions)]
+        to: ConvertTo,
+        /// Write to this file instead of standard output
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
     },
     /// Write a plan in another format
     Convert {
@@ -280,14 +298,16 @@ fn run(cli: Cli, sources: &mut Sources) -> Result<(), Failure> {
             let t = simulate(&loaded, &costs)?;
             emit(None, &pipeweave_report::text_timeline(&loaded.plan, &t))
         }
+        Command::Check { file } => emit(None, &schedule::check(&file, sources)?),
         Command::List { plugin_dirs } => {
             let (text, warnings) = plugins::list_text(&plugin_dirs);
+            let text = schedule::list_text() + &text;
             for w in warnings {
                 eprintln!("warning: {w}");
             }
             emit(None, &text)
         }
-        Command::Convert { plan, to, output } => {
+        Command::Convert { plan, to, output } | Command::Compile { plan, to, output } => {
             let loaded = load_valid(&plan, sources)?;
             let text = match to {
                 ConvertTo::Actions => pipeweave_export::write_actions(&loaded.plan),

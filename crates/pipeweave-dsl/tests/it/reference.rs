@@ -120,7 +120,7 @@ fn dualpipev_equals_deepseek_with_every_option() {
             .lines()
             .map(str::to_owned)
             .collect();
-        let args = Args::new(p, m).with("split", split).with("overlap", overlap);
+        let args = Args::new(p, m).with("weight_split", split).with("overlap", overlap);
         let plan = compile_library("dualpipev", &args).expect("compiles").plan;
         assert_eq!(actions(&plan), expected, "{file}");
     }

@@ -12,9 +12,9 @@ fn variants(name: &str) -> Vec<Vec<(&'static str, i64)>> {
         }
         "dualpipev" => vec![
             vec![],
-            vec![("split", 0)],
+            vec![("weight_split", 0)],
             vec![("overlap", 0)],
-            vec![("split", 0), ("overlap", 0)],
+            vec![("weight_split", 0), ("overlap", 0)],
         ],
         _ => vec![vec![]],
     }
