@@ -307,3 +307,29 @@ fn snapshots_of_small_orders() {
     );
     insta::assert_snapshot!(text);
 }
+
+#[test]
+fn peak_activations_are_the_published_ones_on_the_middle_ranks() {
+    // DualPipe: P + 1 on the middle ranks, reached through the unpaired F0, B1 of step 4.
+    for p in [4, 6, 8] {
+        let t = simulate(
+            &dualpipe(p, 4 * p, DualOptions::default()).unwrap(),
+            &UnitCosts,
+        )
+        .unwrap();
+        let peaks: Vec<u32> = t.ranks.iter().map(|r| r.peak_activations).collect();
+        assert_eq!(peaks[(p / 2 - 1) as usize], p + 1, "P={p}: {peaks:?}");
+        assert_eq!(peaks[(p / 2) as usize], p + 1, "P={p}: {peaks:?}");
+        assert_eq!(peaks.iter().max(), Some(&(p + 1)), "P={p}: {peaks:?}");
+    }
+    // DualPipeV: S + 1 = 2P + 1 on the last rank (the turn of the V).
+    for p in [2, 3, 4, 8] {
+        let t = simulate(
+            &dualpipev(p, 3 * p, DualOptions::default()).unwrap(),
+            &UnitCosts,
+        )
+        .unwrap();
+        let peaks: Vec<u32> = t.ranks.iter().map(|r| r.peak_activations).collect();
+        assert_eq!(peaks[(p - 1) as usize], 2 * p + 1, "P={p}: {peaks:?}");
+    }
+}
