@@ -6,7 +6,7 @@
 
 use crate::load::Loaded;
 use crate::{Failure, PlanArgs};
-use pipeweave_plugin_host::{Plugin, PluginError, SearchPath, discover, load_named};
+use pipeweave_plugin_host::{Plugin, PluginError, SearchPath, discover, load_found, load_named};
 use std::path::{Path, PathBuf};
 
 /// The environment variable listing plugin directories (separated like `PATH`).
@@ -102,7 +102,7 @@ pub fn list(plugin_dirs: &[PathBuf]) -> (Vec<Entry>, Vec<String>) {
     let mut entries = Vec::new();
     let mut errors = Vec::new();
     for found in discover(&search_path(plugin_dirs)) {
-        match Plugin::load(&found.path) {
+        match load_found(&found) {
             Ok(p) => {
                 let m = p.metadata();
                 let params = m

@@ -22,11 +22,20 @@ pub const FILE_PREFIX: &str = "pipeweave_plugin_";
 
 /// Finds the plugin called `name` on `search` and loads it, checking that it calls itself `name`.
 pub fn load_named(name: &str, search: &SearchPath) -> Result<Plugin, PluginError> {
-    let path = find(name, search)?;
-    let plugin = Plugin::load(&path)?;
-    if plugin.metadata().name != name {
+    load_as(name, &find(name, search)?)
+}
+
+/// Loads a plugin [`discover`] found, checking that it calls itself by its file's name.
+pub fn load_found(found: &Found) -> Result<Plugin, PluginError> {
+    load_as(&found.name, &found.path)
+}
+
+fn load_as(name: &str, path: &std::path::Path) -> Result<Plugin, PluginError> {
+    let plugin = Plugin::load(path)?;
+    // Cargo writes `-` as `_` in file names, so both spellings match.
+    if plugin.metadata().name.replace('-', "_") != name.replace('-', "_") {
         return Err(PluginError::Malformed {
-            path,
+            path: path.to_path_buf(),
             detail: format!(
                 "the file is named for `{name}` but the plugin calls itself `{}`",
                 plugin.metadata().name
