@@ -53,7 +53,10 @@ fn args(plan: &PlanArgs) -> Result<Args, Failure> {
 /// The source of a schedule: (name to show, text).
 fn source(plan: &str) -> Result<(String, String), Failure> {
     if let Some(entry) = library::get(plan) {
-        return Ok((format!("schedules/{}.weave", entry.name), entry.source.to_owned()));
+        return Ok((
+            format!("schedules/{}.weave", entry.name),
+            entry.source.to_owned(),
+        ));
     }
     let path = Path::new(plan);
     Ok((path.display().to_string(), read_file(path)?))
@@ -107,9 +110,21 @@ pub fn list_text() -> String {
         let first = doc.lines().next().unwrap_or_default();
         let _ = writeln!(s, "{:<width$}  library  {first}", e.name);
         for p in &info.params {
-            let default = p.default.as_deref().map(|d| format!(" (default {d})")).unwrap_or_default();
-            let help = p.help.as_deref().map(|h| format!(": {h}")).unwrap_or_default();
-            let flag = if p.name == "v" { "-v".to_owned() } else { format!("--set {}=..", p.name) };
+            let default = p
+                .default
+                .as_deref()
+                .map(|d| format!(" (default {d})"))
+                .unwrap_or_default();
+            let help = p
+                .help
+                .as_deref()
+                .map(|h| format!(": {h}"))
+                .unwrap_or_default();
+            let flag = if p.name == "v" {
+                "-v".to_owned()
+            } else {
+                format!("--set {}=..", p.name)
+            };
             let _ = writeln!(s, "{:<width$}    {flag}{default}{help}", "");
         }
     }

@@ -74,16 +74,13 @@ impl Origins {
                 span,
                 format!("rank {rank}, action {} comes from here", p + 1),
             ),
-            None => d.with_span_label(
-                self.program(),
-                format!("in the program of rank {rank}"),
-            ),
+            None => d.with_span_label(self.program(), format!("in the program of rank {rank}")),
         }
     }
 }
 
 /// Upper bounds that keep a runaway schedule from exhausting memory or time.
-const MAX_STEPS: u64 = 1 << 28;
+const MAX_STEPS: u64 = 1 << 26;
 const MAX_STAGES: i64 = 1 << 16;
 const MAX_RANKS: u32 = 1 << 16;
 const MAX_MICROBATCHES: u32 = 1 << 24;
@@ -105,7 +102,11 @@ fn fail(span: &Range<usize>, message: impl Into<String>, label: impl Into<String
 
 fn floor_div(a: i64, b: i64) -> Option<i64> {
     let q = a.checked_div(b)?;
-    Some(if (a % b != 0) && ((a < 0) != (b < 0)) { q - 1 } else { q })
+    Some(if (a % b != 0) && ((a < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    })
 }
 
 fn eval(x: &X, env: &[i64]) -> Result<i64, Fail> {
@@ -302,10 +303,7 @@ impl Rank<'_> {
                 self.pending_w.push_back((stage, base + m));
             }
             if a.kind == Kind::W
-                && let Some(i) = self
-                    .pending_w
-                    .iter()
-                    .position(|&p| p == (stage, base + m))
+                && let Some(i) = self.pending_w.iter().position(|&p| p == (stage, base + m))
             {
                 self.pending_w.remove(i);
             }
@@ -334,7 +332,9 @@ impl Rank<'_> {
             }
             return Err(fail(
                 &a.span,
-                format!("no {word} left on stage {stage}: its counter runs past the {count} micro-batches of pipeline {pipeline}"),
+                format!(
+                    "no {word} left on stage {stage}: its counter runs past the {count} micro-batches of pipeline {pipeline}"
+                ),
                 format!("stage {stage} already ran all {count} {word}s"),
             ));
         }
@@ -452,12 +452,19 @@ fn check(req: &Req, env: &[i64]) -> Result<(), Fail> {
     if eval(&req.cond, env)? != 0 {
         return Ok(());
     }
-    Err(fail(&req.span, message(&req.message, env), "this requirement fails"))
+    Err(fail(
+        &req.span,
+        message(&req.message, env),
+        "this requirement fails",
+    ))
 }
 
 /// The names and values of the parameters, for notes under errors: "with P = 4, M = 3, v = 2".
 fn with_params(resolved: &Resolved, env: &[i64]) -> String {
-    let mut parts = vec![format!("P = {}", env[SLOT_P]), format!("M = {}", env[SLOT_M])];
+    let mut parts = vec![
+        format!("P = {}", env[SLOT_P]),
+        format!("M = {}", env[SLOT_M]),
+    ];
     for p in &resolved.params {
         parts.push(format!("{} = {}", p.name, env[p.slot]));
     }
@@ -671,10 +678,7 @@ pub(crate) fn compile(
         let (out, origin) = (state.out, state.origin);
         if let Err(f) = result {
             let stop = f.message.starts_with("the schedule runs more than");
-            match failures
-                .iter_mut()
-                .find(|(g, _, _)| g.span == f.span)
-            {
+            match failures.iter_mut().find(|(g, _, _)| g.span == f.span) {
                 Some((_, ranks, _)) => ranks.push(rank),
                 None => failures.push((f, vec![rank], note(&env))),
             }
@@ -692,15 +696,18 @@ pub(crate) fn compile(
                 let first = ranks[0];
                 let which = match ranks.len() {
                     1 => format!("on rank {first}"),
-                    n => format!("on rank {first} and {} other rank{}", n - 1, if n == 2 { "" } else { "s" }),
+                    n => format!(
+                        "on rank {first} and {} other rank{}",
+                        n - 1,
+                        if n == 2 { "" } else { "s" }
+                    ),
                 };
                 to_diag(f).with_note(format!("{which}, {note}, r = {first}"))
             })
             .collect());
     }
-    let plan = Plan::new(ranks, pipelines, programs).map_err(|e| {
-        vec![Diagnostic::error(e.to_string()).with_span(sp(&place_span))]
-    })?;
+    let plan = Plan::new(ranks, pipelines, programs)
+        .map_err(|e| vec![Diagnostic::error(e.to_string()).with_span(sp(&place_span))])?;
     Ok(Compiled {
         plan,
         origins: Origins {

@@ -8,9 +8,9 @@
 //! [`Origins::diagnostic`]. The `schedules/` library is embedded: see [`library`].
 
 mod compile;
+pub mod library;
 mod parse;
 mod resolve;
-pub mod library;
 pub mod syntax;
 mod words;
 

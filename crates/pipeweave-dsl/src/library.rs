@@ -14,9 +14,7 @@ pub struct Entry {
 
 /// Every library schedule, sorted by name.
 pub fn all() -> impl Iterator<Item = Entry> {
-    LIBRARY
-        .iter()
-        .map(|&(name, source)| Entry { name, source })
+    LIBRARY.iter().map(|&(name, source)| Entry { name, source })
 }
 
 /// The library schedule called `name`, if any.

@@ -218,9 +218,7 @@ fn syntax_error(
     if at >= body_end {
         // The item ended early: point right after its last token rather than at the next item.
         let expected = match &e.variant {
-            pest::error::ErrorVariant::ParsingError { positives, .. } => {
-                words::expected(positives)
-            }
+            pest::error::ErrorVariant::ParsingError { positives, .. } => words::expected(positives),
             pest::error::ErrorVariant::CustomError { message } => message.clone(),
         };
         let open = text.matches('{').count();
@@ -299,9 +297,8 @@ impl Builder<'_> {
     }
 
     fn error(&mut self, range: Range<usize>, message: String, label: &str) {
-        self.diags.push(
-            Diagnostic::error(message).with_span_label(Span::new(self.file, range), label),
-        );
+        self.diags
+            .push(Diagnostic::error(message).with_span_label(Span::new(self.file, range), label));
     }
 
     fn item(&mut self, p: Pair<'_, Rule>) -> Option<Item> {
@@ -534,7 +531,9 @@ impl Builder<'_> {
             let span = self.span(&p);
             self.error(
                 span,
-                format!("expression has {operators} operators; at most {MAX_OPERATORS} are allowed"),
+                format!(
+                    "expression has {operators} operators; at most {MAX_OPERATORS} are allowed"
+                ),
                 "too long",
             );
             return None;

@@ -1,7 +1,7 @@
 //! Name resolution: turns the syntax tree into a compact program whose names are slots in one
 //! flat environment, reporting unknown and duplicate names on the way (`pipeweave check`).
 
-use crate::syntax::{self, BinOp, ExprKind, ItemKind, Place, Schedule, Stmt, Step, Target};
+use crate::syntax::{self, BinOp, ExprKind, ItemKind, Place, Schedule, Step, Stmt, Target};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_plan::Kind;
 use std::ops::Range;
@@ -154,8 +154,11 @@ impl Resolver {
     fn declare(&mut self, name: &syntax::Name) -> usize {
         if BUILTINS.iter().any(|(b, _)| *b == name.text) {
             self.diags.push(
-                Diagnostic::error(format!("`{}` is built in and cannot be redefined", name.text))
-                    .with_span_label(Span::new(self.file, name.span.clone()), "built-in name"),
+                Diagnostic::error(format!(
+                    "`{}` is built in and cannot be redefined",
+                    name.text
+                ))
+                .with_span_label(Span::new(self.file, name.span.clone()), "built-in name"),
             );
         } else {
             let scope_start = self.scopes.last().copied().unwrap_or(0);
@@ -331,7 +334,10 @@ impl Resolver {
             } => S::If {
                 cond: self.expr(cond),
                 then: self.block(then),
-                otherwise: otherwise.as_ref().map(|b| self.block(b)).unwrap_or_default(),
+                otherwise: otherwise
+                    .as_ref()
+                    .map(|b| self.block(b))
+                    .unwrap_or_default(),
             },
             Stmt::Steps(steps) => S::Steps(steps.iter().map(|s| self.step(s)).collect()),
         }
@@ -511,8 +517,9 @@ pub(crate) fn resolve(
     }
     if program.is_none() && !partial {
         r.diags.push(
-            Diagnostic::error("the schedule has no `program`")
-                .with_help("write what every rank runs: `program { repeat M { F } repeat M { B } }`"),
+            Diagnostic::error("the schedule has no `program`").with_help(
+                "write what every rank runs: `program { repeat M { F } repeat M { B } }`",
+            ),
         );
     }
     let failed = r.diags.iter().any(Diagnostic::is_error);

@@ -12,7 +12,9 @@ fn word(rule: Rule) -> &'static str {
         | Rule::pipelines_item
         | Rule::stages_item
         | Rule::place_item
-        | Rule::program_item => "a top-level item (doc, param, let, require, pipelines, stages, place or program)",
+        | Rule::program_item => {
+            "a top-level item (doc, param, let, require, pipelines, stages, place or program)"
+        }
         Rule::place_loop | Rule::place_vshape | Rule::place_mirror => {
             "a placement (loop, vshape, mirror or `= expression`)"
         }
@@ -27,9 +29,7 @@ fn word(rule: Rule) -> &'static str {
         Rule::stage_expr => "a stage",
         Rule::microbatch => "a micro-batch",
         Rule::optional => "`?`",
-        Rule::expr | Rule::conditional | Rule::call | Rule::func | Rule::boolean => {
-            "an expression"
-        }
+        Rule::expr | Rule::conditional | Rule::call | Rule::func | Rule::boolean => "an expression",
         Rule::neg | Rule::not => "an expression",
         Rule::add
         | Rule::sub
@@ -48,7 +48,9 @@ fn word(rule: Rule) -> &'static str {
         Rule::name => "a name",
         Rule::reserved => "a keyword",
         Rule::string | Rule::string_inner => "a quoted string",
-        Rule::item => "a top-level item (doc, param, let, require, pipelines, stages, place or program)",
+        Rule::item => {
+            "a top-level item (doc, param, let, require, pipelines, stages, place or program)"
+        }
         Rule::stmt | Rule::step => "an action (F, B, I or W)",
         Rule::target => "a chunk",
         Rule::prefix | Rule::primary | Rule::atom => "an expression",

@@ -7,7 +7,9 @@ use pipeweave_sim::{UnitCosts, simulate};
 
 /// Idle time per rank, for every P and a few M each.
 fn idle_per_rank(name: &str, p: u32, m: u32) -> Vec<f64> {
-    let plan = compile_library(name, &Args::new(p, m)).expect("compiles").plan;
+    let plan = compile_library(name, &Args::new(p, m))
+        .expect("compiles")
+        .plan;
     let t = simulate(&plan, &UnitCosts).expect("simulates");
     t.ranks.iter().map(|r| r.idle).collect()
 }
@@ -19,7 +21,9 @@ fn assert_bubble(name: &str, ms: impl Fn(u32) -> Vec<u32>, bubble: impl Fn(u32) 
             let expected = bubble(p);
             let idle = idle_per_rank(name, p, m);
             if idle.iter().any(|&i| (i - expected).abs() > 1e-9) {
-                failures.push(format!("P={p} M={m}: expected {expected} per rank, got {idle:?}"));
+                failures.push(format!(
+                    "P={p} M={m}: expected {expected} per rank, got {idle:?}"
+                ));
             }
         }
     }
@@ -35,7 +39,11 @@ fn gpipe_and_1f1b_leave_p_minus_1_times_f_plus_b() {
 
 #[test]
 fn zb_h1_leaves_p_minus_1_times_f_plus_i_minus_w() {
-    assert_bubble("zb-h1", |p| vec![p, 2 * p, 4 * p], |p| f64::from(p - 1) * (1.0 + 1.0 - 1.0));
+    assert_bubble(
+        "zb-h1",
+        |p| vec![p, 2 * p, 4 * p],
+        |p| f64::from(p - 1) * (1.0 + 1.0 - 1.0),
+    );
 }
 
 #[test]

@@ -20,6 +20,11 @@ pub fn compile_library(name: &str, args: &Args) -> Result<Compiled, String> {
 pub fn actions(plan: &Plan) -> Vec<String> {
     plan.programs()
         .iter()
-        .map(|p| p.iter().map(ToString::to_string).collect::<Vec<_>>().join(","))
+        .map(|p| {
+            p.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        })
         .collect()
 }

@@ -46,11 +46,7 @@ fn compare(schedule: &str, file: &str, extra: &[(&str, i64)]) {
             Ok(c) => {
                 let got = actions(&c.plan);
                 if &got != rows {
-                    let r = got
-                        .iter()
-                        .zip(rows)
-                        .position(|(a, b)| a != b)
-                        .unwrap_or(0);
+                    let r = got.iter().zip(rows).position(|(a, b)| a != b).unwrap_or(0);
                     failures.push(format!(
                         "P={p} M={m} rank {r}:\n  expected {}\n  got      {}",
                         rows.get(r).map_or("", String::as_str),
@@ -72,7 +68,11 @@ fn compare(schedule: &str, file: &str, extra: &[(&str, i64)]) {
 #[test]
 fn interleaved_1f1b_equals_pytorch() {
     for v in [2, 3, 4] {
-        compare("interleaved-1f1b", &format!("Interleaved1F1B_v{v}.txt"), &[("v", v)]);
+        compare(
+            "interleaved-1f1b",
+            &format!("Interleaved1F1B_v{v}.txt"),
+            &[("v", v)],
+        );
     }
 }
 
@@ -86,7 +86,11 @@ fn looped_bfs_equals_pytorch() {
 #[test]
 fn interleaved_zb_equals_pytorch() {
     for v in [1, 2, 3] {
-        compare("interleaved-zb", &format!("InterleavedZeroBubble_v{v}.txt"), &[("v", v)]);
+        compare(
+            "interleaved-zb",
+            &format!("InterleavedZeroBubble_v{v}.txt"),
+            &[("v", v)],
+        );
     }
 }
 
@@ -116,11 +120,15 @@ fn dualpipev_equals_deepseek_with_every_option() {
         ("dualpipev_pp4_n10_nozb_noovl", 0, 0, 4, 10),
     ];
     for (file, split, overlap, p, m) in cases {
-        let expected: Vec<String> = data(&format!("../../tests/data/reference/dualpipe/{file}.actions"))
-            .lines()
-            .map(str::to_owned)
-            .collect();
-        let args = Args::new(p, m).with("weight_split", split).with("overlap", overlap);
+        let expected: Vec<String> = data(&format!(
+            "../../tests/data/reference/dualpipe/{file}.actions"
+        ))
+        .lines()
+        .map(str::to_owned)
+        .collect();
+        let args = Args::new(p, m)
+            .with("weight_split", split)
+            .with("overlap", overlap);
         let plan = compile_library("dualpipev", &args).expect("compiles").plan;
         assert_eq!(actions(&plan), expected, "{file}");
     }
@@ -138,7 +146,9 @@ fn gpipe_and_1f1b_equal_the_textbook() {
                     f.chain(b).collect::<Vec<_>>().join(",")
                 })
                 .collect();
-            let plan = compile_library("gpipe", &Args::new(p, m)).expect("compiles").plan;
+            let plan = compile_library("gpipe", &Args::new(p, m))
+                .expect("compiles")
+                .plan;
             assert_eq!(actions(&plan), gpipe, "gpipe P={p} M={m}");
 
             let one: Vec<String> = (0..p)
@@ -153,22 +163,33 @@ fn gpipe_and_1f1b_equal_the_textbook() {
                     cells.join(",")
                 })
                 .collect();
-            let plan = compile_library("1f1b", &Args::new(p, m)).expect("compiles").plan;
+            let plan = compile_library("1f1b", &Args::new(p, m))
+                .expect("compiles")
+                .plan;
             assert_eq!(actions(&plan), one, "1f1b P={p} M={m}");
         }
     }
-    for (file, p, m) in [("textbook_1F1B_p4_m8", 4, 8), ("textbook_1F1B_p8_m16", 8, 16)] {
-        let expected: Vec<String> = data(&format!("../../tests/data/reference/torch/{file}.actions"))
+    for (file, p, m) in [
+        ("textbook_1F1B_p4_m8", 4, 8),
+        ("textbook_1F1B_p8_m16", 8, 16),
+    ] {
+        let expected: Vec<String> =
+            data(&format!("../../tests/data/reference/torch/{file}.actions"))
+                .lines()
+                .map(str::to_owned)
+                .collect();
+        let plan = compile_library("1f1b", &Args::new(p, m))
+            .expect("compiles")
+            .plan;
+        assert_eq!(actions(&plan), expected, "{file}");
+    }
+    let expected: Vec<String> =
+        data("../../tests/data/reference/torch/textbook_GPipe_p4_m8.actions")
             .lines()
             .map(str::to_owned)
             .collect();
-        let plan = compile_library("1f1b", &Args::new(p, m)).expect("compiles").plan;
-        assert_eq!(actions(&plan), expected, "{file}");
-    }
-    let expected: Vec<String> = data("../../tests/data/reference/torch/textbook_GPipe_p4_m8.actions")
-        .lines()
-        .map(str::to_owned)
-        .collect();
-    let plan = compile_library("gpipe", &Args::new(4, 8)).expect("compiles").plan;
+    let plan = compile_library("gpipe", &Args::new(4, 8))
+        .expect("compiles")
+        .plan;
     assert_eq!(actions(&plan), expected);
 }

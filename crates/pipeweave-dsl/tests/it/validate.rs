@@ -8,7 +8,12 @@ use pipeweave_dsl::{Args, library};
 fn variants(name: &str) -> Vec<Vec<(&'static str, i64)>> {
     match name {
         "interleaved-1f1b" | "interleaved-zb" | "looped-bfs" => {
-            vec![vec![("v", 1)], vec![("v", 2)], vec![("v", 3)], vec![("v", 4)]]
+            vec![
+                vec![("v", 1)],
+                vec![("v", 2)],
+                vec![("v", 3)],
+                vec![("v", 4)],
+            ]
         }
         "dualpipev" => vec![
             vec![],
@@ -51,7 +56,12 @@ fn every_library_schedule_validates_for_p_2_to_16_and_m_up_to_4p() {
         }
     }
     assert!(checked > 3000, "only {checked} configurations compiled");
-    assert!(failures.is_empty(), "{} invalid plans:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} invalid plans:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// Requirements reject exactly what the schedules cannot run.
@@ -63,7 +73,9 @@ fn requirements_reject_what_the_references_reject() {
         diags[0].message,
         "DualPipeV needs at least 2P micro-batches (M >= 2P), got M = 7 for P = 4"
     );
-    let src = library::get("interleaved-1f1b").expect("in the library").source;
+    let src = library::get("interleaved-1f1b")
+        .expect("in the library")
+        .source;
     let diags = pipeweave_dsl::compile(FileId(0), src, &Args::new(4, 9)).expect_err("9 % 2");
     assert_eq!(
         diags[0].message,

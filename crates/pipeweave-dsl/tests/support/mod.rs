@@ -37,9 +37,7 @@ pub fn render(name: &str, source: &str, diags: &[Diagnostic]) -> String {
             .with_message(d.message.clone())
             .with_labels(labels)
             .with_notes(notes);
-        out.push_str(
-            &term::emit_into_string(&Config::default(), &files, &cs).expect("renders"),
-        );
+        out.push_str(&term::emit_into_string(&Config::default(), &files, &cs).expect("renders"));
     }
     out
 }
