@@ -16,9 +16,9 @@
 //! micro-batch they carry, as in the reference vectors. A worker runs its actions by slot; actions
 //! that share a slot (never in a basic unit) run in (unit, pipeline) order, the generator's order.
 //!
-//! Forward doubling (the paper's other way to fill the joints between units) is not offered: with
-//! two forwards back to back in one slot, neighbouring workers each send twice to the other before
-//! receiving, which deadlocks under the blocking point-to-point semantics the validator checks.
+//! Forward doubling (the paper's other way to fill the joints between units): every slot carries
+//! two micro-batches instead of one, forwards back to back and backwards back to back, so a unit
+//! holds 2D micro-batches and twice the activations.
 //!
 //! Where the authors' script departs from the paper we follow the paper: with D/K = 1 it stops
 //! after one unit, and with D/K ≥ 3 and more than two units it starts a third unit two slots after
@@ -32,11 +32,16 @@ use pipeweave_plan::{Action, Kind, Op, Pipeline, Plan};
 pub struct ChimeraOptions {
     /// K: the number of pipelines (even; K/2 down and K/2 up).
     pub pipelines: u32,
+    /// Two micro-batches per slot.
+    pub forward_doubling: bool,
 }
 
 impl Default for ChimeraOptions {
     fn default() -> ChimeraOptions {
-        ChimeraOptions { pipelines: 2 }
+        ChimeraOptions {
+            pipelines: 2,
+            forward_doubling: false,
+        }
     }
 }
 
@@ -45,6 +50,7 @@ struct Timed {
     slot: u64,
     unit: u32,
     pipeline: u32,
+    sub: u32,
     op: Op,
 }
 
@@ -71,10 +77,17 @@ pub fn chimera(ranks: u32, microbatches: u32, opts: ChimeraOptions) -> Result<Pl
             "chimera supports at most {MAX_WORK} ranks × micro-batches, got {d} × {m}"
         ));
     }
-    let share = d / k;
-    if m < d || m % share != 0 {
+    let width = if opts.forward_doubling { 2 } else { 1 };
+    let share = d / k * width;
+    let unit = d * width;
+    if m < unit || m % share != 0 {
+        let doubling = if opts.forward_doubling {
+            " with forward doubling"
+        } else {
+            ""
+        };
         return Err(format!(
-            "chimera with {d} stages and {k} pipelines needs at least {d} micro-batches \
+            "chimera with {d} stages and {k} pipelines{doubling} needs at least {unit} micro-batches \
              (one basic unit) and a multiple of {share} (the micro-batches of one pipeline in a unit), got {m}"
         ));
     }
@@ -100,30 +113,34 @@ pub fn chimera(ranks: u32, microbatches: u32, opts: ChimeraOptions) -> Result<Pl
         .collect();
 
     let mut timed: Vec<Vec<Timed>> = (0..d).map(|_| Vec::new()).collect();
+    let slots_per_pipeline = d / k;
     let mut next_mb = 0u32;
     let mut u = 0u32;
     while next_mb < m {
         for c in 0..k {
-            for x in 0..share {
+            for x in 0..slots_per_pipeline {
                 if next_mb >= m {
                     break;
                 }
-                let mb = next_mb;
-                next_mb += 1;
-                pipelines[c as usize].microbatches.push(mb);
                 let base = u64::from(u) * 2 * u64::from(d) + 2 * u64::from(x);
-                for q in 0..d {
-                    let worker = pipelines[c as usize].placement[q as usize];
-                    let stage = c * d + q;
-                    let fwd = base + u64::from(q);
-                    let bwd = base + 2 * u64::from(d) - 1 - u64::from(q);
-                    for (slot, kind) in [(fwd, Kind::F), (bwd, Kind::B)] {
-                        timed[worker as usize].push(Timed {
-                            slot,
-                            unit: u,
-                            pipeline: c,
-                            op: Op::new(stage, kind, mb),
-                        });
+                for sub in 0..width {
+                    let mb = next_mb;
+                    next_mb += 1;
+                    pipelines[c as usize].microbatches.push(mb);
+                    for q in 0..d {
+                        let worker = pipelines[c as usize].placement[q as usize];
+                        let stage = c * d + q;
+                        let fwd = base + u64::from(q);
+                        let bwd = base + 2 * u64::from(d) - 1 - u64::from(q);
+                        for (slot, kind) in [(fwd, Kind::F), (bwd, Kind::B)] {
+                            timed[worker as usize].push(Timed {
+                                slot,
+                                unit: u,
+                                pipeline: c,
+                                sub,
+                                op: Op::new(stage, kind, mb),
+                            });
+                        }
                     }
                 }
             }
@@ -133,7 +150,7 @@ pub fn chimera(ranks: u32, microbatches: u32, opts: ChimeraOptions) -> Result<Pl
     let programs = timed
         .into_iter()
         .map(|mut actions| {
-            actions.sort_by_key(|t| (t.slot, t.unit, t.pipeline));
+            actions.sort_by_key(|t| (t.slot, t.unit, t.pipeline, t.sub));
             actions.into_iter().map(|t| Action::One(t.op)).collect()
         })
         .collect();

@@ -91,7 +91,7 @@ impl Generator for Chimera {
             name: "chimera".into(),
             version: VERSION.into(),
             description: "Chimera: down and up pipelines over the same workers, in the authors' order".into(),
-            requires: "an even number of ranks D divisible by the number of pipelines K; M ≥ D and a multiple of D/K".into(),
+            requires: "an even number of ranks D divisible by the number of pipelines K; M ≥ D and a multiple of D/K (2D and 2D/K with forward doubling)".into(),
             params: vec![
                 ParamSpec::int(
                     "pipelines",
@@ -99,6 +99,11 @@ impl Generator for Chimera {
                     "how many pipelines (half down, half up); each is a model copy",
                 )
                 .constrained(Some(2), None, Some(2)),
+                ParamSpec::bool(
+                    "forward_doubling",
+                    false,
+                    "two micro-batches in every slot, forwards and backwards back to back (twice the activations)",
+                ),
             ],
         }
     }
@@ -111,7 +116,10 @@ impl Generator for Chimera {
         chimera(
             request.ranks,
             request.microbatches,
-            ChimeraOptions { pipelines },
+            ChimeraOptions {
+                pipelines,
+                forward_doubling: request.bool_or("forward_doubling", false)?,
+            },
         )
     }
 }

@@ -45,14 +45,28 @@ fn requirements_are_plain_errors() {
         assert_eq!(result.unwrap_err(), expected);
     }
     let c = ChimeraOptions::default();
-    let k4 = ChimeraOptions { pipelines: 4 };
+    let k4 = ChimeraOptions {
+        pipelines: 4,
+        forward_doubling: false,
+    };
+    let doubled = ChimeraOptions {
+        forward_doubling: true,
+        ..c
+    };
     let cases = [
         (
             chimera(5, 10, c),
             "chimera needs an even number of stages (ranks), got 5",
         ),
         (
-            chimera(4, 8, ChimeraOptions { pipelines: 3 }),
+            chimera(
+                4,
+                8,
+                ChimeraOptions {
+                    pipelines: 3,
+                    forward_doubling: false,
+                },
+            ),
             "chimera needs an even number of pipelines (at least 2), got 3",
         ),
         (
@@ -71,6 +85,24 @@ fn requirements_are_plain_errors() {
     for (result, expected) in cases {
         assert_eq!(result.unwrap_err(), expected);
     }
+    assert_eq!(
+        chimera(4, 6, doubled).unwrap_err(),
+        "chimera with 4 stages and 2 pipelines with forward doubling needs at least 8 micro-batches (one basic unit) and a multiple of 4 (the micro-batches of one pipeline in a unit), got 6"
+    );
+}
+
+#[test]
+fn chimera_forward_doubling_puts_two_microbatches_in_every_slot() {
+    let opts = ChimeraOptions {
+        pipelines: 2,
+        forward_doubling: true,
+    };
+    let doubled = chimera(4, 8, opts).unwrap();
+    assert_eq!(
+        rows(&doubled)[0],
+        "0F0,0F1,0F2,0F3,7F4,7F5,7B4,7B5,7F6,7F7,7B6,7B7,0B0,0B1,0B2,0B3"
+    );
+    assert_eq!(doubled.pipelines()[0].microbatches, [0, 1, 2, 3]);
 }
 
 #[test]

@@ -52,7 +52,14 @@ fn generate_for(stem: &str) -> Option<Plan> {
     } else if stem.starts_with("chimera_") {
         let (d, m) = two_numbers(stem, "chimera_d", "_n");
         let k: u32 = stem.rsplit_once("_k").unwrap().1.parse().unwrap();
-        chimera(d, m, ChimeraOptions { pipelines: k })
+        chimera(
+            d,
+            m,
+            ChimeraOptions {
+                pipelines: k,
+                forward_doubling: false,
+            },
+        )
     } else {
         return None;
     };
@@ -133,10 +140,15 @@ fn every_small_configuration_validates() {
     }
     for d in [2, 4, 6, 8, 12] {
         for k in [2, 4, 6] {
-            let opts = ChimeraOptions { pipelines: k };
-            for m in 1..=4 * d {
-                if let Ok(plan) = chimera(d, m, opts) {
-                    assert_valid(&plan, &format!("chimera {d} {m} {opts:?}"));
+            for forward_doubling in [false, true] {
+                let opts = ChimeraOptions {
+                    pipelines: k,
+                    forward_doubling,
+                };
+                for m in 1..=4 * d {
+                    if let Ok(plan) = chimera(d, m, opts) {
+                        assert_valid(&plan, &format!("chimera {d} {m} {opts:?}"));
+                    }
                 }
             }
         }
@@ -249,7 +261,15 @@ fn chimera_bubble_is_d_minus_two_slots_when_f_equals_b() {
     for (d, k) in [(8, 4), (12, 4), (16, 8)] {
         let f = k / 2;
         let t = simulate(
-            &chimera(d, d, ChimeraOptions { pipelines: k }).unwrap(),
+            &chimera(
+                d,
+                d,
+                ChimeraOptions {
+                    pipelines: k,
+                    forward_doubling: false,
+                },
+            )
+            .unwrap(),
             &costs,
         )
         .unwrap();
@@ -299,11 +319,31 @@ fn snapshots_of_small_orders() {
     );
     section(
         "chimera D=8 M=16 K=4",
-        chimera(8, 16, ChimeraOptions { pipelines: 4 }).unwrap(),
+        chimera(
+            8,
+            16,
+            ChimeraOptions {
+                pipelines: 4,
+                forward_doubling: false,
+            },
+        )
+        .unwrap(),
     );
     section(
         "chimera D=4 M=12",
         chimera(4, 12, ChimeraOptions::default()).unwrap(),
+    );
+    section(
+        "chimera D=4 M=16 forward doubling",
+        chimera(
+            4,
+            16,
+            ChimeraOptions {
+                pipelines: 2,
+                forward_doubling: true,
+            },
+        )
+        .unwrap(),
     );
     insta::assert_snapshot!(text);
 }
