@@ -116,10 +116,11 @@ pub fn list(plugin_dirs: &[PathBuf]) -> (Vec<Entry>, Vec<String>) {
                             format!(", {c}")
                         };
                         format!(
-                            "{}=<{}> (default {}{c})",
+                            "{}=<{}> (default {}{c}): {}",
                             s.name,
                             s.type_name(),
-                            s.default_value()
+                            s.default_value(),
+                            s.help
                         )
                     })
                     .collect();
