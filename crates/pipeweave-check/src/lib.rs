@@ -3,8 +3,9 @@
 //! [`validate`] reports every problem it finds in a plan, each naming the rank, the position in that
 //! rank's program and the action: unknown stages or micro-batches, actions on a rank that does not
 //! host their stage, malformed overlapped pairs, duplicated, missing or misordered work. When the
-//! work itself is complete and well ordered it decides deadlock freedom of the lowered plan (see
-//! `pipeweave_plan::lower` for the point-to-point semantics) and reports a wait cycle if there is one.
+//! work itself is complete and well ordered it decides deadlock freedom under blocking
+//! point-to-point semantics (see `deadlock.rs` for why the lowered plan progresses exactly when its
+//! compute actions do) and reports the wait cycle if there is one.
 //!
 //! No IO; problems are values. Positions are 0-based in the data and shown 1-based in messages.
 
@@ -22,21 +23,8 @@ use pipeweave_plan::Plan;
 /// was found (a plan with missing work cannot be judged for progress).
 pub fn validate(plan: &Plan) -> Vec<Problem> {
     let mut problems = work::check_work(plan);
-    if problems.is_empty() {
-        let lowered = pipeweave_plan::lower(plan);
-        if let Some(p) = deadlock::find_deadlock(plan, &lowered) {
-            problems.push(p);
-        }
-    }
-    problems.sort_by_key(|p| (p.rank, p.position.unwrap_or(usize::MAX)));
-    problems
-}
-
-/// Validates a plan whose lowering the caller already has (saves lowering twice).
-pub fn validate_lowered(plan: &Plan, lowered: &pipeweave_plan::LoweredPlan) -> Vec<Problem> {
-    let mut problems = work::check_work(plan);
     if problems.is_empty()
-        && let Some(p) = deadlock::find_deadlock(plan, lowered)
+        && let Some(p) = deadlock::find_deadlock(plan)
     {
         problems.push(p);
     }

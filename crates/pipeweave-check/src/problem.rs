@@ -50,8 +50,6 @@ pub struct Wait {
 pub enum WaitReason {
     /// Waits to receive the output of `op`, computed on `on_rank`.
     Input { op: Op, on_rank: u32 },
-    /// Waits for `to_rank` to post the receive of the output of `op` (a blocking send).
-    SendMatched { op: Op, to_rank: u32 },
     /// Waits for `op` on the same rank, which comes later in its own program.
     Local { op: Op },
 }
@@ -61,7 +59,6 @@ impl Wait {
     pub fn waits_on(&self) -> u32 {
         match self.reason {
             WaitReason::Input { on_rank, .. } => on_rank,
-            WaitReason::SendMatched { to_rank, .. } => to_rank,
             WaitReason::Local { .. } => self.rank,
         }
     }
@@ -96,10 +93,6 @@ impl fmt::Display for Wait {
             WaitReason::Input { op, on_rank } => {
                 write!(f, " waits for the output of {op} on rank {on_rank}")
             }
-            WaitReason::SendMatched { op, to_rank } => write!(
-                f,
-                " waits for rank {to_rank} to receive the output of {op} (a blocking send)"
-            ),
             WaitReason::Local { op } => {
                 write!(f, " waits for {op}, which comes later on the same rank")
             }

@@ -125,7 +125,16 @@ fn output_to(plan: &Plan, rank: u32, op: Op) -> Option<(Dir, u32)> {
 pub fn lower(plan: &Plan) -> LoweredPlan {
     let n_stages = plan.num_stages() as usize;
     let mb_bound = plan.mb_bound() as usize;
-    let slot = |stage: u32, mb: u32| stage as usize * mb_bound + mb as usize;
+    // Each rank only tracks its own stages: `local[stage]` is the stage's index on its host.
+    let mut local = vec![0usize; n_stages];
+    let mut local_count = vec![0usize; plan.ranks() as usize];
+    for (stage, l) in local.iter_mut().enumerate() {
+        if let Some(r) = plan.stage_rank(stage as u32) {
+            *l = local_count[r as usize];
+            local_count[r as usize] += 1;
+        }
+    }
+    let slot = |stage: u32, mb: u32| local[stage as usize] * mb_bound + mb as usize;
     let mut steps = Vec::with_capacity(plan.ranks() as usize);
     let mut compute_index = Vec::with_capacity(plan.ranks() as usize);
     for rank in 0..plan.ranks() {
@@ -151,8 +160,8 @@ pub fn lower(plan: &Plan) -> LoweredPlan {
         let mut index = Vec::with_capacity(program.len());
         // Forward sends not yet waited for, by (stage, mb) → peer; and all pending sends in
         // posting order, for the waits at the end.
-        let mut pending_fwd: Vec<Option<u32>> = vec![None; n_stages * mb_bound];
-        let mut posted: Vec<(Dir, u32, u32, u32)> = Vec::new();
+        let mut pending_fwd: Vec<Option<u32>> = vec![None; local_count[rank as usize] * mb_bound];
+        let mut posted: Vec<(Dir, u32, u32, u32, bool)> = Vec::new();
         for (i, a) in program.iter().enumerate() {
             for op in a.ops() {
                 if let Some((dir, peer)) = input_from(plan, rank, op) {
@@ -168,7 +177,7 @@ pub fn lower(plan: &Plan) -> LoweredPlan {
             out.push(Step::Compute(*a));
             for op in a.ops() {
                 if op.kind.is_input_backward()
-                    && plan.is_stage(op.stage)
+                    && plan.stage_rank(op.stage) == Some(rank)
                     && op.mb < plan.mb_bound()
                     && let Some(peer) = pending_fwd[slot(op.stage, op.mb)].take()
                 {
@@ -188,10 +197,13 @@ pub fn lower(plan: &Plan) -> LoweredPlan {
                         mb: op.mb,
                         peer,
                     });
-                    if dir == Dir::Fwd && op.mb < plan.mb_bound() {
+                    let tracked = dir == Dir::Fwd
+                        && plan.stage_rank(op.stage) == Some(rank)
+                        && op.mb < plan.mb_bound();
+                    if tracked {
                         pending_fwd[slot(op.stage, op.mb)] = Some(peer);
                     }
-                    posted.push((dir, op.stage, op.mb, peer));
+                    posted.push((dir, op.stage, op.mb, peer, tracked));
                 }
             }
             while let Some(&(at, stage)) = reduce_iter.peek() {
@@ -202,11 +214,9 @@ pub fn lower(plan: &Plan) -> LoweredPlan {
                 reduce_iter.next();
             }
         }
-        for (dir, stage, mb, peer) in posted {
-            let still_pending = match dir {
-                Dir::Fwd => mb < plan.mb_bound() && pending_fwd[slot(stage, mb)].take().is_some(),
-                Dir::Bwd => true,
-            };
+        for (dir, stage, mb, peer, tracked) in posted {
+            // An untracked send (an op off its host rank, in an invalid plan) is waited for here.
+            let still_pending = !tracked || pending_fwd[slot(stage, mb)].take().is_some();
             if still_pending {
                 out.push(Step::WaitSend {
                     dir,

@@ -90,6 +90,8 @@ pub struct Plan {
     programs: Vec<Vec<Action>>,
     /// Derived: micro-batch id → pipeline index (u32::MAX where no pipeline carries it).
     mb_pipeline: Vec<u32>,
+    /// Derived: global stage → hosting rank (hot in every pass, so a table, not arithmetic).
+    hosts: Vec<u32>,
 }
 
 impl Plan {
@@ -173,12 +175,17 @@ impl Plan {
                 *slot = j as u32;
             }
         }
+        let hosts = pipelines
+            .iter()
+            .flat_map(|p| p.placement.iter().copied())
+            .collect();
         Ok(Plan {
             ranks,
             stages_per_pipeline: s,
             pipelines,
             programs,
             mb_pipeline,
+            hosts,
         })
     }
 
@@ -247,6 +254,7 @@ impl Plan {
             .sum()
     }
 
+    #[inline]
     pub fn is_stage(&self, stage: u32) -> bool {
         stage < self.num_stages()
     }
@@ -265,24 +273,26 @@ impl Plan {
     }
 
     /// The rank hosting a stage, or `None` when the stage does not exist.
+    #[inline]
     pub fn stage_rank(&self, stage: u32) -> Option<u32> {
-        if !self.is_stage(stage) {
-            return None;
-        }
-        let (j, q) = self.locate(stage);
-        Some(self.pipelines[j as usize].placement[q as usize])
+        self.hosts.get(stage as usize).copied()
+    }
+
+    /// Stage → hosting rank for every stage, indexed by global stage id.
+    pub fn hosts(&self) -> &[u32] {
+        &self.hosts
     }
 
     /// The stage that receives this stage's forward output, if any.
+    #[inline]
     pub fn next_stage(&self, stage: u32) -> Option<u32> {
-        let (_, q) = self.locate(stage);
-        (q + 1 < self.stages_per_pipeline).then_some(stage + 1)
+        (!(stage + 1).is_multiple_of(self.stages_per_pipeline)).then_some(stage + 1)
     }
 
     /// The stage that receives this stage's input gradient, if any.
+    #[inline]
     pub fn prev_stage(&self, stage: u32) -> Option<u32> {
-        let (_, q) = self.locate(stage);
-        (q > 0).then(|| stage - 1)
+        (!stage.is_multiple_of(self.stages_per_pipeline)).then(|| stage - 1)
     }
 
     /// The model part a stage computes (its position in its pipeline).
@@ -291,6 +301,7 @@ impl Plan {
     }
 
     /// The pipeline carrying a micro-batch, if any.
+    #[inline]
     pub fn mb_pipeline(&self, mb: u32) -> Option<u32> {
         self.mb_pipeline
             .get(mb as usize)

@@ -89,8 +89,6 @@ struct Ends {
     f: Vec<f64>,
     /// End of the input-gradient backward (B or I).
     b: Vec<f64>,
-    /// End of the weight-gradient part (B or W).
-    w: Vec<f64>,
 }
 
 impl Ends {
@@ -149,7 +147,6 @@ pub fn simulate<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Timelin
         mb_bound,
         f: vec![UNKNOWN; n],
         b: vec![UNKNOWN; n],
-        w: vec![UNKNOWN; n],
     };
     let mut intervals: Vec<Vec<Interval>> = plan
         .programs()
@@ -193,12 +190,8 @@ pub fn simulate<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Timelin
                     let x = ends.at(op.stage, op.mb);
                     match op.kind {
                         Kind::F => ends.f[x] = end,
-                        Kind::B => {
-                            ends.b[x] = end;
-                            ends.w[x] = end;
-                        }
-                        Kind::I => ends.b[x] = end,
-                        Kind::W => ends.w[x] = end,
+                        Kind::B | Kind::I => ends.b[x] = end,
+                        Kind::W => {}
                     }
                 }
                 intervals[rank].push(Interval { start, end });
