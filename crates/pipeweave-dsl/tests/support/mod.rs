@@ -57,6 +57,7 @@ pub fn problems(compiled: &Compiled) -> Vec<Diagnostic> {
 }
 
 /// `# args: P=4 M=8 v=2 split=0` on any line of a fixture sets its parameters (default P=4 M=8).
+#[allow(dead_code)] // used by the bad-input tests only
 pub fn args(source: &str) -> pipeweave_dsl::Args {
     let mut args = pipeweave_dsl::Args::new(4, 8);
     for line in source.lines() {
