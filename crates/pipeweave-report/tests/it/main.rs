@@ -1,6 +1,7 @@
 //! Integration tests of the report crate: SVG timelines and sweep charts (snapshots,
 //! well-formedness, determinism) and the HTML page.
 
+mod compare;
 mod html;
 mod sweep;
 mod timelines;
