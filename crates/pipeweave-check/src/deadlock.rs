@@ -8,9 +8,9 @@
 //! needs the gradient that the peer computes only after it posted the receive; every other send is
 //! waited for at the end, after which nothing depends on the rank. So the lowered plan progresses
 //! exactly when the compute actions do, with each one waiting for the actions it depends on — on
-//! another rank (a receive) or on its own rank (the turn of a V). That is what this module runs:
-//! ranks round-robin until none can move. If some rank is unfinished then, every unfinished rank
-//! waits on another unfinished one, and following those waits finds the cycle that is reported.
+//! another rank (a receive) or on its own rank (the turn of a V). That is what this module runs,
+//! until no rank can move. If some rank is unfinished then, every unfinished rank waits on another
+//! unfinished one, and following those waits finds the cycle that is reported.
 
 use crate::problem::{Problem, ProblemKind, Wait, WaitReason};
 use pipeweave_plan::{Action, Kind, Op, Plan};
@@ -60,37 +60,50 @@ pub(crate) fn find_deadlock(plan: &Plan) -> Option<Problem> {
     };
     let programs = plan.programs();
     let mut pc = vec![0usize; programs.len()];
-    loop {
-        let mut progress = false;
-        for (rank, program) in programs.iter().enumerate() {
-            let start = pc[rank];
-            let mut k = start;
-            while let Some(a) = program.get(k) {
-                let ready = match *a {
-                    Action::One(op) => missing_input(plan, &st, op).is_none(),
-                    Action::Pair { f, b } => {
-                        missing_input(plan, &st, f).is_none()
-                            && missing_input(plan, &st, b).is_none()
-                    }
-                };
-                if !ready {
-                    break;
+    // Event-driven: a blocked rank is parked on the op it misses and woken when that op runs,
+    // so every action is examined a bounded number of times. Parked ranks form intrusive lists:
+    // `parked[key]` heads the list of ranks waiting for op `key`, `next[rank]` links them.
+    // Keys: 2·(stage, mb) for a forward, 2·(stage, mb) + 1 for an input-gradient backward.
+    const NONE: u32 = u32::MAX;
+    let mut parked = vec![NONE; 2 * n];
+    let mut next = vec![NONE; programs.len()];
+    let mut runnable: Vec<u32> = (0..programs.len() as u32).rev().collect();
+    while let Some(rank) = runnable.pop() {
+        let r = rank as usize;
+        let program = &programs[r];
+        while let Some(a) = program.get(pc[r]) {
+            let missing = match *a {
+                Action::One(op) => missing_input(plan, &st, op),
+                Action::Pair { f, b } => {
+                    missing_input(plan, &st, f).or_else(|| missing_input(plan, &st, b))
                 }
-                for op in a.ops() {
-                    let x = st.at(op.stage, op.mb);
-                    match op.kind {
-                        Kind::F => st.f_done[x] = true,
-                        Kind::B | Kind::I => st.b_done[x] = true,
-                        Kind::W => {}
-                    }
-                }
-                k += 1;
+            };
+            if let Some(op) = missing {
+                let key = 2 * st.at(op.stage, op.mb) + usize::from(op.kind != Kind::F);
+                next[r] = parked[key];
+                parked[key] = rank;
+                break;
             }
-            pc[rank] = k;
-            progress |= k != start;
-        }
-        if !progress {
-            break;
+            for op in a.ops() {
+                let x = st.at(op.stage, op.mb);
+                let key = match op.kind {
+                    Kind::F => {
+                        st.f_done[x] = true;
+                        2 * x
+                    }
+                    Kind::B | Kind::I => {
+                        st.b_done[x] = true;
+                        2 * x + 1
+                    }
+                    Kind::W => continue,
+                };
+                let mut w = std::mem::replace(&mut parked[key], NONE);
+                while w != NONE {
+                    runnable.push(w);
+                    w = std::mem::replace(&mut next[w as usize], NONE);
+                }
+            }
+            pc[r] += 1;
         }
     }
     let first = (0..pc.len()).find(|&r| pc[r] < programs[r].len())?;

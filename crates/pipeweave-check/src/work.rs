@@ -101,7 +101,7 @@ fn check_op(
         });
         return;
     };
-    let (pipeline, _) = plan.locate(op.stage);
+    let pipeline = op.stage / plan.stages_per_pipeline();
     if plan.mb_pipeline(op.mb) != Some(pipeline) {
         report(ProblemKind::UnknownMicrobatch { op, pipeline });
         return;

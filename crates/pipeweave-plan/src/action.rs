@@ -36,6 +36,7 @@ impl Kind {
     }
 
     /// B and I compute the input gradient that the previous stage waits for.
+    #[inline]
     pub fn is_input_backward(self) -> bool {
         matches!(self, Kind::B | Kind::I)
     }
@@ -50,6 +51,7 @@ pub struct Op {
 }
 
 impl Op {
+    #[inline]
     pub fn new(stage: u32, kind: Kind, mb: u32) -> Op {
         Op { stage, kind, mb }
     }
@@ -74,16 +76,33 @@ pub enum Action {
 
 impl Action {
     /// The operations of this action, forward first for a pair.
-    pub fn ops(&self) -> impl Iterator<Item = Op> + '_ {
-        let (a, b) = match *self {
-            Action::One(op) => (op, None),
-            Action::Pair { f, b } => (f, Some(b)),
-        };
-        std::iter::once(a).chain(b)
+    #[inline]
+    pub fn ops(&self) -> Ops {
+        match *self {
+            Action::One(op) => Ops([Some(op), None]),
+            Action::Pair { f, b } => Ops([Some(f), Some(b)]),
+        }
     }
 
+    #[inline]
     pub fn is_pair(&self) -> bool {
         matches!(self, Action::Pair { .. })
+    }
+}
+
+/// The one or two operations of an action, in order (a plain array: this is on every hot path).
+#[derive(Debug, Clone)]
+pub struct Ops([Option<Op>; 2]);
+
+impl Iterator for Ops {
+    type Item = Op;
+
+    #[inline]
+    fn next(&mut self) -> Option<Op> {
+        match self.0[0].take() {
+            Some(op) => Some(op),
+            None => self.0[1].take(),
+        }
     }
 }
 

@@ -10,7 +10,7 @@ mod action;
 mod lower;
 mod plan;
 
-pub use action::{Action, Kind, Op};
+pub use action::{Action, Kind, Op, Ops};
 pub use lower::{Dir, LoweredPlan, Step, lower};
 pub use plan::{Pipeline, Plan, PlanError};
 

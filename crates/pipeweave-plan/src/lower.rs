@@ -93,32 +93,53 @@ impl LoweredPlan {
     }
 }
 
-/// Where an op's input comes from, if another rank: (direction, peer).
-fn input_from(plan: &Plan, rank: u32, op: Op) -> Option<(Dir, u32)> {
-    if !plan.is_stage(op.stage) {
-        return None;
-    }
-    let (dir, src) = match op.kind {
-        Kind::F => (Dir::Fwd, plan.prev_stage(op.stage)?),
-        Kind::B | Kind::I => (Dir::Bwd, plan.next_stage(op.stage)?),
-        Kind::W => return None,
-    };
-    let peer = plan.stage_rank(src)?;
-    (peer != rank).then_some((dir, peer))
+const NONE: u32 = u32::MAX;
+
+/// Per stage, the rank on the other side of each boundary when it is another rank (else `NONE`):
+/// `before[s]` hosts stage s−1 (where a forward's input comes from and a backward's output goes),
+/// `after[s]` hosts stage s+1.
+struct Peers {
+    before: Vec<u32>,
+    after: Vec<u32>,
 }
 
-/// Where an op's output goes, if another rank: (direction, peer).
-fn output_to(plan: &Plan, rank: u32, op: Op) -> Option<(Dir, u32)> {
-    if !plan.is_stage(op.stage) {
-        return None;
+impl Peers {
+    fn new(plan: &Plan) -> Peers {
+        let hosts = plan.hosts();
+        let other = |s: u32, t: Option<u32>| match t {
+            Some(t) if hosts[t as usize] != hosts[s as usize] => hosts[t as usize],
+            _ => NONE,
+        };
+        let n = plan.num_stages();
+        Peers {
+            before: (0..n).map(|s| other(s, plan.prev_stage(s))).collect(),
+            after: (0..n).map(|s| other(s, plan.next_stage(s))).collect(),
+        }
     }
-    let (dir, dst) = match op.kind {
-        Kind::F => (Dir::Fwd, plan.next_stage(op.stage)?),
-        Kind::B | Kind::I => (Dir::Bwd, plan.prev_stage(op.stage)?),
-        Kind::W => return None,
-    };
-    let peer = plan.stage_rank(dst)?;
-    (peer != rank).then_some((dir, peer))
+
+    /// Where an op's input comes from, if another rank: (direction, peer).
+    #[inline]
+    fn input(&self, op: Op) -> Option<(Dir, u32)> {
+        let (dir, table) = match op.kind {
+            Kind::F => (Dir::Fwd, &self.before),
+            Kind::B | Kind::I => (Dir::Bwd, &self.after),
+            Kind::W => return None,
+        };
+        let peer = *table.get(op.stage as usize)?;
+        (peer != NONE).then_some((dir, peer))
+    }
+
+    /// Where an op's output goes, if another rank: (direction, peer).
+    #[inline]
+    fn output(&self, op: Op) -> Option<(Dir, u32)> {
+        let (dir, table) = match op.kind {
+            Kind::F => (Dir::Fwd, &self.after),
+            Kind::B | Kind::I => (Dir::Bwd, &self.before),
+            Kind::W => return None,
+        };
+        let peer = *table.get(op.stage as usize)?;
+        (peer != NONE).then_some((dir, peer))
+    }
 }
 
 /// Lowers every rank's program. Works on any plan; ops on unknown stages get no communication.
@@ -135,6 +156,7 @@ pub fn lower(plan: &Plan) -> LoweredPlan {
         }
     }
     let slot = |stage: u32, mb: u32| local[stage as usize] * mb_bound + mb as usize;
+    let peers = Peers::new(plan);
     let mut steps = Vec::with_capacity(plan.ranks() as usize);
     let mut compute_index = Vec::with_capacity(plan.ranks() as usize);
     for rank in 0..plan.ranks() {
@@ -164,7 +186,7 @@ pub fn lower(plan: &Plan) -> LoweredPlan {
         let mut posted: Vec<(Dir, u32, u32, u32, bool)> = Vec::new();
         for (i, a) in program.iter().enumerate() {
             for op in a.ops() {
-                if let Some((dir, peer)) = input_from(plan, rank, op) {
+                if let Some((dir, peer)) = peers.input(op) {
                     out.push(Step::Recv {
                         dir,
                         stage: op.stage,
@@ -190,7 +212,7 @@ pub fn lower(plan: &Plan) -> LoweredPlan {
                 }
             }
             for op in a.ops() {
-                if let Some((dir, peer)) = output_to(plan, rank, op) {
+                if let Some((dir, peer)) = peers.output(op) {
                     out.push(Step::Send {
                         dir,
                         stage: op.stage,

@@ -206,11 +206,13 @@ impl Plan {
         )
     }
 
+    #[inline]
     pub fn ranks(&self) -> u32 {
         self.ranks
     }
 
     /// S: the number of stages (model parts) of each pipeline.
+    #[inline]
     pub fn stages_per_pipeline(&self) -> u32 {
         self.stages_per_pipeline
     }
@@ -224,15 +226,18 @@ impl Plan {
         self.pipelines.len() as u32
     }
 
+    #[inline]
     pub fn programs(&self) -> &[Vec<Action>] {
         &self.programs
     }
 
+    #[inline]
     pub fn program(&self, rank: u32) -> &[Action] {
         &self.programs[rank as usize]
     }
 
     /// Total stages over all pipelines (global stage ids are `0..num_stages()`).
+    #[inline]
     pub fn num_stages(&self) -> u32 {
         self.stages_per_pipeline * self.pipelines.len() as u32
     }
@@ -296,6 +301,7 @@ impl Plan {
     }
 
     /// The model part a stage computes (its position in its pipeline).
+    #[inline]
     pub fn part(&self, stage: u32) -> u32 {
         stage % self.stages_per_pipeline
     }
@@ -310,6 +316,7 @@ impl Plan {
     }
 
     /// One past the largest micro-batch id in use (a dense bound for tables indexed by id).
+    #[inline]
     pub fn mb_bound(&self) -> u32 {
         self.mb_pipeline.len() as u32
     }

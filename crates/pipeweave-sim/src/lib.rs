@@ -6,7 +6,8 @@
 //! another rank arrives `transfer` after the producing action ends. An overlapped pair starts when
 //! the inputs of both halves have arrived, runs as one block for `pair(f, b)`, and both halves end
 //! together. Sends are asynchronous here (the validator checks that the blocking form still makes
-//! progress), so the timeline is the one a launcher with enough buffering achieves.
+//! progress), so the timeline is the one a launcher with enough buffering achieves. The run is
+//! event-driven (a blocked rank waits on the op it misses), linear in the number of actions.
 //!
 //! No IO. Costs come from a [`CostModel`]; the default is [`UnitCosts`].
 
@@ -97,39 +98,51 @@ impl Ends {
     }
 }
 
-/// When the input of `op` (on `rank`) is available, or `None` if its producer has not run yet.
+/// When the input of `op` (on `rank`) is available, or `Err(key)` of the op that produces it when
+/// that has not run yet.
+#[inline]
 fn ready_at<C: CostModel + ?Sized>(
     plan: &Plan,
     costs: &C,
     ends: &Ends,
     rank: u32,
     op: Op,
-) -> Option<f64> {
-    let arrive = |from: u32, end: f64| {
+) -> Result<f64, usize> {
+    let arrive = |from: u32, end: f64, key: usize| {
         if end.is_nan() {
-            None
+            Err(key)
         } else if plan.stage_rank(from) == Some(rank) {
-            Some(end)
+            Ok(end)
         } else {
-            Some(end + costs.transfer(from, op.stage))
+            Ok(end + costs.transfer(from, op.stage))
         }
     };
     match op.kind {
         Kind::F => match plan.prev_stage(op.stage) {
-            Some(p) => arrive(p, ends.f[ends.at(p, op.mb)]),
-            None => Some(0.0),
+            Some(p) => {
+                let x = ends.at(p, op.mb);
+                arrive(p, ends.f[x], 2 * x)
+            }
+            None => Ok(0.0),
         },
         Kind::B | Kind::I => {
-            let own = ends.f[ends.at(op.stage, op.mb)];
-            let own = (!own.is_nan()).then_some(own)?;
+            let x = ends.at(op.stage, op.mb);
+            let own = ends.f[x];
+            if own.is_nan() {
+                return Err(2 * x);
+            }
             match plan.next_stage(op.stage) {
-                Some(n) => arrive(n, ends.b[ends.at(n, op.mb)]).map(|t| t.max(own)),
-                None => Some(own),
+                Some(n) => {
+                    let y = ends.at(n, op.mb);
+                    arrive(n, ends.b[y], 2 * y + 1).map(|t| t.max(own))
+                }
+                None => Ok(own),
             }
         }
         Kind::W => {
-            let i = ends.b[ends.at(op.stage, op.mb)];
-            (!i.is_nan()).then_some(i)
+            let x = ends.at(op.stage, op.mb);
+            let i = ends.b[x];
+            if i.is_nan() { Err(2 * x + 1) } else { Ok(i) }
         }
     }
 }
@@ -165,43 +178,61 @@ pub fn simulate<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Timelin
             }
         }
     }
-    loop {
-        let mut progress = false;
-        for (rank, program) in plan.programs().iter().enumerate() {
-            let r = rank as u32;
-            while let Some(a) = program.get(intervals[rank].len()) {
-                let mut start = free[rank];
-                let mut ready = true;
-                for op in a.ops() {
-                    match ready_at(plan, costs, &ends, r, op) {
-                        Some(t) => start = start.max(t),
-                        None => ready = false,
+    // Event-driven: a rank whose next action misses an input is parked on the op that produces it
+    // and woken when that op ends; `parked[key]` heads an intrusive list linked through `next`.
+    // Keys: 2·(stage, mb) for a forward, 2·(stage, mb) + 1 for an input-gradient backward. Times do
+    // not depend on this order: each action's start is a function of its inputs and its rank.
+    const NONE: u32 = u32::MAX;
+    let mut parked = vec![NONE; 2 * n];
+    let mut next = vec![NONE; ranks];
+    let mut runnable: Vec<u32> = (0..ranks as u32).rev().collect();
+    while let Some(r) = runnable.pop() {
+        let rank = r as usize;
+        let program = plan.program(r);
+        while let Some(a) = program.get(intervals[rank].len()) {
+            let mut start = free[rank];
+            let mut missing = None;
+            for op in a.ops() {
+                match ready_at(plan, costs, &ends, r, op) {
+                    Ok(t) => start = start.max(t),
+                    Err(key) => {
+                        missing = Some(key);
+                        break;
                     }
                 }
-                if !ready {
-                    break;
-                }
-                let (duration, hidden_lost) = match *a {
-                    Action::One(op) => (costs.op(op), costs.exposed_op(op)),
-                    Action::Pair { f, b } => (costs.pair(f, b), costs.exposed_pair(f, b)),
-                };
-                let end = start + duration;
-                for op in a.ops() {
-                    let x = ends.at(op.stage, op.mb);
-                    match op.kind {
-                        Kind::F => ends.f[x] = end,
-                        Kind::B | Kind::I => ends.b[x] = end,
-                        Kind::W => {}
-                    }
-                }
-                intervals[rank].push(Interval { start, end });
-                exposed[rank] += hidden_lost;
-                free[rank] = end;
-                progress = true;
             }
-        }
-        if !progress {
-            break;
+            if let Some(key) = missing {
+                next[rank] = parked[key];
+                parked[key] = r;
+                break;
+            }
+            let (duration, hidden_lost) = match *a {
+                Action::One(op) => (costs.op(op), costs.exposed_op(op)),
+                Action::Pair { f, b } => (costs.pair(f, b), costs.exposed_pair(f, b)),
+            };
+            let end = start + duration;
+            for op in a.ops() {
+                let x = ends.at(op.stage, op.mb);
+                let key = match op.kind {
+                    Kind::F => {
+                        ends.f[x] = end;
+                        2 * x
+                    }
+                    Kind::B | Kind::I => {
+                        ends.b[x] = end;
+                        2 * x + 1
+                    }
+                    Kind::W => continue,
+                };
+                let mut w = std::mem::replace(&mut parked[key], NONE);
+                while w != NONE {
+                    runnable.push(w);
+                    w = std::mem::replace(&mut next[w as usize], NONE);
+                }
+            }
+            intervals[rank].push(Interval { start, end });
+            exposed[rank] += hidden_lost;
+            free[rank] = end;
         }
     }
     if let Some(rank) = (0..ranks).find(|&r| intervals[r].len() < plan.programs()[r].len()) {
