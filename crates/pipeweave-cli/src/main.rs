@@ -4,10 +4,13 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod draw;
 mod load;
 mod plugins;
 mod render;
+mod report;
 mod schedule;
+mod sweep;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use pipeweave_diagnostics::Diagnostic;
@@ -71,6 +74,52 @@ enum Command {
         /// Write to this file instead of standard output
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+    },
+    /// Draw simulated timelines as SVG, several schedules stacked on one time scale
+    Render {
+        #[command(flatten)]
+        many: draw::ManyArgs,
+        /// Write the SVG to this file (`-`: standard output)
+        #[arg(long, value_name = "FILE")]
+        svg: PathBuf,
+        /// Add a lane under every rank with its point-to-point sends
+        #[arg(long)]
+        comms: bool,
+    },
+    /// Tabulate and chart the bubble fraction or step time of schedules against M or P
+    Sweep {
+        #[command(flatten)]
+        many: draw::ManyArgs,
+        /// What to vary: microbatches=8..128 or ranks=2..16, with a step (8..128:8) or a list
+        /// (8,16,32)
+        #[arg(long, value_name = "NAME=VALUES")]
+        over: String,
+        /// What to measure
+        #[arg(long, value_enum, default_value_t = sweep::MetricArg::Bubble)]
+        metric: sweep::MetricArg,
+        /// Also draw the sweep as a line chart in this SVG file
+        #[arg(long, value_name = "FILE")]
+        svg: Option<PathBuf>,
+        /// Format of the table on standard output
+        #[arg(long, value_enum, default_value_t = sweep::TableFormat::Text)]
+        format: sweep::TableFormat,
+    },
+    /// Write one self-contained HTML page about schedules: comparison, timelines and a sweep
+    Report {
+        #[command(flatten)]
+        many: draw::ManyArgs,
+        /// The HTML file to write
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+        /// The sweep to chart (default: micro-batches from P to 16P)
+        #[arg(long, value_name = "NAME=VALUES")]
+        over: Option<String>,
+        /// What the sweep measures
+        #[arg(long, value_enum, default_value_t = sweep::MetricArg::Bubble)]
+        metric: sweep::MetricArg,
+        /// Add communication lanes to the timelines
+        #[arg(long)]
+        comms: bool,
     },
     /// Write a plan in another format
     Convert {
@@ -306,6 +355,43 @@ fn run(cli: Cli, sources: &mut Sources) -> Result<(), Failure> {
                 eprintln!("warning: {w}");
             }
             emit(None, &text)
+        }
+        Command::Render { many, svg, comms } => {
+            let costing = draw::Costing::Unit;
+            let summary = draw::render(&many, &costing, &svg, comms, sources)?;
+            emit(None, &summary)
+        }
+        Command::Sweep {
+            many,
+            over,
+            metric,
+            svg,
+            format,
+        } => {
+            let costing = draw::Costing::Unit;
+            let over = sweep::parse_over(&over)?;
+            let result = sweep::sweep(&many, &over, metric.into(), &costing, sources)?;
+            if let Some(path) = &svg {
+                emit(Some(path), &pipeweave_report::sweep_svg(&result))?;
+            }
+            emit(None, &sweep::table(&result, format))
+        }
+        Command::Report {
+            many,
+            output,
+            over,
+            metric,
+            comms,
+        } => {
+            let costing = draw::Costing::Unit;
+            let options = report::Options {
+                over,
+                metric: metric.into(),
+                comms,
+            };
+            let html = report::report(&many, &costing, &options, sources)?;
+            emit(Some(&output), &html)?;
+            emit(None, &format!("wrote {}\n", output.display()))
         }
         Command::Convert { plan, to, output } | Command::Compile { plan, to, output } => {
             let loaded = load_valid(&plan, sources)?;

@@ -69,13 +69,20 @@ pre{background:#fff;border:1px solid #e2e2e2;padding:8px;overflow-x:auto;font-si
 footer{color:#777;font-size:0.85em;padding-bottom:24px;margin-top:24px}
 ";
 
-/// Whether a cell reads as a quantity (`27.27%`, `1.5 ms`, `3.2k`, `-4`), to right-align it; a
-/// name that starts with a digit (`1f1b`) is not one.
+/// Whether a cell reads as a quantity (`27.27%`, `1.5 ms`, `3.2k`, `-4`, `12.0 GiB`), to
+/// right-align it; a name (`1f1b`) or a phrase (`4 ranks, 1 pipeline`) is not one.
 fn is_numeric(cell: &str) -> bool {
     let t = cell.trim().trim_start_matches(['-', '−', '+']);
-    let token = t.split_whitespace().next().unwrap_or("");
+    let mut words = t.split_whitespace();
+    let token = words.next().unwrap_or("");
+    let unit_ok = match (words.next(), words.next()) {
+        (None, _) => true,
+        (Some(u), None) => u.len() <= 3 && u.chars().all(|c| c.is_alphabetic()),
+        _ => false,
+    };
     let body = token.trim_end_matches(['k', 'M', 'G', 'T', 'x', '×']);
-    body.starts_with(|c: char| c.is_ascii_digit())
+    unit_ok
+        && body.starts_with(|c: char| c.is_ascii_digit())
         && body
             .chars()
             .all(|c| c.is_ascii_digit() || matches!(c, '.' | ',' | '%'))
@@ -190,10 +197,20 @@ mod tests {
 
     #[test]
     fn quantities() {
-        for yes in ["27.27%", "1.5 ms", "3.2k", "-4", "1,024", "2×", "0"] {
+        for yes in [
+            "27.27%", "1.5 ms", "3.2k", "-4", "1,024", "2×", "0", "12.0 GiB",
+        ] {
             assert!(is_numeric(yes), "{yes}");
         }
-        for no in ["1f1b", "zb-h1", "", "-", "yes", "M ≥ 2P"] {
+        for no in [
+            "1f1b",
+            "zb-h1",
+            "",
+            "-",
+            "yes",
+            "M ≥ 2P",
+            "4 ranks, 1 pipeline",
+        ] {
             assert!(!is_numeric(no), "{no}");
         }
     }

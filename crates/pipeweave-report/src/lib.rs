@@ -17,6 +17,7 @@ pub use compare::{
 pub use html::{Block, HtmlReport, Section, html_page};
 pub use svg::{TimeUnit, TimelineChart, Transfer, timelines_svg, transfers};
 pub use sweep::{
-    Metric, Sweep, SweepPoint, SweepSeries, sweep_csv, sweep_json, sweep_svg, sweep_text,
+    Metric, Sweep, SweepPoint, SweepSeries, SweepTable, sweep_csv, sweep_json, sweep_svg,
+    sweep_table, sweep_text,
 };
 pub use text::{format_time, text_timeline};

@@ -544,8 +544,15 @@ pub fn timelines_svg(charts: &[TimelineChart], unit: TimeUnit, id: &str) -> Stri
     }
     let mut legend = String::new();
     let mut lx = LEFT;
-    let ly = axis_y + 42.0;
+    let mut ly = axis_y + 42.0;
+    // Items wrap onto further lines rather than widening the picture.
+    let max_w = (LEFT + lay.plot_w + RIGHT).max(900.0);
     for (swatch, text) in &items {
+        let item_w = 18.0 + text.chars().count() as f64 * CHAR_W + 16.0;
+        if lx > LEFT && lx + item_w > max_w {
+            lx = LEFT;
+            ly += 20.0;
+        }
         legend.push_str(r#"<g class="legend-item">"#);
         for (dy, h, fill, extra) in swatch {
             let _ = writeln!(
@@ -563,11 +570,10 @@ pub fn timelines_svg(charts: &[TimelineChart], unit: TimeUnit, id: &str) -> Stri
             num(ly + 6.0),
             esc(text)
         );
-        lx += 18.0 + text.chars().count() as f64 * CHAR_W + 16.0;
+        lx += item_w;
     }
-    let legend_w = lx;
 
-    let width = (LEFT + lay.plot_w + RIGHT).max(legend_w + 10.0).ceil();
+    let width = max_w.ceil();
     let height = (ly + 22.0).ceil();
     let mut out = String::new();
     let _ = writeln!(

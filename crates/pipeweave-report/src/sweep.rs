@@ -90,23 +90,32 @@ impl Sweep {
     }
 }
 
-/// The sweep as an aligned table, one row per swept value and one column per schedule; points
-/// without a value are numbered and explained below the table.
-pub fn sweep_text(sweep: &Sweep) -> String {
-    let xs = sweep.xs();
+/// The sweep as rows of text: a header (the parameter, then one column per schedule), one row per
+/// swept value, and the notes that explain the cells marked `- [n]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweepTable {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    pub notes: Vec<String>,
+}
+
+/// The sweep as a table of text cells (see [`SweepTable`]).
+pub fn sweep_table(sweep: &Sweep) -> SweepTable {
     let mut notes: Vec<String> = Vec::new();
     let mut header = vec![sweep.parameter.clone()];
     header.extend(sweep.series.iter().map(|s| s.schedule.clone()));
     let mut rows: Vec<Vec<String>> = Vec::new();
-    for &x in &xs {
+    for x in sweep.xs() {
         let mut row = vec![x.to_string()];
         for (i, s) in sweep.series.iter().enumerate() {
             row.push(match sweep.point(i, x).map(|p| &p.value) {
                 Some(Ok(v)) => sweep.value_text(*v),
                 Some(Err(reason)) => {
                     notes.push(format!(
-                        "{}, {} = {x}: {reason}",
-                        s.schedule, sweep.parameter
+                        "[{}] {}, {} = {x}: {reason}",
+                        notes.len() + 1,
+                        s.schedule,
+                        sweep.parameter
                     ));
                     format!("- [{}]", notes.len())
                 }
@@ -115,6 +124,21 @@ pub fn sweep_text(sweep: &Sweep) -> String {
         }
         rows.push(row);
     }
+    SweepTable {
+        header,
+        rows,
+        notes,
+    }
+}
+
+/// The sweep as an aligned table, one row per swept value and one column per schedule; points
+/// without a value are numbered and explained below the table.
+pub fn sweep_text(sweep: &Sweep) -> String {
+    let SweepTable {
+        header,
+        rows,
+        notes,
+    } = sweep_table(sweep);
     let widths: Vec<usize> = (0..header.len())
         .map(|c| {
             rows.iter()
@@ -146,8 +170,8 @@ pub fn sweep_text(sweep: &Sweep) -> String {
     for r in &rows {
         let _ = writeln!(out, "{}", line(r));
     }
-    for (i, n) in notes.iter().enumerate() {
-        let _ = writeln!(out, "[{}] {n}", i + 1);
+    for n in &notes {
+        let _ = writeln!(out, "{n}");
     }
     out
 }
