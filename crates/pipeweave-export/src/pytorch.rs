@@ -15,7 +15,8 @@
 
 use crate::actions::write_actions;
 use pipeweave_diagnostics::Diagnostic;
-use pipeweave_plan::{Plan, Step, lower};
+use pipeweave_plan::{Dir, LoweredPlan, Plan, Step, lower};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// Checks that PyTorch's runtime can hold the plan.
@@ -94,10 +95,91 @@ pub fn write_pytorch(plan: &Plan) -> Result<String, Diagnostic> {
     Ok(write_actions(plan))
 }
 
+/// (from rank, to rank).
+type RankPair = (u32, u32);
+/// A pipeline message: direction, sending stage, micro-batch.
+type Message = (Dir, u32, u32);
+
+/// Checks that every receive gets the message it expects under PyTorch's matching rule.
+///
+/// 2.15 sends all pipeline messages from one rank to another on one communicator without tags
+/// (`P2POp(isend/irecv, tensor, peer, group)`), so messages between a pair of ranks are matched
+/// in the order they are posted. pipeweave's lowering orders messages per stage and direction; when
+/// two stages talk across the same pair of ranks (a V placement, several stages per rank) the
+/// receiver may post its receives in another order than the sender posts the sends, and PyTorch
+/// would then hand one micro-batch's tensor to another. Such plans are refused.
+fn check_pair_order(lowered: &LoweredPlan) -> Result<(), Diagnostic> {
+    // (from, to) -> the messages in posting order: (direction, sending stage, micro-batch).
+    let mut sent: BTreeMap<RankPair, Vec<Message>> = BTreeMap::new();
+    let mut received: BTreeMap<RankPair, Vec<(Message, Step)>> = BTreeMap::new();
+    for (r, steps) in lowered.steps.iter().enumerate() {
+        let r = r as u32;
+        for step in steps {
+            match *step {
+                Step::Send {
+                    dir,
+                    stage,
+                    mb,
+                    peer,
+                } => {
+                    sent.entry((r, peer)).or_default().push((dir, stage, mb));
+                }
+                Step::Recv {
+                    dir,
+                    stage,
+                    mb,
+                    peer,
+                } => {
+                    let sender = match dir {
+                        Dir::Fwd => stage.wrapping_sub(1),
+                        Dir::Bwd => stage + 1,
+                    };
+                    received
+                        .entry((peer, r))
+                        .or_default()
+                        .push(((dir, sender, mb), *step));
+                }
+                _ => {}
+            }
+        }
+    }
+    for ((from, to), recvs) in &received {
+        let sends = sent
+            .get(&(*from, *to))
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        for (i, &((dir, stage, mb), step)) in recvs.iter().enumerate() {
+            let Some(&(sdir, sstage, smb)) = sends.get(i) else {
+                break;
+            };
+            if (sdir, sstage, smb) != (dir, stage, mb) {
+                let send = Step::Send {
+                    dir: sdir,
+                    stage: sstage,
+                    mb: smb,
+                    peer: *to,
+                };
+                return Err(Diagnostic::error(format!(
+                    "PyTorch's runtime would deliver the wrong tensor: message {} from rank {from} to rank {to} is `{send}`, but rank {to} posts `{step}` as its receive number {}",
+                    i + 1,
+                    i + 1
+                ))
+                .with_note("PyTorch 2.15 sends every pipeline message between two ranks on one channel without tags, so they are matched in posting order; pipeweave's lowering orders messages per stage and direction")
+                .with_help("export to `pytorch` (the compute-only CSV, which PyTorch lowers itself) or to `json`"));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Writes the lowered CSV (`format="compute_comms"`) that 2.15's runtime executes as written.
+///
+/// Refused when the plan has several pipelines, micro-batches not numbered from 0, or messages
+/// that PyTorch's per-rank-pair matching would mix up (see [`check_pair_order`]).
 pub fn write_pytorch_comms(plan: &Plan) -> Result<String, Diagnostic> {
     check_expressible(plan)?;
     let lowered = lower(plan);
+    check_pair_order(&lowered)?;
     let mut out = String::with_capacity(lowered.num_steps() * 12 + lowered.steps.len());
     for steps in &lowered.steps {
         let mut first = true;

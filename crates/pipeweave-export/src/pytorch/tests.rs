@@ -50,3 +50,23 @@ fn refuses_micro_batches_not_from_zero() {
         "PyTorch numbers micro-batches from 0 to M−1, but this plan carries micro-batches 1, 3"
     );
 }
+
+#[test]
+fn refuses_messages_pytorch_would_mix_up() {
+    // ZB-V on 2 ranks: rank 0 sends stage 0's activations and stage 3's gradients to rank 1, which
+    // receives the gradient of micro-batch 0 before the activation of micro-batch 2.
+    let p = plan(
+        "0F0,0F1,0F2,3F0,3I0,3W0,3F1,3I1,3W1,0F3,0I0,0W0,3F2,3I2,3W2,0I1,0W1,3F3,3I3,3W3,0I2,0W2,0I3,0W3\n\
+         1F0,2F0,1F1,2F1,2I0,2W0,1F2,1I0,1W0,2F2,2I1,2W1,1F3,1I1,1W1,2F3,2I2,2W2,1I2,2I3,1I3,1W2,2W3,1W3\n",
+        1,
+    );
+    let d = write_pytorch_comms(&p).expect_err("refused");
+    assert_eq!(
+        d.message,
+        "PyTorch's runtime would deliver the wrong tensor: message 3 from rank 0 to rank 1 is `0SEND_F2`, but rank 1 posts `2RECV_B0` as its receive number 3"
+    );
+    assert!(
+        write_pytorch(&p).is_ok(),
+        "the compute-only CSV lets PyTorch lower it"
+    );
+}

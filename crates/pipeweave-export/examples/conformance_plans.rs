@@ -1,0 +1,143 @@
+//! Writes the plans of the conformance suite (`tests/conformance/`) and a manifest describing them.
+//!
+//! A development tool, not part of the library: it compiles the library schedules (and the DualPipe
+//! and Chimera generators), validates every plan, and exports it in the formats the suite runs.
+//! Usage: `cargo run -p pipeweave-export --example conformance_plans -- OUT_DIR`.
+//! Once `pipeweave export SCHEDULE` exists, the suite can call the command instead.
+#![allow(
+    clippy::print_stderr,
+    reason = "a command-line tool reports its own errors"
+)]
+
+use pipeweave_diagnostics::FileId;
+use pipeweave_dsl::{Args, compile, library};
+use pipeweave_export::{write_json, write_pytorch, write_pytorch_comms};
+use pipeweave_generators::{ChimeraOptions, DualOptions, chimera, dualpipe};
+use pipeweave_plan::Plan;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// The single-pipeline schedules PyTorch's runtime runs, from the library.
+const SINGLE: [&str; 7] = [
+    "gpipe",
+    "1f1b",
+    "interleaved-1f1b",
+    "looped-bfs",
+    "zb-h1",
+    "zb-v",
+    "dualpipev",
+];
+
+fn library_plan(name: &str, ranks: u32, microbatches: u32) -> Result<Plan, String> {
+    let entry = library::get(name).ok_or_else(|| format!("no library schedule `{name}`"))?;
+    compile(FileId(0), entry.source, &Args::new(ranks, microbatches))
+        .map(|c| c.plan)
+        .map_err(|d| {
+            format!(
+                "{name}: {}",
+                d.iter()
+                    .map(|d| d.message.clone())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )
+        })
+}
+
+struct Case {
+    name: String,
+    schedule: String,
+    plan: Plan,
+    formats: Vec<&'static str>,
+}
+
+fn cases() -> Result<Vec<Case>, String> {
+    let mut out = Vec::new();
+    for p in [2u32, 4] {
+        let m = 2 * p;
+        for name in SINGLE {
+            out.push(Case {
+                name: format!("{name}-p{p}"),
+                schedule: name.to_string(),
+                plan: library_plan(name, p, m)?,
+                // JSON at P = 2 only: it cross-checks the suite's executor, the CSVs are the point.
+                formats: if p == 2 {
+                    vec!["pytorch", "pytorch-comms", "json"]
+                } else {
+                    vec!["pytorch", "pytorch-comms"]
+                },
+            });
+        }
+        out.push(Case {
+            name: format!("dualpipe-p{p}"),
+            schedule: "dualpipe".into(),
+            plan: dualpipe(p, 2 * p, DualOptions::default())?,
+            formats: vec!["json"],
+        });
+        out.push(Case {
+            name: format!("chimera-p{p}"),
+            schedule: "chimera".into(),
+            plan: chimera(p, p, ChimeraOptions::default())?,
+            formats: vec!["json"],
+        });
+    }
+    Ok(out)
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+fn run(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let mut manifest = Vec::new();
+    for case in cases()? {
+        let problems = pipeweave_check::validate(&case.plan);
+        if let Some(p) = problems.first() {
+            return Err(format!("{} is not a valid plan: {p}", case.name));
+        }
+        for format in &case.formats {
+            let (text, ext) = match *format {
+                "pytorch" => (write_pytorch(&case.plan), "csv"),
+                "pytorch-comms" => (write_pytorch_comms(&case.plan), "comms.csv"),
+                _ => (write_json(&case.plan, None), "json"),
+            };
+            let file = format!("{}.{ext}", case.name);
+            let refused = match text {
+                Ok(text) => {
+                    write(&dir.join(&file), &text)?;
+                    None
+                }
+                // A format that cannot express the plan is part of what the suite reports.
+                Err(d) => Some(d.message),
+            };
+            manifest.push(serde_json::json!({
+                "refused": refused,
+                "name": format!("{}/{format}", case.name),
+                "schedule": case.schedule,
+                "format": format,
+                "file": file,
+                "ranks": case.plan.ranks(),
+                "stages_per_pipeline": case.plan.stages_per_pipeline(),
+                "pipelines": case.plan.model_copies(),
+                "microbatches": case.plan.num_microbatches(),
+                "placements": case.plan.pipelines().iter().map(|p| p.placement.clone()).collect::<Vec<_>>(),
+            }));
+        }
+    }
+    let text = serde_json::to_string_pretty(&manifest).map_err(|e| e.to_string())?;
+    write(&dir.join("manifest.json"), &text)
+}
+
+fn main() -> ExitCode {
+    let Some(dir) = std::env::args_os().nth(1).map(PathBuf::from) else {
+        eprintln!("usage: conformance_plans OUT_DIR");
+        return ExitCode::from(2);
+    };
+    match run(&dir) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

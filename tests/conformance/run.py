@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Conformance suite driver: exported pipeweave plans must train exactly like the unpipelined model.
+
+1. Makes sure a virtual environment with the pinned torch exists at
+   ${PIPEWEAVE_VENV:-~/.cache/pipeweave/torch-2.15.0} (creates it with pip when missing;
+   PIPEWEAVE_TORCH_INDEX_URL picks another package index, e.g. PyTorch's CPU wheels).
+2. Exports the suite's plans with pipeweave (`cargo run -p pipeweave-export --example
+   conformance_plans`), unless PIPEWEAVE_CONFORMANCE_PLANS names a folder that already holds them.
+3. Runs `python -m pipeweave_conformance PLANS` in that environment; its last line is
+   `N passed, N failed` and its exit code is non-zero on any failure.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import venv
+
+TORCH = "torch==2.15.0"
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def venv_python():
+    path = os.environ.get("PIPEWEAVE_VENV") or os.path.expanduser("~/.cache/pipeweave/torch-2.15.0")
+    python = os.path.join(path, "bin", "python")
+    check = "import torch, numpy, sys; sys.exit(0 if torch.__version__.split('+')[0] == '2.15.0' else 1)"
+    if os.path.exists(python) and subprocess.run([python, "-c", check]).returncode == 0:
+        return python
+    print(f"installing {TORCH} into {path}", flush=True)
+    if not os.path.exists(python):
+        venv.EnvBuilder(with_pip=True).create(path)
+    cmd = [python, "-m", "pip", "install", "--quiet", TORCH, "numpy"]
+    index = os.environ.get("PIPEWEAVE_TORCH_INDEX_URL")
+    if index:
+        cmd[4:4] = ["--index-url", index, "--extra-index-url", "https://pypi.org/simple"]
+    subprocess.run(cmd, check=True)
+    if subprocess.run([python, "-c", check]).returncode != 0:
+        sys.exit(f"error: {python} does not import {TORCH}")
+    return python
+
+
+def export_plans(out_dir):
+    cmd = ["cargo", "run", "--quiet", "--locked", "-p", "pipeweave-export", "--example", "conformance_plans", "--", out_dir]
+    subprocess.run(cmd, check=True, cwd=ROOT)
+
+
+def main():
+    python = venv_python()
+    with tempfile.TemporaryDirectory(prefix="pipeweave-conformance-") as tmp:
+        plans = os.environ.get("PIPEWEAVE_CONFORMANCE_PLANS")
+        if not plans:
+            plans = os.path.join(tmp, "plans")
+            export_plans(plans)
+        env = dict(os.environ, PYTHONPATH=HERE)
+        return subprocess.run([python, "-m", "pipeweave_conformance", plans], env=env).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
