@@ -1,4 +1,5 @@
 //! The `pipeweave` command driven as a user would: output, exit codes and files.
 
 mod commands;
+mod draw;
 mod plugins;
