@@ -4,12 +4,14 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod compare;
 mod draw;
 mod load;
 mod plugins;
 mod render;
 mod report;
 mod schedule;
+mod specs;
 mod sweep;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -121,6 +123,9 @@ enum Command {
         #[arg(long)]
         comms: bool,
     },
+    /// Compare schedules on a cluster spec: step time, bubbles, idle, memory, communication,
+    /// throughput and GPU-hours, and what each schedule is and requires
+    Compare(compare::CompareArgs),
     /// Write a plan in another format
     Convert {
         #[command(flatten)]
@@ -168,6 +173,10 @@ struct CostArgs {
     /// F=1,I=1,W=1,B=I+W, pair=F+B, transfer=0
     #[arg(long, value_name = "F=..,B=..,I=..,W=..,pair=..,transfer=..")]
     costs: Option<String>,
+    /// Costs from a cluster spec: a TOML file, a shipped spec's name, or `default`; its
+    /// `parallelism.pp` and `training.microbatches` are the defaults of -p and -m
+    #[arg(long, value_name = "FILE|NAME", conflicts_with = "costs")]
+    spec: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -328,10 +337,21 @@ fn run(cli: Cli, sources: &mut Sources) -> Result<(), Failure> {
             )
         }
         Command::Simulate {
-            plan,
+            mut plan,
             costs,
             format,
         } => {
+            if let Some(spec) = &costs.spec {
+                let spec = specs::load(spec, sources)?;
+                let (loaded, t, report) = specs::evaluate(&mut plan, &spec, sources)?;
+                return emit(
+                    None,
+                    &match format {
+                        Format::Text => specs::simulate_text(&loaded, &t, &report),
+                        Format::Json => specs::simulate_json(&loaded, &t, &report),
+                    },
+                );
+            }
             let costs = parse_costs(&costs)?;
             let loaded = load_valid(&plan, sources)?;
             let t = simulate(&loaded, &costs)?;
@@ -341,7 +361,20 @@ fn run(cli: Cli, sources: &mut Sources) -> Result<(), Failure> {
             };
             emit(None, &text)
         }
-        Command::Show { plan, costs } => {
+        Command::Show { mut plan, costs } => {
+            if let Some(spec) = &costs.spec {
+                let spec = specs::load(spec, sources)?;
+                let (loaded, t, report) = specs::evaluate(&mut plan, &spec, sources)?;
+                let head = format!(
+                    "spec {}: step time {}, times in seconds\n",
+                    report.spec,
+                    pipeweave_report::seconds(report.step_time_s)
+                );
+                return emit(
+                    None,
+                    &(head + &pipeweave_report::text_timeline(&loaded.plan, &t)),
+                );
+            }
             let costs = parse_costs(&costs)?;
             let loaded = load_valid(&plan, sources)?;
             let t = simulate(&loaded, &costs)?;
@@ -392,6 +425,17 @@ fn run(cli: Cli, sources: &mut Sources) -> Result<(), Failure> {
             let html = report::report(&many, &costing, &options, sources)?;
             emit(Some(&output), &html)?;
             emit(None, &format!("wrote {}\n", output.display()))
+        }
+        Command::Compare(args) => {
+            let (text, any) = compare::run(&args, sources)?;
+            emit(None, &text)?;
+            if any {
+                Ok(())
+            } else {
+                Err(Failure::Invalid(
+                    "error: none of the schedules could be simulated\n".into(),
+                ))
+            }
         }
         Command::Convert { plan, to, output } | Command::Compile { plan, to, output } => {
             let loaded = load_valid(&plan, sources)?;

@@ -35,6 +35,10 @@ pub struct Figures {
     pub out_of_memory: bool,
     /// Exposed communication over all pipeline ranks in one step.
     pub exposed_comm_s: f64,
+    /// The same as a share of all rank-time of the step.
+    pub exposed_comm_fraction: f64,
+    /// Pipeline ranks (for the mean exposed communication of a rank).
+    pub ranks: u32,
     pub tokens_per_s: f64,
     pub gpu_hours_per_million_tokens: f64,
     pub bubble_gpu_hours_per_million_tokens: f64,
@@ -69,6 +73,8 @@ impl Figures {
             gpu_memory_bytes: report.gpu_memory_bytes,
             out_of_memory: report.out_of_memory,
             exposed_comm_s: report.exposed_comm_s,
+            exposed_comm_fraction: report.exposed_comm_fraction,
+            ranks: report.pipeline_ranks,
             tokens_per_s: report.tokens_per_s,
             gpu_hours_per_million_tokens: report.gpu_hours_per_million_tokens,
             bubble_gpu_hours_per_million_tokens: report.bubble_gpu_hours_per_million_tokens,
@@ -132,6 +138,8 @@ pub struct Comparison {
     /// P and M the schedules were built for.
     pub ranks: u32,
     pub microbatches: u32,
+    /// The spec's own micro-batches per step (M may differ).
+    pub spec_microbatches: u32,
     /// Whether the unit-cost makespan column is shown.
     pub units: bool,
     pub rows: Vec<Row>,
@@ -146,7 +154,7 @@ impl Comparison {
     /// The line that says what was compared, on which spec.
     pub fn title(&self) -> String {
         format!(
-            "spec {}{}: {} × {}, P = {}, M = {}",
+            "spec {}{}: {} × {}, P = {}, M = {}{}",
             self.spec,
             if self.default_spec {
                 " (built-in default)"
@@ -156,7 +164,12 @@ impl Comparison {
             self.gpus,
             self.gpu,
             self.ranks,
-            self.microbatches
+            self.microbatches,
+            if self.microbatches == self.spec_microbatches {
+                String::new()
+            } else {
+                format!(" (the spec has {})", self.spec_microbatches)
+            }
         )
     }
 }
@@ -177,6 +190,7 @@ impl Comparison {
             gpu: spec.cluster.gpu.clone(),
             ranks,
             microbatches,
+            spec_microbatches: spec.training.microbatches,
             units,
             rows: Vec::new(),
         }
@@ -323,7 +337,7 @@ pub fn figures_table(c: &Comparison) -> Table {
             "activations (peak)",
             "weights",
             "memory/GPU",
-            "exposed comm",
+            "exposed comm/rank",
             "tokens/s",
             "bubble GPU-h/Mtok",
         ]
@@ -350,7 +364,11 @@ pub fn figures_table(c: &Comparison) -> Table {
                         format!("{} ({})", gib_text(f.activation_bytes), f.peak_activations),
                         gib_text(f.weight_bytes),
                         memory_text(f),
-                        seconds(f.exposed_comm_s),
+                        format!(
+                            "{} ({})",
+                            seconds(f.exposed_comm_s / f64::from(f.ranks.max(1))),
+                            percent(f.exposed_comm_fraction)
+                        ),
                         si(f.tokens_per_s),
                         format!("{:.4}", f.bubble_gpu_hours_per_million_tokens),
                     ]);
@@ -578,6 +596,7 @@ const CSV_COLUMNS: &[&str] = &[
     "gpu_memory_bytes",
     "out_of_memory",
     "exposed_comm_s",
+    "exposed_comm_fraction",
     "tokens_per_s",
     "gpu_hours_per_million_tokens",
     "bubble_gpu_hours_per_million_tokens",
@@ -616,11 +635,12 @@ pub fn compare_csv(c: &Comparison) -> String {
                 num(f.gpu_memory_bytes),
                 f.out_of_memory.to_string(),
                 num(f.exposed_comm_s),
+                num(f.exposed_comm_fraction),
                 num(f.tokens_per_s),
                 num(f.gpu_hours_per_million_tokens),
                 num(f.bubble_gpu_hours_per_million_tokens),
             ]),
-            Err(_) => cells.extend(std::iter::repeat_n(String::new(), 15)),
+            Err(_) => cells.extend(std::iter::repeat_n(String::new(), 16)),
         }
         match &row.traits {
             Some(t) => cells.extend([
@@ -669,6 +689,7 @@ pub fn compare_json(c: &Comparison) -> String {
                             "gpu_memory_bytes": f.gpu_memory_bytes,
                             "out_of_memory": f.out_of_memory,
                             "exposed_comm_s": f.exposed_comm_s,
+                            "exposed_comm_fraction": f.exposed_comm_fraction,
                             "tokens_per_s": f.tokens_per_s,
                             "gpu_hours_per_million_tokens": f.gpu_hours_per_million_tokens,
                             "bubble_gpu_hours_per_million_tokens": f.bubble_gpu_hours_per_million_tokens,
@@ -702,6 +723,7 @@ pub fn compare_json(c: &Comparison) -> String {
         "gpu": c.gpu,
         "ranks": c.ranks,
         "microbatches": c.microbatches,
+        "spec_microbatches": c.spec_microbatches,
         "rows": rows,
     });
     let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
@@ -770,14 +792,8 @@ pub fn fit_spec(spec: &Spec, plan: &Plan) -> Result<(Spec, Vec<String>), String>
             if each == "1" { "" } else { "s" }
         ));
     }
-    let m = plan.num_microbatches();
-    if m != out.training.microbatches {
-        notes.push(format!(
-            "{m} micro-batches per step instead of the spec's {}",
-            out.training.microbatches
-        ));
-        out.training.microbatches = m;
-    }
+    // The comparison's title says when M differs from the spec's; every row would repeat it.
+    out.training.microbatches = plan.num_microbatches();
     Ok((out, notes))
 }
 

@@ -1,5 +1,6 @@
 //! The `pipeweave` command driven as a user would: output, exit codes and files.
 
 mod commands;
+mod compare;
 mod draw;
 mod plugins;

@@ -1,0 +1,248 @@
+//! `pipeweave compare`: several schedules under the same P and M on one spec, as tables of figures
+//! and traits (text, Markdown, CSV or JSON).
+//!
+//! A schedule that cannot be built for the parameters (a failed requirement, an invalid plan)
+//! keeps its row with the reason; a name that is no schedule, plugin or file at all is an error.
+
+use crate::render::Sources;
+use crate::specs::{self, LoadedSpec};
+use crate::{Failure, PlanArgs};
+use clap::{Args, ValueEnum};
+use pipeweave_diagnostics::FileId;
+use pipeweave_dsl::syntax::ItemKind;
+use pipeweave_report::Comparison;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Library schedules, `.weave` files, plugins (`NAME` or `plugin:NAME`) or plan files
+    #[arg(value_name = "SCHEDULE", required = true)]
+    pub schedules: Vec<String>,
+    /// The cluster spec: a TOML file, a shipped spec's name, or `default` (the default)
+    #[arg(long, value_name = "FILE|NAME")]
+    pub spec: Option<String>,
+    /// Ranks P (default: the spec's `parallelism.pp`)
+    #[arg(short = 'p', long = "ranks", value_name = "P")]
+    pub ranks: Option<u32>,
+    /// Micro-batches M (default: the spec's `training.microbatches`)
+    #[arg(short = 'm', long = "microbatches", value_name = "M")]
+    pub microbatches: Option<u32>,
+    /// Stages per rank v, for the schedules that take it
+    #[arg(short = 'v', long = "stages-per-rank", value_name = "V")]
+    pub stages_per_rank: Option<u32>,
+    /// A schedule parameter, given to every schedule that declares it (repeatable)
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
+    /// Pipelines in an actions file
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub pipelines: u32,
+    /// A directory to search for plugins first (repeatable)
+    #[arg(long = "plugin-dir", value_name = "DIR")]
+    pub plugin_dirs: Vec<PathBuf>,
+    /// Also show the makespan with unit costs (F = I = W = 1)
+    #[arg(long)]
+    pub units: bool,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
+    pub format: CompareFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    Text,
+    Markdown,
+    Csv,
+    Json,
+}
+
+/// A failure in one line of plain words, for a row that could not run.
+pub fn reason(failure: &Failure) -> String {
+    let text = match failure {
+        Failure::Invalid(t) | Failure::Usage(t) => t.clone(),
+        Failure::Diagnostics(diags) => {
+            let errors: Vec<&str> = diags
+                .iter()
+                .filter(|d| d.is_error())
+                .map(|d| d.message.as_str())
+                .collect();
+            match errors.as_slice() {
+                [] => "invalid input".to_owned(),
+                [one] => (*one).to_owned(),
+                [first, rest @ ..] => format!("{first} (and {} more problems)", rest.len()),
+            }
+        }
+    };
+    let line = text.lines().next().unwrap_or_default().trim();
+    line.strip_prefix("error: ").unwrap_or(line).to_owned()
+}
+
+/// What a schedule declares: its parameters and its requirements in words.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Declared {
+    pub params: Vec<String>,
+    pub requires: String,
+}
+
+/// The parameters and requirements of a library schedule, `.weave` file or plugin; `None` for a
+/// plan file or a name nothing answers to.
+pub fn declared(schedule: &str, plugin_dirs: &[PathBuf]) -> Option<Declared> {
+    let source = if let Some(entry) = pipeweave_dsl::library::get(schedule) {
+        Some(entry.source.to_owned())
+    } else if schedule.ends_with(".weave") {
+        std::fs::read_to_string(schedule).ok()
+    } else {
+        None
+    };
+    if let Some(source) = source {
+        let (parsed, _) = pipeweave_dsl::parse(FileId(0), &source);
+        let params = parsed.params().map(|(n, _, _)| n.text.clone()).collect();
+        let requires: Vec<String> = parsed
+            .items
+            .iter()
+            .filter_map(|i| match &i.kind {
+                ItemKind::Require(r) => source.get(r.cond.span.clone()).map(str::to_owned),
+                _ => None,
+            })
+            // `v >= 1` is a sanity check, not something a user plans around.
+            .filter(|c| !c.starts_with("v >="))
+            .collect();
+        return Some(Declared {
+            params,
+            requires: requires.join("; "),
+        });
+    }
+    let target = schedule
+        .strip_prefix(crate::plugins::PREFIX)
+        .unwrap_or(schedule);
+    if Path::new(schedule).exists() && !schedule.starts_with(crate::plugins::PREFIX) {
+        return None;
+    }
+    let search = crate::plugins::search_path(plugin_dirs);
+    let plugin = if target.contains('/') {
+        pipeweave_plugin_host::Plugin::load(Path::new(target)).ok()?
+    } else {
+        pipeweave_plugin_host::load_named(target, &search).ok()?
+    };
+    let m = plugin.metadata();
+    Some(Declared {
+        params: m.params.iter().map(|p| p.name.clone()).collect(),
+        requires: m.requires.clone(),
+    })
+}
+
+/// Whether anything answers to `schedule`: a library schedule, a `.weave` or plan file, a plugin.
+fn exists(schedule: &str, plugin_dirs: &[PathBuf]) -> bool {
+    crate::schedule::is_schedule(schedule)
+        || schedule.starts_with(crate::plugins::PREFIX)
+        || Path::new(schedule).exists()
+        || crate::plugins::exists(schedule, plugin_dirs)
+}
+
+/// The parameters every schedule is built with.
+#[derive(Debug, Clone)]
+pub struct Common {
+    pub ranks: u32,
+    pub microbatches: u32,
+    pub stages_per_rank: Option<u32>,
+    pub set: Vec<String>,
+    pub pipelines: u32,
+    pub plugin_dirs: Vec<PathBuf>,
+}
+
+impl Common {
+    /// The arguments of one schedule: `--set` and `-v` only where the schedule declares them.
+    fn plan_args(&self, schedule: &str, declared: Option<&Declared>) -> PlanArgs {
+        let takes = |name: &str| declared.is_some_and(|d| d.params.iter().any(|p| p == name));
+        let is_file = declared.is_none() && Path::new(schedule).exists();
+        PlanArgs {
+            plan: schedule.to_owned(),
+            pipelines: self.pipelines,
+            ranks: (!is_file).then_some(self.ranks),
+            microbatches: (!is_file).then_some(self.microbatches),
+            stages_per_rank: self.stages_per_rank.filter(|_| takes("v")),
+            set: self
+                .set
+                .iter()
+                .filter(|kv| takes(kv.split_once('=').map_or(kv.as_str(), |(k, _)| k.trim())))
+                .cloned()
+                .collect(),
+            plugin_dirs: self.plugin_dirs.clone(),
+        }
+    }
+}
+
+/// Builds the comparison of `schedules` on `spec`: each row loaded, validated and simulated on
+/// the spec adapted to its plan.
+pub fn comparison(
+    schedules: &[String],
+    common: &Common,
+    spec: &LoadedSpec,
+    units: bool,
+    sources: &mut Sources,
+) -> Result<Comparison, Failure> {
+    for s in schedules {
+        if !exists(s, &common.plugin_dirs) {
+            return Err(Failure::Invalid(format!(
+                "error: no schedule, plugin or plan file named `{s}`\n"
+            )));
+        }
+    }
+    let declared: Vec<Option<Declared>> = schedules
+        .iter()
+        .map(|s| declared(s, &common.plugin_dirs))
+        .collect();
+    for kv in &common.set {
+        let Some((name, _)) = kv.split_once('=') else {
+            return Err(Failure::Usage(format!(
+                "--set expects NAME=VALUE, found `{kv}`"
+            )));
+        };
+        let name = name.trim();
+        if !declared
+            .iter()
+            .flatten()
+            .any(|d| d.params.iter().any(|p| p == name))
+        {
+            return Err(Failure::Usage(format!(
+                "--set {kv}: none of the schedules has a parameter `{name}`"
+            )));
+        }
+    }
+    let mut c = Comparison::new(
+        &spec.spec,
+        spec.default,
+        common.ranks,
+        common.microbatches,
+        units,
+    );
+    for (s, d) in schedules.iter().zip(&declared) {
+        let args = common.plan_args(s, d.as_ref());
+        let requires = d.as_ref().map(|d| d.requires.clone()).unwrap_or_default();
+        match crate::load_valid(&args, sources) {
+            Ok(loaded) => c.push(&spec.spec, s.clone(), requires, Ok(&loaded.plan)),
+            Err(f) => c.push(&spec.spec, s.clone(), requires, Err(reason(&f))),
+        }
+    }
+    Ok(c)
+}
+
+/// `pipeweave compare`: the rendered comparison, and whether any schedule ran.
+pub fn run(args: &CompareArgs, sources: &mut Sources) -> Result<(String, bool), Failure> {
+    let spec = specs::load_or_default(args.spec.as_deref(), sources)?;
+    let common = Common {
+        ranks: args.ranks.unwrap_or(spec.spec.parallelism.pp),
+        microbatches: args.microbatches.unwrap_or(spec.spec.training.microbatches),
+        stages_per_rank: args.stages_per_rank,
+        set: args.set.clone(),
+        pipelines: args.pipelines,
+        plugin_dirs: args.plugin_dirs.clone(),
+    };
+    let c = comparison(&args.schedules, &common, &spec, args.units, sources)?;
+    let text = match args.format {
+        CompareFormat::Text => pipeweave_report::compare_text(&c),
+        CompareFormat::Markdown => pipeweave_report::compare_markdown(&c),
+        CompareFormat::Csv => pipeweave_report::compare_csv(&c),
+        CompareFormat::Json => pipeweave_report::compare_json(&c),
+    };
+    Ok((text, c.simulated() > 0))
+}

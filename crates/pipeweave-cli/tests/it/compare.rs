@@ -1,0 +1,229 @@
+//! `--spec` on `simulate` and `show`, and `compare`: tables on shipped specs, rows that cannot run,
+//! exit codes, and bad specs rendered with file:line:column. The plugins must be built
+//! (`cargo build --workspace`); the binary finds them next to itself.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs `pipeweave` in the crate's folder with no plugin path from the environment; returns
+/// (exit code, stdout, stderr).
+fn pipeweave(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pipeweave"))
+        .args(args)
+        .current_dir(crate_dir())
+        .env_remove("PIPEWEAVE_PLUGIN_PATH")
+        .output()
+        .expect("the pipeweave binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).expect("valid JSON")
+}
+
+/// The figure `key` of the row for `schedule` in `compare --format json` output.
+fn figure(v: &serde_json::Value, schedule: &str, key: &str) -> f64 {
+    let rows = v["rows"].as_array().expect("rows");
+    let row = rows
+        .iter()
+        .find(|r| r["schedule"] == schedule)
+        .expect("a row for the schedule");
+    row["figures"][key].as_f64().expect("a number")
+}
+
+#[test]
+fn simulate_with_a_shipped_spec() {
+    let (code, out, err) = pipeweave(&["simulate", "1f1b", "--spec", "unit"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn simulate_json_keeps_the_unit_keys_and_adds_the_spec() {
+    let (code, out, _) = pipeweave(&["simulate", "1f1b", "--spec", "unit", "--format", "json"]);
+    assert_eq!(code, 0);
+    let v = json(&out);
+    let makespan = v["makespan"].as_f64().expect("makespan");
+    assert_eq!(v["spec"]["step_time_s"].as_f64(), Some(makespan));
+    assert!(v["bubble_fraction"].as_f64().is_some());
+    let ranks = v["ranks"].as_array().expect("ranks");
+    assert_eq!(ranks.len(), 4);
+    for r in ranks {
+        let (busy, idle) = (r["busy"].as_f64(), r["idle"].as_f64());
+        assert!((busy.expect("busy") + idle.expect("idle") - makespan).abs() < 1e-9);
+        assert!(r["peak_activations"].as_u64().is_some());
+        assert!(r["memory"]["total_bytes"].as_f64().is_some());
+    }
+}
+
+#[test]
+fn spec_file_by_path_gives_the_same_figures_as_by_name() {
+    let by_name = pipeweave(&["simulate", "zb-h1", "--spec", "unit", "--format", "json"]);
+    let by_path = pipeweave(&[
+        "simulate",
+        "zb-h1",
+        "--spec",
+        "../../specs/unit.toml",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(by_name.0, 0);
+    assert_eq!(by_name.1, by_path.1);
+}
+
+#[test]
+fn show_with_a_spec_draws_seconds() {
+    let (code, out, err) = pipeweave(&["show", "gpipe", "--spec", "unit", "-m", "8"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert!(out.starts_with("spec unit: step time "), "{out}");
+}
+
+#[test]
+fn a_plan_that_does_not_fit_the_spec_points_at_the_key() {
+    let (code, out, err) = pipeweave(&["simulate", "1f1b", "--spec", "unit", "-m", "4"]);
+    assert_eq!((code, out.as_str()), (1, ""));
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn a_bad_spec_is_rendered_with_its_places() {
+    let (code, out, err) = pipeweave(&[
+        "simulate",
+        "1f1b",
+        "--spec",
+        "tests/fixtures/specs/bad-spec.toml",
+    ]);
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert!(err.contains("bad-spec.toml:6:15"), "{err}");
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn unknown_spec_and_conflicting_costs() {
+    let (code, _, err) = pipeweave(&["simulate", "1f1b", "--spec", "nowhere"]);
+    assert_eq!(code, 1);
+    insta::assert_snapshot!(err);
+    let (code, _, _) = pipeweave(&["simulate", "1f1b", "--spec", "unit", "--costs", "F=2"]);
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn compare_issue5_line_on_the_default_spec() {
+    let (code, out, err) = pipeweave(&["compare", "chimera", "dualpipe", "dualpipev", "1f1b"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert!(out.starts_with("spec dense-70b-h100-pp8 (built-in default)"));
+    insta::assert_snapshot!(out);
+}
+
+/// The showcase: on DeepSeek-V3's cluster DualPipe hides the expert all-to-all that Chimera pays
+/// in full, and fills more of its bubble.
+#[test]
+fn compare_chimera_and_dualpipe_on_deepseek_v3() {
+    let args = [
+        "compare",
+        "chimera",
+        "dualpipe",
+        "--spec",
+        "deepseek-v3-h800-pp16-ep64",
+        "--units",
+    ];
+    let (code, out, err) = pipeweave(&args);
+    assert_eq!((code, err.as_str()), (0, ""));
+    insta::assert_snapshot!(out);
+    let (_, out, _) = pipeweave(&[&args[..], &["--format", "json"]].concat());
+    let v = json(&out);
+    let f = |s: &str, k: &str| figure(&v, s, k);
+    assert!(f("dualpipe", "step_time_s") < 0.7 * f("chimera", "step_time_s"));
+    assert!(f("dualpipe", "exposed_comm_s") < 0.25 * f("chimera", "exposed_comm_s"));
+    assert!(f("dualpipe", "bubble_fraction") < f("chimera", "bubble_fraction"));
+    // Both hold two model copies: the same weights per GPU.
+    assert_eq!(f("dualpipe", "weight_bytes"), f("chimera", "weight_bytes"));
+}
+
+#[test]
+fn compare_formats_on_the_unit_spec() {
+    for format in ["markdown", "csv", "json"] {
+        let (code, out, err) = pipeweave(&[
+            "compare",
+            "1f1b",
+            "zb-h1",
+            "dualpipev",
+            "--spec",
+            "unit",
+            "--format",
+            format,
+        ]);
+        assert_eq!((code, err.as_str()), (0, ""), "{format}");
+        insta::assert_snapshot!(format!("compare_unit_{format}"), out);
+    }
+}
+
+#[test]
+fn compare_keeps_schedules_whose_requirements_fail() {
+    let (code, out, err) = pipeweave(&[
+        "compare",
+        "1f1b",
+        "dualpipev",
+        "dualpipe",
+        "--spec",
+        "unit",
+        "-m",
+        "6",
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert!(out.contains("dualpipev: not run: DualPipeV needs at least 2P micro-batches"));
+    assert!(out.contains("dualpipe: not run: dualpipe needs at least twice as many"));
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn compare_fails_when_nothing_runs() {
+    let (code, out, err) = pipeweave(&["compare", "dualpipe", "--spec", "unit", "-m", "2"]);
+    assert_eq!(code, 1);
+    assert!(out.contains("not run"));
+    assert_eq!(err, "error: none of the schedules could be simulated\n");
+}
+
+#[test]
+fn compare_usage_errors() {
+    let (code, _, err) = pipeweave(&["compare", "1f1b", "no-such-schedule"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "error: no schedule, plugin or plan file named `no-such-schedule`\n"
+    );
+    let (code, _, err) = pipeweave(&["compare", "1f1b", "dualpipe", "--set", "bogus=1"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("none of the schedules has a parameter `bogus`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn compare_gives_set_only_to_schedules_that_declare_it() {
+    let (code, out, err) = pipeweave(&[
+        "compare",
+        "1f1b",
+        "dualpipe",
+        "--spec",
+        "unit",
+        "--set",
+        "overlap=false",
+        "--format",
+        "json",
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let v = json(&out);
+    let rows = v["rows"].as_array().expect("rows");
+    assert!(rows.iter().all(|r| r.get("figures").is_some()));
+    assert_eq!(rows[1]["traits"]["overlap"], false);
+}
