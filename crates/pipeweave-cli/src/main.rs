@@ -8,6 +8,7 @@ mod compare;
 mod draw;
 mod load;
 mod plugins;
+mod recommend;
 mod render;
 mod report;
 mod schedule;
@@ -126,6 +127,9 @@ enum Command {
     /// Compare schedules on a cluster spec: step time, bubbles, idle, memory, communication,
     /// throughput and GPU-hours, and what each schedule is and requires
     Compare(compare::CompareArgs),
+    /// Search pipeline degree, schedule, micro-batches and stages per rank on a spec and explain
+    /// the best plan that fits in memory
+    Recommend(recommend::RecommendArgs),
     /// Write a plan in another format
     Convert {
         #[command(flatten)]
@@ -436,6 +440,13 @@ fn run(cli: Cli, sources: &mut Sources) -> Result<(), Failure> {
                     "error: none of the schedules could be simulated\n".into(),
                 ))
             }
+        }
+        Command::Recommend(args) => {
+            let (text, warnings) = recommend::run(&args, sources)?;
+            for w in warnings {
+                eprintln!("warning: {w}");
+            }
+            emit(None, &text)
         }
         Command::Convert { plan, to, output } | Command::Compile { plan, to, output } => {
             let loaded = load_valid(&plan, sources)?;

@@ -5,6 +5,7 @@
 
 mod compare;
 mod html;
+mod recommend;
 mod svg;
 mod sweep;
 mod text;
@@ -15,6 +16,9 @@ pub use compare::{
     traits_table,
 };
 pub use html::{Block, HtmlReport, Section, html_page};
+pub use recommend::{
+    Candidate, Planner, Recommendation, SearchSchedule, Verdict, recommend, recommend_text,
+};
 pub use svg::{TimeUnit, TimelineChart, Transfer, timelines_svg, transfers};
 pub use sweep::{
     Metric, Sweep, SweepPoint, SweepSeries, SweepTable, sweep_csv, sweep_json, sweep_svg,
