@@ -508,6 +508,10 @@ pub fn recommend_text(r: &Recommendation) -> String {
             ),
         };
         let _ = writeln!(s, "  {:<22} {why}", v.schedule);
+        // A requirement that ruled out some shapes of a schedule that was built elsewhere.
+        if let (Some(reason), true) = (&v.unmet, v.least_memory.is_some()) {
+            let _ = writeln!(s, "  {:<22} not buildable in some shapes: {reason}", "");
+        }
     }
     if !r.rejected_pp.is_empty() {
         s.push_str("\npipeline degrees left out\n");

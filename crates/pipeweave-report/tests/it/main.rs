@@ -3,6 +3,7 @@
 
 mod compare;
 mod html;
+mod recommend;
 mod sweep;
 mod timelines;
 

@@ -1,0 +1,110 @@
+//! `recommend` on every shipped spec, with the library schedules and the three generators the
+//! plugins export: the choice and its reasons pinned as snapshots.
+
+use pipeweave_plan::Plan;
+use pipeweave_report::{Planner, SearchSchedule, recommend, recommend_text};
+use pipeweave_spec::{SHIPPED_SPECS, Spec};
+
+/// Library schedules compiled in memory; `chimera`, `dualpipe` and `plugin:dualpipev` from the
+/// generators with their defaults (what the plugins return).
+struct InMemory;
+
+impl Planner for InMemory {
+    fn plan(&self, schedule: &str, p: u32, m: u32, v: Option<u32>) -> Result<Plan, String> {
+        let dual = pipeweave_generators::DualOptions::default();
+        let plan = match schedule {
+            "chimera" => pipeweave_generators::chimera(
+                p,
+                m,
+                pipeweave_generators::ChimeraOptions::default(),
+            )?,
+            "dualpipe" => pipeweave_generators::dualpipe(p, m, dual)?,
+            "plugin:dualpipev" => pipeweave_generators::dualpipev(p, m, dual)?,
+            name => {
+                let entry = pipeweave_dsl::library::get(name).ok_or("no such schedule")?;
+                let mut args = pipeweave_dsl::Args::new(p, m);
+                if let Some(v) = v {
+                    args = args.with("v", i64::from(v));
+                }
+                pipeweave_dsl::compile(pipeweave_diagnostics::FileId(0), entry.source, &args)
+                    .map_err(|d| d[0].message.clone())?
+                    .plan
+            }
+        };
+        if pipeweave_check::validate(&plan).is_empty() {
+            Ok(plan)
+        } else {
+            Err("invalid plan".into())
+        }
+    }
+}
+
+fn schedules() -> Vec<SearchSchedule> {
+    let mut out: Vec<SearchSchedule> = pipeweave_dsl::library::all()
+        .map(|e| SearchSchedule {
+            name: e.name.to_owned(),
+            takes_v: pipeweave_dsl::info(e.source)
+                .params
+                .iter()
+                .any(|p| p.name == "v"),
+        })
+        .collect();
+    for name in ["chimera", "dualpipe", "plugin:dualpipev"] {
+        out.push(SearchSchedule {
+            name: name.to_owned(),
+            takes_v: false,
+        });
+    }
+    out
+}
+
+fn spec(source: &str) -> Spec {
+    pipeweave_spec::parse(source, pipeweave_diagnostics::FileId(0))
+        .0
+        .expect("a shipped spec parses")
+}
+
+#[test]
+fn every_spec_file_is_shipped() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../specs");
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .expect("specs folder")
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_suffix(".toml")
+                .map(str::to_owned)
+        })
+        .collect();
+    files.sort();
+    let shipped: Vec<&str> = SHIPPED_SPECS.iter().map(|s| s.name).collect();
+    assert_eq!(files, shipped);
+}
+
+#[test]
+fn recommend_on_every_shipped_spec() {
+    for shipped in SHIPPED_SPECS {
+        let r = recommend(&spec(shipped.source), &schedules(), &InMemory);
+        // The choice fits and is the fastest that does.
+        if let Some(c) = &r.choice {
+            assert!(!c.figures.out_of_memory);
+            for v in r.verdicts.iter().filter_map(|v| v.best.as_ref()) {
+                assert!(
+                    v.figures.step_time_s >= c.figures.step_time_s,
+                    "{}",
+                    v.label()
+                );
+            }
+        }
+        insta::assert_snapshot!(format!("recommend_{}", shipped.name), recommend_text(&r));
+    }
+}
+
+#[test]
+fn recommend_is_deterministic() {
+    let s = spec(SHIPPED_SPECS[4].source);
+    let a = recommend_text(&recommend(&s, &schedules(), &InMemory));
+    let b = recommend_text(&recommend(&s, &schedules(), &InMemory));
+    assert_eq!(a, b);
+}
