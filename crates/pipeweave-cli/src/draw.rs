@@ -1,14 +1,16 @@
 //! `pipeweave render`: simulated timelines of several schedules as one SVG, and what `sweep` and
 //! `report` share with it: several schedules under the same parameters, each loaded, validated and
-//! simulated under unit costs or a spec.
+//! simulated under unit costs or on a spec (adapted to each plan's shape, as `compare` does).
 
+use crate::compare::{Declared, declared};
 use crate::render::Sources;
+use crate::specs::{self, LoadedSpec};
 use crate::{Failure, PlanArgs};
 use clap::Args;
 use pipeweave_plan::Plan;
-use pipeweave_report::{TimeUnit, TimelineChart, timelines_svg, transfers};
+use pipeweave_report::{TimeUnit, TimelineChart, fit_spec, timelines_svg, transfers};
 use pipeweave_sim::{CostModel, Timeline, UnitCosts};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Several schedules built with the same parameters.
 #[derive(Debug, Args)]
@@ -19,16 +21,20 @@ pub struct ManyArgs {
     /// Pipelines in an actions file
     #[arg(long, value_name = "K", default_value_t = 1)]
     pub pipelines: u32,
-    /// Ranks P (schedules only)
+    /// Durations from a cluster spec (a TOML file, a shipped spec's name, or `default`), times in
+    /// seconds; without it, unit costs
+    #[arg(long, value_name = "FILE|NAME")]
+    pub spec: Option<String>,
+    /// Ranks P (default with --spec: its `parallelism.pp`)
     #[arg(short = 'p', long = "ranks", value_name = "P")]
     pub ranks: Option<u32>,
-    /// Micro-batches M (schedules only)
+    /// Micro-batches M (default with --spec: its `training.microbatches`)
     #[arg(short = 'm', long = "microbatches", value_name = "M")]
     pub microbatches: Option<u32>,
-    /// Stages per rank v (schedules that take it)
+    /// Stages per rank v, for the schedules that take it
     #[arg(short = 'v', long = "stages-per-rank", value_name = "V")]
     pub stages_per_rank: Option<u32>,
-    /// Any other schedule parameter, given to every schedule (repeatable)
+    /// A schedule parameter, given to every schedule that declares it (repeatable)
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub set: Vec<String>,
     /// A directory to search for plugins first (repeatable)
@@ -36,16 +42,74 @@ pub struct ManyArgs {
     pub plugin_dirs: Vec<PathBuf>,
 }
 
+/// One SCHEDULE argument with what it declares (`None` for a plan file).
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    pub name: String,
+    declared: Option<Declared>,
+}
+
 impl ManyArgs {
-    /// The arguments of one schedule, with P and M overridden where given.
-    pub fn plan_args(&self, schedule: &str, ranks: Option<u32>, mbs: Option<u32>) -> PlanArgs {
+    /// The schedules with their declared parameters; `--set` must name a parameter of at least
+    /// one of them (as in `compare`).
+    pub fn schedules(&self) -> Result<Vec<Schedule>, Failure> {
+        let out: Vec<Schedule> = self
+            .schedules
+            .iter()
+            .map(|s| Schedule {
+                name: s.clone(),
+                declared: declared(s, &self.plugin_dirs),
+            })
+            .collect();
+        for kv in &self.set {
+            let Some((name, _)) = kv.split_once('=') else {
+                return Err(Failure::Usage(format!(
+                    "--set expects NAME=VALUE, found `{kv}`"
+                )));
+            };
+            let name = name.trim();
+            let known = out
+                .iter()
+                .filter_map(|s| s.declared.as_ref())
+                .any(|d| d.params.iter().any(|p| p == name));
+            if !known {
+                return Err(Failure::Usage(format!(
+                    "--set {kv}: none of the schedules has a parameter `{name}`"
+                )));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The arguments of one schedule: P and M from `ranks`/`mbs` (a sweep's value), else the
+    /// command line, else the costing's defaults; `-v` and `--set` only where declared.
+    pub fn plan_args(
+        &self,
+        schedule: &Schedule,
+        costing: &Costing,
+        ranks: Option<u32>,
+        mbs: Option<u32>,
+    ) -> PlanArgs {
+        let declared = schedule.declared.as_ref();
+        let takes = |name: &str| declared.is_some_and(|d| d.params.iter().any(|p| p == name));
+        let is_file = declared.is_none() && Path::new(&schedule.name).exists();
+        let (default_p, default_m) = costing.defaults();
         PlanArgs {
-            plan: schedule.to_owned(),
+            plan: schedule.name.clone(),
             pipelines: self.pipelines,
-            ranks: ranks.or(self.ranks),
-            microbatches: mbs.or(self.microbatches),
-            stages_per_rank: self.stages_per_rank,
-            set: self.set.clone(),
+            ranks: (!is_file)
+                .then(|| ranks.or(self.ranks).or(default_p))
+                .flatten(),
+            microbatches: (!is_file)
+                .then(|| mbs.or(self.microbatches).or(default_m))
+                .flatten(),
+            stages_per_rank: self.stages_per_rank.filter(|_| takes("v")),
+            set: self
+                .set
+                .iter()
+                .filter(|kv| takes(kv.split_once('=').map_or(kv.as_str(), |(k, _)| k.trim())))
+                .cloned()
+                .collect(),
             plugin_dirs: self.plugin_dirs.clone(),
         }
     }
@@ -78,12 +142,34 @@ impl Run {
 pub enum Costing {
     /// F = I = W = 1, B = 2, no transfer time.
     Unit,
+    /// A cluster spec, adapted to each plan's shape ([`fit_spec`]); times in seconds.
+    Spec(Box<LoadedSpec>),
 }
 
 impl Costing {
+    /// Unit costs, or the spec `--spec` names.
+    pub fn from_arg(spec: Option<&str>, sources: &mut Sources) -> Result<Costing, Failure> {
+        Ok(match spec {
+            None => Costing::Unit,
+            Some(arg) => Costing::Spec(Box::new(specs::load(arg, sources)?)),
+        })
+    }
+
     pub fn unit(&self) -> TimeUnit {
         match self {
             Costing::Unit => TimeUnit::Units,
+            Costing::Spec(_) => TimeUnit::Seconds,
+        }
+    }
+
+    /// P and M when the command line leaves them out: the spec's.
+    fn defaults(&self) -> (Option<u32>, Option<u32>) {
+        match self {
+            Costing::Unit => (None, None),
+            Costing::Spec(s) => (
+                Some(s.spec.parallelism.pp),
+                Some(s.spec.training.microbatches),
+            ),
         }
     }
 
@@ -93,38 +179,30 @@ impl Costing {
             Costing::Unit => {
                 "unit costs: F = I = W = 1, B = 2, F&B pair = F + B, no transfer time".to_owned()
             }
+            Costing::Spec(s) => format!(
+                "spec {}{}: {} × {}; times in seconds, the spec adapted to each schedule's shape",
+                s.spec.name,
+                if s.default { " (built-in default)" } else { "" },
+                s.spec.cluster.gpus(),
+                s.spec.cluster.gpu
+            ),
         }
     }
-}
-
-/// Turns a failure into one line of plain words, for a table cell or a list of rejected schedules.
-pub fn reason(failure: &Failure) -> String {
-    let text = match failure {
-        Failure::Invalid(t) | Failure::Usage(t) => t.clone(),
-        Failure::Diagnostics(diags) => {
-            let errors: Vec<&str> = diags
-                .iter()
-                .filter(|d| d.is_error())
-                .map(|d| d.message.as_str())
-                .collect();
-            match errors.as_slice() {
-                [] => "invalid input".to_owned(),
-                [one] => (*one).to_owned(),
-                [first, rest @ ..] => format!("{first} (and {} more problems)", rest.len()),
-            }
-        }
-    };
-    let line = text.lines().next().unwrap_or_default().trim();
-    line.strip_prefix("error: ").unwrap_or(line).to_owned()
 }
 
 /// Loads, validates and simulates one schedule.
 pub fn run(args: &PlanArgs, costing: &Costing, sources: &mut Sources) -> Result<Run, Failure> {
     let loaded = crate::load_valid(args, sources)?;
-    let costs: Box<dyn CostModel> = match costing {
-        Costing::Unit => Box::new(UnitCosts),
+    let (costs, timeline): (Box<dyn CostModel>, Timeline) = match costing {
+        Costing::Unit => (Box::new(UnitCosts), crate::simulate(&loaded, &UnitCosts)?),
+        Costing::Spec(spec) => {
+            let (fitted, _) = fit_spec(&spec.spec, &loaded.plan)
+                .map_err(|r| Failure::Invalid(format!("error: {}: {r}\n", args.plan)))?;
+            let (costs, timeline, _) =
+                pipeweave_spec::evaluate(&fitted, &loaded.plan).map_err(Failure::Diagnostics)?;
+            (Box::new(costs), timeline)
+        }
     };
-    let timeline = crate::simulate(&loaded, costs.as_ref())?;
     // Named as the user wrote it (`dualpipe`, not the loader's `plugin:dualpipe`), so figures and
     // tables match the command line.
     Ok(Run {
@@ -141,9 +219,9 @@ pub fn run_all(
     costing: &Costing,
     sources: &mut Sources,
 ) -> Result<Vec<Run>, Failure> {
-    many.schedules
+    many.schedules()?
         .iter()
-        .map(|s| run(&many.plan_args(s, None, None), costing, sources))
+        .map(|s| run(&many.plan_args(s, costing, None, None), costing, sources))
         .collect()
 }
 
@@ -165,11 +243,11 @@ pub fn timelines(runs: &[Run], unit: TimeUnit, comms: bool, id: &str) -> String 
 /// schedule.
 pub fn render(
     many: &ManyArgs,
-    costing: &Costing,
     svg: &PathBuf,
     comms: bool,
     sources: &mut Sources,
 ) -> Result<String, Failure> {
+    let costing = &Costing::from_arg(many.spec.as_deref(), sources)?;
     let runs = run_all(many, costing, sources)?;
     let text = timelines(&runs, costing.unit(), comms, "timelines");
     if svg.as_os_str() == "-" {

@@ -394,8 +394,7 @@ fn run(cli: Cli, sources: &mut Sources) -> Result<(), Failure> {
             emit(None, &text)
         }
         Command::Render { many, svg, comms } => {
-            let costing = draw::Costing::Unit;
-            let summary = draw::render(&many, &costing, &svg, comms, sources)?;
+            let summary = draw::render(&many, &svg, comms, sources)?;
             emit(None, &summary)
         }
         Command::Sweep {
@@ -405,8 +404,8 @@ fn run(cli: Cli, sources: &mut Sources) -> Result<(), Failure> {
             svg,
             format,
         } => {
-            let costing = draw::Costing::Unit;
             let over = sweep::parse_over(&over)?;
+            let costing = draw::Costing::from_arg(many.spec.as_deref(), sources)?;
             let result = sweep::sweep(&many, &over, metric.into(), &costing, sources)?;
             if let Some(path) = &svg {
                 emit(Some(path), &pipeweave_report::sweep_svg(&result))?;
@@ -420,13 +419,12 @@ fn run(cli: Cli, sources: &mut Sources) -> Result<(), Failure> {
             metric,
             comms,
         } => {
-            let costing = draw::Costing::Unit;
             let options = report::Options {
                 over,
                 metric: metric.into(),
                 comms,
             };
-            let html = report::report(&many, &costing, &options, sources)?;
+            let html = report::report(&many, &options, sources)?;
             emit(Some(&output), &html)?;
             emit(None, &format!("wrote {}\n", output.display()))
         }

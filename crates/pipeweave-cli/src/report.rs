@@ -1,11 +1,20 @@
-//! `pipeweave report`: one self-contained HTML page about several schedules: the comparison
-//! tables, their timelines on one time scale, and a sweep chart with its table.
+//! `pipeweave report`: one self-contained HTML page about several schedules: `compare`'s tables,
+//! their timelines on one time scale, and a sweep chart with its table.
+//!
+//! With `--spec`, everything is on that spec. Without it, the comparison is `compare`'s on the
+//! built-in default spec (with the unit-cost makespan beside), and the timelines and the sweep use
+//! unit costs, as `render` and `sweep` do.
 
 use crate::Failure;
-use crate::draw::{Costing, ManyArgs, Run, reason, run, timelines};
+use crate::compare::{Common, comparison, reason};
+use crate::draw::{Costing, ManyArgs, Run, run, timelines};
 use crate::render::Sources;
+use crate::specs;
 use crate::sweep::{Over, Param, parse_over, sweep};
-use pipeweave_report::{Block, HtmlReport, Metric, Section, html_page, sweep_svg, sweep_table};
+use pipeweave_report::{
+    Block, Comparison, HtmlReport, Metric, Section, Table, compare_notes, figures_table, html_page,
+    sweep_svg, sweep_table, traits_table,
+};
 
 /// What the page holds beyond the schedules themselves.
 #[derive(Debug)]
@@ -33,18 +42,24 @@ fn default_over(ranks: u32) -> Over {
 /// fails only when none of them runs.
 pub fn report(
     many: &ManyArgs,
-    costing: &Costing,
     options: &Options,
     sources: &mut Sources,
 ) -> Result<String, Failure> {
     let over = options.over.as_deref().map(parse_over).transpose()?;
+    let costing = Costing::from_arg(many.spec.as_deref(), sources)?;
+    let costing = &costing;
+    let schedules = many.schedules()?;
     let mut runs: Vec<Run> = Vec::new();
     let mut rejected: Vec<String> = Vec::new();
-    for schedule in &many.schedules {
-        match run(&many.plan_args(schedule, None, None), costing, sources) {
+    for schedule in &schedules {
+        match run(
+            &many.plan_args(schedule, costing, None, None),
+            costing,
+            sources,
+        ) {
             Ok(r) => runs.push(r),
             Err(f @ Failure::Usage(_)) => return Err(f),
-            Err(f) => rejected.push(format!("{schedule}: {}", reason(&f))),
+            Err(f) => rejected.push(format!("{}: {}", schedule.name, reason(&f))),
         }
     }
     if runs.is_empty() {
@@ -59,30 +74,35 @@ pub fn report(
     let unit = costing.unit();
     let mut sections = Vec::new();
 
+    let compared = compare(many, costing, sources)?;
     sections.push(Section {
         id: "comparison".into(),
         heading: "Comparison".into(),
-        blocks: comparison(&runs, costing),
+        blocks: comparison_blocks(&compared),
     });
 
+    let mut timeline_blocks = vec![Block::Figure {
+        svg: timelines(&runs, unit, options.comms, "timelines"),
+        caption: format!(
+            "One row per rank on a shared time axis ({}); cells are labelled with the \
+             micro-batch (numbered within its pipeline); grey is idle time. Hover a cell for its \
+             action and times.",
+            costing.describe()
+        ),
+    }];
+    if !rejected.is_empty() {
+        timeline_blocks.push(Block::Paragraph("Not drawn:".into()));
+        timeline_blocks.push(Block::List(rejected));
+    }
     sections.push(Section {
         id: "timelines".into(),
         heading: "Timelines".into(),
-        blocks: vec![Block::Figure {
-            svg: timelines(&runs, unit, options.comms, "timelines"),
-            caption: "One row per rank on a shared time axis; cells are labelled with the \
-                      micro-batch (numbered within its pipeline); grey is idle time. \
-                      Hover a cell for its action and times."
-                .into(),
-        }],
+        blocks: timeline_blocks,
     });
 
-    let over = over.or_else(|| many.ranks.map(default_over));
+    let over = over.or_else(|| Some(default_over(compared.ranks)));
     let sweep_blocks = match over {
-        None => vec![Block::Paragraph(
-            "no sweep: give --ranks/-p (the default sweeps micro-batches from P to 16P) or --over"
-                .into(),
-        )],
+        None => vec![Block::Paragraph("no sweep".into())],
         Some(over) => match sweep(many, &over, options.metric, costing, sources) {
             Ok(result) => {
                 let table = sweep_table(&result);
@@ -116,60 +136,56 @@ pub fn report(
         blocks: sweep_blocks,
     });
 
-    if !rejected.is_empty() {
-        sections.push(Section {
-            id: "rejected".into(),
-            heading: "Schedules that could not run".into(),
-            blocks: vec![Block::List(rejected)],
-        });
-    }
-
     let names: Vec<&str> = many.schedules.iter().map(String::as_str).collect();
     let page = HtmlReport {
         title: format!("pipeweave report: {}", names.join(", ")),
-        intro: vec![costing.describe()],
+        intro: vec![
+            compared.title(),
+            format!("timelines and sweep: {}", costing.describe()),
+        ],
         sections,
         footer: format!("generated by pipeweave {}", env!("CARGO_PKG_VERSION")),
     };
     Ok(html_page(&page))
 }
 
-/// The comparison tables of the runs.
-fn comparison(runs: &[Run], costing: &Costing) -> Vec<Block> {
-    let unit = costing.unit();
-    let header = [
-        "schedule",
-        "shape",
-        "makespan",
-        "bubble",
-        "worst idle",
-        "best idle",
-        "peak activations",
-    ]
-    .map(String::from)
-    .to_vec();
-    let rows = runs
-        .iter()
-        .map(|r| {
-            let t = &r.timeline;
-            let idle = t.ranks.iter().map(|m| m.idle);
-            let worst = idle.clone().fold(0.0f64, f64::max);
-            let best = idle.fold(f64::INFINITY, f64::min);
-            let peak = t.ranks.iter().map(|m| m.peak_activations).max();
-            vec![
-                r.name.clone(),
-                crate::describe(&r.plan),
-                unit.format(t.makespan),
-                format!("{:.2}%", t.bubble_fraction * 100.0),
-                unit.format(worst),
-                unit.format(if best.is_finite() { best } else { 0.0 }),
-                peak.map_or_else(String::new, |p| p.to_string()),
-            ]
-        })
-        .collect();
-    vec![Block::Table {
-        caption: Some("one training step".into()),
-        header,
-        rows,
-    }]
+/// `compare`'s comparison of the schedules: on `--spec`, else on the built-in default spec with
+/// the unit-cost makespan beside; P and M from the command line, else the spec's.
+fn compare(
+    many: &ManyArgs,
+    costing: &Costing,
+    sources: &mut Sources,
+) -> Result<Comparison, Failure> {
+    let (spec, units) = match costing {
+        Costing::Spec(spec) => (spec.as_ref().clone(), false),
+        Costing::Unit => (specs::load_or_default(None, sources)?, true),
+    };
+    let common = Common {
+        ranks: many.ranks.unwrap_or(spec.spec.parallelism.pp),
+        microbatches: many.microbatches.unwrap_or(spec.spec.training.microbatches),
+        stages_per_rank: many.stages_per_rank,
+        set: many.set.clone(),
+        pipelines: many.pipelines,
+        plugin_dirs: many.plugin_dirs.clone(),
+    };
+    comparison(&many.schedules, &common, &spec, units, sources)
+}
+
+fn table(t: Table) -> Block {
+    Block::Table {
+        caption: Some(t.caption),
+        header: t.header,
+        rows: t.rows,
+    }
+}
+
+/// The comparison as blocks: the figures, the traits, and the notes (rows that could not run,
+/// how the spec was adapted).
+fn comparison_blocks(c: &Comparison) -> Vec<Block> {
+    let mut blocks = vec![table(figures_table(c)), table(traits_table(c))];
+    let notes = compare_notes(c);
+    if !notes.is_empty() {
+        blocks.push(Block::List(notes));
+    }
+    blocks
 }

@@ -3,7 +3,8 @@
 //! while.
 
 use crate::Failure;
-use crate::draw::{Costing, ManyArgs, reason, run};
+use crate::compare::reason;
+use crate::draw::{Costing, ManyArgs, run};
 use crate::render::Sources;
 use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -181,18 +182,19 @@ pub fn sweep(
     costing: &Costing,
     sources: &mut Sources,
 ) -> Result<Sweep, Failure> {
-    let total = (many.schedules.len() * over.values.len()) as u64;
+    let schedules = many.schedules()?;
+    let total = (schedules.len() * over.values.len()) as u64;
     let mut progress = Progress::new(total);
-    let mut series = Vec::with_capacity(many.schedules.len());
+    let mut series = Vec::with_capacity(schedules.len());
     let mut done = 0u64;
-    for schedule in &many.schedules {
+    for schedule in &schedules {
         let mut points = Vec::with_capacity(over.values.len());
         for &x in &over.values {
             let (ranks, mbs) = match over.param {
                 Param::Microbatches => (None, Some(x)),
                 Param::Ranks => (Some(x), None),
             };
-            let args = many.plan_args(schedule, ranks, mbs);
+            let args = many.plan_args(schedule, costing, ranks, mbs);
             let value = match run(&args, costing, sources) {
                 Ok(r) => Ok(match metric {
                     Metric::Bubble => r.timeline.bubble_fraction,
@@ -203,10 +205,13 @@ pub fn sweep(
             };
             points.push(SweepPoint { x, value });
             done += 1;
-            progress.tick(done, &format!("{schedule} {}={x}", over.param.name()));
+            progress.tick(
+                done,
+                &format!("{} {}={x}", schedule.name, over.param.name()),
+            );
         }
         series.push(SweepSeries {
-            schedule: schedule.clone(),
+            schedule: schedule.name.clone(),
             points,
         });
     }

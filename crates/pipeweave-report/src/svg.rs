@@ -18,11 +18,11 @@ pub enum TimeUnit {
 }
 
 impl TimeUnit {
-    /// How a time axis names its unit for times up to `max` (seconds shown as ms below 10 s).
+    /// How a time axis names its unit for times up to `max` (seconds shown as ms below 1 s).
     pub(crate) fn axis(self, max: f64) -> (&'static str, f64) {
         match self {
             TimeUnit::Units => ("time (units)", 1.0),
-            TimeUnit::Seconds if max < 10.0 => ("time (ms)", 1e3),
+            TimeUnit::Seconds if max < 1.0 => ("time (ms)", 1e3),
             TimeUnit::Seconds => ("time (s)", 1.0),
         }
     }
@@ -31,7 +31,7 @@ impl TimeUnit {
     pub fn format(self, t: f64) -> String {
         match self {
             TimeUnit::Units => crate::format_time(t),
-            TimeUnit::Seconds if t.abs() < 10.0 => format!("{} ms", sig(t * 1e3)),
+            TimeUnit::Seconds if t.abs() < 1.0 => format!("{} ms", sig(t * 1e3)),
             TimeUnit::Seconds => format!("{} s", sig(t)),
         }
     }
@@ -257,6 +257,9 @@ fn local_mb(plan: &Plan, op: Op) -> (usize, u32) {
 struct Writer<'a> {
     out: String,
     id: &'a str,
+    /// The width the chart's longest label needs: a cell gets its label only if it has that
+    /// room, so whether a cell is labelled depends on its size, not on its number's digits.
+    label_w: f64,
 }
 
 impl Writer<'_> {
@@ -285,7 +288,7 @@ impl Writer<'_> {
             );
         }
         let text = local.to_string();
-        if w >= text.len() as f64 * CHAR_W + 3.0 && h >= 9.0 {
+        if w >= self.label_w && h >= 9.0 {
             let size = if h >= 16.0 { 11.0 } else { 9.5 };
             let _ = writeln!(
                 self.out,
@@ -337,6 +340,7 @@ pub fn timelines_svg(charts: &[TimelineChart], unit: TimeUnit, id: &str) -> Stri
     let mut body = Writer {
         out: String::new(),
         id,
+        label_w: 0.0,
     };
     let mut y = TOP;
     let mut kinds_seen = [false; 4];
@@ -345,6 +349,13 @@ pub fn timelines_svg(charts: &[TimelineChart], unit: TimeUnit, id: &str) -> Stri
     for chart in charts {
         let t = chart.timeline;
         let plan = chart.plan;
+        let longest = plan
+            .pipelines()
+            .iter()
+            .map(|p| p.microbatches.len().saturating_sub(1).to_string().len())
+            .max()
+            .unwrap_or(1);
+        body.label_w = longest as f64 * CHAR_W + 3.0;
         two_shades |= plan.pipelines().len() > 1;
         let _ = writeln!(
             body.out,

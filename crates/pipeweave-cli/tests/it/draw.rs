@@ -362,3 +362,82 @@ fn console_errors_are_caught() {
         "{stderr}"
     );
 }
+
+#[test]
+fn render_and_sweep_on_a_spec() {
+    let dir = scratch("spec");
+    // DeepSeek-V3's spec: P = 16 and M = 120 come from it; times are in seconds.
+    let (code, out, err) = pipeweave(
+        &dir,
+        &[
+            "render",
+            "chimera",
+            "dualpipe",
+            "--spec",
+            "deepseek-v3-h800-pp16-ep64",
+            "--svg",
+            "ds.svg",
+        ],
+    );
+    assert_eq!((code, err.as_str()), (0, ""));
+    insta::assert_snapshot!(out, @r"
+    chimera: makespan 35.64 s, bubble fraction 27.84%
+    dualpipe: makespan 22.05 s, bubble fraction 6.78%
+    wrote ds.svg
+    ");
+    let svg = read(&dir.join("ds.svg"));
+    assert!(svg.contains("time (s)"));
+    assert_eq!(count(&svg, "svg"), 1);
+
+    let (code, out, err) = pipeweave(
+        &dir,
+        &[
+            "sweep",
+            "1f1b",
+            "dualpipev",
+            "--spec",
+            "deepseek-v3-h800-pp16-ep64",
+            "--over",
+            "m=16,32",
+            "--metric",
+            "step-time",
+        ],
+    );
+    assert_eq!((code, err.as_str()), (0, ""));
+    insta::assert_snapshot!(out, @r"
+    step time against microbatches
+    microbatches     1f1b  dualpipev
+    16            6.803 s      - [1]
+    32            10.42 s     7.48 s
+    [1] dualpipev, microbatches = 16: DualPipeV needs at least 2P micro-batches (M >= 2P), got M = 16 for P = 16
+    ");
+}
+
+#[test]
+fn report_on_a_spec_holds_compare_tables() {
+    let dir = scratch("report-spec");
+    let (code, out, err) = pipeweave(
+        &dir,
+        &[
+            "report",
+            "chimera",
+            "dualpipe",
+            "--spec",
+            "deepseek-v3-h800-pp16-ep64",
+            "--over",
+            "microbatches=32,64",
+            "-o",
+            "ds.html",
+        ],
+    );
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(out, "wrote ds.html\n");
+    let html = read(&dir.join("ds.html"));
+    assert_eq!(count(&html, "table"), 3, "figures, traits, sweep");
+    assert!(html.contains("<caption>figures per step"));
+    assert!(
+        html.contains("22.045 s"),
+        "DualPipe's step time as compare shows it"
+    );
+    assert!(html.contains("time (s)"));
+}
