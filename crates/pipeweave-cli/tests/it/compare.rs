@@ -227,3 +227,28 @@ fn compare_gives_set_only_to_schedules_that_declare_it() {
     assert!(rows.iter().all(|r| r.get("figures").is_some()));
     assert_eq!(rows[1]["traits"]["overlap"], false);
 }
+
+#[test]
+fn recommend_on_the_unit_spec() {
+    let (code, out, err) = pipeweave(&["recommend", "--spec", "unit"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn recommend_without_spec_says_it_used_the_default() {
+    let (code, out, err) = pipeweave(&["recommend"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert!(out.starts_with(
+        "(no --spec: the built-in default spec)\nrecommendation for spec dense-70b-h100-pp8:"
+    ));
+    assert!(out.contains("\nchoice "));
+}
+
+#[test]
+fn recommend_renders_a_bad_spec() {
+    let (code, out, err) =
+        pipeweave(&["recommend", "--spec", "tests/fixtures/specs/bad-spec.toml"]);
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert!(err.contains("bad-spec.toml:26:1"), "{err}");
+}
