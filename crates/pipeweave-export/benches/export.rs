@@ -1,0 +1,75 @@
+//! Export of a 32-rank × 1,024-micro-batch 1F1B plan (65,536 actions) to every format.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use pipeweave_export::{
+    Interval, Timing, write_actions, write_chrome_trace, write_json, write_pytorch,
+    write_pytorch_comms,
+};
+use pipeweave_plan::{Action, Kind, Op, Plan};
+use std::hint::black_box;
+
+fn one_f_one_b(p: u32, m: u32) -> Plan {
+    let programs = (0..p)
+        .map(|r| {
+            let warmup = (p - 1 - r).min(m);
+            let mut prog = Vec::with_capacity(2 * m as usize);
+            let op = |k, mb| Action::One(Op::new(r, k, mb));
+            for mb in 0..warmup {
+                prog.push(op(Kind::F, mb));
+            }
+            for i in 0..m - warmup {
+                prog.push(op(Kind::F, warmup + i));
+                prog.push(op(Kind::B, i));
+            }
+            for i in m - warmup..m {
+                prog.push(op(Kind::B, i));
+            }
+            prog
+        })
+        .collect();
+    Plan::single(p, (0..p).collect(), m, programs).expect("valid structure")
+}
+
+fn bench(c: &mut Criterion) {
+    let plan = one_f_one_b(32, 1024);
+    let timing = pipeweave_sim::simulate(&plan, &pipeweave_sim::UnitCosts).expect("simulates");
+    let timing = Timing {
+        makespan: timing.makespan,
+        intervals: timing
+            .intervals
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .map(|i| Interval {
+                        start: i.start,
+                        end: i.end,
+                    })
+                    .collect()
+            })
+            .collect(),
+    };
+    let mut g = c.benchmark_group("export_1f1b_32x1024");
+    g.sample_size(20);
+    g.bench_function("actions", |b| {
+        b.iter(|| black_box(write_actions(black_box(&plan))))
+    });
+    g.bench_function("pytorch", |b| {
+        b.iter(|| black_box(write_pytorch(black_box(&plan))))
+    });
+    g.bench_function("pytorch-comms", |b| {
+        b.iter(|| black_box(write_pytorch_comms(black_box(&plan))))
+    });
+    g.bench_function("json", |b| {
+        b.iter(|| black_box(write_json(black_box(&plan), None)))
+    });
+    g.bench_function("json+timeline", |b| {
+        b.iter(|| black_box(write_json(black_box(&plan), Some(&timing))))
+    });
+    g.bench_function("chrome-trace", |b| {
+        b.iter(|| black_box(write_chrome_trace(black_box(&plan), &timing, 1000.0)))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
