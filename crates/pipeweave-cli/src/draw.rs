@@ -49,6 +49,13 @@ pub struct Schedule {
     declared: Option<Declared>,
 }
 
+impl Schedule {
+    /// Whether this is a plan file, whose ranks and micro-batches are fixed.
+    pub fn is_file(&self) -> bool {
+        self.declared.is_none() && Path::new(&self.name).exists()
+    }
+}
+
 impl ManyArgs {
     /// The schedules with their declared parameters; `--set` must name a parameter of at least
     /// one of them (as in `compare`).
@@ -92,7 +99,7 @@ impl ManyArgs {
     ) -> PlanArgs {
         let declared = schedule.declared.as_ref();
         let takes = |name: &str| declared.is_some_and(|d| d.params.iter().any(|p| p == name));
-        let is_file = declared.is_none() && Path::new(&schedule.name).exists();
+        let is_file = schedule.is_file();
         let (default_p, default_m) = costing.defaults();
         PlanArgs {
             plan: schedule.name.clone(),

@@ -195,13 +195,17 @@ pub fn sweep(
                 Param::Ranks => (Some(x), None),
             };
             let args = many.plan_args(schedule, costing, ranks, mbs);
-            let value = match run(&args, costing, sources) {
-                Ok(r) => Ok(match metric {
-                    Metric::Bubble => r.timeline.bubble_fraction,
-                    Metric::StepTime => r.timeline.makespan,
-                }),
-                Err(f @ Failure::Usage(_)) => return Err(f),
-                Err(f) => Err(reason(&f)),
+            let value = if schedule.is_file() {
+                Err(format!("a plan file has fixed {}", over.param.name()))
+            } else {
+                match run(&args, costing, sources) {
+                    Ok(r) => Ok(match metric {
+                        Metric::Bubble => r.timeline.bubble_fraction,
+                        Metric::StepTime => r.timeline.makespan,
+                    }),
+                    Err(f @ Failure::Usage(_)) => return Err(f),
+                    Err(f) => Err(reason(&f)),
+                }
             };
             points.push(SweepPoint { x, value });
             done += 1;

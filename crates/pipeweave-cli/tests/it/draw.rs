@@ -166,6 +166,35 @@ fn sweep_table_chart_and_formats() {
 }
 
 #[test]
+fn sweeping_a_plan_file_leaves_gaps_with_the_reason() {
+    let dir = scratch("sweep-file");
+    std::fs::write(dir.join("two.actions"), "0F0,0B0\n").expect("plan written");
+    let (code, out, err) = pipeweave(
+        &dir,
+        &[
+            "sweep",
+            "gpipe",
+            "two.actions",
+            "-p",
+            "1",
+            "--over",
+            "m=1,2",
+            "--format",
+            "csv",
+        ],
+    );
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(
+        out,
+        "microbatches,schedule,bubble_fraction,reason\n\
+         1,gpipe,0,\n\
+         1,two.actions,,a plan file has fixed microbatches\n\
+         2,gpipe,0,\n\
+         2,two.actions,,a plan file has fixed microbatches\n"
+    );
+}
+
+#[test]
 fn sweep_usage_errors_exit_2() {
     let dir = scratch("sweep-errors");
     for (args, says) in [
