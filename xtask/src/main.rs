@@ -55,7 +55,10 @@ fn rust_checks() -> Result<(), String> {
 fn conformance() -> Result<(), String> {
     let script = root().join("tests/conformance/run.sh");
     if !script.exists() {
-        return Err(format!("the conformance suite is missing: {}", script.display()));
+        return Err(format!(
+            "the conformance suite is missing: {}",
+            script.display()
+        ));
     }
     run("conformance", "bash", &["tests/conformance/run.sh"])
 }
