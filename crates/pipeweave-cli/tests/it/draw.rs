@@ -254,6 +254,7 @@ fn headless(page: &Path, profile: &Path, args: &[String]) -> (String, String) {
             "--disable-background-networking",
             "--disable-component-update",
             "--disable-sync",
+            "--disable-dev-shm-usage",
             "--hide-scrollbars",
             "--enable-logging=stderr",
             "--v=0",
