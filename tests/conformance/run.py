@@ -33,7 +33,7 @@ def venv_python():
     cmd = [python, "-m", "pip", "install", "--quiet", TORCH, "numpy"]
     index = os.environ.get("PIPEWEAVE_TORCH_INDEX_URL")
     if index:
-        cmd[4:4] = ["--index-url", index, "--extra-index-url", "https://pypi.org/simple"]
+        cmd[4:4] = ["--index-url", index]
     subprocess.run(cmd, check=True)
     if subprocess.run([python, "-c", check]).returncode != 0:
         sys.exit(f"error: {python} does not import {TORCH}")

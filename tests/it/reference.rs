@@ -169,3 +169,35 @@ fn interleaved_bubbles() {
         assert_eq!(idles(&t), vec![expected; e.ranks as usize], "{}", e.path);
     }
 }
+
+/// The lowering equals PyTorch 2.15's own (`_add_reduce_grad`, `_add_send_recv`,
+/// `_add_wait_send`) on every single-pipeline reference order: the lines in
+/// tests/data/torch-lowered were recorded from torch 2.15.0 with `record.py` beside them.
+#[test]
+fn lowering_equals_pytorch() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/torch-lowered");
+    let mut checked = 0;
+    for e in entries().iter().filter(|e| e.pipelines == 1) {
+        let name = std::path::Path::new(&e.path)
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .expect("file name");
+        let expected = std::fs::read_to_string(dir.join(format!("{name}.comms")))
+            .unwrap_or_else(|err| panic!("{name}.comms: {err}"));
+        let lowered = pipeweave_plan::lower(&load(e));
+        let ours: Vec<String> = lowered
+            .steps
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .collect();
+        let theirs: Vec<&str> = expected.lines().collect();
+        assert_eq!(ours, theirs, "{}", e.path);
+        checked += 1;
+    }
+    assert_eq!(checked, 16);
+}

@@ -53,14 +53,14 @@ fn rust_checks() -> Result<(), String> {
 }
 
 fn conformance() -> Result<(), String> {
-    let script = root().join("tests/conformance/run.sh");
+    let script = root().join("tests/conformance/run.py");
     if !script.exists() {
         return Err(format!(
             "the conformance suite is missing: {}",
             script.display()
         ));
     }
-    run("conformance", "bash", &["tests/conformance/run.sh"])
+    run("conformance", "python3", &["tests/conformance/run.py"])
 }
 
 fn main() -> ExitCode {

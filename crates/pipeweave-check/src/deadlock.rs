@@ -1,12 +1,15 @@
 //! Deadlock analysis under blocking point-to-point semantics.
 //!
-//! The launcher runs the lowered plan (`pipeweave_plan::lower`): a send is posted and the rank moves
-//! on, a receive blocks until the matching send is posted, the wait for a send blocks until the
-//! peer has posted the matching receive (NCCL's rendezvous), gradient reductions are launched
-//! asynchronously. Under the lowering's placement the waits for sends can never be what blocks:
-//! a forward send is waited for after the local backward of the same stage and micro-batch, which
-//! needs the gradient that the peer computes only after it posted the receive; every other send is
-//! waited for at the end, after which nothing depends on the rank. So the lowered plan progresses
+//! The launcher runs the lowered plan (`pipeweave_plan::lower`): a receive is posted where it
+//! stands and the action that consumes it waits for its data; a send is posted and the rank moves
+//! on; the wait for a send blocks until the peer has posted the matching receive (NCCL's
+//! rendezvous); messages between two ranks match in posting order; gradient reductions are
+//! launched and waited for without blocking on other pipeline work. Under the lowering's placement
+//! nothing but missing data can block: receives are appended to a rank's program when the peer's
+//! send is scheduled, so each pair of ranks posts receives in the order of the sends, and each
+//! receive comes before its consumer; a forward send is waited for after the local backward of the
+//! same stage and micro-batch, which needs the gradient the peer computes only after it posted the
+//! receive; every other send is waited for at the end. So the lowered plan progresses
 //! exactly when the compute actions do, with each one waiting for the actions it depends on — on
 //! another rank (a receive) or on its own rank (the turn of a V). That is what this module runs,
 //! until no rank can move. If some rank is unfinished then, every unfinished rank waits on another

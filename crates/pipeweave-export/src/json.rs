@@ -138,6 +138,9 @@ enum WireStep {
     ReduceGrad {
         stage: u32,
     },
+    WaitReduceGrad {
+        stage: u32,
+    },
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -260,6 +263,7 @@ fn step_to_wire(step: &Step, compute: usize) -> WireStep {
             peer,
         },
         Step::ReduceGrad { stage } => WireStep::ReduceGrad { stage },
+        Step::WaitReduceGrad { stage } => WireStep::WaitReduceGrad { stage },
     }
 }
 
@@ -646,6 +650,7 @@ fn same_step(a: &WireStep, b: &WireStep) -> bool {
     match (*a, *b) {
         (Compute { action: x }, Compute { action: y }) => x == y,
         (ReduceGrad { stage: x }, ReduceGrad { stage: y }) => x == y,
+        (WaitReduceGrad { stage: x }, WaitReduceGrad { stage: y }) => x == y,
         (
             Recv {
                 dir,
@@ -722,6 +727,7 @@ fn describe_step(step: &WireStep, program: &[Action]) -> String {
             peer,
         } => format!("{stage}WAIT_SEND_{}{mb} to rank {peer}", d(dir)),
         WireStep::ReduceGrad { stage } => format!("{stage}REDUCE_GRAD"),
+        WireStep::WaitReduceGrad { stage } => format!("{stage}WAIT_REDUCE_GRAD"),
     }
 }
 

@@ -190,9 +190,6 @@ pub fn write_pytorch_comms(plan: &Plan) -> Result<String, Diagnostic> {
             first = false;
             // `write!` to a String cannot fail.
             let _ = write!(out, "{step}");
-            if let Step::ReduceGrad { stage } = step {
-                let _ = write!(out, ",{stage}WAIT_REDUCE_GRAD");
-            }
         }
         out.push('\n');
     }

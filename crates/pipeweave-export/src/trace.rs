@@ -260,7 +260,7 @@ pub fn write_chrome_trace(
                         *slot = Some(timing.intervals[r as usize][i].end);
                     }
                 }
-                Step::Recv { .. } | Step::WaitSend { .. } => {}
+                Step::Recv { .. } | Step::WaitSend { .. } | Step::WaitReduceGrad { .. } => {}
             }
         }
     }

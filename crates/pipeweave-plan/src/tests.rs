@@ -94,11 +94,11 @@ fn lowering_places_comms_and_reductions() {
     assert_eq!(
         text,
         [
-            "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0WAIT_SEND_F0,0RECV_B1,0B1,0WAIT_SEND_F1,0REDUCE_GRAD",
-            "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1,1REDUCE_GRAD,1WAIT_SEND_B0,1WAIT_SEND_B1",
+            "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0WAIT_SEND_F0,0RECV_B1,0B1,0WAIT_SEND_F1,0REDUCE_GRAD,0WAIT_REDUCE_GRAD",
+            "1RECV_F0,1F0,1RECV_F1,1B0,1SEND_B0,1F1,1B1,1SEND_B1,1REDUCE_GRAD,1WAIT_REDUCE_GRAD,1WAIT_SEND_B0,1WAIT_SEND_B1",
         ]
     );
-    assert_eq!(lowered.compute_index[1], vec![1, 2, 5, 6]);
+    assert_eq!(lowered.compute_index[1], vec![1, 3, 5, 6]);
 }
 
 #[test]
@@ -115,7 +115,16 @@ fn no_comms_at_the_turn_of_a_v() {
     let text: Vec<String> = lowered.steps[0].iter().map(ToString::to_string).collect();
     assert_eq!(
         text,
-        ["0F0", "1F0", "1B0", "1REDUCE_GRAD", "0B0", "0REDUCE_GRAD"]
+        [
+            "0F0",
+            "1F0",
+            "1B0",
+            "1REDUCE_GRAD",
+            "1WAIT_REDUCE_GRAD",
+            "0B0",
+            "0REDUCE_GRAD",
+            "0WAIT_REDUCE_GRAD"
+        ]
     );
 }
 

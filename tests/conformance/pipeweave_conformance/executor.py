@@ -5,9 +5,10 @@ It is deliberately literal, so that a launcher author can read what the JSON ask
 - `send` posts a send of the stage's output (activation for `fwd`, input gradient for `bwd`);
 - `wait_send` waits for that send;
 - `reduce_grad` starts the exchange of the stage's gradients with the other replicas of its model
-  part (the `parts` section); the sums are taken when the program ends.
-Messages travel on one ordered channel per sending stage and direction (the tag), as the plan's
-semantics say, so a plan that orders its receives wrongly gets the wrong data.
+  part (the `parts` section), `wait_reduce_grad` waits for it; the sums are taken when the
+  program ends.
+Pipeline messages between two ranks travel untagged, matched in posting order as with NCCL or
+PyTorch's own runtime, so a plan that orders its receives wrongly gets the wrong data.
 Between two stages on the same rank (the turn of a V) data is handed over locally.
 """
 
@@ -20,7 +21,8 @@ REDUCE_TAG = 1 << 20
 
 
 def channel(stage, direction):
-    return 2 * stage + (1 if direction == "bwd" else 0)
+    # One ordered channel per pair of ranks, whatever the stage and direction.
+    return 0
 
 
 def run(rank, plan):
@@ -52,6 +54,7 @@ def run(rank, plan):
     local_bwd = {}  # (stage, mb) -> gradient handed over on this rank
     losses = {}
     reductions = []  # (stage, [(work, buffer, other stage)])
+    waited = set()  # stages whose reduction was waited for
 
     def take_recv(direction, stage, mb):
         key = (direction, stage, mb)
@@ -167,6 +170,17 @@ def run(rank, plan):
                 recv = dist.irecv(buf, src=peer, tag=REDUCE_TAG + other)
                 exchanges.append(((send, recv), buf, other))
             reductions.append((stage, flat, exchanges))
+        elif kind == "wait_reduce_grad":
+            stage = step["stage"]
+            if stage in waited or stage not in {s for s, _, _ in reductions}:
+                raise RuntimeError(f"rank {rank}: wait_reduce_grad {stage} without its reduce_grad")
+            for s, _, exchanges in reductions:
+                if s == stage:
+                    for works, _, _ in exchanges:
+                        if works is not None:
+                            works[0].wait()
+                            works[1].wait()
+            waited.add(stage)
         else:
             raise RuntimeError(f"unknown step kind {kind}")
 
@@ -174,6 +188,9 @@ def run(rank, plan):
         raise RuntimeError(f"rank {rank}: receives never used: {sorted(pending_recv)}")
     if pending_send:
         raise RuntimeError(f"rank {rank}: sends never waited for: {sorted(pending_send)}")
+    unwaited = sorted(s for s, _, _ in reductions if s not in waited)
+    if unwaited:
+        raise RuntimeError(f"rank {rank}: reductions never waited for: {unwaited}")
     own = {stage: flat for stage, flat, _ in reductions}
     grads = {}
     for stage, flat, exchanges in reductions:

@@ -37,7 +37,8 @@ fn writes_a_readable_document() {
         {"kind":"recv","dir":"bwd","stage":0,"mb":0,"peer":1},
         {"kind":"compute","action":1},
         {"kind":"wait_send","dir":"fwd","stage":0,"mb":0,"peer":1},
-        {"kind":"reduce_grad","stage":0}
+        {"kind":"reduce_grad","stage":0},
+        {"kind":"wait_reduce_grad","stage":0}
       ]
     },
     {
@@ -52,6 +53,7 @@ fn writes_a_readable_document() {
         {"kind":"compute","action":1},
         {"kind":"send","dir":"bwd","stage":1,"mb":0,"peer":0},
         {"kind":"reduce_grad","stage":1},
+        {"kind":"wait_reduce_grad","stage":1},
         {"kind":"wait_send","dir":"bwd","stage":1,"mb":0,"peer":0}
       ]
     }
@@ -189,15 +191,13 @@ fn semantic_errors() {
     assert_ne!(swapped, text);
     assert_eq!(
         read_messages(&swapped),
-        ["rank 1 step 2 is `1F1` but lowering its actions gives `1RECV_F1 from rank 0`"]
+        ["rank 1 step 4 is `1SEND_B0 to rank 0` but lowering its actions gives `1B0`"]
     );
     let dropped = text.replacen("        {\"kind\":\"reduce_grad\",\"stage\":1},\n", "", 1);
     assert_ne!(dropped, text);
     assert_eq!(
         read_messages(&dropped),
-        [
-            "rank 1 step 8 is `1WAIT_SEND_B0 to rank 0` but lowering its actions gives `1REDUCE_GRAD`"
-        ]
+        ["rank 1 step 8 is `1WAIT_REDUCE_GRAD` but lowering its actions gives `1REDUCE_GRAD`"]
     );
     let parts = text.replacen("\"ranks\":[1]", "\"ranks\":[0]", 1);
     assert_eq!(

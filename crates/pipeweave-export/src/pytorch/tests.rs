@@ -21,7 +21,7 @@ fn compute_comms_has_waits_and_reduction_pairs() {
     assert_eq!(
         write_pytorch_comms(&p).expect("writes"),
         "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0WAIT_SEND_F0,0RECV_B1,0B1,0WAIT_SEND_F1,0REDUCE_GRAD,0WAIT_REDUCE_GRAD\n\
-         1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1,1REDUCE_GRAD,1WAIT_REDUCE_GRAD,1WAIT_SEND_B0,1WAIT_SEND_B1\n"
+         1RECV_F0,1F0,1RECV_F1,1B0,1SEND_B0,1F1,1B1,1SEND_B1,1REDUCE_GRAD,1WAIT_REDUCE_GRAD,1WAIT_SEND_B0,1WAIT_SEND_B1\n"
     );
 }
 
@@ -52,21 +52,32 @@ fn refuses_micro_batches_not_from_zero() {
 }
 
 #[test]
-fn refuses_messages_pytorch_would_mix_up() {
-    // ZB-V on 2 ranks: rank 0 sends stage 0's activations and stage 3's gradients to rank 1, which
-    // receives the gradient of micro-batch 0 before the activation of micro-batch 2.
-    let p = plan(
-        "0F0,0F1,0F2,3F0,3I0,3W0,3F1,3I1,3W1,0F3,0I0,0W0,3F2,3I2,3W2,0I1,0W1,3F3,3I3,3W3,0I2,0W2,0I3,0W3\n\
-         1F0,2F0,1F1,2F1,2I0,2W0,1F2,1I0,1W0,2F2,2I1,2W1,1F3,1I1,1W1,2F3,2I2,2W2,1I2,2I3,1I3,1W2,2W3,1W3\n",
-        1,
-    );
-    let d = write_pytorch_comms(&p).expect_err("refused");
-    assert_eq!(
-        d.message,
-        "PyTorch's runtime would deliver the wrong tensor: message 3 from rank 0 to rank 1 is `0SEND_F2`, but rank 1 posts `2RECV_B0` as its receive number 3"
-    );
+fn messages_between_two_ranks_pair_up_in_order() {
+    // ZB-V on 2 ranks: rank 0 sends stage 0's activations and stage 3's gradients to rank 1 on
+    // the one channel PyTorch's runtime has per pair of ranks. The lowering posts rank 1's
+    // receives in the order rank 0 sends, exactly as PyTorch 2.15's own lowering does.
+    let src = "0F0,0F1,0F2,3F0,3I0,3W0,3F1,3I1,3W1,0F3,0I0,0W0,3F2,3I2,3W2,0I1,0W1,3F3,3I3,3W3,0I2,0W2,0I3,0W3\n\
+               1F0,2F0,1F1,2F1,2I0,2W0,1F2,1I0,1W0,2F2,2I1,2W1,1F3,1I1,1W1,2F3,2I2,2W2,1I2,2I3,1I3,1W2,2W3,1W3\n";
+    let p = plan(src, 1);
+    let recorded =
+        include_str!("../../../../tests/data/torch-lowered/ZBVZeroBubble_v2_p2_m4.comms");
+    assert_eq!(write_pytorch_comms(&p).expect("writes"), recorded);
+
+    // A lowering that posted two of those receives the other way round is refused.
+    let mut lowered = lower(&p);
+    let recvs: Vec<usize> = lowered.steps[1]
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| matches!(s, Step::Recv { .. }))
+        .map(|(i, _)| i)
+        .collect();
+    lowered.steps[1].swap(recvs[2], recvs[3]);
+    let d = check_pair_order(&lowered).expect_err("refused");
     assert!(
-        write_pytorch(&p).is_ok(),
-        "the compute-only CSV lets PyTorch lower it"
+        d.message.starts_with(
+            "PyTorch's runtime would deliver the wrong tensor: message 3 from rank 0 to rank 1"
+        ),
+        "{}",
+        d.message
     );
 }
