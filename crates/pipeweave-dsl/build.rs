@@ -6,10 +6,14 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 fn main() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schedules");
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let dir = Path::new(&manifest).join("../../schedules");
     println!("cargo::rerun-if-changed={}", dir.display());
     let mut entries: Vec<(String, String)> = Vec::new();
-    if let Ok(read) = std::fs::read_dir(&dir) {
+    // A build without its library would be a broken binary: fail the build instead.
+    let read = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot read the schedule library {}: {e}", dir.display()));
+    {
         for entry in read.flatten() {
             let path = entry.path();
             if path.extension().is_some_and(|e| e == "weave")
@@ -21,6 +25,11 @@ fn main() {
         }
     }
     entries.sort();
+    assert!(
+        !entries.is_empty(),
+        "the schedule library {} holds no .weave file",
+        dir.display()
+    );
     let mut out = String::from("&[\n");
     for (name, path) in &entries {
         let _ = writeln!(out, "    ({name:?}, include_str!({path:?})),");

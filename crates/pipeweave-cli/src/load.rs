@@ -31,11 +31,12 @@ pub fn load(args: &PlanArgs, sources: &mut Sources) -> Result<Loaded, Failure> {
     if let Some(target) = args.plan.strip_prefix(crate::plugins::PREFIX) {
         return crate::plugins::load(target, args);
     }
+    // Only a file is a plan file: a folder that happens to share a schedule's name is not.
     let path = Path::new(&args.plan);
-    if !path.exists() && crate::plugins::exists(&args.plan, &args.plugin_dirs) {
+    if !path.is_file() && crate::plugins::exists(&args.plan, &args.plugin_dirs) {
         return crate::plugins::load(&args.plan, args);
     }
-    if !path.exists() {
+    if !path.is_file() {
         return Err(Failure::Invalid(format!(
             "error: no plan file or schedule named `{}`\n",
             args.plan
@@ -55,6 +56,19 @@ pub fn load(args: &PlanArgs, sources: &mut Sources) -> Result<Loaded, Failure> {
     let name = path.display().to_string();
     let file = sources.add(name.clone(), text);
     let text = sources.source(file).unwrap_or_default();
+    if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+    {
+        return match pipeweave_export::read_json(text, file) {
+            Ok(p) => Ok(Loaded {
+                plan: p.plan,
+                origins: None,
+                name,
+            }),
+            Err(diags) => Err(Failure::Diagnostics(diags)),
+        };
+    }
     match pipeweave_export::read_actions(text, file, args.pipelines) {
         Ok(f) => {
             let origins = f

@@ -6,6 +6,7 @@
 
 mod compare;
 mod draw;
+mod export;
 mod load;
 mod plugins;
 mod recommend;
@@ -130,6 +131,19 @@ enum Command {
     /// Search pipeline degree, schedule, micro-batches and stages per rank on a spec and explain
     /// the best plan that fits in memory
     Recommend(recommend::RecommendArgs),
+    /// Export a validated plan for a launcher: PyTorch CSVs, the JSON plan, a Chrome trace
+    Export {
+        #[command(flatten)]
+        plan: PlanArgs,
+        /// Target format
+        #[arg(long, value_enum)]
+        to: export::ExportFormat,
+        #[command(flatten)]
+        costs: CostArgs,
+        /// Write to this file instead of standard output
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
     /// Write a plan in another format
     Convert {
         #[command(flatten)]
@@ -172,15 +186,15 @@ pub struct PlanArgs {
 
 /// Durations used by the simulator.
 #[derive(Debug, Args)]
-struct CostArgs {
+pub struct CostArgs {
     /// Uniform costs as KEY=VALUE pairs: F, B, I, W, pair (an overlapped F&B), transfer; default
     /// F=1,I=1,W=1,B=I+W, pair=F+B, transfer=0
     #[arg(long, value_name = "F=..,B=..,I=..,W=..,pair=..,transfer=..")]
-    costs: Option<String>,
+    pub costs: Option<String>,
     /// Costs from a cluster spec: a TOML file, a shipped spec's name, or `default`; its
     /// `parallelism.pp` and `training.microbatches` are the defaults of -p and -m
     #[arg(long, value_name = "FILE|NAME", conflicts_with = "costs")]
-    spec: Option<String>,
+    pub spec: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -235,7 +249,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn parse_costs(args: &CostArgs) -> Result<UniformCosts, Failure> {
+pub fn parse_costs(args: &CostArgs) -> Result<UniformCosts, Failure> {
     let mut c = UniformCosts::default();
     let Some(spec) = &args.costs else {
         return Ok(c);
@@ -292,7 +306,7 @@ fn emit(output: Option<&PathBuf>, text: &str) -> Result<(), Failure> {
 }
 
 /// Loads and validates: every plan goes through the validator before anything uses it.
-fn load_valid(args: &PlanArgs, sources: &mut Sources) -> Result<load::Loaded, Failure> {
+pub fn load_valid(args: &PlanArgs, sources: &mut Sources) -> Result<load::Loaded, Failure> {
     let loaded = load::load(args, sources)?;
     let problems = pipeweave_check::validate(&loaded.plan);
     if problems.is_empty() {
@@ -318,7 +332,7 @@ fn describe(plan: &pipeweave_plan::Plan) -> String {
     )
 }
 
-fn simulate(
+pub fn simulate(
     loaded: &load::Loaded,
     costs: &dyn CostModel,
 ) -> Result<pipeweave_sim::Timeline, Failure> {
@@ -450,12 +464,18 @@ fn run(cli: Cli, sources: &mut Sources) -> Result<(), Failure> {
             let loaded = load_valid(&plan, sources)?;
             let text = match to {
                 ConvertTo::Actions => pipeweave_export::write_actions(&loaded.plan),
-                ConvertTo::Json => {
-                    return Err(Failure::Usage(
-                        "the JSON plan format is not available in this build".into(),
-                    ));
-                }
+                ConvertTo::Json => pipeweave_export::write_json(&loaded.plan, None)
+                    .map_err(|d| Failure::Diagnostics(vec![d]))?,
             };
+            emit(output.as_ref(), &text)
+        }
+        Command::Export {
+            plan,
+            to,
+            costs,
+            output,
+        } => {
+            let text = export::run(plan, to, &costs, sources)?;
             emit(output.as_ref(), &text)
         }
     }

@@ -124,3 +124,56 @@ fn missing_files_exit_1() {
     assert_eq!(code, 1);
     assert!(err.contains("no/such/plan.actions"), "{err}");
 }
+
+#[test]
+fn export_pytorch_comms_is_pytorchs_own_lowering() {
+    let (code, out, err) = pipeweave(&[
+        "export",
+        "1f1b",
+        "-p",
+        "2",
+        "-m",
+        "2",
+        "--to",
+        "pytorch-comms",
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    // What torch 2.15.0's `_add_reduce_grad`/`_add_send_recv`/`_add_wait_send` build from the
+    // compute-only CSV `0F0,0F1,0B0,0B1` / `1F0,1B0,1F1,1B1`.
+    assert_eq!(
+        out,
+        "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0WAIT_SEND_F0,0RECV_B1,0B1,0WAIT_SEND_F1,0REDUCE_GRAD,0WAIT_REDUCE_GRAD\n\
+         1RECV_F0,1F0,1RECV_F1,1B0,1SEND_B0,1F1,1B1,1SEND_B1,1REDUCE_GRAD,1WAIT_REDUCE_GRAD,1WAIT_SEND_B0,1WAIT_SEND_B1\n"
+    );
+}
+
+#[test]
+fn export_refuses_what_pytorch_cannot_run() {
+    let (code, out, err) = pipeweave(&[
+        "export", "dualpipe", "-p", "4", "-m", "8", "--to", "pytorch",
+    ]);
+    assert_eq!((code, out.as_str()), (1, ""));
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn export_json_round_trips_through_the_cli() {
+    let dir = std::env::temp_dir().join(format!("pipeweave-export-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("zbv.json");
+    let path = file.to_str().expect("utf-8 path");
+    let (code, _, err) = pipeweave(&[
+        "export", "zb-v", "-p", "2", "-m", "4", "--to", "json", "-o", path,
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let (code, out, _) = pipeweave(&["convert", path, "--to", "actions"]);
+    assert_eq!(code, 0);
+    let expected = std::fs::read_to_string(reference("torch/ZBVZeroBubble_v2_p2_m4.actions"))
+        .expect("reference");
+    assert_eq!(out, expected);
+    let (code, trace, _) = pipeweave(&["export", path, "--to", "chrome-trace"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&trace).expect("a trace is JSON");
+    assert!(v["traceEvents"].as_array().is_some_and(|e| !e.is_empty()));
+    let _ = std::fs::remove_dir_all(&dir);
+}
