@@ -87,7 +87,8 @@ impl Figures {
 pub struct Traits {
     pub model_copies: u32,
     pub pipelines: u32,
-    /// Stages each rank hosts per model copy.
+    /// Stages (model parts, replicas counted) the busiest rank hosts over all pipelines: 1 for
+    /// 1F1B, v for interleaved, 2 for Chimera and DualPipe (one per pipeline) and DualPipeV.
     pub stages_per_rank: u32,
     /// The plan has weight-gradient (W) actions: backwards split into I and W.
     pub weight_split: bool,
@@ -98,11 +99,14 @@ pub struct Traits {
 impl Traits {
     pub fn of(plan: &Plan) -> Traits {
         let actions = || plan.programs().iter().flatten();
-        let ranks = plan.ranks().max(1);
+        let stages_per_rank = (0..plan.ranks())
+            .map(|r| plan.stages_on_rank(r).len() as u32)
+            .max()
+            .unwrap_or(0);
         Traits {
             model_copies: plan.model_copies(),
             pipelines: plan.pipelines().len() as u32,
-            stages_per_rank: plan.stages_per_pipeline() / ranks,
+            stages_per_rank,
             weight_split: actions().any(|a| match a {
                 Action::One(op) => op.kind == Kind::W,
                 Action::Pair { f, b } => f.kind == Kind::W || b.kind == Kind::W,
@@ -447,6 +451,16 @@ pub fn compare_notes(c: &Comparison) -> Vec<String> {
         for n in &row.notes {
             out.push(format!("{}: {n}", row.schedule));
         }
+    }
+    let multi = c
+        .rows
+        .iter()
+        .any(|row| row.traits.as_ref().is_some_and(|t| t.pipelines > 1));
+    if multi {
+        out.push(
+            "stages/rank counts every stage a rank hosts over all its pipelines: with two pipelines a rank hosts one stage of each, two model parts"
+                .to_string(),
+        );
     }
     out
 }

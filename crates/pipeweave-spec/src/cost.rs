@@ -40,7 +40,7 @@
 //! `pair_ms` sets the F&B pair's duration on the part.
 
 use crate::model;
-use crate::spec::{PlacementOrder, Spec};
+use crate::spec::{PlacementOrder, Recompute, Spec};
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::{Kind, Op, Plan};
 use pipeweave_sim::CostModel;
@@ -75,8 +75,11 @@ pub struct PartCosts {
     pub all_to_all: f64,
     /// A measured pair duration, when given.
     pub pair_measured: Option<f64>,
-    /// Activation bytes one micro-batch keeps on this part.
+    /// Activation bytes one micro-batch keeps on this part between its forward and its backward.
     pub activation_bytes: f64,
+    /// Bytes live once per rank on top of the kept ones while this part's backward runs: with
+    /// full recomputation, the largest layer's recomputed activations (zero otherwise).
+    pub activation_working_bytes: f64,
     /// Weights on one GPU: not sharded over ep, and routed experts (sharded over ep).
     pub dense_params: f64,
     pub expert_params: f64,
@@ -257,6 +260,7 @@ impl CostTable {
         let dispatch_f = all_to_all_time(spec, dispatch_bytes);
         let combine = all_to_all_time(spec, act);
         let (head_flops, head_params, logits_bytes) = model::head(spec);
+        let full = spec.training.recompute == Recompute::Full;
         let ranges = model::part_layers(spec);
         let last = ranges.len().saturating_sub(1);
         let compute = |flops: f64| Task {
@@ -275,6 +279,7 @@ impl CostTable {
             let mut b_chain = Vec::new();
             let mut w_flops = 0.0;
             let mut activation_bytes = 0.0;
+            let mut activation_working_bytes: f64 = 0.0;
             let mut dense_params = 0.0;
             let mut expert_params = 0.0;
             for l in &layers {
@@ -287,7 +292,12 @@ impl CostTable {
                     f_chain.push(compute(l.mlp_f));
                 }
                 w_flops += l.attn_w + l.mlp_w;
-                activation_bytes += l.activation_bytes;
+                if full {
+                    activation_bytes += l.input_bytes;
+                    activation_working_bytes = activation_working_bytes.max(l.activation_bytes);
+                } else {
+                    activation_bytes += l.activation_bytes;
+                }
                 dense_params += l.dense_params;
                 expert_params += l.expert_params;
             }
@@ -308,6 +318,22 @@ impl CostTable {
                     (l.mlp_i + l.mlp_w, l.attn_i + l.attn_w),
                 );
                 for (chain, (mlp, attn)) in [(&mut i_chain, i_parts), (&mut b_chain, b_parts)] {
+                    // Full recomputation runs the layer's forward again, all-to-all included,
+                    // before its backward; otherwise only the MLA up-projections, if asked, before
+                    // the attention's gradient.
+                    let attn = if full {
+                        chain.push(compute(l.attn_f));
+                        if l.moe {
+                            chain.push(comm(dispatch_f));
+                            chain.push(compute(l.mlp_f));
+                            chain.push(comm(combine));
+                        } else {
+                            chain.push(compute(l.mlp_f));
+                        }
+                        attn
+                    } else {
+                        attn + l.attn_recompute
+                    };
                     if l.moe {
                         chain.push(comm(combine));
                         chain.push(compute(mlp));
@@ -352,6 +378,7 @@ impl CostTable {
                 all_to_all: sum(&f_chain, Res::Comm),
                 pair_measured: at(&m.pair),
                 activation_bytes,
+                activation_working_bytes,
                 dense_params,
                 expert_params,
                 f_chain,

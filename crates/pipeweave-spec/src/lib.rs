@@ -15,14 +15,17 @@ mod report;
 mod spec;
 
 pub use cost::{CostTable, PartCosts};
-pub use memory::{MemoryUse, model_state, rank_activation_unit, rank_memory, rank_weights};
+pub use memory::{
+    MemoryUse, model_state, rank_activation_unit, rank_activation_working, rank_memory,
+    rank_weights,
+};
 pub use model::{active_parameters, total_parameters};
 pub use parse::parse;
 pub use questions::{ParamCost, dualpipe_param_cost, gpu_hours_recovered_per_million_tokens};
 pub use report::{RankReport, Report, evaluate, gib};
 pub use spec::{
     Cluster, Dtype, Measured, MicrobatchRule, Mla, Mlp, Model, Moe, Parallelism, PlacementOrder,
-    Spec, Training,
+    Recompute, Spec, Training,
 };
 
 /// The spec every command uses without `--spec`: a dense 70B model (Llama 3 70B's shape) at PP 8

@@ -14,14 +14,18 @@
 //! `dp / ep` GPUs only (its other data-parallel peers hold other experts), so its group is `dp / ep`
 //! (DeepSeek-V3 §3.2: ZeRO-1 data parallelism with experts spread over ep).
 //!
-//! Activations: the simulator's peak live activations of the rank (stage-micro-batch units) times
-//! the largest activation bytes of one micro-batch among the parts the rank hosts (an upper bound
-//! when a rank hosts parts of different sizes). Temporary buffers, the allocator's fragmentation
+//! Activations: the rank's program walked in order with the simulator's convention (a forward
+//! allocates its part's activation bytes for one micro-batch, the B or I of the same stage and
+//! micro-batch frees them, a pair allocates and frees together), the peak of the live bytes. A
+//! rank hosting parts of different sizes (DualPipe's first rank holds the first part and the last
+//! one with its logits) is charged each part's own size, not the largest. With full recomputation the kept bytes are the
+//! layers' inputs, and one layer's recomputed activations are live on top while its backward runs
+//! (`rank_activation_working`). Temporary buffers, the allocator's fragmentation
 //! and communication buffers are not counted.
 
 use crate::cost::CostTable;
 use crate::spec::Spec;
-use pipeweave_plan::Plan;
+use pipeweave_plan::{Kind, Plan};
 
 /// Bytes on one GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -83,7 +87,42 @@ pub fn rank_activation_unit(costs: &CostTable, plan: &Plan, rank: u32) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// Memory of pipeline rank `rank` holding `peak_activations` live activations.
+/// The largest working set of one backward among the parts a rank hosts (full recomputation's
+/// recomputed layer; zero without it).
+pub fn rank_activation_working(costs: &CostTable, plan: &Plan, rank: u32) -> f64 {
+    let s = plan.stages_per_pipeline().max(1);
+    plan.stages_on_rank(rank)
+        .into_iter()
+        .filter_map(|st| costs.parts.get((st % s) as usize))
+        .map(|p| p.activation_working_bytes)
+        .fold(0.0, f64::max)
+}
+
+/// The most activation bytes rank `rank` holds at once (see the module's notes).
+pub fn rank_activation_peak(costs: &CostTable, plan: &Plan, rank: u32) -> f64 {
+    let s = plan.stages_per_pipeline().max(1);
+    let bytes = |stage: u32| {
+        costs
+            .parts
+            .get((stage % s) as usize)
+            .map_or(0.0, |p| p.activation_bytes)
+    };
+    let (mut live, mut peak) = (0.0f64, 0.0f64);
+    for a in plan.program(rank) {
+        for op in a.ops() {
+            match op.kind {
+                Kind::F => live += bytes(op.stage),
+                Kind::B | Kind::I => live -= bytes(op.stage),
+                Kind::W => {}
+            }
+        }
+        peak = peak.max(live);
+    }
+    peak
+}
+
+/// Memory of pipeline rank `rank`. `peak_activations` is the simulator's count of live
+/// stage-micro-batches; with none, no backward runs and no working set is charged.
 pub fn rank_memory(
     spec: &Spec,
     costs: &CostTable,
@@ -93,6 +132,9 @@ pub fn rank_memory(
 ) -> MemoryUse {
     let (dense, expert) = rank_weights(costs, plan, rank);
     let mut m = model_state(spec, dense, expert);
-    m.activations = f64::from(peak_activations) * rank_activation_unit(costs, plan, rank);
+    m.activations = rank_activation_peak(costs, plan, rank);
+    if peak_activations > 0 {
+        m.activations += rank_activation_working(costs, plan, rank);
+    }
     m
 }

@@ -5,7 +5,8 @@
 //! and walked by hand so that one run reports every problem (serde's derive stops at the first).
 
 use crate::spec::{
-    Cluster, Dtype, Measured, Mla, Mlp, Model, Moe, Parallelism, PlacementOrder, Spec, Training,
+    Cluster, Dtype, Measured, Mla, Mlp, Model, Moe, Parallelism, PlacementOrder, Recompute, Spec,
+    Training,
 };
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use std::collections::BTreeMap;
@@ -284,6 +285,20 @@ impl<'t, 'i> Table<'t, 'i> {
             .with_help(format!("expected one of {}", names.join(", ")));
         cx.diags.push(d);
         None
+    }
+
+    /// `true` or `false`, `default` when absent.
+    fn opt_bool(&mut self, cx: &mut Cx, key: &'static str, default: bool) -> Option<bool> {
+        match self.lookup(cx, key) {
+            None => Some(default),
+            Some(v) => match v.get_ref() {
+                DeValue::Boolean(b) => Some(*b),
+                _ => {
+                    self.wrong_type(cx, key, v, "a boolean");
+                    None
+                }
+            },
+        }
     }
 
     fn dtype(&mut self, cx: &mut Cx, key: &'static str, default: Dtype) -> Option<Dtype> {
@@ -707,6 +722,11 @@ fn read_training(cx: &mut Cx, mut t: Table<'_, '_>) -> Option<Training> {
         }
         Err(()) => None,
     };
+    let recompute = read_recompute(cx, &mut t);
+    let norms = t.opt_bool(cx, "recompute_norms", false);
+    let mla_up = t.opt_bool(cx, "recompute_mla_up_projection", false);
+    let moe_act = t.opt_bool(cx, "recompute_moe_activation", false);
+    let fp8_cache = t.opt_bool(cx, "fp8_activation_cache", false);
     t.finish(cx);
     Some(Training {
         sequence_length: seq?,
@@ -719,7 +739,46 @@ fn read_training(cx: &mut Cx, mut t: Table<'_, '_>) -> Option<Training> {
         optimizer_dtype: opt?,
         activation_dtype: act?,
         zero_stage: zero?,
+        recompute: recompute?,
+        recompute_norms: norms?,
+        recompute_mla_up_projection: mla_up?,
+        recompute_moe_activation: moe_act?,
+        fp8_activation_cache: fp8_cache?,
     })
+}
+
+/// `training.recompute`: `"none"` or `"full"`. Korthikanti's selective recomputation (the
+/// attention core) is refused with a reason: the cost model already assumes FlashAttention,
+/// which keeps no score matrix and recomputes it in its backward, so it would change nothing.
+fn read_recompute(cx: &mut Cx, t: &mut Table<'_, '_>) -> Option<Recompute> {
+    let (s, span) = match t.opt_string(cx, "recompute") {
+        Ok(None) => return Some(Recompute::None),
+        Ok(Some(x)) => x,
+        Err(()) => return None,
+    };
+    match s.as_str() {
+        "none" => Some(Recompute::None),
+        "full" => Some(Recompute::Full),
+        "selective" => {
+            let d = Diagnostic::error("`training.recompute` cannot be `selective`")
+                .with_span_label(cx.span(&span), "already assumed")
+                .with_note(
+                    "selective recomputation (Korthikanti et al. 2022) recomputes the attention core; \
+                     pipeweave already assumes FlashAttention, which keeps no attention scores and \
+                     recomputes them in its backward",
+                )
+                .with_help("use `none` (the same memory) or `full`, and `recompute_norms`, `recompute_mla_up_projection`, `recompute_moe_activation` for finer choices");
+            cx.diags.push(d);
+            None
+        }
+        _ => {
+            let d = Diagnostic::error(format!("`training.recompute` cannot be `{s}`"))
+                .with_span_label(cx.span(&span), "unknown value")
+                .with_help("expected one of `none`, `full`");
+            cx.diags.push(d);
+            None
+        }
+    }
 }
 
 fn read_parallelism(
@@ -953,6 +1012,27 @@ fn consistency(spec: &Spec) -> Vec<Diagnostic> {
             "tensor-parallel ranks",
             format!("{} attention heads do not split over tp {}", m.heads, p.tp),
         ));
+    }
+    let t = &spec.training;
+    if t.recompute_mla_up_projection && m.mla.is_none() {
+        out.push(
+            err(
+                "training.recompute_mla_up_projection",
+                "needs multi-head latent attention",
+                "`training.recompute_mla_up_projection` needs `[model.mla]`".to_string(),
+            )
+            .with_help("remove the key, or describe the attention in `[model.mla]`"),
+        );
+    }
+    if t.recompute_moe_activation && m.moe.is_none() {
+        out.push(
+            err(
+                "training.recompute_moe_activation",
+                "needs experts",
+                "`training.recompute_moe_activation` needs `[model.moe]`".to_string(),
+            )
+            .with_help("remove the key, or describe the experts in `[model.moe]`"),
+        );
     }
     if m.mla.is_none() {
         if !m.heads.is_multiple_of(m.kv_heads) {

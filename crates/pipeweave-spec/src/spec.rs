@@ -148,6 +148,28 @@ pub struct Training {
     /// ZeRO stage: 0 none, 1 optimizer state and master weights sharded over data parallelism,
     /// 2 gradients too.
     pub zero_stage: u32,
+    /// What the backward recomputes instead of keeping from the forward.
+    pub recompute: Recompute,
+    /// RMSNorm (LayerNorm) outputs are recomputed in the backward, not kept (DeepSeek-V3 §3.2.3).
+    pub recompute_norms: bool,
+    /// MLA's up-projected queries, keys and values are recomputed from the latents in the
+    /// backward, not kept (DeepSeek-V3 §3.2.3). Only with `[model.mla]`.
+    pub recompute_mla_up_projection: bool,
+    /// Experts keep their SwiGLU inputs and recompute its output (the down projection's input)
+    /// in the backward (DeepSeek-V3 §3.3.3). Only with `[model.moe]`.
+    pub recompute_moe_activation: bool,
+    /// Inputs of linear layers and of the experts' SwiGLU are kept in FP8 with one FP32 scale per
+    /// 128 elements, the attention output in 12-bit E5M6 (DeepSeek-V3 §3.3.1, §3.3.3).
+    pub fp8_activation_cache: bool,
+}
+
+/// Layer-level activation recomputation (Korthikanti et al. 2022, §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recompute {
+    /// Keep every activation the backward needs.
+    None,
+    /// Keep only each layer's input; the backward runs the layer's forward again first.
+    Full,
 }
 
 impl Training {

@@ -101,6 +101,9 @@ fn traits_and_figures_tell_the_schedules_apart() {
     );
     assert!(traits("dualpipe").overlap);
     assert_eq!(traits("dualpipev").stages_per_rank, 2);
+    // Each rank of DualPipe hosts one stage of each of its two pipelines.
+    assert_eq!(traits("dualpipe").stages_per_rank, 2);
+    assert_eq!(traits("1f1b").stages_per_rank, 1);
     let fig = |name: &str| row(name).outcome.clone().expect("figures");
     // DualPipe holds two copies of its parts: twice 1F1B's weights on every rank.
     let ratio = fig("dualpipe").weight_bytes / fig("1f1b").weight_bytes;

@@ -171,3 +171,125 @@ fn measured_costs_override_derived_ones() {
         2e-3
     ));
 }
+
+/// The unit spec with extra `[training]` keys.
+fn unit_with(extra: &str) -> pipeweave_spec::Spec {
+    let src = crate::specs::source("unit.toml").replacen(
+        "total_tokens = 1e9\n",
+        &format!("total_tokens = 1e9\n{extra}"),
+        1,
+    );
+    let (spec, diags) = parse(&src, FileId(0));
+    assert!(diags.is_empty(), "{diags:?}");
+    spec.expect("parses")
+}
+
+#[test]
+fn activation_options_change_memory_by_their_formulas() {
+    let plan = one_f_one_b(4, 8);
+    let base = CostTable::new(&unit_with(""), &plan).expect("fits");
+    // Part 1: two GPT layers (plain MLP, hidden 1024, ffn 4096, 8 heads of 128) on 1024 tokens in
+    // BF16: attention 2h + 3h (Q, K, V) + h, MLP 2h + 2·ffn per token and layer.
+    let (h, ffn, t) = (1024.0f64, 4096.0f64, 1024.0f64);
+    let per_layer = (6.0 * h + 2.0 * h + 2.0 * ffn) * t * 2.0;
+    assert!(close(base.parts[1].activation_bytes, 2.0 * per_layer));
+    assert_eq!(base.parts[1].activation_working_bytes, 0.0);
+
+    // Norm outputs recomputed: h per block less, two blocks a layer.
+    let norms = CostTable::new(&unit_with("recompute_norms = true\n"), &plan).expect("fits");
+    assert!(close(
+        norms.parts[1].activation_bytes,
+        2.0 * (per_layer - 2.0 * h * t * 2.0)
+    ));
+    assert!(
+        close(norms.parts[1].b, base.parts[1].b),
+        "norms cost no time"
+    );
+
+    // FP8 cache: norm outputs, attention output and the GELU output leave BF16.
+    let fp8 = CostTable::new(&unit_with("fp8_activation_cache = true\n"), &plan).expect("fits");
+    let l = 1.0 + 4.0 / 128.0;
+    let fp8_layer =
+        (h * 2.0 + h * l + 3.0 * h * 2.0 + h * 1.5) + (h * 2.0 + h * l + ffn * 2.0 + ffn * l);
+    assert!(close(fp8.parts[1].activation_bytes, 2.0 * fp8_layer * t));
+
+    // Full recomputation: each layer keeps its input, one layer's activations are live on top,
+    // and the backward (B and I) pays the layers' forward once more; W does not.
+    let full = CostTable::new(&unit_with("recompute = \"full\"\n"), &plan).expect("fits");
+    let p = &full.parts[1];
+    assert!(close(p.activation_bytes, 2.0 * h * t * 2.0));
+    assert!(close(p.activation_working_bytes, per_layer));
+    let b = &base.parts[1];
+    assert!(close(p.b, b.b + b.f), "{} vs {}", p.b, b.b + b.f);
+    assert!(close(p.i, b.i + b.f));
+    assert!(close(p.w, b.w));
+    // The last part's head is not recomputed and its logits stay.
+    let (lb, lf) = (&base.parts[3], &full.parts[3]);
+    let head = 2.0 * 32000.0 * h * t / (100e12 * 0.5);
+    assert!(close(lf.b, lb.b + (lb.f - head)));
+    assert!(close(
+        lf.activation_bytes,
+        2.0 * h * t * 2.0 + 32000.0 * t * 4.0
+    ));
+
+    // Memory: full recomputation's rank 0 holds P = 4 layer inputs of part 0 plus one working set.
+    let spec = unit_with("recompute = \"full\"\n");
+    let mem = pipeweave_spec::rank_memory(&spec, &full, &plan, 0, 4);
+    assert!(close(
+        mem.activations,
+        4.0 * full.parts[0].activation_bytes + per_layer
+    ));
+}
+
+#[test]
+fn mla_up_projection_recompute_costs_its_flops_in_the_backward() {
+    let src = crate::specs::source("deepseek-v3-h800-pp16-ep64.toml");
+    let off = src.replace(
+        "recompute_mla_up_projection = true",
+        "recompute_mla_up_projection = false",
+    );
+    let (on, _) = parse(&src, FileId(0));
+    let (off, _) = parse(&off, FileId(0));
+    let (on, off) = (on.expect("parses"), off.expect("parses"));
+    let plan = one_f_one_b(16, 120);
+    let a = CostTable::new(&on, &plan).expect("fits");
+    let b = CostTable::new(&off, &plan).expect("fits");
+    // 4 layers of 4,096 tokens: 2·T·(1536·128·192 + 512·128·256) FLOPs each, at 0.4 of 989 TFLOP/s.
+    let up = 1536.0 * 128.0 * 192.0 + 512.0 * 128.0 * 256.0;
+    let extra = 4.0 * 2.0 * 4096.0 * up / (989e12 * 0.4);
+    assert!(close(a.parts[1].i_compute, b.parts[1].i_compute + extra));
+    assert!(close(a.parts[1].b_compute, b.parts[1].b_compute + extra));
+    assert!(close(a.parts[1].f, b.parts[1].f));
+    // Q, K and V (128 heads × (192 + 192 + 128) BF16 elements) are no longer kept.
+    let qkv = 128.0 * (192.0 + 192.0 + 128.0) * 2.0 * 4096.0 * 4.0;
+    assert!(close(
+        b.parts[1].activation_bytes - a.parts[1].activation_bytes,
+        qkv
+    ));
+}
+
+#[test]
+fn deepseek_v3_middle_ranks_fit_dualpipes_p_plus_one_micro_batches() {
+    // DeepSeek-V3 trained DualPipe at PP 16 on 80 GB H800s (§3.2): a middle rank holds two parts
+    // (one per pipeline), their weights and optimizer state, and P + 1 = 17 micro-batches of
+    // activations at its peak. With the report's savings (§3.2.3, §3.3.3) that fits.
+    let spec = load("deepseek-v3-h800-pp16-ep64.toml");
+    let costs = CostTable::new(&spec, &one_f_one_b(16, 120)).expect("fits");
+    let part = &costs.parts[7];
+    let state =
+        pipeweave_spec::model_state(&spec, 2.0 * part.dense_params, 2.0 * part.expert_params);
+    let total = state.total() + 17.0 * part.activation_bytes;
+    assert!(
+        total < spec.cluster.memory_bytes(),
+        "{}",
+        total / (1u64 << 30) as f64
+    );
+    // Without them (every activation in BF16) it does not.
+    let plain =
+        crate::specs::source("deepseek-v3-h800-pp16-ep64.toml").replace("= true", "= false");
+    let (plain, _) = parse(&plain, FileId(0));
+    let plain = plain.expect("parses");
+    let costs = CostTable::new(&plain, &one_f_one_b(16, 120)).expect("fits");
+    let total = state.total() + 17.0 * costs.parts[7].activation_bytes;
+    assert!(total > spec.cluster.memory_bytes());
+}
