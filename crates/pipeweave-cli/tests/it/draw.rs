@@ -411,8 +411,8 @@ fn render_and_sweep_on_a_spec() {
     );
     assert_eq!((code, err.as_str()), (0, ""));
     insta::assert_snapshot!(out, @r"
-    chimera: makespan 35.64 s, bubble fraction 27.84%
-    dualpipe: makespan 22.05 s, bubble fraction 6.78%
+    chimera: makespan 36.64 s, bubble fraction 28.40%
+    dualpipe: makespan 22.64 s, bubble fraction 6.95%
     wrote ds.svg
     ");
     let svg = read(&dir.join("ds.svg"));
@@ -437,8 +437,8 @@ fn render_and_sweep_on_a_spec() {
     insta::assert_snapshot!(out, @r"
     step time against microbatches
     microbatches     1f1b  dualpipev
-    16            6.803 s      - [1]
-    32            10.42 s     7.48 s
+    16            6.937 s      - [1]
+    32            10.63 s    7.686 s
     [1] dualpipev, microbatches = 16: DualPipeV needs at least 2P micro-batches (M >= 2P), got M = 16 for P = 16
     ");
 }
@@ -466,7 +466,7 @@ fn report_on_a_spec_holds_compare_tables() {
     assert_eq!(count(&html, "table"), 3, "figures, traits, sweep");
     assert!(html.contains("<caption>figures per step"));
     assert!(
-        html.contains("22.045 s"),
+        html.contains("22.641 s"),
         "DualPipe's step time as compare shows it"
     );
     assert!(html.contains("time (s)"));
