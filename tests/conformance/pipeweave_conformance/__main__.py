@@ -88,6 +88,9 @@ def run_case(case, path):
     s_per = case["stages_per_pipeline"]
     k = case["pipelines"]
     m = case["microbatches"]
+    # The reference must be built exactly as the workers build their parts (float64, same seeds),
+    # whatever cases ran before in this process.
+    model.setup_torch()
     ref_loss, ref_grads = model.reference(s_per, m)
     grads, losses = {}, {}
     for res in results:

@@ -196,12 +196,8 @@ def run(rank, plan):
     for stage, flat, exchanges in reductions:
         total = flat.clone()
         for works, buf, other in exchanges:
-            if works is None:
-                total += own[other]
-            else:
-                works[0].wait()
-                works[1].wait()
-                total += buf
+            # Every exchange was waited for by its `wait_reduce_grad` (checked above).
+            total += own[other] if works is None else buf
         total /= m_total
         shaped, at = [], 0
         for p in modules[stage].parameters():
