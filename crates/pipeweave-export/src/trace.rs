@@ -291,12 +291,19 @@ pub fn write_chrome_trace(
     }
 
     // Lanes: slices of one rank and kind that overlap in time go to separate tracks.
-    comms.sort_by(|a, b| {
+    // Sort an index rather than the slices themselves (moving them is most of the cost); the index
+    // breaks ties, so the order is the stable one.
+    let mut order: Vec<usize> = (0..comms.len()).collect();
+    order.sort_unstable_by(|&i, &j| {
+        let (a, b) = (&comms[i], &comms[j]);
         (a.rank, a.base_tid)
             .cmp(&(b.rank, b.base_tid))
             .then(a.start.total_cmp(&b.start))
             .then(a.end.total_cmp(&b.end))
+            .then(i.cmp(&j))
     });
+    let mut slots: Vec<Option<CommSlice>> = comms.into_iter().map(Some).collect();
+    let comms: Vec<CommSlice> = order.iter().filter_map(|&i| slots[i].take()).collect();
     let mut lanes_of: Vec<(u32, u32, usize)> = Vec::new(); // (rank, base tid, lanes used)
     let mut tids: Vec<u32> = Vec::with_capacity(comms.len());
     let mut lane_end: Vec<f64> = Vec::new();
