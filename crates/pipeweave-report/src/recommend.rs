@@ -421,10 +421,16 @@ pub fn recommend_text(r: &Recommendation) -> String {
             let _ = writeln!(s, "choice        {}", c.label());
             let _ = writeln!(
                 s,
-                "              dp {}, {} stage{} per rank, {} model cop{}",
+                "              dp {}, {} stage{} per rank{}, {} model cop{}",
                 c.dp,
                 c.stages_per_rank,
                 if c.stages_per_rank == 1 { "" } else { "s" },
+                // With replicas every rank hosts that many stages of each copy.
+                if c.model_copies == 1 {
+                    ""
+                } else {
+                    " and model copy"
+                },
                 c.model_copies,
                 if c.model_copies == 1 { "y" } else { "ies" }
             );
