@@ -6,6 +6,7 @@
 
 pub mod actions;
 pub mod json;
+mod json_text;
 pub mod pytorch;
 pub mod timing;
 pub mod trace;

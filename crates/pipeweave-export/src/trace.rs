@@ -12,102 +12,21 @@
 //! Times come from a [`Timing`] (the simulator's, filled in by the caller); `us_per_unit` says how
 //! many microseconds one unit of the timeline is (1e6 for a timeline in seconds).
 
+use crate::json_text::{push_f64, push_str, push_uint};
 use crate::timing::Timing;
 use pipeweave_diagnostics::Diagnostic;
-use pipeweave_plan::{Action, Dir, Kind, Plan, Step, lower};
-use serde::Serialize;
+use pipeweave_plan::{Action, Dir, Kind, Op, Plan, Step, lower};
 use std::collections::HashMap;
-use std::io::Write as _;
+
+// The trace is written by hand rather than through serde: a large plan has hundreds of thousands
+// of small events, and serde's generic map serialization cost thousands of instructions each.
+// The text is the one serde_json wrote for the former event structs (snapshots pin it): keys in
+// the order name, ph, pid, tid, ts, dur, cat, id, bp, args, absent keys left out.
 
 const COMPUTE_TID: u32 = 0;
 const SEND_TID: u32 = 1000;
 const RECV_TID: u32 = 2000;
 const REDUCE_TID: u32 = 3000;
-
-#[derive(Debug, Serialize)]
-struct Event<'a> {
-    name: &'a str,
-    ph: &'static str,
-    pid: u32,
-    tid: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    ts: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    dur: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cat: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    id: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    bp: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    args: Option<Args<'a>>,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(untagged)]
-enum Args<'a> {
-    Name {
-        name: &'a str,
-    },
-    SortIndex {
-        sort_index: u32,
-    },
-    Op {
-        stage: u32,
-        mb: u32,
-        kind: &'static str,
-        pipeline: u32,
-        part: u32,
-    },
-    Pair {
-        forward: String,
-        backward: String,
-    },
-    Transfer {
-        stage: u32,
-        mb: u32,
-        from_rank: u32,
-        to_rank: u32,
-    },
-    Reduce {
-        stage: u32,
-        part: u32,
-        replicas: &'a [u32],
-    },
-}
-
-impl<'a> Event<'a> {
-    fn meta(pid: u32, tid: u32, name: &'a str, args: Args<'a>) -> Event<'a> {
-        Event {
-            name,
-            ph: "M",
-            pid,
-            tid,
-            ts: None,
-            dur: None,
-            cat: None,
-            id: None,
-            bp: None,
-            args: Some(args),
-        }
-    }
-
-    fn slice(pid: u32, tid: u32, name: &'a str, cat: &'static str, ts: f64, dur: f64) -> Event<'a> {
-        Event {
-            name,
-            ph: "X",
-            pid,
-            tid,
-            ts: Some(ts),
-            dur: Some(dur),
-            cat: Some(cat),
-            id: None,
-            bp: None,
-            args: None,
-        }
-    }
-}
 
 fn kind_name(kind: Kind) -> &'static str {
     match kind {
@@ -118,7 +37,8 @@ fn kind_name(kind: Kind) -> &'static str {
     }
 }
 
-fn kind_cat(kind: Kind) -> &'static str {
+/// The kind's letter, as in cells and as the category of its slices.
+fn kind_letter(kind: Kind) -> &'static str {
     match kind {
         Kind::F => "F",
         Kind::B => "B",
@@ -127,29 +47,144 @@ fn kind_cat(kind: Kind) -> &'static str {
     }
 }
 
-/// A communication slice before lanes are assigned.
-struct CommSlice {
-    rank: u32,
-    base_tid: u32,
-    name: String,
-    cat: &'static str,
-    start: f64,
-    end: f64,
-    args: CommArgs,
+fn dir_letter(dir: Dir) -> u8 {
+    match dir {
+        Dir::Fwd => b'F',
+        Dir::Bwd => b'B',
+    }
 }
 
-enum CommArgs {
-    Transfer {
+/// Appends an op's cell (`3F2`, as its `Display`) from its parts, without the formatting
+/// machinery. Digits and kind letters need no JSON escape, so this may write inside a string.
+fn push_op(out: &mut Vec<u8>, op: Op) {
+    push_uint(out, op.stage.into());
+    out.extend_from_slice(kind_letter(op.kind).as_bytes());
+    push_uint(out, op.mb.into());
+}
+
+/// Appends an action's cell (`3F2`, `(0F3;7B5)OVERLAP_F_B`, as its `Display`); no escape needed.
+fn push_action(out: &mut Vec<u8>, a: &Action) {
+    match *a {
+        Action::One(op) => push_op(out, op),
+        Action::Pair { f, b } => {
+            out.push(b'(');
+            push_op(out, f);
+            out.push(b';');
+            push_op(out, b);
+            out.extend_from_slice(b")OVERLAP_F_B");
+        }
+    }
+}
+
+/// Where each op runs: (stage, kind, mb) → (rank, action index), the first action holding it.
+///
+/// A dense table indexed by stage and micro-batch (one lookup per transfer of a big plan, so no
+/// hashing); ops outside the plan's stages and micro-batches, which an unvalidated plan may hold,
+/// and all ops when the table would be much larger than the plan, go to a map instead.
+struct Runs {
+    mb_bound: usize,
+    /// `dense[(stage · 4 + kind) · mb_bound + mb]`; `None` where no action holds the op.
+    dense: Vec<Option<(u32, u32)>>,
+    sparse: HashMap<(u32, Kind, u32), (u32, u32)>,
+}
+
+impl Runs {
+    fn new(plan: &Plan) -> Runs {
+        let ops = plan.num_ops();
+        let (stages, mb_bound) = (plan.num_stages() as usize, plan.mb_bound() as usize);
+        let cells = stages.saturating_mul(4).saturating_mul(mb_bound);
+        // A table a few times the number of ops is cheap to fill; a sparse plan is not worth it.
+        let cells = if cells <= 8 * ops + 1024 { cells } else { 0 };
+        let mut runs = Runs {
+            mb_bound,
+            dense: vec![None; cells],
+            sparse: HashMap::new(),
+        };
+        for (r, program) in plan.programs().iter().enumerate() {
+            for (i, a) in program.iter().enumerate() {
+                for op in a.ops() {
+                    let at = (r as u32, i as u32);
+                    match runs.slot(op.stage, op.kind, op.mb) {
+                        Some(k) => {
+                            runs.dense[k].get_or_insert(at);
+                        }
+                        None => {
+                            runs.sparse.entry((op.stage, op.kind, op.mb)).or_insert(at);
+                        }
+                    }
+                }
+            }
+        }
+        runs
+    }
+
+    fn slot(&self, stage: u32, kind: Kind, mb: u32) -> Option<usize> {
+        let kind = match kind {
+            Kind::F => 0,
+            Kind::B => 1,
+            Kind::I => 2,
+            Kind::W => 3,
+        };
+        let mb = mb as usize;
+        if mb >= self.mb_bound {
+            return None;
+        }
+        let k = ((stage as usize).checked_mul(4)? + kind)
+            .checked_mul(self.mb_bound)?
+            .checked_add(mb)?;
+        (k < self.dense.len()).then_some(k)
+    }
+
+    fn get(&self, stage: u32, kind: Kind, mb: u32) -> Option<(u32, usize)> {
+        let at = match self.slot(stage, kind, mb) {
+            Some(k) => self.dense[k],
+            None => self.sparse.get(&(stage, kind, mb)).copied(),
+        };
+        at.map(|(r, i)| (r, i as usize))
+    }
+}
+
+/// What a communication slice shows.
+#[derive(Clone, Copy)]
+enum Comm {
+    /// The sending side of a transfer of `stage`'s output (`stage` is the sending stage).
+    Send {
+        dir: Dir,
         stage: u32,
         mb: u32,
         from: u32,
         to: u32,
     },
-    Reduce {
+    /// The receiving side of the same transfer.
+    Recv {
+        dir: Dir,
         stage: u32,
-        part: u32,
-        replicas: Vec<u32>,
+        mb: u32,
+        from: u32,
+        to: u32,
     },
+    /// The gradient reduction of a stage across the replicas of its part.
+    Reduce { stage: u32, part: u32 },
+}
+
+/// A communication slice before lanes are assigned. Small and `Copy`: there are two per transfer,
+/// and they are sorted; names are written from these parts at the end.
+#[derive(Clone, Copy)]
+struct CommSlice {
+    rank: u32,
+    start: f64,
+    end: f64,
+    comm: Comm,
+}
+
+impl CommSlice {
+    fn base_tid(&self) -> u32 {
+        match self.comm {
+            Comm::Send { .. } => SEND_TID,
+            Comm::Recv { .. } => RECV_TID,
+            Comm::Reduce { .. } => REDUCE_TID,
+        }
+    }
 }
 
 /// Writes the Chrome trace of a plan run along `timing`.
@@ -164,32 +199,15 @@ pub fn write_chrome_trace(
             "the time scale must be a positive number of microseconds per unit, not {us_per_unit}"
         )));
     }
-    let us = |t: f64| t * us_per_unit;
     let lowered = lower(plan);
-    let cells: Vec<Vec<String>> = plan
-        .programs()
-        .iter()
-        .map(|p| p.iter().map(ToString::to_string).collect())
-        .collect();
-
-    // Where each op runs: (stage, kind, mb) → (rank, action index). Lookups only, never iterated.
-    let mut runs: HashMap<(u32, Kind, u32), (u32, usize)> = HashMap::with_capacity(plan.num_ops());
-    for (r, program) in plan.programs().iter().enumerate() {
-        for (i, a) in program.iter().enumerate() {
-            for op in a.ops() {
-                runs.entry((op.stage, op.kind, op.mb))
-                    .or_insert((r as u32, i));
-            }
-        }
-    }
+    let runs = Runs::new(plan);
     let consumer = |dir: Dir, stage: u32, mb: u32| -> Option<(u32, usize)> {
         match dir {
-            Dir::Fwd => runs.get(&(stage + 1, Kind::F, mb)).copied(),
+            Dir::Fwd => runs.get(stage + 1, Kind::F, mb),
             Dir::Bwd => {
                 let prev = stage.checked_sub(1)?;
-                runs.get(&(prev, Kind::B, mb))
-                    .or_else(|| runs.get(&(prev, Kind::I, mb)))
-                    .copied()
+                runs.get(prev, Kind::B, mb)
+                    .or_else(|| runs.get(prev, Kind::I, mb))
             }
         }
     };
@@ -198,10 +216,6 @@ pub fn write_chrome_trace(
     let mut reduce_at: Vec<Option<f64>> = vec![None; plan.num_stages() as usize];
     let mut comms: Vec<CommSlice> = Vec::new();
     let mut flows: Vec<(u32, f64, u32, f64)> = Vec::new();
-    let dir_word = |d: Dir| match d {
-        Dir::Fwd => "F",
-        Dir::Bwd => "B",
-    };
     for (r, steps) in lowered.steps.iter().enumerate() {
         let r = r as u32;
         let mut last_compute: Option<usize> = None;
@@ -221,36 +235,30 @@ pub fn write_chrome_trace(
                     };
                     let used = timing.intervals[to_rank as usize][j].start;
                     let end = used.max(sent.end);
-                    let d = dir_word(dir);
-                    let args = || CommArgs::Transfer {
-                        stage,
-                        mb,
-                        from: r,
-                        to: peer,
-                    };
+                    let (from, to) = (r, peer);
                     comms.push(CommSlice {
                         rank: r,
-                        base_tid: SEND_TID,
-                        name: format!("{stage}SEND_{d}{mb} to rank {peer}"),
-                        cat: "send",
                         start: sent.end,
                         end,
-                        args: args(),
+                        comm: Comm::Send {
+                            dir,
+                            stage,
+                            mb,
+                            from,
+                            to,
+                        },
                     });
                     comms.push(CommSlice {
                         rank: peer,
-                        base_tid: RECV_TID,
-                        name: format!(
-                            "{}RECV_{d}{mb} from rank {r}",
-                            match dir {
-                                Dir::Fwd => stage + 1,
-                                Dir::Bwd => stage.saturating_sub(1),
-                            }
-                        ),
-                        cat: "recv",
                         start: sent.end,
                         end,
-                        args: args(),
+                        comm: Comm::Recv {
+                            dir,
+                            stage,
+                            mb,
+                            from,
+                            to,
+                        },
                     });
                     flows.push((r, sent.start, to_rank, used));
                 }
@@ -270,50 +278,30 @@ pub fn write_chrome_trace(
             continue;
         };
         let part = plan.part(stage);
-        let replicas: Vec<u32> = (0..plan.model_copies()).map(|j| j * s + part).collect();
-        let end = replicas
-            .iter()
-            .filter_map(|&x| reduce_at[x as usize])
+        let end = (0..plan.model_copies())
+            .filter_map(|j| reduce_at[(j * s + part) as usize])
             .fold(start, f64::max);
         comms.push(CommSlice {
             rank,
-            base_tid: REDUCE_TID,
-            name: format!("{stage}REDUCE_GRAD"),
-            cat: "reduce",
             start,
             end,
-            args: CommArgs::Reduce {
-                stage,
-                part,
-                replicas,
-            },
+            comm: Comm::Reduce { stage, part },
         });
     }
 
+    let comms = sort_comms(comms);
     // Lanes: slices of one rank and kind that overlap in time go to separate tracks.
-    // Sort an index rather than the slices themselves (moving them is most of the cost); the index
-    // breaks ties, so the order is the stable one.
-    let mut order: Vec<usize> = (0..comms.len()).collect();
-    order.sort_unstable_by(|&i, &j| {
-        let (a, b) = (&comms[i], &comms[j]);
-        (a.rank, a.base_tid)
-            .cmp(&(b.rank, b.base_tid))
-            .then(a.start.total_cmp(&b.start))
-            .then(a.end.total_cmp(&b.end))
-            .then(i.cmp(&j))
-    });
-    let mut slots: Vec<Option<CommSlice>> = comms.into_iter().map(Some).collect();
-    let comms: Vec<CommSlice> = order.iter().filter_map(|&i| slots[i].take()).collect();
     let mut lanes_of: Vec<(u32, u32, usize)> = Vec::new(); // (rank, base tid, lanes used)
     let mut tids: Vec<u32> = Vec::with_capacity(comms.len());
     let mut lane_end: Vec<f64> = Vec::new();
     let mut group: Option<(u32, u32)> = None;
     for c in &comms {
-        if group != Some((c.rank, c.base_tid)) {
+        let base_tid = c.base_tid();
+        if group != Some((c.rank, base_tid)) {
             if let Some((rank, base)) = group {
                 lanes_of.push((rank, base, lane_end.len()));
             }
-            group = Some((c.rank, c.base_tid));
+            group = Some((c.rank, base_tid));
             lane_end.clear();
         }
         let lane = match lane_end.iter().position(|&e| e <= c.start) {
@@ -324,192 +312,312 @@ pub fn write_chrome_trace(
             }
         };
         lane_end[lane] = c.end;
-        tids.push(c.base_tid + lane as u32);
+        tids.push(base_tid + lane as u32);
     }
     if let Some((rank, base)) = group {
         lanes_of.push((rank, base, lane_end.len()));
     }
 
-    let mut out: Vec<u8> = Vec::with_capacity(plan.num_ops() * 200 + comms.len() * 200);
-    write_events(
-        &mut out, plan, timing, &cells, &comms, &tids, &lanes_of, &flows, us,
-    )
-    .map_err(|e| Diagnostic::error(format!("cannot write the trace: {e}")))?;
-    String::from_utf8(out).map_err(|e| Diagnostic::error(format!("cannot write the trace: {e}")))
+    let mut w = Trace {
+        out: Vec::with_capacity(plan.num_ops() * 160 + comms.len() * 180 + flows.len() * 150),
+        us_per_unit,
+        empty: true,
+    };
+    w.raw("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
+    w.metadata(plan, &lanes_of);
+    w.compute(plan, timing);
+    for (c, &tid) in comms.iter().zip(&tids) {
+        w.comm(plan, c, tid);
+    }
+    for (id, &(from, from_ts, to, to_ts)) in flows.iter().enumerate() {
+        w.flow(id, from, from_ts, to, to_ts);
+    }
+    w.raw("\n]}\n");
+    String::from_utf8(w.out).map_err(|e| Diagnostic::error(format!("cannot write the trace: {e}")))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn write_events(
-    out: &mut Vec<u8>,
-    plan: &Plan,
-    timing: &Timing,
-    cells: &[Vec<String>],
-    comms: &[CommSlice],
-    tids: &[u32],
-    lanes_of: &[(u32, u32, usize)],
-    flows: &[(u32, f64, u32, f64)],
-    us: impl Fn(f64) -> f64,
-) -> serde_json::Result<()> {
-    let io = serde_json::Error::io;
-    out.extend_from_slice(b"{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
-    let mut first = true;
-    let mut emit = |out: &mut Vec<u8>, e: &Event<'_>| -> serde_json::Result<()> {
-        if !first {
-            out.extend_from_slice(b",\n");
-        }
-        first = false;
-        serde_json::to_writer(&mut *out, e)
+/// Orders the slices by rank, kind (send, receive, reduce), start, end, and then the order they
+/// were made in (the order lanes are given in).
+///
+/// Slices are bucketed by rank and kind first, then each bucket is sorted stably by time: a
+/// bucket is a few already ordered runs (a rank's sends come in program order), which a stable
+/// sort merges in about linear time, where one sort of everything would not.
+fn sort_comms(comms: Vec<CommSlice>) -> Vec<CommSlice> {
+    let bucket = |c: &CommSlice| {
+        let kind = match c.comm {
+            Comm::Send { .. } => 0,
+            Comm::Recv { .. } => 1,
+            Comm::Reduce { .. } => 2,
+        };
+        c.rank as usize * 3 + kind
     };
-    let rank_names: Vec<String> = (0..plan.ranks()).map(|r| format!("rank {r}")).collect();
-    for r in 0..plan.ranks() {
-        emit(
-            out,
-            &Event::meta(
-                r,
-                0,
-                "process_name",
-                Args::Name {
-                    name: &rank_names[r as usize],
-                },
-            ),
-        )?;
-        emit(
-            out,
-            &Event::meta(
-                r,
-                0,
-                "process_sort_index",
-                Args::SortIndex { sort_index: r },
-            ),
-        )?;
-        emit(
-            out,
-            &Event::meta(
+    let buckets = comms.iter().map(|c| bucket(c) + 1).max().unwrap_or(0);
+    // starts[b] is where bucket b begins in the sorted vector (a counting sort).
+    let mut starts = vec![0usize; buckets + 1];
+    for c in &comms {
+        starts[bucket(c) + 1] += 1;
+    }
+    for b in 1..starts.len() {
+        starts[b] += starts[b - 1];
+    }
+    let mut next = starts.clone();
+    let mut sorted: Vec<Option<CommSlice>> = vec![None; comms.len()];
+    for c in comms {
+        let b = bucket(&c);
+        sorted[next[b]] = Some(c);
+        next[b] += 1;
+    }
+    let mut sorted: Vec<CommSlice> = sorted.into_iter().flatten().collect();
+    for b in starts.windows(2) {
+        sorted[b[0]..b[1]]
+            .sort_by(|x, y| x.start.total_cmp(&y.start).then(x.end.total_cmp(&y.end)));
+    }
+    sorted
+}
+
+/// The trace text being written, event by event.
+struct Trace {
+    /// UTF-8 throughout (see `json_text`); bytes so that appends need no checks.
+    out: Vec<u8>,
+    us_per_unit: f64,
+    /// No event written yet (events are separated by `,` and a newline).
+    empty: bool,
+}
+
+impl Trace {
+    fn raw(&mut self, text: &str) {
+        self.out.extend_from_slice(text.as_bytes());
+    }
+
+    /// Starts an event: everything up to the opening quote of its name's text, which the caller
+    /// writes next (already escaped) before calling [`Trace::head`].
+    fn open(&mut self) {
+        if !self.empty {
+            self.raw(",\n");
+        }
+        self.empty = false;
+        self.raw("{\"name\":\"");
+    }
+
+    /// Closes the name and writes `ph`, `pid` and `tid`.
+    fn head(&mut self, ph: &str, pid: u32, tid: u32) {
+        self.raw("\",\"ph\":\"");
+        self.raw(ph);
+        self.raw("\",\"pid\":");
+        push_uint(&mut self.out, pid.into());
+        self.raw(",\"tid\":");
+        push_uint(&mut self.out, tid.into());
+    }
+
+    /// Appends `,"<key>":<time in microseconds>`.
+    fn time(&mut self, key: &str, t: f64) {
+        self.raw(",\"");
+        self.raw(key);
+        self.raw("\":");
+        push_f64(&mut self.out, t * self.us_per_unit);
+    }
+
+    /// Appends `,"<key>":<n>` (`key` is written as it is).
+    fn uint(&mut self, key: &str, n: u32) {
+        self.raw(",\"");
+        self.raw(key);
+        self.raw("\":");
+        push_uint(&mut self.out, n.into());
+    }
+
+    /// A metadata event with one argument: `name` for a text, `sort_index` for a number.
+    fn meta(&mut self, pid: u32, tid: u32, event: &str, arg: MetaArg<'_>) {
+        self.open();
+        self.raw(event);
+        self.head("M", pid, tid);
+        match arg {
+            MetaArg::Name(prefix, n) => {
+                self.raw(",\"args\":{\"name\":");
+                // Names are fixed words and numbers, but go through the escaper all the same.
+                match n {
+                    Some(n) => {
+                        let name = format!("{prefix}{n}");
+                        push_str(&mut self.out, &name);
+                    }
+                    None => push_str(&mut self.out, prefix),
+                }
+            }
+            MetaArg::SortIndex(i) => {
+                self.raw(",\"args\":{\"sort_index\":");
+                push_uint(&mut self.out, i.into());
+            }
+        }
+        self.raw("}}");
+    }
+
+    /// Names and orders of every process (rank) and track.
+    fn metadata(&mut self, plan: &Plan, lanes_of: &[(u32, u32, usize)]) {
+        for r in 0..plan.ranks() {
+            self.meta(r, 0, "process_name", MetaArg::Name("rank ", Some(r)));
+            self.meta(r, 0, "process_sort_index", MetaArg::SortIndex(r));
+            self.meta(
                 r,
                 COMPUTE_TID,
                 "thread_name",
-                Args::Name { name: "compute" },
-            ),
-        )?;
-        emit(
-            out,
-            &Event::meta(
-                r,
-                COMPUTE_TID,
-                "thread_sort_index",
-                Args::SortIndex { sort_index: 0 },
-            ),
-        )?;
-    }
-    for &(rank, base, lanes) in lanes_of {
-        let word = match base {
-            SEND_TID => "send",
-            RECV_TID => "recv",
-            _ => "reduce",
-        };
-        for lane in 0..lanes as u32 {
-            let name = format!("{word} {lane}");
-            emit(
-                out,
-                &Event::meta(rank, base + lane, "thread_name", Args::Name { name: &name }),
-            )?;
-            emit(
-                out,
-                &Event::meta(
-                    rank,
-                    base + lane,
-                    "thread_sort_index",
-                    Args::SortIndex {
-                        sort_index: base + lane,
-                    },
-                ),
-            )?;
-        }
-    }
-    let s = plan.stages_per_pipeline();
-    for (r, program) in plan.programs().iter().enumerate() {
-        for (i, a) in program.iter().enumerate() {
-            let t = timing.intervals[r][i];
-            let name = cells[r][i].as_str();
-            let (cat, args) = match a {
-                Action::One(op) => (
-                    kind_cat(op.kind),
-                    Args::Op {
-                        stage: op.stage,
-                        mb: op.mb,
-                        kind: kind_name(op.kind),
-                        pipeline: op.stage / s,
-                        part: op.stage % s,
-                    },
-                ),
-                Action::Pair { f, b } => (
-                    "pair",
-                    Args::Pair {
-                        forward: f.to_string(),
-                        backward: b.to_string(),
-                    },
-                ),
-            };
-            let mut e = Event::slice(
-                r as u32,
-                COMPUTE_TID,
-                name,
-                cat,
-                us(t.start),
-                us(t.end - t.start),
+                MetaArg::Name("compute", None),
             );
-            e.args = Some(args);
-            emit(out, &e)?;
+            self.meta(r, COMPUTE_TID, "thread_sort_index", MetaArg::SortIndex(0));
+        }
+        for &(rank, base, lanes) in lanes_of {
+            let word = match base {
+                SEND_TID => "send ",
+                RECV_TID => "recv ",
+                _ => "reduce ",
+            };
+            for lane in 0..lanes as u32 {
+                let tid = base + lane;
+                self.meta(rank, tid, "thread_name", MetaArg::Name(word, Some(lane)));
+                self.meta(rank, tid, "thread_sort_index", MetaArg::SortIndex(tid));
+            }
         }
     }
-    for (c, &tid) in comms.iter().zip(tids) {
-        let mut e = Event::slice(
-            c.rank,
-            tid,
-            &c.name,
-            c.cat,
-            us(c.start),
-            us(c.end - c.start),
-        );
-        e.args = Some(match &c.args {
-            CommArgs::Transfer {
+
+    /// One slice per action on its rank's compute track.
+    fn compute(&mut self, plan: &Plan, timing: &Timing) {
+        let s = plan.stages_per_pipeline();
+        for (r, (program, times)) in plan.programs().iter().zip(&timing.intervals).enumerate() {
+            for (a, t) in program.iter().zip(times) {
+                self.open();
+                push_action(&mut self.out, a);
+                self.head("X", r as u32, COMPUTE_TID);
+                self.time("ts", t.start);
+                self.time("dur", t.end - t.start);
+                match *a {
+                    Action::One(op) => {
+                        self.raw(",\"cat\":\"");
+                        self.raw(kind_letter(op.kind));
+                        self.raw("\",\"args\":{\"stage\":");
+                        push_uint(&mut self.out, op.stage.into());
+                        self.uint("mb", op.mb);
+                        self.raw(",\"kind\":\"");
+                        self.raw(kind_name(op.kind));
+                        self.out.push(b'"');
+                        self.uint("pipeline", op.stage / s);
+                        self.uint("part", op.stage % s);
+                    }
+                    Action::Pair { f, b } => {
+                        self.raw(",\"cat\":\"pair\",\"args\":{\"forward\":\"");
+                        push_op(&mut self.out, f);
+                        self.raw("\",\"backward\":\"");
+                        push_op(&mut self.out, b);
+                        self.out.push(b'"');
+                    }
+                }
+                self.raw("}}");
+            }
+        }
+    }
+
+    /// One communication slice on track `tid` of its rank.
+    fn comm(&mut self, plan: &Plan, c: &CommSlice, tid: u32) {
+        self.open();
+        // The name, from its parts (digits and fixed words: no escape needed).
+        let cat = match c.comm {
+            Comm::Send {
+                dir, stage, mb, to, ..
+            } => {
+                push_uint(&mut self.out, stage.into());
+                self.raw("SEND_");
+                self.out.push(dir_letter(dir));
+                push_uint(&mut self.out, mb.into());
+                self.raw(" to rank ");
+                push_uint(&mut self.out, to.into());
+                "send"
+            }
+            Comm::Recv {
+                dir,
+                stage,
+                mb,
+                from,
+                ..
+            } => {
+                // Named after the receiving stage, as PyTorch's RECV_F / RECV_B are.
+                let receiver = match dir {
+                    Dir::Fwd => stage + 1,
+                    Dir::Bwd => stage.saturating_sub(1),
+                };
+                push_uint(&mut self.out, receiver.into());
+                self.raw("RECV_");
+                self.out.push(dir_letter(dir));
+                push_uint(&mut self.out, mb.into());
+                self.raw(" from rank ");
+                push_uint(&mut self.out, from.into());
+                "recv"
+            }
+            Comm::Reduce { stage, .. } => {
+                push_uint(&mut self.out, stage.into());
+                self.raw("REDUCE_GRAD");
+                "reduce"
+            }
+        };
+        self.head("X", c.rank, tid);
+        self.time("ts", c.start);
+        self.time("dur", c.end - c.start);
+        self.raw(",\"cat\":\"");
+        self.raw(cat);
+        self.raw("\",\"args\":{\"stage\":");
+        match c.comm {
+            Comm::Send {
                 stage,
                 mb,
                 from,
                 to,
-            } => Args::Transfer {
-                stage: *stage,
-                mb: *mb,
-                from_rank: *from,
-                to_rank: *to,
-            },
-            CommArgs::Reduce {
+                ..
+            }
+            | Comm::Recv {
                 stage,
-                part,
-                replicas,
-            } => Args::Reduce {
-                stage: *stage,
-                part: *part,
-                replicas,
-            },
-        });
-        emit(out, &e)?;
+                mb,
+                from,
+                to,
+                ..
+            } => {
+                push_uint(&mut self.out, stage.into());
+                self.uint("mb", mb);
+                self.uint("from_rank", from);
+                self.uint("to_rank", to);
+            }
+            Comm::Reduce { stage, part } => {
+                push_uint(&mut self.out, stage.into());
+                self.uint("part", part);
+                self.raw(",\"replicas\":[");
+                let s = plan.stages_per_pipeline();
+                for j in 0..plan.model_copies() {
+                    if j > 0 {
+                        self.out.push(b',');
+                    }
+                    push_uint(&mut self.out, (j * s + part).into());
+                }
+                self.out.push(b']');
+            }
+        }
+        self.raw("}}");
     }
-    for (id, &(from, from_ts, to, to_ts)) in flows.iter().enumerate() {
-        let mut start = Event::slice(from, COMPUTE_TID, "data", "flow", us(from_ts), 0.0);
-        start.ph = "s";
-        start.dur = None;
-        start.id = Some(id as u64);
-        emit(out, &start)?;
-        let mut finish = Event::slice(to, COMPUTE_TID, "data", "flow", us(to_ts), 0.0);
-        finish.ph = "f";
-        finish.dur = None;
-        finish.id = Some(id as u64);
-        finish.bp = Some("e");
-        emit(out, &finish)?;
+
+    /// The two ends of a flow arrow from the producing slice to the consuming one.
+    fn flow(&mut self, id: usize, from: u32, from_ts: f64, to: u32, to_ts: f64) {
+        for (ph, pid, ts, bp) in [("s", from, from_ts, ""), ("f", to, to_ts, ",\"bp\":\"e\"")] {
+            self.open();
+            self.raw("data");
+            self.head(ph, pid, COMPUTE_TID);
+            self.time("ts", ts);
+            self.raw(",\"cat\":\"flow\",\"id\":");
+            push_uint(&mut self.out, id as u64);
+            self.raw(bp);
+            self.out.push(b'}');
+        }
     }
-    writeln!(out, "\n]}}").map_err(io)?;
-    Ok(())
+}
+
+/// The argument of a metadata event.
+enum MetaArg<'a> {
+    /// `name`: the text, then a number when there is one (`rank 3`, `send 0`).
+    Name(&'a str, Option<u32>),
+    SortIndex(u32),
 }
 
 #[cfg(test)]

@@ -52,3 +52,39 @@ fn every_format_of_small_plans() {
         );
     }
 }
+
+/// The trace is written by hand; every event must be exactly what serde_json writes for the same
+/// values, also for times that are not whole numbers (the snapshots only have whole ones): each
+/// line parses and serializes back to itself (key order is kept and floats read back exactly).
+#[test]
+fn trace_events_are_what_serde_json_writes() {
+    for (name, path) in PLANS {
+        let plan = reference_plan(path);
+        let unit = simulated_timing(&plan);
+        for (scale, offset, us_per_unit) in [
+            (1.0, 0.0, 1000.0),
+            (0.1234567, 0.3, 1e6 / 3.0),
+            (1e-9, 1e-12, 1.0),
+            (7.0 / 3.0, 0.0, 1e15),
+            (1e12, 5.5, 1e6),
+        ] {
+            let mut timing = unit.clone();
+            for t in timing.intervals.iter_mut().flatten() {
+                t.start = t.start * scale + offset;
+                t.end = t.end * scale + offset;
+            }
+            timing.makespan = timing.makespan * scale + offset;
+            let text = write_chrome_trace(&plan, &timing, us_per_unit).expect("writes");
+            let body = text
+                .strip_prefix("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n")
+                .and_then(|t| t.strip_suffix("\n]}\n"))
+                .expect("header and footer");
+            for line in body.split(",\n") {
+                let value: serde_json::Value = serde_json::from_str(line)
+                    .unwrap_or_else(|e| panic!("{name} ×{scale}: {e} in {line}"));
+                let again = serde_json::to_string(&value).expect("serializes");
+                assert_eq!(again, line, "{name} ×{scale}");
+            }
+        }
+    }
+}
