@@ -18,35 +18,65 @@
 use crate::problem::{Problem, ProblemKind, Wait, WaitReason};
 use pipeweave_plan::{Action, Kind, Op, Plan};
 
+/// No such row in a per-stage table (the first or last stage of a pipeline).
+const NO_ROW: usize = usize::MAX;
+
 struct State {
     mb_bound: usize,
-    /// (stage, mb): forward done; input-gradient backward (B or I) done.
-    f_done: Vec<bool>,
-    b_done: Vec<bool>,
+    /// Per stage, the `(stage, mb)` row of the stage its forward waits for (the previous one), and
+    /// of the stage its input-gradient backward waits for (the next one): tables, so the hot loop
+    /// does no modulo.
+    fwd_from: Vec<usize>,
+    bwd_from: Vec<usize>,
+    /// Indexed by key: `2·(stage, mb)` the forward is done, `2·(stage, mb) + 1` the input-gradient
+    /// backward (B or I) is. The same keys name what a parked rank waits for.
+    done: Vec<bool>,
 }
 
 impl State {
+    fn new(plan: &Plan) -> State {
+        let mb_bound = plan.mb_bound() as usize;
+        let n = plan.num_stages();
+        let row = |t: Option<u32>| t.map_or(NO_ROW, |t| t as usize * mb_bound);
+        State {
+            mb_bound,
+            fwd_from: (0..n).map(|s| row(plan.prev_stage(s))).collect(),
+            bwd_from: (0..n).map(|s| row(plan.next_stage(s))).collect(),
+            done: vec![false; 2 * n as usize * mb_bound],
+        }
+    }
+
     #[inline]
     fn at(&self, stage: u32, mb: u32) -> usize {
         stage as usize * self.mb_bound + mb as usize
     }
+
+    /// The key of the op that `op` waits for, if it has not run yet.
+    #[inline]
+    fn missing_key(&self, op: Op) -> Option<usize> {
+        let (row, half) = match op.kind {
+            Kind::F => (self.fwd_from[op.stage as usize], 0),
+            Kind::B | Kind::I => (self.bwd_from[op.stage as usize], 1),
+            // W follows its I on the same rank, which the work checks guarantee.
+            Kind::W => return None,
+        };
+        if row == NO_ROW {
+            return None;
+        }
+        let key = 2 * (row + op.mb as usize) + half;
+        (!self.done[key]).then_some(key)
+    }
 }
 
 /// The op that `op` waits for, if it has not run yet.
-#[inline]
 fn missing_input(plan: &Plan, st: &State, op: Op) -> Option<Op> {
-    match op.kind {
-        Kind::F => {
-            let prev = plan.prev_stage(op.stage)?;
-            (!st.f_done[st.at(prev, op.mb)]).then(|| Op::new(prev, Kind::F, op.mb))
-        }
-        Kind::B | Kind::I => {
-            let next = plan.next_stage(op.stage)?;
-            (!st.b_done[st.at(next, op.mb)]).then(|| Op::new(next, Kind::B, op.mb))
-        }
-        // W follows its I on the same rank, which the work checks guarantee.
-        Kind::W => None,
-    }
+    let key = st.missing_key(op)?;
+    let (stage, kind) = match op.kind {
+        Kind::F => (plan.prev_stage(op.stage)?, Kind::F),
+        _ => (plan.next_stage(op.stage)?, Kind::B),
+    };
+    debug_assert_eq!(key / 2, st.at(stage, op.mb));
+    Some(Op::new(stage, kind, op.mb))
 }
 
 /// Runs the plan; returns the deadlock problem if it gets stuck.
@@ -54,21 +84,14 @@ fn missing_input(plan: &Plan, st: &State, op: Op) -> Option<Op> {
 /// Assumes the work checks passed (every op on a real stage of its own rank and micro-batch of
 /// its pipeline, each exactly once, in order).
 pub(crate) fn find_deadlock(plan: &Plan) -> Option<Problem> {
-    let mb_bound = plan.mb_bound() as usize;
-    let n = plan.num_stages() as usize * mb_bound;
-    let mut st = State {
-        mb_bound,
-        f_done: vec![false; n],
-        b_done: vec![false; n],
-    };
+    let mut st = State::new(plan);
     let programs = plan.programs();
     let mut pc = vec![0usize; programs.len()];
     // Event-driven: a blocked rank is parked on the op it misses and woken when that op runs,
     // so every action is examined a bounded number of times. Parked ranks form intrusive lists:
     // `parked[key]` heads the list of ranks waiting for op `key`, `next[rank]` links them.
-    // Keys: 2·(stage, mb) for a forward, 2·(stage, mb) + 1 for an input-gradient backward.
     const NONE: u32 = u32::MAX;
-    let mut parked = vec![NONE; 2 * n];
+    let mut parked = vec![NONE; st.done.len()];
     let mut next = vec![NONE; programs.len()];
     let mut runnable: Vec<u32> = (0..programs.len() as u32).rev().collect();
     while let Some(rank) = runnable.pop() {
@@ -76,13 +99,10 @@ pub(crate) fn find_deadlock(plan: &Plan) -> Option<Problem> {
         let program = &programs[r];
         while let Some(a) = program.get(pc[r]) {
             let missing = match *a {
-                Action::One(op) => missing_input(plan, &st, op),
-                Action::Pair { f, b } => {
-                    missing_input(plan, &st, f).or_else(|| missing_input(plan, &st, b))
-                }
+                Action::One(op) => st.missing_key(op),
+                Action::Pair { f, b } => st.missing_key(f).or_else(|| st.missing_key(b)),
             };
-            if let Some(op) = missing {
-                let key = 2 * st.at(op.stage, op.mb) + usize::from(op.kind != Kind::F);
+            if let Some(key) = missing {
                 next[r] = parked[key];
                 parked[key] = rank;
                 break;
@@ -90,16 +110,11 @@ pub(crate) fn find_deadlock(plan: &Plan) -> Option<Problem> {
             for op in a.ops() {
                 let x = st.at(op.stage, op.mb);
                 let key = match op.kind {
-                    Kind::F => {
-                        st.f_done[x] = true;
-                        2 * x
-                    }
-                    Kind::B | Kind::I => {
-                        st.b_done[x] = true;
-                        2 * x + 1
-                    }
+                    Kind::F => 2 * x,
+                    Kind::B | Kind::I => 2 * x + 1,
                     Kind::W => continue,
                 };
+                st.done[key] = true;
                 let mut w = std::mem::replace(&mut parked[key], NONE);
                 while w != NONE {
                     runnable.push(w);

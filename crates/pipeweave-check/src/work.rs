@@ -8,27 +8,40 @@ use pipeweave_plan::{Action, Kind, Op, Plan};
 const NONE: u32 = u32::MAX;
 
 /// Where each op of a (stage, micro-batch) was seen: a position on the stage's host rank.
+/// One record per pair, so checking an op touches one cache line.
+#[derive(Clone, Copy)]
+struct Slot {
+    f: u32,
+    bwd: u32,
+    w: u32,
+    bwd_full: bool,
+}
+
 struct Seen {
     mb_bound: usize,
-    f: Vec<u32>,
-    bwd: Vec<u32>,
-    bwd_full: Vec<bool>,
-    w: Vec<u32>,
+    slots: Vec<Slot>,
+    /// Per stage, its pipeline: a table, so the hot loop does no division.
+    pipeline: Vec<u32>,
 }
 
 impl Seen {
     fn new(plan: &Plan) -> Seen {
         let mb_bound = plan.mb_bound() as usize;
         let n = plan.num_stages() as usize * mb_bound;
+        let unseen = Slot {
+            f: NONE,
+            bwd: NONE,
+            w: NONE,
+            bwd_full: false,
+        };
         Seen {
             mb_bound,
-            f: vec![NONE; n],
-            bwd: vec![NONE; n],
-            bwd_full: vec![false; n],
-            w: vec![NONE; n],
+            slots: vec![unseen; n],
+            pipeline: (0..plan.num_stages()).map(|s| plan.locate(s).0).collect(),
         }
     }
 
+    #[inline]
     fn index(&self, op: Op) -> usize {
         op.stage as usize * self.mb_bound + op.mb as usize
     }
@@ -72,12 +85,13 @@ pub(crate) fn check_work(plan: &Plan) -> Vec<Problem> {
                         },
                     })
                 };
-                if seen.f[x] == NONE {
+                let slot = seen.slots[x];
+                if slot.f == NONE {
                     missing(Kind::F);
                 }
-                if seen.bwd[x] == NONE {
+                if slot.bwd == NONE {
                     missing(Kind::B);
-                } else if !seen.bwd_full[x] && seen.w[x] == NONE {
+                } else if !slot.bwd_full && slot.w == NONE {
                     missing(Kind::W);
                 }
             }
@@ -101,7 +115,7 @@ fn check_op(
         });
         return;
     };
-    let pipeline = op.stage / plan.stages_per_pipeline();
+    let pipeline = seen.pipeline[op.stage as usize];
     if plan.mb_pipeline(op.mb) != Some(pipeline) {
         report(ProblemKind::UnknownMicrobatch { op, pipeline });
         return;
@@ -113,47 +127,48 @@ fn check_op(
     }
     let x = seen.index(op);
     let pos = i as u32;
+    let seen = &mut seen.slots[x];
     match op.kind {
         Kind::F => {
-            if seen.f[x] != NONE {
+            if seen.f != NONE {
                 report(ProblemKind::Duplicate {
                     op,
-                    first: seen.f[x] as usize,
+                    first: seen.f as usize,
                 });
             } else {
-                seen.f[x] = pos;
+                seen.f = pos;
             }
         }
         Kind::B | Kind::I => {
-            if seen.bwd[x] != NONE {
+            if seen.bwd != NONE {
                 report(ProblemKind::Duplicate {
                     op,
-                    first: seen.bwd[x] as usize,
+                    first: seen.bwd as usize,
                 });
                 return;
             }
-            seen.bwd[x] = pos;
-            seen.bwd_full[x] = op.kind == Kind::B;
+            seen.bwd = pos;
+            seen.bwd_full = op.kind == Kind::B;
             // A forward at this very position is the other half of the same pair: not before.
-            if seen.f[x] == NONE || seen.f[x] >= pos {
+            if seen.f == NONE || seen.f >= pos {
                 report(ProblemKind::BackwardBeforeForward { op });
             }
         }
         Kind::W => {
-            if seen.w[x] != NONE {
+            if seen.w != NONE {
                 report(ProblemKind::Duplicate {
                     op,
-                    first: seen.w[x] as usize,
+                    first: seen.w as usize,
                 });
                 return;
             }
-            seen.w[x] = pos;
-            if seen.bwd[x] != NONE && seen.bwd_full[x] {
+            seen.w = pos;
+            if seen.bwd != NONE && seen.bwd_full {
                 report(ProblemKind::WeightWithoutInput {
                     op,
                     after_full_backward: true,
                 });
-            } else if seen.bwd[x] == NONE || seen.bwd[x] >= pos {
+            } else if seen.bwd == NONE || seen.bwd >= pos {
                 report(ProblemKind::WeightWithoutInput {
                     op,
                     after_full_backward: false,

@@ -107,30 +107,54 @@ impl LoweredPlan {
 }
 
 const NONE: u32 = u32::MAX;
+/// No such row in a per-stage table (the first or last stage of a pipeline).
+const NO_ROW: usize = usize::MAX;
 
-/// Per stage, the rank on the other side of each boundary when it is another rank (else `NONE`):
-/// `before[s]` hosts stage s−1 (where a backward's output goes), `after[s]` hosts stage s+1 (where
-/// a forward's output goes).
-struct Peers {
-    before: Vec<u32>,
+/// Per-stage tables, so the hot loop does no modulo and no `Option` chain per op.
+struct Tables {
+    mb_bound: usize,
+    /// `(stage, mb)` slots in the `done` and `pending_fwd` tables: `stage · mb_bound + mb`.
+    slots: usize,
+    /// Row of the stage whose forward feeds this stage's forward (`NO_ROW` at a pipeline's head).
+    fwd_from: Vec<usize>,
+    /// Row of the stage whose input-gradient backward feeds this stage's (`NO_ROW` at its tail).
+    bwd_from: Vec<usize>,
+    /// The rank hosting stage s+1 when it is another rank (where a forward's output goes), or
+    /// `NONE`.
     after: Vec<u32>,
+    /// The rank hosting stage s−1 when it is another rank (where a backward's output goes), or
+    /// `NONE`.
+    before: Vec<u32>,
 }
 
-impl Peers {
-    fn new(plan: &Plan) -> Peers {
+impl Tables {
+    fn new(plan: &Plan) -> Tables {
         let hosts = plan.hosts();
+        let mb_bound = plan.mb_bound() as usize;
+        let n = plan.num_stages();
         let other = |s: u32, t: Option<u32>| match t {
             Some(t) if hosts[t as usize] != hosts[s as usize] => hosts[t as usize],
             _ => NONE,
         };
-        let n = plan.num_stages();
-        Peers {
-            before: (0..n).map(|s| other(s, plan.prev_stage(s))).collect(),
+        let row = |t: Option<u32>| t.map_or(NO_ROW, |t| t as usize * mb_bound);
+        Tables {
+            mb_bound,
+            slots: n as usize * mb_bound,
+            fwd_from: (0..n).map(|s| row(plan.prev_stage(s))).collect(),
+            bwd_from: (0..n).map(|s| row(plan.next_stage(s))).collect(),
             after: (0..n).map(|s| other(s, plan.next_stage(s))).collect(),
+            before: (0..n).map(|s| other(s, plan.prev_stage(s))).collect(),
         }
     }
 
-    /// Where an op's output goes, if another rank: (direction, peer).
+    /// The `(stage, mb)` slot of an op, if both exist.
+    #[inline]
+    fn slot(&self, op: Op) -> Option<usize> {
+        ((op.stage as usize) < self.after.len() && (op.mb as usize) < self.mb_bound)
+            .then(|| op.stage as usize * self.mb_bound + op.mb as usize)
+    }
+
+    /// Where an op's output goes, if another rank: (direction, peer). Unknown stages send nothing.
     #[inline]
     fn output(&self, op: Op) -> Option<(Dir, u32)> {
         let (dir, table) = match op.kind {
@@ -143,224 +167,83 @@ impl Peers {
     }
 }
 
-/// One entry of a rank's input to the scheduler: a compute action or a gradient reduction.
-#[derive(Clone, Copy)]
-enum Entry {
-    Action(usize),
-    Reduce(u32),
-    WaitReduce(u32),
+/// The lowering's running state: the programs being built and what has been scheduled.
+struct Lowering<'a> {
+    t: &'a Tables,
+    steps: Vec<Vec<Step>>,
+    compute_index: Vec<Vec<usize>>,
+    /// By `(stage, mb)` slot: the forward has been scheduled; the input-gradient backward (B or
+    /// I) has.
+    f_done: Vec<bool>,
+    b_done: Vec<bool>,
+    /// Forward sends not yet waited for: slot → peer (`NONE` when there is none).
+    pending_fwd: Vec<u32>,
 }
 
-/// Lowers every rank's program. Works on any plan; ops on unknown stages get no communication.
-pub fn lower(plan: &Plan) -> LoweredPlan {
-    let ranks = plan.ranks() as usize;
-    let n_stages = plan.num_stages() as usize;
-    let mb_bound = plan.mb_bound() as usize;
-    let peers = Peers::new(plan);
-    let known = |op: Op| (op.stage as usize) < n_stages && (op.mb as usize) < mb_bound;
-    let at = |stage: u32, mb: u32| stage as usize * mb_bound + mb as usize;
-
-    // With replicas, a reduction pairs ranks that may reach it far apart: waiting right after the
-    // launch would stall one on the other (or deadlock), so the waits go to the end.
-    let replicated = plan.pipelines().len() > 1;
-    // Each rank's entries: its actions, with the reductions after each stage's last B or W.
-    let entries: Vec<Vec<Entry>> = plan
-        .programs()
-        .iter()
-        .map(|program| {
-            let mut last_weight: Vec<Option<usize>> = vec![None; n_stages];
-            for (i, a) in program.iter().enumerate() {
-                for op in a.ops() {
-                    if matches!(op.kind, Kind::B | Kind::W) && known(op) {
-                        last_weight[op.stage as usize] = Some(i);
-                    }
-                }
-            }
-            let mut reduce_after: Vec<(usize, u32)> = last_weight
-                .iter()
-                .enumerate()
-                .filter_map(|(s, i)| i.map(|i| (i, s as u32)))
-                .collect();
-            reduce_after.sort_unstable();
-            let mut out = Vec::with_capacity(program.len() + reduce_after.len());
-            let mut next = reduce_after.iter().peekable();
-            for i in 0..program.len() {
-                out.push(Entry::Action(i));
-                while let Some(&(_, stage)) = next.next_if(|(at, _)| *at == i) {
-                    out.push(Entry::Reduce(stage));
-                    if !replicated {
-                        out.push(Entry::WaitReduce(stage));
-                    }
-                }
-            }
-            out
-        })
-        .collect();
-
-    // Scheduled work, by (stage, mb): forwards, and input-gradient backwards (B or I).
-    let mut f_done = vec![false; n_stages * mb_bound];
-    let mut b_done = vec![false; n_stages * mb_bound];
-    let ready = |op: Op, f_done: &[bool], b_done: &[bool]| -> bool {
-        if !known(op) {
+impl Lowering<'_> {
+    /// Whether the inputs of `op` have been scheduled; ops on unknown stages or micro-batches
+    /// depend on nothing.
+    #[inline]
+    fn ready(&self, op: Op) -> bool {
+        let (s, mb) = (op.stage as usize, op.mb as usize);
+        if s >= self.t.fwd_from.len() || mb >= self.t.mb_bound {
             return true;
         }
         match op.kind {
-            Kind::F => plan
-                .prev_stage(op.stage)
-                .is_none_or(|p| f_done[at(p, op.mb)]),
-            Kind::B | Kind::I => plan
-                .next_stage(op.stage)
-                .is_none_or(|n| b_done[at(n, op.mb)]),
+            Kind::F => {
+                let row = self.t.fwd_from[s];
+                row == NO_ROW || self.f_done[row + mb]
+            }
+            Kind::B | Kind::I => {
+                let row = self.t.bwd_from[s];
+                row == NO_ROW || self.b_done[row + mb]
+            }
             Kind::W => true,
         }
-    };
+    }
 
-    let mut steps: Vec<Vec<Step>> = plan
-        .programs()
-        .iter()
-        .map(|p| Vec::with_capacity(p.len() * 3))
-        .collect();
-    let mut compute_index: Vec<Vec<usize>> = plan
-        .programs()
-        .iter()
-        .map(|p| Vec::with_capacity(p.len()))
-        .collect();
-    // Forward sends not yet waited for: (stage, mb) → peer; and every send in posting order.
-    let mut pending_fwd: Vec<u32> = vec![NONE; n_stages * mb_bound];
-    let mut posted: Vec<Vec<(Dir, u32, u32, u32)>> = vec![Vec::new(); ranks];
-    let mut pos = vec![0usize; ranks];
-    let mut left: usize = entries.iter().map(Vec::len).sum();
-
-    while left > 0 {
-        let mut progress = false;
-        for r in 0..ranks {
-            let Some(&entry) = entries[r].get(pos[r]) else {
-                continue;
-            };
-            if let Entry::Action(i) = entry {
-                let a = plan.programs()[r][i];
-                if !a.ops().all(|op| ready(op, &f_done, &b_done)) {
-                    continue;
-                }
-            }
-            schedule(
-                plan,
-                &peers,
-                r,
-                entry,
-                &mut steps,
-                &mut compute_index,
-                &mut pending_fwd,
-                &mut posted[r],
-                (&mut f_done, &mut b_done),
-            );
-            pos[r] += 1;
-            left -= 1;
-            progress = true;
+    #[inline]
+    fn action_ready(&self, a: Action) -> bool {
+        match a {
+            Action::One(op) => self.ready(op),
+            Action::Pair { f, b } => self.ready(f) && self.ready(b),
         }
-        if !progress {
-            // Stuck (an invalid plan): take the lowest unfinished rank's next entry anyway.
-            if let Some(r) = (0..ranks).find(|&r| pos[r] < entries[r].len()) {
-                let entry = entries[r][pos[r]];
-                schedule(
-                    plan,
-                    &peers,
-                    r,
-                    entry,
-                    &mut steps,
-                    &mut compute_index,
-                    &mut pending_fwd,
-                    &mut posted[r],
-                    (&mut f_done, &mut b_done),
-                );
-                pos[r] += 1;
-                left -= 1;
+    }
+
+    /// Appends action `a` of rank `r` with its communication: the action, the waits its
+    /// backwards release, its sends (forward output first for a pair), and the receives on the
+    /// peers' programs.
+    #[inline]
+    fn schedule(&mut self, r: usize, a: Action) {
+        self.compute_index[r].push(self.steps[r].len());
+        self.steps[r].push(Step::Compute(a));
+        match a {
+            Action::One(op) => {
+                self.mark(r, op);
+                self.send(r, op);
+            }
+            Action::Pair { f, b } => {
+                // Both halves are done before either sends: b's wait precedes f's send.
+                self.mark(r, f);
+                self.mark(r, b);
+                self.send(r, f);
+                self.send(r, b);
             }
         }
     }
-    for (r, sends) in posted.into_iter().enumerate() {
-        for (dir, stage, mb, peer) in sends {
-            let still_pending = match dir {
-                Dir::Fwd => {
-                    let x = at(stage, mb);
-                    x < pending_fwd.len() && std::mem::replace(&mut pending_fwd[x], NONE) != NONE
-                }
-                Dir::Bwd => true,
-            };
-            if still_pending {
-                steps[r].push(Step::WaitSend {
-                    dir,
-                    stage,
-                    mb,
-                    peer,
-                });
-            }
-        }
-    }
-    if replicated {
-        for program in &mut steps {
-            let launched: Vec<u32> = program
-                .iter()
-                .filter_map(|s| match *s {
-                    Step::ReduceGrad { stage } => Some(stage),
-                    _ => None,
-                })
-                .collect();
-            program.extend(
-                launched
-                    .into_iter()
-                    .map(|stage| Step::WaitReduceGrad { stage }),
-            );
-        }
-    }
-    LoweredPlan {
-        steps,
-        compute_index,
-    }
-}
 
-/// Appends one entry of rank `r` with its communication: the action, the waits its backwards
-/// release, its sends, and the receives on the peers' programs.
-#[allow(clippy::too_many_arguments)]
-fn schedule(
-    plan: &Plan,
-    peers: &Peers,
-    r: usize,
-    entry: Entry,
-    steps: &mut [Vec<Step>],
-    compute_index: &mut [Vec<usize>],
-    pending_fwd: &mut [u32],
-    posted: &mut Vec<(Dir, u32, u32, u32)>,
-    (f_done, b_done): (&mut [bool], &mut [bool]),
-) {
-    let i = match entry {
-        Entry::Reduce(stage) => {
-            steps[r].push(Step::ReduceGrad { stage });
-            return;
-        }
-        Entry::WaitReduce(stage) => {
-            steps[r].push(Step::WaitReduceGrad { stage });
-            return;
-        }
-        Entry::Action(i) => i,
-    };
-    let a = plan.programs()[r][i];
-    let mb_bound = plan.mb_bound() as usize;
-    let slot = |op: Op| {
-        ((op.stage as usize) < plan.num_stages() as usize && (op.mb as usize) < mb_bound)
-            .then(|| op.stage as usize * mb_bound + op.mb as usize)
-    };
-    compute_index[r].push(steps[r].len());
-    steps[r].push(Step::Compute(a));
-    for op in a.ops() {
-        let Some(x) = slot(op) else { continue };
+    /// Records `op` as scheduled; a backward releases the wait of its stage's forward send.
+    // Always inlined: called once or twice per action, the call itself cost a third of the work.
+    #[inline(always)]
+    fn mark(&mut self, r: usize, op: Op) {
+        let Some(x) = self.t.slot(op) else { return };
         match op.kind {
-            Kind::F => f_done[x] = true,
+            Kind::F => self.f_done[x] = true,
             Kind::B | Kind::I => {
-                b_done[x] = true;
-                let peer = std::mem::replace(&mut pending_fwd[x], NONE);
+                self.b_done[x] = true;
+                let peer = std::mem::replace(&mut self.pending_fwd[x], NONE);
                 if peer != NONE {
-                    steps[r].push(Step::WaitSend {
+                    self.steps[r].push(Step::WaitSend {
                         dir: Dir::Fwd,
                         stage: op.stage,
                         mb: op.mb,
@@ -371,31 +254,191 @@ fn schedule(
             Kind::W => {}
         }
     }
-    for op in a.ops() {
-        let Some((dir, peer)) = peers.output(op) else {
-            continue;
+
+    /// Appends the send of `op`'s output, if it goes to another rank, and the peer's receive.
+    #[inline(always)]
+    fn send(&mut self, r: usize, op: Op) {
+        let Some((dir, peer)) = self.t.output(op) else {
+            return;
         };
         let receiving = match dir {
             Dir::Fwd => op.stage + 1,
             Dir::Bwd => op.stage - 1,
         };
-        steps[r].push(Step::Send {
+        self.steps[r].push(Step::Send {
             dir,
             stage: op.stage,
             mb: op.mb,
             peer,
         });
-        steps[peer as usize].push(Step::Recv {
+        self.steps[peer as usize].push(Step::Recv {
             dir,
             stage: receiving,
             mb: op.mb,
             peer: r as u32,
         });
         if dir == Dir::Fwd
-            && let Some(x) = slot(op)
+            && let Some(x) = self.t.slot(op)
         {
-            pending_fwd[x] = peer;
+            self.pending_fwd[x] = peer;
         }
-        posted.push((dir, op.stage, op.mb, peer));
+    }
+}
+
+/// Lowers every rank's program. Works on any plan; ops on unknown stages get no communication.
+pub fn lower(plan: &Plan) -> LoweredPlan {
+    let ranks = plan.ranks() as usize;
+    let programs = plan.programs();
+    let t = Tables::new(plan);
+
+    // With replicas, a reduction pairs ranks that may reach it far apart: waiting right after the
+    // launch would stall one on the other (or deadlock), so the waits go to the end.
+    let replicated = plan.pipelines().len() > 1;
+    // One pass over the programs finds, per rank, the reductions (after each stage's last B or W,
+    // by position then stage) and every program's exact length, so each is allocated once: its
+    // actions, a send and its wait for every output to another rank, the peers' receives, and a
+    // launch and a wait per reduction.
+    let mut reductions: Vec<Vec<(usize, Step)>> = Vec::with_capacity(ranks);
+    let mut sizes = vec![0usize; ranks];
+    let mut last_weight = vec![usize::MAX; t.after.len()];
+    let mut touched: Vec<u32> = Vec::new();
+    for (r, program) in programs.iter().enumerate() {
+        for (i, a) in program.iter().enumerate() {
+            for op in a.ops() {
+                if matches!(op.kind, Kind::B | Kind::W) && t.slot(op).is_some() {
+                    let last = &mut last_weight[op.stage as usize];
+                    if *last == usize::MAX {
+                        touched.push(op.stage);
+                    }
+                    *last = i;
+                }
+                if let Some((_, peer)) = t.output(op) {
+                    sizes[r] += 2;
+                    sizes[peer as usize] += 1;
+                }
+            }
+        }
+        let mut after: Vec<(usize, u32)> = touched
+            .drain(..)
+            .map(|s| {
+                (
+                    std::mem::replace(&mut last_weight[s as usize], usize::MAX),
+                    s,
+                )
+            })
+            .collect();
+        after.sort_unstable();
+        let mut list = Vec::with_capacity(2 * after.len());
+        for (i, stage) in after {
+            list.push((i, Step::ReduceGrad { stage }));
+            if !replicated {
+                list.push((i, Step::WaitReduceGrad { stage }));
+            }
+        }
+        sizes[r] += program.len()
+            + if replicated {
+                2 * list.len()
+            } else {
+                list.len()
+            };
+        reductions.push(list);
+    }
+
+    let mut l = Lowering {
+        t: &t,
+        steps: sizes.into_iter().map(Vec::with_capacity).collect(),
+        compute_index: programs
+            .iter()
+            .map(|p| Vec::with_capacity(p.len()))
+            .collect(),
+        f_done: vec![false; t.slots],
+        b_done: vec![false; t.slots],
+        pending_fwd: vec![NONE; t.slots],
+    };
+    // Each rank's next action, and its next reduction entry; a reduction entry is due once the
+    // action it follows has been scheduled, and takes a round's turn like an action.
+    let mut pos = vec![0usize; ranks];
+    let mut red = vec![0usize; ranks];
+    let mut left: usize = programs
+        .iter()
+        .zip(&reductions)
+        .map(|(p, rd)| p.len() + rd.len())
+        .sum();
+
+    while left > 0 {
+        let mut progress = false;
+        for r in 0..ranks {
+            if let Some(&(i, step)) = reductions[r].get(red[r])
+                && i < pos[r]
+            {
+                l.steps[r].push(step);
+                red[r] += 1;
+            } else if let Some(&a) = programs[r].get(pos[r])
+                && l.action_ready(a)
+            {
+                l.schedule(r, a);
+                pos[r] += 1;
+            } else {
+                continue;
+            }
+            left -= 1;
+            progress = true;
+        }
+        if !progress {
+            // Stuck (an invalid plan): take the lowest unfinished rank's next action anyway (it
+            // cannot be a reduction, which is always due).
+            if let Some(r) = (0..ranks).find(|&r| pos[r] < programs[r].len()) {
+                l.schedule(r, programs[r][pos[r]]);
+                pos[r] += 1;
+                left -= 1;
+            }
+        }
+    }
+
+    let Lowering {
+        mut steps,
+        compute_index,
+        mut pending_fwd,
+        ..
+    } = l;
+    for (r, program) in steps.iter_mut().enumerate() {
+        // Sends still pending, in posting order (a rank's own sends are in its program in that
+        // order); then, with replicas, the waits of the reductions in launch order.
+        for k in 0..program.len() {
+            let Step::Send {
+                dir,
+                stage,
+                mb,
+                peer,
+            } = program[k]
+            else {
+                continue;
+            };
+            let still_pending = match dir {
+                Dir::Fwd => {
+                    let x = stage as usize * t.mb_bound + mb as usize;
+                    x < pending_fwd.len() && std::mem::replace(&mut pending_fwd[x], NONE) != NONE
+                }
+                Dir::Bwd => true,
+            };
+            if still_pending {
+                program.push(Step::WaitSend {
+                    dir,
+                    stage,
+                    mb,
+                    peer,
+                });
+            }
+        }
+        if replicated {
+            program.extend(reductions[r].iter().map(|&(_, step)| match step {
+                Step::ReduceGrad { stage } => Step::WaitReduceGrad { stage },
+                other => other,
+            }));
+        }
+    }
+    LoweredPlan {
+        steps,
+        compute_index,
     }
 }

@@ -84,71 +84,104 @@ impl fmt::Display for SimError {
 impl std::error::Error for SimError {}
 
 const UNKNOWN: f64 = f64::NAN;
+/// No such row in a per-stage table (the first or last stage of a pipeline).
+const NO_ROW: usize = usize::MAX;
 
+/// End times by key, `2·(stage, mb)` for a forward and `2·(stage, mb) + 1` for an input-gradient
+/// backward (B or I); `UNKNOWN` until the op has run. The same keys name what a parked rank waits
+/// for.
 struct Ends {
     mb_bound: usize,
-    f: Vec<f64>,
-    /// End of the input-gradient backward (B or I).
-    b: Vec<f64>,
+    /// Per stage, the `(stage, mb)` row of the previous stage (what its forward waits for) and of
+    /// the next (what its backward waits for): tables, so the hot loop does no modulo.
+    fwd_from: Vec<usize>,
+    bwd_from: Vec<usize>,
+    end: Vec<f64>,
 }
 
 impl Ends {
-    fn at(&self, stage: u32, mb: u32) -> usize {
-        stage as usize * self.mb_bound + mb as usize
+    /// The `(stage, mb)` slot of an op, if both exist.
+    #[inline]
+    fn slot(&self, op: Op) -> Option<usize> {
+        ((op.stage as usize) < self.fwd_from.len() && (op.mb as usize) < self.mb_bound)
+            .then(|| op.stage as usize * self.mb_bound + op.mb as usize)
     }
 }
 
-/// When the input of `op` (on `rank`) is available, or `Err(key)` of the op that produces it when
-/// that has not run yet.
-#[inline]
+/// When the input of `op` (on `rank`, at slot `x`) is available, or `Err(key)` of the op that
+/// produces it when that has not run yet.
+#[inline(always)]
 fn ready_at<C: CostModel + ?Sized>(
-    plan: &Plan,
+    hosts: &[u32],
     costs: &C,
     ends: &Ends,
     rank: u32,
     op: Op,
+    x: usize,
 ) -> Result<f64, usize> {
-    let arrive = |from: u32, end: f64, key: usize| {
+    let stage = op.stage as usize;
+    // The producer `from` ends at `ends.end[key]`; its output crosses to this rank if elsewhere.
+    let arrive = |key: usize, from: usize| {
+        let end = ends.end[key];
         if end.is_nan() {
             Err(key)
-        } else if plan.stage_rank(from) == Some(rank) {
+        } else if hosts[from] == rank {
             Ok(end)
         } else {
-            Ok(end + costs.transfer(from, op.stage))
+            Ok(end + costs.transfer(from as u32, op.stage))
         }
     };
     match op.kind {
-        Kind::F => match plan.prev_stage(op.stage) {
-            Some(p) => {
-                let x = ends.at(p, op.mb);
-                arrive(p, ends.f[x], 2 * x)
-            }
-            None => Ok(0.0),
+        Kind::F => match ends.fwd_from[stage] {
+            NO_ROW => Ok(0.0),
+            row => arrive(2 * (row + op.mb as usize), stage - 1),
         },
         Kind::B | Kind::I => {
-            let x = ends.at(op.stage, op.mb);
-            let own = ends.f[x];
+            let own = ends.end[2 * x];
             if own.is_nan() {
                 return Err(2 * x);
             }
-            match plan.next_stage(op.stage) {
-                Some(n) => {
-                    let y = ends.at(n, op.mb);
-                    arrive(n, ends.b[y], 2 * y + 1).map(|t| t.max(own))
-                }
-                None => Ok(own),
+            match ends.bwd_from[stage] {
+                NO_ROW => Ok(own),
+                row => arrive(2 * (row + op.mb as usize) + 1, stage + 1).map(|t| t.max(own)),
             }
         }
         Kind::W => {
-            let x = ends.at(op.stage, op.mb);
-            let i = ends.b[x];
+            let i = ends.end[2 * x + 1];
             if i.is_nan() { Err(2 * x + 1) } else { Ok(i) }
         }
     }
 }
 
-fn valid_op(plan: &Plan, op: Op) -> bool {
-    plan.is_stage(op.stage) && op.mb < plan.mb_bound()
+/// `Err` key of an action naming a stage or micro-batch the plan does not have.
+const INVALID: usize = usize::MAX;
+
+/// When the input of `op` (on `rank`) is available and the op's `(stage, mb)` slot, or `Err` with
+/// the key of the op that produces the input when that has not run yet (`INVALID` when `op`
+/// names a stage or micro-batch the plan does not have).
+// Always inlined: as a call it cost a quarter of the simulation.
+#[inline(always)]
+fn input<C: CostModel + ?Sized>(
+    hosts: &[u32],
+    costs: &C,
+    ends: &Ends,
+    rank: u32,
+    op: Op,
+) -> Result<(f64, usize), usize> {
+    let x = ends.slot(op).ok_or(INVALID)?;
+    ready_at(hosts, costs, ends, rank, op, x).map(|t| (t, x))
+}
+
+/// Per-rank running totals, kept as the actions run so no second pass is needed.
+#[derive(Clone, Copy)]
+struct Running {
+    /// When the rank is free again (the end of its last action).
+    free: f64,
+    busy: f64,
+    longest_idle: f64,
+    exposed: f64,
+    live: i64,
+    peak: i64,
 }
 
 /// Simulates one step of `plan` under `costs`.
@@ -156,32 +189,42 @@ pub fn simulate<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Timelin
     let ranks = plan.ranks() as usize;
     let mb_bound = plan.mb_bound() as usize;
     let n = plan.num_stages() as usize * mb_bound;
+    let row = |t: Option<u32>| t.map_or(NO_ROW, |t| t as usize * mb_bound);
     let mut ends = Ends {
         mb_bound,
-        f: vec![UNKNOWN; n],
-        b: vec![UNKNOWN; n],
+        fwd_from: (0..plan.num_stages())
+            .map(|s| row(plan.prev_stage(s)))
+            .collect(),
+        bwd_from: (0..plan.num_stages())
+            .map(|s| row(plan.next_stage(s)))
+            .collect(),
+        end: vec![UNKNOWN; 2 * n],
     };
+    let hosts = plan.hosts();
     let mut intervals: Vec<Vec<Interval>> = plan
         .programs()
         .iter()
         .map(|p| Vec::with_capacity(p.len()))
         .collect();
-    let mut free = vec![0.0f64; ranks];
-    let mut exposed = vec![0.0f64; ranks];
-    for (rank, program) in plan.programs().iter().enumerate() {
-        for (i, a) in program.iter().enumerate() {
-            if !a.ops().all(|op| valid_op(plan, op)) {
-                return Err(SimError::Invalid {
-                    rank: rank as u32,
-                    position: i,
-                });
-            }
-        }
-    }
+    let mut run = vec![
+        Running {
+            free: 0.0,
+            // As `Iterator::sum` over no terms, so a rank without actions reports the same busy
+            // time as summing its intervals would.
+            busy: std::iter::empty::<f64>().sum(),
+            longest_idle: 0.0,
+            exposed: 0.0,
+            live: 0,
+            peak: 0,
+        };
+        ranks
+    ];
     // Event-driven: a rank whose next action misses an input is parked on the op that produces it
     // and woken when that op ends; `parked[key]` heads an intrusive list linked through `next`.
-    // Keys: 2·(stage, mb) for a forward, 2·(stage, mb) + 1 for an input-gradient backward. Times do
-    // not depend on this order: each action's start is a function of its inputs and its rank.
+    // Times do not depend on this order: each action's start is a function of its inputs and its
+    // rank. An action naming a stage or micro-batch the plan does not have stops its rank; once
+    // nothing can move, the first such action (in rank, position order) is the error, as it would
+    // be had the plan been checked before running.
     const NONE: u32 = u32::MAX;
     let mut parked = vec![NONE; 2 * n];
     let mut next = vec![NONE; ranks];
@@ -189,53 +232,75 @@ pub fn simulate<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Timelin
     while let Some(r) = runnable.pop() {
         let rank = r as usize;
         let program = plan.program(r);
+        let rn = &mut run[rank];
         while let Some(a) = program.get(intervals[rank].len()) {
-            let mut start = free[rank];
-            let mut missing = None;
-            for op in a.ops() {
-                match ready_at(plan, costs, &ends, r, op) {
-                    Ok(t) => start = start.max(t),
-                    Err(key) => {
-                        missing = Some(key);
-                        break;
-                    }
-                }
-            }
-            if let Some(key) = missing {
-                next[rank] = parked[key];
-                parked[key] = r;
-                break;
-            }
-            let (duration, hidden_lost) = match *a {
-                Action::One(op) => (costs.op(op), costs.exposed_op(op)),
-                Action::Pair { f, b } => (costs.pair(f, b), costs.exposed_pair(f, b)),
+            let input = |op| input(hosts, costs, &ends, r, op);
+            let inputs = match *a {
+                Action::One(op) => input(op).map(|(t, x)| (rn.free.max(t), [x, 0])),
+                Action::Pair { f, b } => input(f).and_then(|(tf, xf)| {
+                    input(b).map(|(tb, xb)| (rn.free.max(tf).max(tb), [xf, xb]))
+                }),
             };
-            let end = start + duration;
-            for op in a.ops() {
-                let x = ends.at(op.stage, op.mb);
+            let (start, [x0, x1]) = match inputs {
+                Ok(ready) => ready,
+                Err(INVALID) => break,
+                Err(key) => {
+                    next[rank] = parked[key];
+                    parked[key] = r;
+                    break;
+                }
+            };
+            let mut done = |op: Op, x: usize, end: f64| {
                 let key = match op.kind {
                     Kind::F => {
-                        ends.f[x] = end;
+                        rn.live += 1;
                         2 * x
                     }
                     Kind::B | Kind::I => {
-                        ends.b[x] = end;
+                        rn.live -= 1;
                         2 * x + 1
                     }
-                    Kind::W => continue,
+                    Kind::W => return,
                 };
+                ends.end[key] = end;
                 let mut w = std::mem::replace(&mut parked[key], NONE);
                 while w != NONE {
                     runnable.push(w);
                     w = std::mem::replace(&mut next[w as usize], NONE);
                 }
-            }
+            };
+            let (end, hidden_lost) = match *a {
+                Action::One(op) => {
+                    let end = start + costs.op(op);
+                    done(op, x0, end);
+                    (end, costs.exposed_op(op))
+                }
+                Action::Pair { f, b } => {
+                    let end = start + costs.pair(f, b);
+                    done(f, x0, end);
+                    done(b, x1, end);
+                    (end, costs.exposed_pair(f, b))
+                }
+            };
             intervals[rank].push(Interval { start, end });
-            exposed[rank] += hidden_lost;
-            free[rank] = end;
+            rn.busy += end - start;
+            rn.longest_idle = rn.longest_idle.max(start - rn.free);
+            rn.peak = rn.peak.max(rn.live);
+            rn.exposed += hidden_lost;
+            rn.free = end;
         }
     }
     if let Some(rank) = (0..ranks).find(|&r| intervals[r].len() < plan.programs()[r].len()) {
+        for (rank, program) in plan.programs().iter().enumerate() {
+            for (i, a) in program.iter().enumerate() {
+                if !a.ops().all(|op| ends.slot(op).is_some()) {
+                    return Err(SimError::Invalid {
+                        rank: rank as u32,
+                        position: i,
+                    });
+                }
+            }
+        }
         return Err(SimError::Stuck {
             rank: rank as u32,
             position: intervals[rank].len(),
@@ -247,25 +312,18 @@ pub fn simulate<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Timelin
         .map(|iv| iv.end)
         .fold(0.0f64, f64::max);
     let mut total_busy = 0.0;
-    let metrics: Vec<RankMetrics> = intervals
+    let metrics: Vec<RankMetrics> = run
         .iter()
-        .enumerate()
-        .map(|(rank, iv)| {
-            let busy: f64 = iv.iter().map(|x| x.end - x.start).sum();
-            total_busy += busy;
-            let mut longest = 0.0f64;
-            let mut t = 0.0f64;
-            for x in iv {
-                longest = longest.max(x.start - t);
-                t = x.end;
-            }
-            longest = longest.max(makespan - t);
+        .map(|rn| {
+            total_busy += rn.busy;
             RankMetrics {
-                busy,
-                idle: makespan - busy,
-                longest_idle: longest,
-                peak_activations: live_activations(plan.program(rank as u32)).peak,
-                exposed_comm: exposed[rank],
+                busy: rn.busy,
+                idle: makespan - rn.busy,
+                // The end of the step counts as the end of an idle stretch.
+                longest_idle: rn.longest_idle.max(makespan - rn.free),
+                // As `live_activations` counts it.
+                peak_activations: rn.peak.max(0) as u32,
+                exposed_comm: rn.exposed,
             }
         })
         .collect();
@@ -278,7 +336,7 @@ pub fn simulate<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Timelin
         intervals,
         makespan,
         bubble_fraction,
-        exposed_comm: exposed.iter().sum(),
+        exposed_comm: run.iter().map(|rn| rn.exposed).sum(),
         ranks: metrics,
     })
 }
