@@ -18,11 +18,14 @@ const DIGIT_PAIRS: &[u8; 200] = b"\
     8081828384858687888990919293949596979899";
 
 /// Appends an unsigned integer in decimal.
+#[inline]
 pub(crate) fn push_uint(out: &mut Vec<u8>, v: u64) {
-    // Digits from the last ones, into a buffer long enough for u64::MAX (20 digits), then one
-    // append (pushing them one by one costs a capacity check each).
+    let len = v.checked_ilog10().map_or(1, |l| l as usize + 1);
+    // The digits fill the front of a buffer long enough for u64::MAX, from the last ones; the
+    // whole buffer is appended and the rest cut off again: a copy of a fixed size compiles to a
+    // few moves, where one of the exact length calls memcpy (most numbers here are a few digits).
     let mut buf = [0u8; 20];
-    let mut i = buf.len();
+    let mut i = len;
     let mut n = v;
     while n >= 100 {
         let d = (n % 100) as usize * 2;
@@ -32,13 +35,13 @@ pub(crate) fn push_uint(out: &mut Vec<u8>, v: u64) {
     }
     if n >= 10 {
         let d = n as usize * 2;
-        i -= 2;
-        buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS[d..d + 2]);
+        buf[..2].copy_from_slice(&DIGIT_PAIRS[d..d + 2]);
     } else {
-        i -= 1;
-        buf[i] = b'0' + n as u8;
+        buf[0] = b'0' + n as u8;
     }
-    out.extend_from_slice(&buf[i..]);
+    let at = out.len();
+    out.extend_from_slice(&buf);
+    out.truncate(at + len);
 }
 
 /// Below this magnitude serde_json writes a whole number as its digits and `.0`.
@@ -48,15 +51,19 @@ const PLAIN_INTEGRAL_BELOW: f64 = 1e15;
 /// value (`2000.0`, `0.1`, `1e16`, `1.5e-7`), and `null` when it is not finite.
 pub(crate) fn push_f64(out: &mut Vec<u8>, v: f64) {
     // Timelines are mostly whole numbers (unit costs scaled to microseconds): write them without
-    // the general shortest-digits search.
-    if v.fract() == 0.0 && v.abs() < PLAIN_INTEGRAL_BELOW {
-        if v.is_sign_negative() {
-            out.push(b'-');
+    // the general shortest-digits search. (A cast, not `fract`, tells them: `fract` is a call.)
+    let magnitude = v.abs();
+    if magnitude < PLAIN_INTEGRAL_BELOW {
+        // Exact for a whole magnitude below the bound, which is well inside u64's range.
+        let whole = magnitude as u64;
+        if magnitude - whole as f64 == 0.0 {
+            if v.is_sign_negative() {
+                out.push(b'-');
+            }
+            push_uint(out, whole);
+            out.extend_from_slice(b".0");
+            return;
         }
-        // Exact: the value is whole and well inside u64's range.
-        push_uint(out, v.abs() as u64);
-        out.extend_from_slice(b".0");
-        return;
     }
     match serde_json::Number::from_f64(v) {
         // serde_json's own float formatting (the `Display` of a number is the text it writes).

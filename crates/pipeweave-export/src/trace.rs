@@ -23,6 +23,13 @@ use std::collections::HashMap;
 // The text is the one serde_json wrote for the former event structs (snapshots pin it): keys in
 // the order name, ph, pid, tid, ts, dur, cat, id, bp, args, absent keys left out.
 
+// The end of an event's name and its phase, up to its pid: metadata, complete slice, and the
+// start and finish of a flow arrow.
+const PH_M: &str = "\",\"ph\":\"M\",\"pid\":";
+const PH_X: &str = "\",\"ph\":\"X\",\"pid\":";
+const PH_S: &str = "\",\"ph\":\"s\",\"pid\":";
+const PH_F: &str = "\",\"ph\":\"f\",\"pid\":";
+
 const COMPUTE_TID: u32 = 0;
 const SEND_TID: u32 = 1000;
 const RECV_TID: u32 = 2000;
@@ -289,13 +296,13 @@ pub fn write_chrome_trace(
         });
     }
 
-    let comms = sort_comms(comms);
+    let order = comm_order(&comms);
     // Lanes: slices of one rank and kind that overlap in time go to separate tracks.
     let mut lanes_of: Vec<(u32, u32, usize)> = Vec::new(); // (rank, base tid, lanes used)
     let mut tids: Vec<u32> = Vec::with_capacity(comms.len());
     let mut lane_end: Vec<f64> = Vec::new();
     let mut group: Option<(u32, u32)> = None;
-    for c in &comms {
+    for c in order.iter().map(|&i| &comms[i]) {
         let base_tid = c.base_tid();
         if group != Some((c.rank, base_tid)) {
             if let Some((rank, base)) = group {
@@ -326,8 +333,8 @@ pub fn write_chrome_trace(
     w.raw("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
     w.metadata(plan, &lanes_of);
     w.compute(plan, timing);
-    for (c, &tid) in comms.iter().zip(&tids) {
-        w.comm(plan, c, tid);
+    for (&i, &tid) in order.iter().zip(&tids) {
+        w.comm(plan, &comms[i], tid);
     }
     for (id, &(from, from_ts, to, to_ts)) in flows.iter().enumerate() {
         w.flow(id, from, from_ts, to, to_ts);
@@ -336,13 +343,13 @@ pub fn write_chrome_trace(
     String::from_utf8(w.out).map_err(|e| Diagnostic::error(format!("cannot write the trace: {e}")))
 }
 
-/// Orders the slices by rank, kind (send, receive, reduce), start, end, and then the order they
-/// were made in (the order lanes are given in).
+/// The order of the slices: by rank, kind (send, receive, reduce), start, end, and then the order
+/// they were made in (the order lanes are given in).
 ///
 /// Slices are bucketed by rank and kind first, then each bucket is sorted stably by time: a
 /// bucket is a few already ordered runs (a rank's sends come in program order), which a stable
 /// sort merges in about linear time, where one sort of everything would not.
-fn sort_comms(comms: Vec<CommSlice>) -> Vec<CommSlice> {
+fn comm_order(comms: &[CommSlice]) -> Vec<usize> {
     let bucket = |c: &CommSlice| {
         let kind = match c.comm {
             Comm::Send { .. } => 0,
@@ -352,27 +359,28 @@ fn sort_comms(comms: Vec<CommSlice>) -> Vec<CommSlice> {
         c.rank as usize * 3 + kind
     };
     let buckets = comms.iter().map(|c| bucket(c) + 1).max().unwrap_or(0);
-    // starts[b] is where bucket b begins in the sorted vector (a counting sort).
+    // A counting sort: starts[b] is where bucket b begins in the order.
     let mut starts = vec![0usize; buckets + 1];
-    for c in &comms {
+    for c in comms {
         starts[bucket(c) + 1] += 1;
     }
     for b in 1..starts.len() {
         starts[b] += starts[b - 1];
     }
     let mut next = starts.clone();
-    let mut sorted: Vec<Option<CommSlice>> = vec![None; comms.len()];
-    for c in comms {
-        let b = bucket(&c);
-        sorted[next[b]] = Some(c);
+    let mut order = vec![0usize; comms.len()];
+    for (i, c) in comms.iter().enumerate() {
+        let b = bucket(c);
+        order[next[b]] = i;
         next[b] += 1;
     }
-    let mut sorted: Vec<CommSlice> = sorted.into_iter().flatten().collect();
     for b in starts.windows(2) {
-        sorted[b[0]..b[1]]
-            .sort_by(|x, y| x.start.total_cmp(&y.start).then(x.end.total_cmp(&y.end)));
+        order[b[0]..b[1]].sort_by(|&i, &j| {
+            let (x, y) = (&comms[i], &comms[j]);
+            x.start.total_cmp(&y.start).then(x.end.total_cmp(&y.end))
+        });
     }
-    sorted
+    order
 }
 
 /// The trace text being written, event by event.
@@ -385,12 +393,14 @@ struct Trace {
 }
 
 impl Trace {
+    #[inline]
     fn raw(&mut self, text: &str) {
         self.out.extend_from_slice(text.as_bytes());
     }
 
     /// Starts an event: everything up to the opening quote of its name's text, which the caller
     /// writes next (already escaped) before calling [`Trace::head`].
+    #[inline]
     fn open(&mut self) {
         if !self.empty {
             self.raw(",\n");
@@ -399,29 +409,28 @@ impl Trace {
         self.raw("{\"name\":\"");
     }
 
-    /// Closes the name and writes `ph`, `pid` and `tid`.
+    /// Closes the name and writes `ph` (given with its punctuation: `","ph":"X","pid":`), `pid`
+    /// and `tid`. Keys come with their punctuation, here and below, so that each is one copy of
+    /// a fixed size.
+    #[inline]
     fn head(&mut self, ph: &str, pid: u32, tid: u32) {
-        self.raw("\",\"ph\":\"");
         self.raw(ph);
-        self.raw("\",\"pid\":");
         push_uint(&mut self.out, pid.into());
         self.raw(",\"tid\":");
         push_uint(&mut self.out, tid.into());
     }
 
-    /// Appends `,"<key>":<time in microseconds>`.
+    /// Appends `key` (with its punctuation: `,"ts":`) and a time in microseconds.
+    #[inline]
     fn time(&mut self, key: &str, t: f64) {
-        self.raw(",\"");
         self.raw(key);
-        self.raw("\":");
         push_f64(&mut self.out, t * self.us_per_unit);
     }
 
-    /// Appends `,"<key>":<n>` (`key` is written as it is).
+    /// Appends `key` (with its punctuation: `,"mb":`) and a number.
+    #[inline]
     fn uint(&mut self, key: &str, n: u32) {
-        self.raw(",\"");
         self.raw(key);
-        self.raw("\":");
         push_uint(&mut self.out, n.into());
     }
 
@@ -429,7 +438,7 @@ impl Trace {
     fn meta(&mut self, pid: u32, tid: u32, event: &str, arg: MetaArg<'_>) {
         self.open();
         self.raw(event);
-        self.head("M", pid, tid);
+        self.head(PH_M, pid, tid);
         match arg {
             MetaArg::Name(prefix, n) => {
                 self.raw(",\"args\":{\"name\":");
@@ -484,21 +493,21 @@ impl Trace {
             for (a, t) in program.iter().zip(times) {
                 self.open();
                 push_action(&mut self.out, a);
-                self.head("X", r as u32, COMPUTE_TID);
-                self.time("ts", t.start);
-                self.time("dur", t.end - t.start);
+                self.head(PH_X, r as u32, COMPUTE_TID);
+                self.time(",\"ts\":", t.start);
+                self.time(",\"dur\":", t.end - t.start);
                 match *a {
                     Action::One(op) => {
                         self.raw(",\"cat\":\"");
                         self.raw(kind_letter(op.kind));
                         self.raw("\",\"args\":{\"stage\":");
                         push_uint(&mut self.out, op.stage.into());
-                        self.uint("mb", op.mb);
+                        self.uint(",\"mb\":", op.mb);
                         self.raw(",\"kind\":\"");
                         self.raw(kind_name(op.kind));
                         self.out.push(b'"');
-                        self.uint("pipeline", op.stage / s);
-                        self.uint("part", op.stage % s);
+                        self.uint(",\"pipeline\":", op.stage / s);
+                        self.uint(",\"part\":", op.stage % s);
                     }
                     Action::Pair { f, b } => {
                         self.raw(",\"cat\":\"pair\",\"args\":{\"forward\":\"");
@@ -555,9 +564,9 @@ impl Trace {
                 "reduce"
             }
         };
-        self.head("X", c.rank, tid);
-        self.time("ts", c.start);
-        self.time("dur", c.end - c.start);
+        self.head(PH_X, c.rank, tid);
+        self.time(",\"ts\":", c.start);
+        self.time(",\"dur\":", c.end - c.start);
         self.raw(",\"cat\":\"");
         self.raw(cat);
         self.raw("\",\"args\":{\"stage\":");
@@ -577,13 +586,13 @@ impl Trace {
                 ..
             } => {
                 push_uint(&mut self.out, stage.into());
-                self.uint("mb", mb);
-                self.uint("from_rank", from);
-                self.uint("to_rank", to);
+                self.uint(",\"mb\":", mb);
+                self.uint(",\"from_rank\":", from);
+                self.uint(",\"to_rank\":", to);
             }
             Comm::Reduce { stage, part } => {
                 push_uint(&mut self.out, stage.into());
-                self.uint("part", part);
+                self.uint(",\"part\":", part);
                 self.raw(",\"replicas\":[");
                 let s = plan.stages_per_pipeline();
                 for j in 0..plan.model_copies() {
@@ -600,11 +609,14 @@ impl Trace {
 
     /// The two ends of a flow arrow from the producing slice to the consuming one.
     fn flow(&mut self, id: usize, from: u32, from_ts: f64, to: u32, to_ts: f64) {
-        for (ph, pid, ts, bp) in [("s", from, from_ts, ""), ("f", to, to_ts, ",\"bp\":\"e\"")] {
+        for (ph, pid, ts, bp) in [
+            (PH_S, from, from_ts, ""),
+            (PH_F, to, to_ts, ",\"bp\":\"e\""),
+        ] {
             self.open();
             self.raw("data");
             self.head(ph, pid, COMPUTE_TID);
-            self.time("ts", ts);
+            self.time(",\"ts\":", ts);
             self.raw(",\"cat\":\"flow\",\"id\":");
             push_uint(&mut self.out, id as u64);
             self.raw(bp);
