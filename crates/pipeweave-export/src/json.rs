@@ -6,6 +6,7 @@
 //! are not serializable by design. Everything derived (model parts, lowered steps) is written for
 //! launchers and checked against the actions on reading, so a file cannot say two different things.
 
+use crate::json_text::{push_f64, push_uint};
 use crate::timing::{Interval, Timing};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_plan::{Action, Dir, Kind, Op, Pipeline, Plan, Step, lower};
@@ -160,6 +161,7 @@ struct Header {
 
 // ---- core → wire ----
 
+#[cfg(test)] // the writer writes the wire form by hand; the tests compare with this
 fn kind_to_wire(kind: Kind) -> WireKind {
     match kind {
         Kind::F => WireKind::F,
@@ -178,6 +180,7 @@ fn kind_from_wire(kind: WireKind) -> Kind {
     }
 }
 
+#[cfg(test)] // the writer writes the wire form by hand; the tests compare with this
 fn op_to_wire(op: Op) -> WireOp {
     WireOp {
         kind: kind_to_wire(op.kind),
@@ -190,6 +193,7 @@ fn op_from_wire(op: WireOp) -> Op {
     Op::new(op.stage, kind_from_wire(op.kind), op.mb)
 }
 
+#[cfg(test)] // the writer writes the wire form by hand; the tests compare with this
 fn action_to_wire(action: &Action) -> WireAction {
     match *action {
         Action::One(Op { stage, kind, mb }) => match kind {
@@ -355,7 +359,7 @@ fn write_document(
             } else {
                 b",\n        "
             });
-            piece(out, &action_to_wire(a))?;
+            push_action(out, a);
         }
         if !program.is_empty() {
             out.extend_from_slice(b"\n      ");
@@ -369,7 +373,7 @@ fn write_document(
             } else {
                 b",\n        "
             });
-            piece(out, &step_to_wire(s, compute))?;
+            push_step(out, s, compute);
             if matches!(s, Step::Compute(_)) {
                 compute += 1;
             }
@@ -392,8 +396,7 @@ fn write_document(
             write!(out, "    \"ranks\": [").map_err(io)?;
             for (r, times) in t.intervals.iter().enumerate() {
                 out.extend_from_slice(if r == 0 { b"\n      " } else { b",\n      " });
-                let pairs: Vec<[f64; 2]> = times.iter().map(|i| [i.start, i.end]).collect();
-                piece(out, &pairs)?;
+                push_intervals(out, times);
             }
             if !t.intervals.is_empty() {
                 out.extend_from_slice(b"\n    ");
@@ -408,6 +411,110 @@ fn write_document(
 
 fn piece<T: Serialize>(out: &mut Vec<u8>, value: &T) -> serde_json::Result<()> {
     serde_json::to_writer(out, value)
+}
+
+// The actions, steps and times are most of a big plan's document, so they are written by hand
+// rather than through serde's generic serializers (thousands of instructions per small object).
+// The text is exactly serde_json's for the wire types (`WireAction`, `WireStep`, `[f64; 2]`):
+// the tests compare them.
+
+fn kind_letter(kind: Kind) -> &'static [u8] {
+    match kind {
+        Kind::F => b"F",
+        Kind::B => b"B",
+        Kind::I => b"I",
+        Kind::W => b"W",
+    }
+}
+
+/// An op as `WireOp` (also the form of a single-op `WireAction`): `{"kind":"F","stage":0,"mb":1}`.
+fn push_op(out: &mut Vec<u8>, op: Op) {
+    out.extend_from_slice(b"{\"kind\":\"");
+    out.extend_from_slice(kind_letter(op.kind));
+    out.extend_from_slice(b"\",\"stage\":");
+    push_uint(out, op.stage.into());
+    out.extend_from_slice(b",\"mb\":");
+    push_uint(out, op.mb.into());
+    out.push(b'}');
+}
+
+/// An action as `WireAction`.
+fn push_action(out: &mut Vec<u8>, action: &Action) {
+    match *action {
+        Action::One(op) => push_op(out, op),
+        Action::Pair { f, b } => {
+            out.extend_from_slice(b"{\"kind\":\"pair\",\"f\":");
+            push_op(out, f);
+            out.extend_from_slice(b",\"b\":");
+            push_op(out, b);
+            out.push(b'}');
+        }
+    }
+}
+
+/// A step as `WireStep`; `compute` is the index of the action a compute step runs.
+fn push_step(out: &mut Vec<u8>, step: &Step, compute: usize) {
+    let (kind, dir, stage, mb, peer): (&[u8], _, _, _, _) = match *step {
+        Step::Compute(_) => {
+            out.extend_from_slice(b"{\"kind\":\"compute\",\"action\":");
+            push_uint(out, compute as u64);
+            out.push(b'}');
+            return;
+        }
+        Step::ReduceGrad { stage } | Step::WaitReduceGrad { stage } => {
+            out.extend_from_slice(if matches!(step, Step::ReduceGrad { .. }) {
+                b"{\"kind\":\"reduce_grad\",\"stage\":"
+            } else {
+                b"{\"kind\":\"wait_reduce_grad\",\"stage\":"
+            });
+            push_uint(out, stage.into());
+            out.push(b'}');
+            return;
+        }
+        Step::Recv {
+            dir,
+            stage,
+            mb,
+            peer,
+        } => (b"recv", dir, stage, mb, peer),
+        Step::Send {
+            dir,
+            stage,
+            mb,
+            peer,
+        } => (b"send", dir, stage, mb, peer),
+        Step::WaitSend {
+            dir,
+            stage,
+            mb,
+            peer,
+        } => (b"wait_send", dir, stage, mb, peer),
+    };
+    out.extend_from_slice(b"{\"kind\":\"");
+    out.extend_from_slice(kind);
+    out.extend_from_slice(match dir {
+        Dir::Fwd => b"\",\"dir\":\"fwd\",\"stage\":",
+        Dir::Bwd => b"\",\"dir\":\"bwd\",\"stage\":",
+    });
+    push_uint(out, stage.into());
+    out.extend_from_slice(b",\"mb\":");
+    push_uint(out, mb.into());
+    out.extend_from_slice(b",\"peer\":");
+    push_uint(out, peer.into());
+    out.push(b'}');
+}
+
+/// One rank's timeline as `[[start,end],…]`.
+fn push_intervals(out: &mut Vec<u8>, times: &[Interval]) {
+    out.push(b'[');
+    for (i, t) in times.iter().enumerate() {
+        out.extend_from_slice(if i == 0 { b"[" } else { b",[" });
+        push_f64(out, t.start);
+        out.push(b',');
+        push_f64(out, t.end);
+        out.push(b']');
+    }
+    out.push(b']');
 }
 
 // ---- reading ----

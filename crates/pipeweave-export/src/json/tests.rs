@@ -225,3 +225,72 @@ fn semantic_errors() {
         "rank 0 action 0 is an overlapped pair `(0B0;0F1)OVERLAP_F_B`; a pair is a forward and then a B or an I"
     );
 }
+
+#[test]
+fn hand_written_pieces_are_what_serde_writes() {
+    let nums = [0, 1, 9, 10, 99, 100, 12_345, u32::MAX];
+    let kinds = [Kind::F, Kind::B, Kind::I, Kind::W];
+    let text = |f: &dyn Fn(&mut Vec<u8>)| {
+        let mut out = Vec::new();
+        f(&mut out);
+        String::from_utf8(out).expect("UTF-8")
+    };
+    for (i, &stage) in nums.iter().enumerate() {
+        let mb = nums[(i + 3) % nums.len()];
+        let peer = nums[(i + 5) % nums.len()];
+        for kind in kinds {
+            let one = Action::One(Op::new(stage, kind, mb));
+            let pair = Action::Pair {
+                f: Op::new(mb, Kind::F, stage),
+                b: Op::new(stage, kind, peer),
+            };
+            for a in [one, pair] {
+                let want = serde_json::to_string(&action_to_wire(&a)).expect("serializes");
+                assert_eq!(text(&|out| push_action(out, &a)), want);
+            }
+        }
+        for dir in [Dir::Fwd, Dir::Bwd] {
+            let steps = [
+                Step::Compute(Action::One(Op::new(stage, Kind::F, mb))),
+                Step::Recv {
+                    dir,
+                    stage,
+                    mb,
+                    peer,
+                },
+                Step::Send {
+                    dir,
+                    stage,
+                    mb,
+                    peer,
+                },
+                Step::WaitSend {
+                    dir,
+                    stage,
+                    mb,
+                    peer,
+                },
+                Step::ReduceGrad { stage },
+                Step::WaitReduceGrad { stage },
+            ];
+            for step in steps {
+                let compute = mb as usize * 3;
+                let want =
+                    serde_json::to_string(&step_to_wire(&step, compute)).expect("serializes");
+                assert_eq!(text(&|out| push_step(out, &step, compute)), want);
+            }
+        }
+    }
+    let times: Vec<Interval> = [0.0, 1.0, 0.1, 1.0 / 3.0, 2000.0, 1e16, 1.5e-7, 123_456.789]
+        .windows(2)
+        .map(|w| Interval {
+            start: w[0],
+            end: w[1],
+        })
+        .collect();
+    for n in 0..=times.len() {
+        let pairs: Vec<[f64; 2]> = times[..n].iter().map(|t| [t.start, t.end]).collect();
+        let want = serde_json::to_string(&pairs).expect("serializes");
+        assert_eq!(text(&|out| push_intervals(out, &times[..n])), want);
+    }
+}
