@@ -21,10 +21,10 @@
 //! This module checks the structure of the file only; whether the programs are a correct schedule
 //! is the validator's question.
 
+use crate::cells::push_action;
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_plan::{Action, Kind, Op, Pipeline, Plan};
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::ops::Range;
 
 /// Micro-batch ids at or above this bound are refused: the plan keeps a table indexed by id, and a
@@ -283,26 +283,22 @@ fn is_blank(c: char) -> bool {
 pub fn write_actions(plan: &Plan) -> String {
     let programs = plan.programs();
     let last_busy = programs.iter().rposition(|p| !p.is_empty());
-    let mut out = String::with_capacity(plan.num_ops() * 6 + programs.len());
+    // Cells written from their parts (see `cells`), not through `Display`.
+    let mut out: Vec<u8> = Vec::with_capacity(plan.num_ops() * 6 + programs.len());
     for (r, program) in programs.iter().enumerate() {
         if program.is_empty() && last_busy.is_none_or(|last| r > last) {
-            out.push(',');
+            out.push(b',');
         }
         for (i, action) in program.iter().enumerate() {
             if i > 0 {
-                out.push(',');
+                out.push(b',');
             }
-            write_action(&mut out, action);
+            push_action(&mut out, action);
         }
-        out.push('\n');
+        out.push(b'\n');
     }
-    out
-}
-
-/// Appends one canonical cell.
-pub(crate) fn write_action(out: &mut String, action: &Action) {
-    // `write!` to a String cannot fail.
-    let _ = write!(out, "{action}");
+    // Cells are ASCII, so the conversion always succeeds; the lossy one only avoids a panic path.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// A problem inside one cell, before file ids are known.

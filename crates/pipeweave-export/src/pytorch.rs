@@ -14,10 +14,10 @@
 //! `0..M`; plans outside that (Chimera, bidirectional DualPipe) are refused with the reason.
 
 use crate::actions::write_actions;
+use crate::cells::push_step;
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::{Dir, LoweredPlan, Plan, Step, lower};
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 /// Checks that PyTorch's runtime can hold the plan.
 fn check_expressible(plan: &Plan) -> Result<(), Diagnostic> {
@@ -180,20 +180,18 @@ pub fn write_pytorch_comms(plan: &Plan) -> Result<String, Diagnostic> {
     check_expressible(plan)?;
     let lowered = lower(plan);
     check_pair_order(&lowered)?;
-    let mut out = String::with_capacity(lowered.num_steps() * 12 + lowered.steps.len());
+    // Cells written from their parts (see `cells`): through `Display` they were most of the time.
+    let mut out: Vec<u8> = Vec::with_capacity(lowered.num_steps() * 12 + lowered.steps.len());
     for steps in &lowered.steps {
-        let mut first = true;
-        for step in steps {
-            if !first {
-                out.push(',');
+        for (i, step) in steps.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
             }
-            first = false;
-            // `write!` to a String cannot fail.
-            let _ = write!(out, "{step}");
+            push_step(&mut out, step);
         }
-        out.push('\n');
+        out.push(b'\n');
     }
-    Ok(out)
+    String::from_utf8(out).map_err(|e| Diagnostic::error(format!("cannot write the CSV: {e}")))
 }
 
 #[cfg(test)]

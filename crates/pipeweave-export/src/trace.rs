@@ -12,10 +12,11 @@
 //! Times come from a [`Timing`] (the simulator's, filled in by the caller); `us_per_unit` says how
 //! many microseconds one unit of the timeline is (1e6 for a timeline in seconds).
 
+use crate::cells::{dir_letter, push_action, push_op};
 use crate::json_text::{push_f64, push_str, push_uint};
 use crate::timing::Timing;
 use pipeweave_diagnostics::Diagnostic;
-use pipeweave_plan::{Action, Dir, Kind, Op, Plan, Step, lower};
+use pipeweave_plan::{Action, Dir, Kind, Plan, Step, lower};
 use std::collections::HashMap;
 
 // The trace is written by hand rather than through serde: a large plan has hundreds of thousands
@@ -44,42 +45,13 @@ fn kind_name(kind: Kind) -> &'static str {
     }
 }
 
-/// The kind's letter, as in cells and as the category of its slices.
+/// The category of an op's slice: its kind's letter.
 fn kind_letter(kind: Kind) -> &'static str {
     match kind {
         Kind::F => "F",
         Kind::B => "B",
         Kind::I => "I",
         Kind::W => "W",
-    }
-}
-
-fn dir_letter(dir: Dir) -> u8 {
-    match dir {
-        Dir::Fwd => b'F',
-        Dir::Bwd => b'B',
-    }
-}
-
-/// Appends an op's cell (`3F2`, as its `Display`) from its parts, without the formatting
-/// machinery. Digits and kind letters need no JSON escape, so this may write inside a string.
-fn push_op(out: &mut Vec<u8>, op: Op) {
-    push_uint(out, op.stage.into());
-    out.extend_from_slice(kind_letter(op.kind).as_bytes());
-    push_uint(out, op.mb.into());
-}
-
-/// Appends an action's cell (`3F2`, `(0F3;7B5)OVERLAP_F_B`, as its `Display`); no escape needed.
-fn push_action(out: &mut Vec<u8>, a: &Action) {
-    match *a {
-        Action::One(op) => push_op(out, op),
-        Action::Pair { f, b } => {
-            out.push(b'(');
-            push_op(out, f);
-            out.push(b';');
-            push_op(out, b);
-            out.extend_from_slice(b")OVERLAP_F_B");
-        }
     }
 }
 
