@@ -87,12 +87,21 @@ pub(crate) fn find_deadlock(plan: &Plan) -> Option<Problem> {
     let mut st = State::new(plan);
     let programs = plan.programs();
     let mut pc = vec![0usize; programs.len()];
-    // Event-driven: a blocked rank is parked on the op it misses and woken when that op runs,
-    // so every action is examined a bounded number of times. Parked ranks form intrusive lists:
-    // `parked[key]` heads the list of ranks waiting for op `key`, `next[rank]` links them.
+    // Event-driven: a blocked rank records the key of the op it misses and is woken when that op
+    // runs, so every action is examined a bounded number of times. Work sits on its stage's host
+    // (the work checks passed) and runs once, so only one rank can miss a given op: the host of the
+    // next stage for a forward, of the previous stage for an input-gradient backward.
     const NONE: u32 = u32::MAX;
-    let mut parked = vec![NONE; st.done.len()];
-    let mut next = vec![NONE; programs.len()];
+    const NO_KEY: usize = usize::MAX;
+    let hosts = plan.hosts();
+    let consumer = |t: Option<u32>| t.map_or(NONE, |t| hosts[t as usize]);
+    let fwd_to: Vec<u32> = (0..plan.num_stages())
+        .map(|s| consumer(plan.next_stage(s)))
+        .collect();
+    let bwd_to: Vec<u32> = (0..plan.num_stages())
+        .map(|s| consumer(plan.prev_stage(s)))
+        .collect();
+    let mut waits = vec![NO_KEY; programs.len()];
     let mut runnable: Vec<u32> = (0..programs.len() as u32).rev().collect();
     while let Some(rank) = runnable.pop() {
         let r = rank as usize;
@@ -103,22 +112,20 @@ pub(crate) fn find_deadlock(plan: &Plan) -> Option<Problem> {
                 Action::Pair { f, b } => st.missing_key(f).or_else(|| st.missing_key(b)),
             };
             if let Some(key) = missing {
-                next[r] = parked[key];
-                parked[key] = rank;
+                waits[r] = key;
                 break;
             }
             for op in a.ops() {
                 let x = st.at(op.stage, op.mb);
-                let key = match op.kind {
-                    Kind::F => 2 * x,
-                    Kind::B | Kind::I => 2 * x + 1,
+                let (key, to) = match op.kind {
+                    Kind::F => (2 * x, fwd_to[op.stage as usize]),
+                    Kind::B | Kind::I => (2 * x + 1, bwd_to[op.stage as usize]),
                     Kind::W => continue,
                 };
                 st.done[key] = true;
-                let mut w = std::mem::replace(&mut parked[key], NONE);
-                while w != NONE {
-                    runnable.push(w);
-                    w = std::mem::replace(&mut next[w as usize], NONE);
+                if to != NONE && waits[to as usize] == key {
+                    waits[to as usize] = NO_KEY;
+                    runnable.push(to);
                 }
             }
             pc[r] += 1;

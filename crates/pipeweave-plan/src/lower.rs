@@ -401,16 +401,19 @@ pub fn lower(plan: &Plan) -> LoweredPlan {
         mut pending_fwd,
         ..
     } = l;
+    // Per rank: the sends still pending, in posting order (a rank's own sends stand in its program
+    // in that order), gathered while reading the program and then appended; then, with replicas,
+    // the waits of the reductions in launch order.
+    let mut waits: Vec<Step> = Vec::new();
     for (r, program) in steps.iter_mut().enumerate() {
-        // Sends still pending, in posting order (a rank's own sends are in its program in that
-        // order); then, with replicas, the waits of the reductions in launch order.
-        for k in 0..program.len() {
+        waits.clear();
+        for step in program.iter() {
             let Step::Send {
                 dir,
                 stage,
                 mb,
                 peer,
-            } = program[k]
+            } = *step
             else {
                 continue;
             };
@@ -422,7 +425,7 @@ pub fn lower(plan: &Plan) -> LoweredPlan {
                 Dir::Bwd => true,
             };
             if still_pending {
-                program.push(Step::WaitSend {
+                waits.push(Step::WaitSend {
                     dir,
                     stage,
                     mb,
@@ -430,6 +433,7 @@ pub fn lower(plan: &Plan) -> LoweredPlan {
                 });
             }
         }
+        program.extend_from_slice(&waits);
         if replicated {
             program.extend(reductions[r].iter().map(|&(_, step)| match step {
                 Step::ReduceGrad { stage } => Step::WaitReduceGrad { stage },
