@@ -17,7 +17,6 @@ use crate::actions::write_actions;
 use crate::cells::push_step;
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::{Dir, LoweredPlan, Plan, Step, lower};
-use std::collections::BTreeMap;
 
 /// Checks that PyTorch's runtime can hold the plan.
 fn check_expressible(plan: &Plan) -> Result<(), Diagnostic> {
@@ -95,10 +94,28 @@ pub fn write_pytorch(plan: &Plan) -> Result<String, Diagnostic> {
     Ok(write_actions(plan))
 }
 
-/// (from rank, to rank).
-type RankPair = (u32, u32);
 /// A pipeline message: direction, sending stage, micro-batch.
 type Message = (Dir, u32, u32);
+
+/// One rank's messages to each peer it talks to: (peer, messages in posting order).
+type Peers<T> = Vec<(u32, Vec<T>)>;
+
+/// The list of messages from `from` to `to`, made empty on first use.
+fn messages_to<T>(by_rank: &mut Vec<Peers<T>>, from: u32, to: u32) -> &mut Vec<T> {
+    let from = from as usize;
+    if by_rank.len() <= from {
+        by_rank.resize_with(from + 1, Vec::new);
+    }
+    let peers = &mut by_rank[from];
+    let at = match peers.iter().position(|&(p, _)| p == to) {
+        Some(at) => at,
+        None => {
+            peers.push((to, Vec::new()));
+            peers.len() - 1
+        }
+    };
+    &mut peers[at].1
+}
 
 /// Checks that every receive gets the message it expects under PyTorch's matching rule.
 ///
@@ -109,9 +126,12 @@ type Message = (Dir, u32, u32);
 /// receiver may post its receives in another order than the sender posts the sends, and PyTorch
 /// would then hand one micro-batch's tensor to another. Such plans are refused.
 fn check_pair_order(lowered: &LoweredPlan) -> Result<(), Diagnostic> {
-    // (from, to) -> the messages in posting order: (direction, sending stage, micro-batch).
-    let mut sent: BTreeMap<RankPair, Vec<Message>> = BTreeMap::new();
-    let mut received: BTreeMap<RankPair, Vec<(Message, Step)>> = BTreeMap::new();
+    // For each sending rank, per receiving rank: the messages in posting order (direction,
+    // sending stage, micro-batch), and the receives for them. A rank talks to a few peers, so a
+    // short list per rank found by a scan (rather than a map keyed by the pair, one lookup per
+    // step of a big plan).
+    let mut sent: Vec<Peers<Message>> = Vec::new();
+    let mut received: Vec<Peers<(Message, Step)>> = Vec::new();
     for (r, steps) in lowered.steps.iter().enumerate() {
         let r = r as u32;
         for step in steps {
@@ -122,7 +142,7 @@ fn check_pair_order(lowered: &LoweredPlan) -> Result<(), Diagnostic> {
                     mb,
                     peer,
                 } => {
-                    sent.entry((r, peer)).or_default().push((dir, stage, mb));
+                    messages_to(&mut sent, r, peer).push((dir, stage, mb));
                 }
                 Step::Recv {
                     dir,
@@ -134,19 +154,25 @@ fn check_pair_order(lowered: &LoweredPlan) -> Result<(), Diagnostic> {
                         Dir::Fwd => stage.wrapping_sub(1),
                         Dir::Bwd => stage + 1,
                     };
-                    received
-                        .entry((peer, r))
-                        .or_default()
-                        .push(((dir, sender, mb), *step));
+                    messages_to(&mut received, peer, r).push(((dir, sender, mb), *step));
                 }
                 _ => {}
             }
         }
     }
-    for ((from, to), recvs) in &received {
+    // Checked in (from, to) order, so the mismatch reported is always the same one.
+    for peers in &mut received {
+        peers.sort_unstable_by_key(|&(to, _)| to);
+    }
+    let received = received
+        .iter()
+        .enumerate()
+        .flat_map(|(from, peers)| peers.iter().map(move |(to, m)| ((from as u32, *to), m)));
+    for ((from, to), recvs) in received {
         let sends = sent
-            .get(&(*from, *to))
-            .map(Vec::as_slice)
+            .get(from as usize)
+            .and_then(|peers| peers.iter().find(|&&(p, _)| p == to))
+            .map(|(_, m)| m.as_slice())
             .unwrap_or_default();
         for (i, &((dir, stage, mb), step)) in recvs.iter().enumerate() {
             let Some(&(sdir, sstage, smb)) = sends.get(i) else {
@@ -157,7 +183,7 @@ fn check_pair_order(lowered: &LoweredPlan) -> Result<(), Diagnostic> {
                     dir: sdir,
                     stage: sstage,
                     mb: smb,
-                    peer: *to,
+                    peer: to,
                 };
                 return Err(Diagnostic::error(format!(
                     "PyTorch's runtime would deliver the wrong tensor: message {} from rank {from} to rank {to} is `{send}`, but rank {to} posts `{step}` as its receive number {}",
