@@ -20,12 +20,16 @@ const DIGIT_PAIRS: &[u8; 200] = b"\
 /// Appends an unsigned integer in decimal.
 #[inline]
 pub(crate) fn push_uint(out: &mut Vec<u8>, v: u64) {
-    let len = v.checked_ilog10().map_or(1, |l| l as usize + 1);
-    // The digits fill the front of a buffer long enough for u64::MAX, from the last ones; the
-    // whole buffer is appended and the rest cut off again: a copy of a fixed size compiles to a
-    // few moves, where one of the exact length calls memcpy (most numbers here are a few digits).
+    // Small numbers (ranks, stages, most micro-batches) directly.
+    if v < 10 {
+        out.push(b'0' + v as u8);
+        return;
+    }
+    // Digits from the last ones into the end of a buffer long enough for u64::MAX, two per
+    // division, then pushed one by one: a copy of a variable length would call memcpy, which costs
+    // more than the few pushes numbers here need.
     let mut buf = [0u8; 20];
-    let mut i = len;
+    let mut i = buf.len();
     let mut n = v;
     while n >= 100 {
         let d = (n % 100) as usize * 2;
@@ -35,13 +39,15 @@ pub(crate) fn push_uint(out: &mut Vec<u8>, v: u64) {
     }
     if n >= 10 {
         let d = n as usize * 2;
-        buf[..2].copy_from_slice(&DIGIT_PAIRS[d..d + 2]);
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS[d..d + 2]);
     } else {
-        buf[0] = b'0' + n as u8;
+        i -= 1;
+        buf[i] = b'0' + n as u8;
     }
-    let at = out.len();
-    out.extend_from_slice(&buf);
-    out.truncate(at + len);
+    for &digit in &buf[i..] {
+        out.push(digit);
+    }
 }
 
 /// Below this magnitude serde_json writes a whole number as its digits and `.0`.
