@@ -115,17 +115,24 @@ pub(crate) fn find_deadlock(plan: &Plan) -> Option<Problem> {
                 waits[r] = key;
                 break;
             }
-            for op in a.ops() {
+            let mut run = |op: Op| {
                 let x = st.at(op.stage, op.mb);
                 let (key, to) = match op.kind {
                     Kind::F => (2 * x, fwd_to[op.stage as usize]),
                     Kind::B | Kind::I => (2 * x + 1, bwd_to[op.stage as usize]),
-                    Kind::W => continue,
+                    Kind::W => return,
                 };
                 st.done[key] = true;
                 if to != NONE && waits[to as usize] == key {
                     waits[to as usize] = NO_KEY;
                     runnable.push(to);
+                }
+            };
+            match *a {
+                Action::One(op) => run(op),
+                Action::Pair { f, b } => {
+                    run(f);
+                    run(b);
                 }
             }
             pc[r] += 1;

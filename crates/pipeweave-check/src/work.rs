@@ -60,13 +60,16 @@ pub(crate) fn check_work(plan: &Plan) -> Vec<Problem> {
                     kind,
                 })
             };
-            if let Action::Pair { f, b } = *action
-                && (f.kind != Kind::F || !b.kind.is_input_backward())
-            {
-                report(ProblemKind::MalformedPair { f, b });
-            }
-            for op in action.ops() {
-                check_op(plan, &mut seen, rank, i, op, &mut report);
+            // A match rather than `ops()`: this runs for every action.
+            match *action {
+                Action::One(op) => check_op(plan, &mut seen, rank, i, op, &mut report),
+                Action::Pair { f, b } => {
+                    if f.kind != Kind::F || !b.kind.is_input_backward() {
+                        report(ProblemKind::MalformedPair { f, b });
+                    }
+                    check_op(plan, &mut seen, rank, i, f, &mut report);
+                    check_op(plan, &mut seen, rank, i, b, &mut report);
+                }
             }
         }
     }

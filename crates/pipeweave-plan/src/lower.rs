@@ -219,24 +219,27 @@ impl Lowering<'_> {
         self.steps[r].push(Step::Compute(a));
         match a {
             Action::One(op) => {
-                self.mark(r, op);
-                self.send(r, op);
+                let x = self.t.slot(op);
+                self.mark(r, op, x);
+                self.send(r, op, x);
             }
             Action::Pair { f, b } => {
                 // Both halves are done before either sends: b's wait precedes f's send.
-                self.mark(r, f);
-                self.mark(r, b);
-                self.send(r, f);
-                self.send(r, b);
+                let (xf, xb) = (self.t.slot(f), self.t.slot(b));
+                self.mark(r, f, xf);
+                self.mark(r, b, xb);
+                self.send(r, f, xf);
+                self.send(r, b, xb);
             }
         }
     }
 
-    /// Records `op` as scheduled; a backward releases the wait of its stage's forward send.
+    /// Records `op` (at slot `x`, if known) as scheduled; a backward releases the wait of its
+    /// stage's forward send.
     // Always inlined: called once or twice per action, the call itself cost a third of the work.
     #[inline(always)]
-    fn mark(&mut self, r: usize, op: Op) {
-        let Some(x) = self.t.slot(op) else { return };
+    fn mark(&mut self, r: usize, op: Op, x: Option<usize>) {
+        let Some(x) = x else { return };
         match op.kind {
             Kind::F => self.f_done[x] = true,
             Kind::B | Kind::I => {
@@ -255,9 +258,10 @@ impl Lowering<'_> {
         }
     }
 
-    /// Appends the send of `op`'s output, if it goes to another rank, and the peer's receive.
+    /// Appends the send of `op`'s output (at slot `x`, if known), if it goes to another rank, and
+    /// the peer's receive.
     #[inline(always)]
-    fn send(&mut self, r: usize, op: Op) {
+    fn send(&mut self, r: usize, op: Op, x: Option<usize>) {
         let Some((dir, peer)) = self.t.output(op) else {
             return;
         };
@@ -278,7 +282,7 @@ impl Lowering<'_> {
             peer: r as u32,
         });
         if dir == Dir::Fwd
-            && let Some(x) = self.t.slot(op)
+            && let Some(x) = x
         {
             self.pending_fwd[x] = peer;
         }
@@ -304,7 +308,7 @@ pub fn lower(plan: &Plan) -> LoweredPlan {
     let mut touched: Vec<u32> = Vec::new();
     for (r, program) in programs.iter().enumerate() {
         for (i, a) in program.iter().enumerate() {
-            for op in a.ops() {
+            let mut count = |op: Op| {
                 if matches!(op.kind, Kind::B | Kind::W) && t.slot(op).is_some() {
                     let last = &mut last_weight[op.stage as usize];
                     if *last == usize::MAX {
@@ -315,6 +319,14 @@ pub fn lower(plan: &Plan) -> LoweredPlan {
                 if let Some((_, peer)) = t.output(op) {
                     sizes[r] += 2;
                     sizes[peer as usize] += 1;
+                }
+            };
+            // A match rather than `ops()`: this runs for every action.
+            match *a {
+                Action::One(op) => count(op),
+                Action::Pair { f, b } => {
+                    count(f);
+                    count(b);
                 }
             }
         }
