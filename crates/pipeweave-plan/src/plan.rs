@@ -327,18 +327,4 @@ impl Plan {
             .filter(|&s| self.stage_rank(s) == Some(rank))
             .collect()
     }
-
-    /// Replaces the programs, keeping the structure (for tools that edit a plan).
-    pub fn with_programs(&self, programs: Vec<Vec<Action>>) -> Result<Plan, PlanError> {
-        if programs.len() != self.ranks as usize {
-            return Err(PlanError::ProgramCount {
-                found: programs.len(),
-                ranks: self.ranks,
-            });
-        }
-        Ok(Plan {
-            programs,
-            ..self.clone()
-        })
-    }
 }

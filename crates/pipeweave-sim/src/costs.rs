@@ -110,38 +110,3 @@ impl CostModel for UniformCosts {
         self.transfer
     }
 }
-
-/// Costs per model part (indexed by a stage's position), with per-boundary transfer latency.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TableCosts {
-    /// Indexed by part (position in the pipeline).
-    pub stages: Vec<StageCosts>,
-    /// `transfer[q]`: latency across the boundary between parts q and q+1 (either direction).
-    pub transfer: Vec<f64>,
-    /// Stages per pipeline, to map a global stage id to its part.
-    pub stages_per_pipeline: u32,
-}
-
-impl TableCosts {
-    fn part(&self, stage: u32) -> usize {
-        (stage % self.stages_per_pipeline.max(1)) as usize
-    }
-
-    fn stage(&self, stage: u32) -> StageCosts {
-        self.stages
-            .get(self.part(stage))
-            .copied()
-            .unwrap_or(StageCosts::UNIT)
-    }
-}
-
-impl CostModel for TableCosts {
-    fn op(&self, op: Op) -> f64 {
-        self.stage(op.stage).of(op.kind)
-    }
-
-    fn transfer(&self, from: u32, to: u32) -> f64 {
-        let q = self.part(from).min(self.part(to));
-        self.transfer.get(q).copied().unwrap_or(0.0)
-    }
-}

@@ -14,7 +14,7 @@
 mod costs;
 mod memory;
 
-pub use costs::{CostModel, StageCosts, TableCosts, UniformCosts, UnitCosts};
+pub use costs::{CostModel, StageCosts, UniformCosts, UnitCosts};
 pub use memory::live_activations;
 
 use pipeweave_plan::{Action, Kind, Op, Plan};
