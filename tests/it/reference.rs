@@ -184,16 +184,11 @@ fn lowering_equals_pytorch() {
             .expect("file name");
         let expected = std::fs::read_to_string(dir.join(format!("{name}.comms")))
             .unwrap_or_else(|err| panic!("{name}.comms: {err}"));
-        let lowered = pipeweave_plan::lower(&load(e));
+        let plan = load(e);
+        let lowered = pipeweave_plan::lower(&plan);
         let ours: Vec<String> = lowered
-            .steps
-            .iter()
-            .map(|r| {
-                r.iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(",")
-            })
+            .programs()
+            .map(|r| r.map(|s| s.to_string()).collect::<Vec<_>>().join(","))
             .collect();
         let theirs: Vec<&str> = expected.lines().collect();
         assert_eq!(ours, theirs, "{}", e.path);

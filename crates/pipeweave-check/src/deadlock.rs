@@ -18,54 +18,61 @@
 use crate::problem::{Problem, ProblemKind, Wait, WaitReason};
 use pipeweave_plan::{Action, Kind, Op, Plan};
 
-/// No such row in a per-stage table (the first or last stage of a pipeline).
-const NO_ROW: usize = usize::MAX;
-
 struct State {
-    mb_bound: usize,
-    /// Per stage, the `(stage, mb)` row of the stage its forward waits for (the previous one), and
-    /// of the stage its input-gradient backward waits for (the next one): tables, so the hot loop
-    /// does no modulo.
-    fwd_from: Vec<usize>,
-    bwd_from: Vec<usize>,
-    /// Indexed by key: `2·(stage, mb)` the forward is done, `2·(stage, mb) + 1` the input-gradient
-    /// backward (B or I) is. The same keys name what a parked rank waits for.
+    stages: usize,
+    /// Per stage: its forward waits for the previous stage's (not at a pipeline's head), its
+    /// input-gradient backward for the next stage's (not at its tail).
+    has_prev: Vec<bool>,
+    has_next: Vec<bool>,
+    /// Indexed by key: `2·x` the forward of `(stage, mb)` slot x is done, `2·x + 1` its
+    /// input-gradient backward (B or I) is. The same keys name what a parked rank waits for.
+    /// Slots are micro-batch major, `mb · stages + stage`: the ranks work on neighbouring
+    /// micro-batches at any time, so the live part of the table is a small window that slides
+    /// along it rather than a stream per stage.
     done: Vec<bool>,
 }
 
 impl State {
     fn new(plan: &Plan) -> State {
-        let mb_bound = plan.mb_bound() as usize;
         let n = plan.num_stages();
-        let row = |t: Option<u32>| t.map_or(NO_ROW, |t| t as usize * mb_bound);
         State {
-            mb_bound,
-            fwd_from: (0..n).map(|s| row(plan.prev_stage(s))).collect(),
-            bwd_from: (0..n).map(|s| row(plan.next_stage(s))).collect(),
-            done: vec![false; 2 * n as usize * mb_bound],
+            stages: n as usize,
+            has_prev: (0..n).map(|s| plan.prev_stage(s).is_some()).collect(),
+            has_next: (0..n).map(|s| plan.next_stage(s).is_some()).collect(),
+            done: vec![false; 2 * n as usize * plan.mb_bound() as usize],
         }
     }
 
     #[inline]
     fn at(&self, stage: u32, mb: u32) -> usize {
-        stage as usize * self.mb_bound + mb as usize
+        mb as usize * self.stages + stage as usize
     }
 
     /// The key of the op that `op` waits for, if it has not run yet.
     #[inline]
     fn missing_key(&self, op: Op) -> Option<usize> {
-        let (row, half) = match op.kind {
-            Kind::F => (self.fwd_from[op.stage as usize], 0),
-            Kind::B | Kind::I => (self.bwd_from[op.stage as usize], 1),
+        let (s, x) = (op.stage as usize, self.at(op.stage, op.mb));
+        let key = match op.kind {
+            // The previous stage's forward of the same micro-batch: slot x − 1.
+            Kind::F if self.has_prev[s] => 2 * (x - 1),
+            // The next stage's input-gradient backward: slot x + 1.
+            Kind::B | Kind::I if self.has_next[s] => 2 * (x + 1) + 1,
             // W follows its I on the same rank, which the work checks guarantee.
-            Kind::W => return None,
+            _ => return None,
         };
-        if row == NO_ROW {
-            return None;
-        }
-        let key = 2 * (row + op.mb as usize) + half;
         (!self.done[key]).then_some(key)
     }
+}
+
+/// A stage's links, in one record for the hot loop: whether its forward and its input-gradient
+/// backward wait for a neighbour's, and the ranks that may wait for them (`NONE` at a pipeline's
+/// ends).
+#[derive(Clone, Copy)]
+struct Links {
+    has_prev: bool,
+    has_next: bool,
+    fwd_to: u32,
+    bwd_to: u32,
 }
 
 /// The op that `op` waits for, if it has not run yet.
@@ -95,19 +102,50 @@ pub(crate) fn find_deadlock(plan: &Plan) -> Option<Problem> {
     const NO_KEY: usize = usize::MAX;
     let hosts = plan.hosts();
     let consumer = |t: Option<u32>| t.map_or(NONE, |t| hosts[t as usize]);
-    let fwd_to: Vec<u32> = (0..plan.num_stages())
-        .map(|s| consumer(plan.next_stage(s)))
-        .collect();
-    let bwd_to: Vec<u32> = (0..plan.num_stages())
-        .map(|s| consumer(plan.prev_stage(s)))
+    let links: Vec<Links> = (0..plan.num_stages())
+        .map(|s| Links {
+            has_prev: st.has_prev[s as usize],
+            has_next: st.has_next[s as usize],
+            fwd_to: consumer(plan.next_stage(s)),
+            bwd_to: consumer(plan.prev_stage(s)),
+        })
         .collect();
     let mut waits = vec![NO_KEY; programs.len()];
     let mut runnable: Vec<u32> = (0..programs.len() as u32).rev().collect();
     while let Some(rank) = runnable.pop() {
         let r = rank as usize;
         let program = &programs[r];
-        while let Some(a) = program.get(pc[r]) {
-            let missing = match *a {
+        let mut i = pc[r];
+        while let Some(&a) = program.get(i) {
+            // The common case, a single op, with its stage's links looked up once.
+            if let Action::One(op) = a {
+                let l = links[op.stage as usize];
+                let x = st.at(op.stage, op.mb);
+                // The op's own key, and its input's (slot x − 1 or x + 1) if it has one.
+                let (own, input, to) = match op.kind {
+                    Kind::F => (2 * x, l.has_prev.then(|| 2 * (x - 1)), l.fwd_to),
+                    Kind::B | Kind::I => (2 * x + 1, l.has_next.then(|| 2 * (x + 1) + 1), l.bwd_to),
+                    // W follows its I on the same rank, which the work checks guarantee.
+                    Kind::W => {
+                        i += 1;
+                        continue;
+                    }
+                };
+                if let Some(key) = input
+                    && !st.done[key]
+                {
+                    waits[r] = key;
+                    break;
+                }
+                st.done[own] = true;
+                if to != NONE && waits[to as usize] == own {
+                    waits[to as usize] = NO_KEY;
+                    runnable.push(to);
+                }
+                i += 1;
+                continue;
+            }
+            let missing = match a {
                 Action::One(op) => st.missing_key(op),
                 Action::Pair { f, b } => st.missing_key(f).or_else(|| st.missing_key(b)),
             };
@@ -117,9 +155,10 @@ pub(crate) fn find_deadlock(plan: &Plan) -> Option<Problem> {
             }
             let mut run = |op: Op| {
                 let x = st.at(op.stage, op.mb);
+                let l = links[op.stage as usize];
                 let (key, to) = match op.kind {
-                    Kind::F => (2 * x, fwd_to[op.stage as usize]),
-                    Kind::B | Kind::I => (2 * x + 1, bwd_to[op.stage as usize]),
+                    Kind::F => (2 * x, l.fwd_to),
+                    Kind::B | Kind::I => (2 * x + 1, l.bwd_to),
                     Kind::W => return,
                 };
                 st.done[key] = true;
@@ -128,15 +167,13 @@ pub(crate) fn find_deadlock(plan: &Plan) -> Option<Problem> {
                     runnable.push(to);
                 }
             };
-            match *a {
-                Action::One(op) => run(op),
-                Action::Pair { f, b } => {
-                    run(f);
-                    run(b);
-                }
+            if let Action::Pair { f, b } = a {
+                run(f);
+                run(b);
             }
-            pc[r] += 1;
+            i += 1;
         }
+        pc[r] = i;
     }
     let first = (0..pc.len()).find(|&r| pc[r] < programs[r].len())?;
     // Follow the waits from the first stuck rank until a rank repeats.

@@ -41,6 +41,35 @@ impl Seen {
         }
     }
 
+    /// Records `op` at position `pos` of `rank` if it passes every check of [`check_op`], as that
+    /// would; otherwise changes nothing and returns false.
+    #[inline(always)]
+    fn record_valid(&mut self, plan: &Plan, hosts: &[u32], rank: u32, pos: u32, op: Op) -> bool {
+        let s = op.stage as usize;
+        let (Some(&host), Some(&pipeline)) = (hosts.get(s), self.pipeline.get(s)) else {
+            return false;
+        };
+        if host != rank || plan.mb_pipeline(op.mb) != Some(pipeline) {
+            return false;
+        }
+        let x = s * self.mb_bound + op.mb as usize;
+        let Some(slot) = self.slots.get_mut(x) else {
+            return false;
+        };
+        match op.kind {
+            Kind::F if slot.f == NONE => slot.f = pos,
+            Kind::B | Kind::I if slot.bwd == NONE && slot.f != NONE && slot.f < pos => {
+                slot.bwd = pos;
+                slot.bwd_full = op.kind == Kind::B;
+            }
+            Kind::W if slot.w == NONE && slot.bwd != NONE && !slot.bwd_full && slot.bwd < pos => {
+                slot.w = pos;
+            }
+            _ => return false,
+        }
+        true
+    }
+
     #[inline]
     fn index(&self, op: Op) -> usize {
         op.stage as usize * self.mb_bound + op.mb as usize
@@ -50,8 +79,16 @@ impl Seen {
 pub(crate) fn check_work(plan: &Plan) -> Vec<Problem> {
     let mut problems = Vec::new();
     let mut seen = Seen::new(plan);
+    let hosts = plan.hosts();
     for rank in 0..plan.ranks() {
         for (i, action) in plan.program(rank).iter().enumerate() {
+            // The common case, a single op that passes every check, decided with one look at its
+            // stage and slot; anything else takes the full path below, which reports.
+            if let Action::One(op) = *action
+                && seen.record_valid(plan, hosts, rank, i as u32, op)
+            {
+                continue;
+            }
             let mut report = |kind: ProblemKind| {
                 problems.push(Problem {
                     rank,

@@ -9,7 +9,7 @@
 use crate::json_text::{push_f64, push_uint};
 use crate::timing::{Interval, Timing};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
-use pipeweave_plan::{Action, Dir, Kind, Op, Pipeline, Plan, Step, lower};
+use pipeweave_plan::{Action, Dir, Kind, LoweredPlan, Op, Pipeline, Plan, Step, lower};
 use serde::{Deserialize, Serialize};
 use std::io::Write as _;
 
@@ -303,7 +303,7 @@ pub fn write_json(plan: &Plan, timing: Option<&Timing>) -> Result<String, Diagno
     }
     let lowered = lower(plan);
     let mut out: Vec<u8> = Vec::with_capacity(plan.num_ops() * 40 + lowered.num_steps() * 48);
-    write_document(&mut out, plan, &lowered.steps, timing)
+    write_document(&mut out, plan, &lowered, timing)
         .map_err(|e| Diagnostic::error(format!("cannot write the JSON plan: {e}")))?;
     String::from_utf8(out)
         .map_err(|e| Diagnostic::error(format!("cannot write the JSON plan: {e}")))
@@ -314,7 +314,7 @@ pub fn write_json(plan: &Plan, timing: Option<&Timing>) -> Result<String, Diagno
 fn write_document(
     out: &mut Vec<u8>,
     plan: &Plan,
-    steps: &[Vec<Step>],
+    lowered: &LoweredPlan,
     timing: Option<&Timing>,
 ) -> serde_json::Result<()> {
     let io = serde_json::Error::io;
@@ -349,7 +349,7 @@ fn write_document(
     }
     writeln!(out, "  ],").map_err(io)?;
     writeln!(out, "  \"programs\": [").map_err(io)?;
-    for (r, (program, steps)) in plan.programs().iter().zip(steps).enumerate() {
+    for (r, (program, steps)) in plan.programs().iter().zip(lowered.programs()).enumerate() {
         writeln!(out, "    {{").map_err(io)?;
         writeln!(out, "      \"rank\": {r},").map_err(io)?;
         write!(out, "      \"actions\": [").map_err(io)?;
@@ -367,18 +367,19 @@ fn write_document(
         writeln!(out, "],").map_err(io)?;
         write!(out, "      \"steps\": [").map_err(io)?;
         let mut compute = 0;
-        for (i, s) in steps.iter().enumerate() {
+        let empty = steps.len() == 0;
+        for (i, s) in steps.enumerate() {
             out.extend_from_slice(if i == 0 {
                 b"\n        "
             } else {
                 b",\n        "
             });
-            push_step(out, s, compute);
+            push_step(out, &s, compute);
             if matches!(s, Step::Compute(_)) {
                 compute += 1;
             }
         }
-        if !steps.is_empty() {
+        if !empty {
             out.extend_from_slice(b"\n      ");
         }
         writeln!(out, "]").map_err(io)?;
@@ -671,8 +672,8 @@ fn from_wire(wire: WirePlan) -> Result<PlanJson, Vec<Diagnostic>> {
         );
     }
     let lowered = lower(&plan);
-    for (r, (expected, found)) in lowered.steps.iter().zip(&steps).enumerate() {
-        if let Some(d) = compare_steps(&plan, r, expected, found) {
+    for (r, (expected, found)) in lowered.programs().zip(&steps).enumerate() {
+        if let Some(d) = compare_steps(&plan, r, &expected.collect::<Vec<_>>(), found) {
             diags.push(d);
         }
     }

@@ -16,7 +16,7 @@
 use crate::actions::write_actions;
 use crate::cells::push_step;
 use pipeweave_diagnostics::Diagnostic;
-use pipeweave_plan::{Dir, LoweredPlan, Plan, Step, lower};
+use pipeweave_plan::{Dir, Plan, Step, lower};
 
 /// Checks that PyTorch's runtime can hold the plan.
 fn check_expressible(plan: &Plan) -> Result<(), Diagnostic> {
@@ -125,17 +125,19 @@ fn messages_to<T>(by_rank: &mut Vec<Peers<T>>, from: u32, to: u32) -> &mut Vec<T
 /// two stages talk across the same pair of ranks (a V placement, several stages per rank) the
 /// receiver may post its receives in another order than the sender posts the sends, and PyTorch
 /// would then hand one micro-batch's tensor to another. Such plans are refused.
-fn check_pair_order(lowered: &LoweredPlan) -> Result<(), Diagnostic> {
+fn check_pair_order<P: IntoIterator<Item = Step>>(
+    programs: impl IntoIterator<Item = P>,
+) -> Result<(), Diagnostic> {
     // For each sending rank, per receiving rank: the messages in posting order (direction,
     // sending stage, micro-batch), and the receives for them. A rank talks to a few peers, so a
     // short list per rank found by a scan (rather than a map keyed by the pair, one lookup per
     // step of a big plan).
     let mut sent: Vec<Peers<Message>> = Vec::new();
     let mut received: Vec<Peers<(Message, Step)>> = Vec::new();
-    for (r, steps) in lowered.steps.iter().enumerate() {
+    for (r, steps) in programs.into_iter().enumerate() {
         let r = r as u32;
         for step in steps {
-            match *step {
+            match step {
                 Step::Send {
                     dir,
                     stage,
@@ -154,7 +156,7 @@ fn check_pair_order(lowered: &LoweredPlan) -> Result<(), Diagnostic> {
                         Dir::Fwd => stage.wrapping_sub(1),
                         Dir::Bwd => stage + 1,
                     };
-                    messages_to(&mut received, peer, r).push(((dir, sender, mb), *step));
+                    messages_to(&mut received, peer, r).push(((dir, sender, mb), step));
                 }
                 _ => {}
             }
@@ -205,15 +207,15 @@ fn check_pair_order(lowered: &LoweredPlan) -> Result<(), Diagnostic> {
 pub fn write_pytorch_comms(plan: &Plan) -> Result<String, Diagnostic> {
     check_expressible(plan)?;
     let lowered = lower(plan);
-    check_pair_order(&lowered)?;
+    check_pair_order(lowered.programs())?;
     // Cells written from their parts (see `cells`): through `Display` they were most of the time.
-    let mut out: Vec<u8> = Vec::with_capacity(lowered.num_steps() * 12 + lowered.steps.len());
-    for steps in &lowered.steps {
-        for (i, step) in steps.iter().enumerate() {
+    let mut out: Vec<u8> = Vec::with_capacity(lowered.num_steps() * 12 + lowered.ranks() as usize);
+    for steps in lowered.programs() {
+        for (i, step) in steps.enumerate() {
             if i > 0 {
                 out.push(b',');
             }
-            push_step(&mut out, step);
+            push_step(&mut out, &step);
         }
         out.push(b'\n');
     }

@@ -195,11 +195,11 @@ pub fn write_chrome_trace(
     let mut reduce_at: Vec<Option<f64>> = vec![None; plan.num_stages() as usize];
     let mut comms: Vec<CommSlice> = Vec::new();
     let mut flows: Vec<(u32, f64, u32, f64)> = Vec::new();
-    for (r, steps) in lowered.steps.iter().enumerate() {
+    for (r, steps) in lowered.programs().enumerate() {
         let r = r as u32;
         let mut last_compute: Option<usize> = None;
         for step in steps {
-            match *step {
+            match step {
                 Step::Compute(_) => last_compute = Some(last_compute.map_or(0, |i| i + 1)),
                 Step::Send {
                     dir,

@@ -11,7 +11,7 @@ mod lower;
 mod plan;
 
 pub use action::{Action, Kind, Op, Ops};
-pub use lower::{Dir, LoweredPlan, Step, lower};
+pub use lower::{Dir, LoweredPlan, Step, Steps, lower};
 pub use plan::{Pipeline, Plan, PlanError};
 
 #[cfg(test)]

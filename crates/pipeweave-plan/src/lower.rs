@@ -19,8 +19,9 @@
 //!   peer consumed the activation); every other send is waited for at the end, in posting order.
 //!
 //! Nothing is sent where consecutive stages share a rank (the turn of a V).
-//! A plan whose compute order cannot progress (the validator reports it) still lowers: when no
-//! rank can move, the lowest unfinished rank's next entry is taken anyway.
+//! Any plan lowers, valid or not (the validator says which): work naming a stage or micro-batch
+//! the plan does not have, or on a rank that does not host its stage, gets no communication; when
+//! no rank can move, the lowest unfinished rank's next entry is taken anyway.
 //!
 //! Semantics the validator assumes (blocking point-to-point, as with NCCL): a receive is posted
 //! where it stands and the consuming action waits for its data; a send is posted and the rank moves
@@ -92,33 +93,230 @@ impl fmt::Display for Step {
     }
 }
 
-/// A plan's programs with communication added; `steps[r]` is rank r's lowered program.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoweredPlan {
-    pub steps: Vec<Vec<Step>>,
-    /// `compute_index[r][i]` is the position in `steps[r]` of rank r's i-th compute action.
-    pub compute_index: Vec<Vec<usize>>,
+/// A plan's programs with communication added.
+///
+/// Stored compactly, 8 bytes a step in one allocation (a plan of a million actions lowers to about
+/// four million steps), and read back as [`Step`]s: [`LoweredPlan::program`] decodes rank r's
+/// program, taking the compute actions and the peers from the plan it borrows.
+#[derive(Clone)]
+pub struct LoweredPlan<'p> {
+    plan: &'p Plan,
+    /// Rank r's steps are `codes[starts[r]..starts[r + 1]]`.
+    starts: Vec<usize>,
+    codes: Vec<u64>,
 }
 
-impl LoweredPlan {
+impl<'p> LoweredPlan<'p> {
+    /// The plan this is the lowering of.
+    pub fn plan(&self) -> &'p Plan {
+        self.plan
+    }
+
+    /// The number of ranks (programs).
+    pub fn ranks(&self) -> u32 {
+        self.plan.ranks()
+    }
+
+    /// All steps of all ranks.
     pub fn num_steps(&self) -> usize {
-        self.steps.iter().map(Vec::len).sum()
+        self.codes.len()
+    }
+
+    /// Rank r's lowered program, in order. Panics when the rank does not exist.
+    pub fn program(&self, rank: u32) -> Steps<'_> {
+        let r = rank as usize;
+        Steps {
+            program: self.plan.program(rank),
+            hosts: self.plan.hosts(),
+            codes: self.codes[self.starts[r]..self.starts[r + 1]].iter(),
+        }
+    }
+
+    /// Every rank's lowered program, in rank order.
+    pub fn programs(&self) -> impl ExactSizeIterator<Item = Steps<'_>> + '_ {
+        (0..self.plan.ranks()).map(|r| self.program(r))
+    }
+
+    /// Every rank's lowered program as a vector of steps.
+    pub fn to_vecs(&self) -> Vec<Vec<Step>> {
+        self.programs().map(Iterator::collect).collect()
+    }
+}
+
+impl fmt::Debug for LoweredPlan<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.programs()).finish()
+    }
+}
+
+impl PartialEq for LoweredPlan<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.ranks() == other.ranks() && self.programs().zip(other.programs()).all(|(a, b)| a.eq(b))
+    }
+}
+
+/// One rank's lowered program, decoded step by step (see [`LoweredPlan::program`]).
+#[derive(Clone)]
+pub struct Steps<'a> {
+    program: &'a [Action],
+    hosts: &'a [u32],
+    codes: std::slice::Iter<'a, u64>,
+}
+
+impl Steps<'_> {
+    #[inline]
+    fn decode(&self, code: u64) -> Step {
+        let stage = code::stage(code);
+        let mb = code::mb(code);
+        // The peer of a transfer is the host of the stage on the other side of it.
+        let host = |s: u32| self.hosts[s as usize];
+        match code::tag(code) {
+            code::COMPUTE => Step::Compute(self.program[code::index(code)]),
+            code::RECV_F => Step::Recv {
+                dir: Dir::Fwd,
+                stage,
+                mb,
+                peer: host(stage - 1),
+            },
+            code::RECV_B => Step::Recv {
+                dir: Dir::Bwd,
+                stage,
+                mb,
+                peer: host(stage + 1),
+            },
+            code::SEND_F => Step::Send {
+                dir: Dir::Fwd,
+                stage,
+                mb,
+                peer: host(stage + 1),
+            },
+            code::SEND_B => Step::Send {
+                dir: Dir::Bwd,
+                stage,
+                mb,
+                peer: host(stage - 1),
+            },
+            code::WAIT_SEND_F => Step::WaitSend {
+                dir: Dir::Fwd,
+                stage,
+                mb,
+                peer: host(stage + 1),
+            },
+            code::WAIT_SEND_B => Step::WaitSend {
+                dir: Dir::Bwd,
+                stage,
+                mb,
+                peer: host(stage - 1),
+            },
+            code::REDUCE_GRAD => Step::ReduceGrad { stage },
+            _ => Step::WaitReduceGrad { stage },
+        }
+    }
+}
+
+impl Iterator for Steps<'_> {
+    type Item = Step;
+
+    #[inline]
+    fn next(&mut self) -> Option<Step> {
+        let code = *self.codes.next()?;
+        Some(self.decode(code))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.codes.size_hint()
+    }
+}
+
+impl ExactSizeIterator for Steps<'_> {}
+
+impl DoubleEndedIterator for Steps<'_> {
+    fn next_back(&mut self) -> Option<Step> {
+        let code = *self.codes.next_back()?;
+        Some(self.decode(code))
+    }
+}
+
+impl fmt::Debug for Steps<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.clone()).finish()
+    }
+}
+
+/// The 64-bit form of a step: a tag in the top 4 bits; below it the index of a compute action in
+/// its rank's program, or the stage (32 bits) over the micro-batch (28 bits: `Plan` keeps
+/// micro-batch ids below 2^28, and ops naming unknown ones get no communication).
+mod code {
+    pub const COMPUTE: u64 = 0;
+    pub const RECV_F: u64 = 1;
+    pub const RECV_B: u64 = 2;
+    pub const SEND_F: u64 = 3;
+    pub const SEND_B: u64 = 4;
+    /// `SEND_* + WAIT`: the wait for that send.
+    pub const WAIT: u64 = 2;
+    pub const WAIT_SEND_F: u64 = SEND_F + WAIT;
+    pub const WAIT_SEND_B: u64 = SEND_B + WAIT;
+    pub const REDUCE_GRAD: u64 = 7;
+    pub const WAIT_REDUCE_GRAD: u64 = 8;
+
+    const TAG_SHIFT: u32 = 60;
+    const STAGE_SHIFT: u32 = 28;
+    const MB_MASK: u64 = (1 << STAGE_SHIFT) - 1;
+
+    #[inline(always)]
+    pub fn new(tag: u64, stage: u32, mb: u32) -> u64 {
+        debug_assert!(u64::from(mb) <= MB_MASK);
+        tag << TAG_SHIFT | u64::from(stage) << STAGE_SHIFT | u64::from(mb)
+    }
+
+    #[inline(always)]
+    pub fn compute(index: usize) -> u64 {
+        index as u64
+    }
+
+    #[inline(always)]
+    pub fn tag(code: u64) -> u64 {
+        code >> TAG_SHIFT
+    }
+
+    #[inline(always)]
+    pub fn with_tag(code: u64, tag: u64) -> u64 {
+        code & ((1 << TAG_SHIFT) - 1) | tag << TAG_SHIFT
+    }
+
+    #[inline(always)]
+    pub fn stage(code: u64) -> u32 {
+        (code >> STAGE_SHIFT) as u32
+    }
+
+    #[inline(always)]
+    pub fn mb(code: u64) -> u32 {
+        (code & MB_MASK) as u32
+    }
+
+    #[inline(always)]
+    pub fn index(code: u64) -> usize {
+        (code & ((1 << TAG_SHIFT) - 1)) as usize
     }
 }
 
 const NONE: u32 = u32::MAX;
-/// No such row in a per-stage table (the first or last stage of a pipeline).
-const NO_ROW: usize = usize::MAX;
 
 /// Per-stage tables, so the hot loop does no modulo and no `Option` chain per op.
 struct Tables {
     mb_bound: usize,
-    /// `(stage, mb)` slots in the `done` and `pending_fwd` tables: `stage · mb_bound + mb`.
+    stages: usize,
+    /// `(stage, mb)` slots in the `flags` table, micro-batch major: `mb · stages + stage`. The
+    /// ranks work on neighbouring micro-batches at any time, so the live part of the table is a
+    /// small window that slides along it, rather than a stream per stage.
     slots: usize,
-    /// Row of the stage whose forward feeds this stage's forward (`NO_ROW` at a pipeline's head).
-    fwd_from: Vec<usize>,
-    /// Row of the stage whose input-gradient backward feeds this stage's (`NO_ROW` at its tail).
-    bwd_from: Vec<usize>,
+    /// Whether a stage's forward takes the previous stage's output (slot − 1), and its
+    /// input-gradient backward the next stage's gradient (slot + 1): not at a pipeline's head and
+    /// tail.
+    has_prev: Vec<bool>,
+    has_next: Vec<bool>,
+    /// The rank hosting each stage.
+    host: Vec<u32>,
     /// The rank hosting stage s+1 when it is another rank (where a forward's output goes), or
     /// `NONE`.
     after: Vec<u32>,
@@ -136,12 +334,13 @@ impl Tables {
             Some(t) if hosts[t as usize] != hosts[s as usize] => hosts[t as usize],
             _ => NONE,
         };
-        let row = |t: Option<u32>| t.map_or(NO_ROW, |t| t as usize * mb_bound);
         Tables {
             mb_bound,
+            stages: n as usize,
             slots: n as usize * mb_bound,
-            fwd_from: (0..n).map(|s| row(plan.prev_stage(s))).collect(),
-            bwd_from: (0..n).map(|s| row(plan.next_stage(s))).collect(),
+            has_prev: (0..n).map(|s| plan.prev_stage(s).is_some()).collect(),
+            has_next: (0..n).map(|s| plan.next_stage(s).is_some()).collect(),
+            host: hosts.to_vec(),
             after: (0..n).map(|s| other(s, plan.next_stage(s))).collect(),
             before: (0..n).map(|s| other(s, plan.prev_stage(s))).collect(),
         }
@@ -151,52 +350,88 @@ impl Tables {
     #[inline]
     fn slot(&self, op: Op) -> Option<usize> {
         ((op.stage as usize) < self.after.len() && (op.mb as usize) < self.mb_bound)
-            .then(|| op.stage as usize * self.mb_bound + op.mb as usize)
+            .then(|| op.mb as usize * self.stages + op.stage as usize)
     }
 
-    /// Where an op's output goes, if another rank: (direction, peer). Unknown stages send nothing.
+    /// Where the output of `op`, run on rank r, goes if another rank: (send tag, peer). Ops on
+    /// unknown stages or micro-batches, or on a rank that does not host their stage, send nothing.
     #[inline]
-    fn output(&self, op: Op) -> Option<(Dir, u32)> {
-        let (dir, table) = match op.kind {
-            Kind::F => (Dir::Fwd, &self.after),
-            Kind::B | Kind::I => (Dir::Bwd, &self.before),
+    fn output(&self, r: usize, op: Op) -> Option<(u64, u32)> {
+        let (tag, table) = match op.kind {
+            Kind::F => (code::SEND_F, &self.after),
+            Kind::B | Kind::I => (code::SEND_B, &self.before),
             Kind::W => return None,
         };
-        let peer = *table.get(op.stage as usize)?;
-        (peer != NONE).then_some((dir, peer))
+        let s = op.stage as usize;
+        let peer = *table.get(s)?;
+        (peer != NONE && (op.mb as usize) < self.mb_bound && self.host[s] == r as u32)
+            .then_some((tag, peer))
     }
 }
 
 /// The lowering's running state: the programs being built and what has been scheduled.
 struct Lowering<'a> {
     t: &'a Tables,
-    steps: Vec<Vec<Step>>,
-    compute_index: Vec<Vec<usize>>,
-    /// By `(stage, mb)` slot: the forward has been scheduled; the input-gradient backward (B or
-    /// I) has.
-    f_done: Vec<bool>,
-    b_done: Vec<bool>,
-    /// Forward sends not yet waited for: slot → peer (`NONE` when there is none).
-    pending_fwd: Vec<u32>,
+    /// The programs, each in its own range (sized exactly beforehand), and where each one's next
+    /// step goes.
+    codes: Vec<u64>,
+    cursor: Vec<usize>,
+    /// Where each program's next end wait goes: a backward send is waited for at the end, so
+    /// its wait is written into the tail of the program when the send is (see `lower`).
+    tail: Vec<usize>,
+    /// By `(stage, mb)` slot, in one byte so an op touches one table: [`F_DONE`] (the forward has
+    /// been scheduled), [`B_DONE`] (the input-gradient backward, B or I, has) and [`PENDING`] (the
+    /// forward's send has not been waited for yet).
+    flags: Vec<u8>,
 }
 
+const F_DONE: u8 = 1;
+const B_DONE: u8 = 2;
+const PENDING: u8 = 4;
+
 impl Lowering<'_> {
+    #[inline(always)]
+    fn push(&mut self, r: usize, code: u64) {
+        let at = &mut self.cursor[r];
+        self.codes[*at] = code;
+        *at += 1;
+    }
+
+    #[inline(always)]
+    fn push_end_wait(&mut self, r: usize, code: u64) {
+        let at = &mut self.tail[r];
+        self.codes[*at] = code;
+        *at += 1;
+    }
+
+    /// Marks the input-gradient backward of stage `s` at slot `x` done on rank r, and releases
+    /// the stage's forward send (whether its wait goes here): only on the stage's host, which sent
+    /// it.
+    #[inline(always)]
+    fn release(&mut self, r: usize, s: usize, x: usize) -> bool {
+        let here = self.t.host[s] == r as u32;
+        let flags = &mut self.flags[x];
+        let pending = here && *flags & PENDING != 0;
+        *flags = (*flags | B_DONE) & if here { !PENDING } else { !0 };
+        pending
+    }
+
     /// Whether the inputs of `op` have been scheduled; ops on unknown stages or micro-batches
     /// depend on nothing.
     #[inline]
     fn ready(&self, op: Op) -> bool {
         let (s, mb) = (op.stage as usize, op.mb as usize);
-        if s >= self.t.fwd_from.len() || mb >= self.t.mb_bound {
+        if s >= self.t.stages || mb >= self.t.mb_bound {
             return true;
         }
         match op.kind {
             Kind::F => {
-                let row = self.t.fwd_from[s];
-                row == NO_ROW || self.f_done[row + mb]
+                let x = mb * self.t.stages + s;
+                !self.t.has_prev[s] || self.flags[x - 1] & F_DONE != 0
             }
             Kind::B | Kind::I => {
-                let row = self.t.bwd_from[s];
-                row == NO_ROW || self.b_done[row + mb]
+                let x = mb * self.t.stages + s;
+                !self.t.has_next[s] || self.flags[x + 1] & B_DONE != 0
             }
             Kind::W => true,
         }
@@ -210,13 +445,80 @@ impl Lowering<'_> {
         }
     }
 
-    /// Appends action `a` of rank `r` with its communication: the action, the waits its
+    /// Schedules action `a` (rank r's `index`-th) as [`Lowering::schedule`] does if its inputs have
+    /// been scheduled; returns whether it was. A single op, by far the most common action, is
+    /// handled inline: its slot and tables are looked up once for the check and the scheduling.
+    #[inline(always)]
+    fn try_schedule(&mut self, r: usize, a: Action, index: usize) -> bool {
+        let Action::One(op) = a else {
+            if !self.action_ready(a) {
+                return false;
+            }
+            self.schedule(r, a, index);
+            return true;
+        };
+        let t = self.t;
+        let (s, mb) = (op.stage as usize, op.mb as usize);
+        if s >= t.after.len() || mb >= t.mb_bound {
+            // An unknown stage or micro-batch: no inputs, no communication.
+            self.push(r, code::compute(index));
+            return true;
+        }
+        let x = mb * t.stages + s;
+        // Only a stage's host communicates for it (the work of another rank is an invalid plan's).
+        let here = t.host[s] == r as u32;
+        match op.kind {
+            Kind::F => {
+                if t.has_prev[s] && self.flags[x - 1] & F_DONE == 0 {
+                    return false;
+                }
+                // The rank's own steps through a local cursor, stored once.
+                let at = self.cursor[r];
+                self.codes[at] = code::compute(index);
+                let peer = t.after[s];
+                if peer != NONE && here {
+                    self.codes[at + 1] = code::new(code::SEND_F, op.stage, op.mb);
+                    self.cursor[r] = at + 2;
+                    self.push(peer as usize, code::new(code::RECV_F, op.stage + 1, op.mb));
+                    self.flags[x] |= F_DONE | PENDING;
+                } else {
+                    self.cursor[r] = at + 1;
+                    self.flags[x] |= F_DONE;
+                }
+            }
+            Kind::B | Kind::I => {
+                if t.has_next[s] && self.flags[x + 1] & B_DONE == 0 {
+                    return false;
+                }
+                let pending = self.release(r, s, x);
+                let mut at = self.cursor[r];
+                self.codes[at] = code::compute(index);
+                at += 1;
+                if pending {
+                    self.codes[at] = code::new(code::WAIT_SEND_F, op.stage, op.mb);
+                    at += 1;
+                }
+                let peer = t.before[s];
+                if peer != NONE && here {
+                    self.codes[at] = code::new(code::SEND_B, op.stage, op.mb);
+                    self.cursor[r] = at + 1;
+                    self.push_end_wait(r, code::new(code::WAIT_SEND_B, op.stage, op.mb));
+                    self.push(peer as usize, code::new(code::RECV_B, op.stage - 1, op.mb));
+                } else {
+                    self.cursor[r] = at;
+                }
+            }
+            Kind::W => self.push(r, code::compute(index)),
+        }
+        true
+    }
+
+    /// Appends action `a` (rank r's `index`-th) with its communication: the action, the waits its
     /// backwards release, its sends (forward output first for a pair), and the receives on the
     /// peers' programs.
     #[inline]
-    fn schedule(&mut self, r: usize, a: Action) {
-        self.compute_index[r].push(self.steps[r].len());
-        self.steps[r].push(Step::Compute(a));
+    fn schedule(&mut self, r: usize, a: Action, index: usize) {
+        self.push(r, code::compute(index));
         match a {
             Action::One(op) => {
                 let x = self.t.slot(op);
@@ -241,56 +543,131 @@ impl Lowering<'_> {
     fn mark(&mut self, r: usize, op: Op, x: Option<usize>) {
         let Some(x) = x else { return };
         match op.kind {
-            Kind::F => self.f_done[x] = true,
+            Kind::F => self.flags[x] |= F_DONE,
             Kind::B | Kind::I => {
-                self.b_done[x] = true;
-                let peer = std::mem::replace(&mut self.pending_fwd[x], NONE);
-                if peer != NONE {
-                    self.steps[r].push(Step::WaitSend {
-                        dir: Dir::Fwd,
-                        stage: op.stage,
-                        mb: op.mb,
-                        peer,
-                    });
+                if self.release(r, op.stage as usize, x) {
+                    // The forward send went from this stage to the next one.
+                    self.push(r, code::new(code::WAIT_SEND_F, op.stage, op.mb));
                 }
             }
             Kind::W => {}
         }
     }
 
-    /// Appends the send of `op`'s output (at slot `x`, if known), if it goes to another rank, and
-    /// the peer's receive.
+    /// Appends the send of `op`'s output (at slot `x`), if it goes to another rank, and the peer's
+    /// receive.
     #[inline(always)]
     fn send(&mut self, r: usize, op: Op, x: Option<usize>) {
-        let Some((dir, peer)) = self.t.output(op) else {
+        let Some((tag, peer)) = self.t.output(r, op) else {
             return;
         };
-        let receiving = match dir {
-            Dir::Fwd => op.stage + 1,
-            Dir::Bwd => op.stage - 1,
-        };
-        self.steps[r].push(Step::Send {
-            dir,
-            stage: op.stage,
-            mb: op.mb,
-            peer,
-        });
-        self.steps[peer as usize].push(Step::Recv {
-            dir,
-            stage: receiving,
-            mb: op.mb,
-            peer: r as u32,
-        });
-        if dir == Dir::Fwd
-            && let Some(x) = x
-        {
-            self.pending_fwd[x] = peer;
+        self.push(r, code::new(tag, op.stage, op.mb));
+        if tag == code::SEND_F {
+            self.push(peer as usize, code::new(code::RECV_F, op.stage + 1, op.mb));
+            if let Some(x) = x {
+                self.flags[x] |= PENDING;
+            }
+        } else {
+            self.push_end_wait(r, code::new(code::WAIT_SEND_B, op.stage, op.mb));
+            self.push(peer as usize, code::new(code::RECV_B, op.stage - 1, op.mb));
+        }
+    }
+
+    /// Schedules every action and reduction entry, round-robin over the ranks.
+    fn run(&mut self, programs: &[Vec<Action>], reductions: &[Vec<(usize, u64)>]) {
+        // Each rank's next action, its next reduction entry and the position after which that entry
+        // is due (usize::MAX when none is left); a reduction entry takes a round's turn like an action.
+        let due_at = |list: &[(usize, u64)], k: usize| list.get(k).map_or(usize::MAX, |&(i, _)| i);
+        let ranks = programs.len();
+        let mut pos = vec![0usize; ranks];
+        let mut red = vec![0usize; ranks];
+        let mut due: Vec<usize> = reductions.iter().map(|list| due_at(list, 0)).collect();
+        let mut left: usize = programs
+            .iter()
+            .zip(reductions)
+            .map(|(p, rd)| p.len() + rd.len())
+            .sum();
+
+        while left > 0 {
+            let mut progress = false;
+            for r in 0..ranks {
+                if due[r] < pos[r] {
+                    self.push(r, reductions[r][red[r]].1);
+                    red[r] += 1;
+                    due[r] = due_at(&reductions[r], red[r]);
+                } else if let Some(&a) = programs[r].get(pos[r])
+                    && self.try_schedule(r, a, pos[r])
+                {
+                    pos[r] += 1;
+                } else {
+                    continue;
+                }
+                left -= 1;
+                progress = true;
+            }
+            if !progress {
+                // Stuck (an invalid plan): take the lowest unfinished rank's next action anyway (it
+                // cannot be a reduction, which is always due).
+                if let Some(r) = (0..ranks).find(|&r| pos[r] < programs[r].len()) {
+                    self.schedule(r, programs[r][pos[r]], pos[r]);
+                    pos[r] += 1;
+                    left -= 1;
+                }
+            }
         }
     }
 }
 
-/// Lowers every rank's program. Works on any plan; ops on unknown stages get no communication.
-pub fn lower(plan: &Plan) -> LoweredPlan {
+/// The sizing pass's running counts.
+struct Sizing {
+    /// Per rank, the exact length of its lowered program, and its number of backward sends.
+    sizes: Vec<usize>,
+    bwd_sends: Vec<usize>,
+    /// Per stage, the position of its last B or W on the rank being read (usize::MAX before
+    /// any), and the stages that have one.
+    last_weight: Vec<usize>,
+    touched: Vec<u32>,
+}
+
+impl Sizing {
+    /// Counts op `op` of rank r's `i`-th action: its send, its wait and the peer's receive, and
+    /// the last B or W of its stage. Ops on unknown stages or micro-batches neither send nor
+    /// reduce.
+    #[inline(always)]
+    fn count(&mut self, t: &Tables, r: usize, i: usize, op: Op) {
+        let (s, mb) = (op.stage as usize, op.mb as usize);
+        if s >= t.after.len() || mb >= t.mb_bound {
+            return;
+        }
+        let here = t.host[s] == r as u32;
+        let peer = match op.kind {
+            Kind::F => t.after[s],
+            Kind::I => t.before[s],
+            Kind::B | Kind::W => {
+                let last = &mut self.last_weight[s];
+                if *last == usize::MAX {
+                    self.touched.push(op.stage);
+                }
+                *last = i;
+                if op.kind == Kind::W {
+                    return;
+                }
+                t.before[s]
+            }
+        };
+        if peer != NONE && here {
+            if op.kind != Kind::F {
+                self.bwd_sends[r] += 1;
+            }
+            self.sizes[r] += 2;
+            self.sizes[peer as usize] += 1;
+        }
+    }
+}
+
+/// Lowers every rank's program. Works on any plan; ops on unknown stages or micro-batches, or on a
+/// rank that does not host their stage, get no communication.
+pub fn lower(plan: &Plan) -> LoweredPlan<'_> {
     let ranks = plan.ranks() as usize;
     let programs = plan.programs();
     let t = Tables::new(plan);
@@ -299,37 +676,33 @@ pub fn lower(plan: &Plan) -> LoweredPlan {
     // launch would stall one on the other (or deadlock), so the waits go to the end.
     let replicated = plan.pipelines().len() > 1;
     // One pass over the programs finds, per rank, the reductions (after each stage's last B or W,
-    // by position then stage) and every program's exact length, so each is allocated once: its
+    // by position then stage) and every program's exact length, so all are allocated at once: its
     // actions, a send and its wait for every output to another rank, the peers' receives, and a
     // launch and a wait per reduction.
-    let mut reductions: Vec<Vec<(usize, Step)>> = Vec::with_capacity(ranks);
-    let mut sizes = vec![0usize; ranks];
-    let mut last_weight = vec![usize::MAX; t.after.len()];
-    let mut touched: Vec<u32> = Vec::new();
+    let mut reductions: Vec<Vec<(usize, u64)>> = Vec::with_capacity(ranks);
+    let mut z = Sizing {
+        sizes: vec![0usize; ranks],
+        bwd_sends: vec![0usize; ranks],
+        last_weight: vec![usize::MAX; t.after.len()],
+        touched: Vec::new(),
+    };
     for (r, program) in programs.iter().enumerate() {
         for (i, a) in program.iter().enumerate() {
-            let mut count = |op: Op| {
-                if matches!(op.kind, Kind::B | Kind::W) && t.slot(op).is_some() {
-                    let last = &mut last_weight[op.stage as usize];
-                    if *last == usize::MAX {
-                        touched.push(op.stage);
-                    }
-                    *last = i;
-                }
-                if let Some((_, peer)) = t.output(op) {
-                    sizes[r] += 2;
-                    sizes[peer as usize] += 1;
-                }
-            };
             // A match rather than `ops()`: this runs for every action.
             match *a {
-                Action::One(op) => count(op),
+                Action::One(op) => z.count(&t, r, i, op),
                 Action::Pair { f, b } => {
-                    count(f);
-                    count(b);
+                    z.count(&t, r, i, f);
+                    z.count(&t, r, i, b);
                 }
             }
         }
+        let Sizing {
+            sizes,
+            last_weight,
+            touched,
+            ..
+        } = &mut z;
         let mut after: Vec<(usize, u32)> = touched
             .drain(..)
             .map(|s| {
@@ -342,9 +715,9 @@ pub fn lower(plan: &Plan) -> LoweredPlan {
         after.sort_unstable();
         let mut list = Vec::with_capacity(2 * after.len());
         for (i, stage) in after {
-            list.push((i, Step::ReduceGrad { stage }));
+            list.push((i, code::new(code::REDUCE_GRAD, stage, 0)));
             if !replicated {
-                list.push((i, Step::WaitReduceGrad { stage }));
+                list.push((i, code::new(code::WAIT_REDUCE_GRAD, stage, 0)));
             }
         }
         sizes[r] += program.len()
@@ -355,106 +728,89 @@ pub fn lower(plan: &Plan) -> LoweredPlan {
             };
         reductions.push(list);
     }
+    let mut starts = Vec::with_capacity(ranks + 1);
+    starts.push(0);
+    for size in &z.sizes {
+        starts.push(starts[starts.len() - 1] + size);
+    }
 
+    // A program ends with its end waits: in posting order, those of the forward sends no local
+    // backward released (none in a valid plan) and of all backward sends; then, with replicas,
+    // the waits of the reductions in launch order. The backward sends' waits are written into
+    // that tail as the sends are; where a forward send is left over, the program's tail is
+    // written again from its sends.
+    let tail_starts: Vec<usize> = (0..ranks)
+        .map(|r| {
+            let reduction_waits = if replicated { reductions[r].len() } else { 0 };
+            starts[r + 1] - z.bwd_sends[r] - reduction_waits
+        })
+        .collect();
     let mut l = Lowering {
         t: &t,
-        steps: sizes.into_iter().map(Vec::with_capacity).collect(),
-        compute_index: programs
-            .iter()
-            .map(|p| Vec::with_capacity(p.len()))
-            .collect(),
-        f_done: vec![false; t.slots],
-        b_done: vec![false; t.slots],
-        pending_fwd: vec![NONE; t.slots],
+        codes: vec![0; starts[ranks]],
+        cursor: starts[..ranks].to_vec(),
+        tail: tail_starts.clone(),
+        flags: vec![0; t.slots],
     };
-    // Each rank's next action, and its next reduction entry; a reduction entry is due once the
-    // action it follows has been scheduled, and takes a round's turn like an action.
-    let mut pos = vec![0usize; ranks];
-    let mut red = vec![0usize; ranks];
-    let mut left: usize = programs
-        .iter()
-        .zip(&reductions)
-        .map(|(p, rd)| p.len() + rd.len())
-        .sum();
-
-    while left > 0 {
-        let mut progress = false;
-        for r in 0..ranks {
-            if let Some(&(i, step)) = reductions[r].get(red[r])
-                && i < pos[r]
-            {
-                l.steps[r].push(step);
-                red[r] += 1;
-            } else if let Some(&a) = programs[r].get(pos[r])
-                && l.action_ready(a)
-            {
-                l.schedule(r, a);
-                pos[r] += 1;
-            } else {
-                continue;
-            }
-            left -= 1;
-            progress = true;
-        }
-        if !progress {
-            // Stuck (an invalid plan): take the lowest unfinished rank's next action anyway (it
-            // cannot be a reduction, which is always due).
-            if let Some(r) = (0..ranks).find(|&r| pos[r] < programs[r].len()) {
-                l.schedule(r, programs[r][pos[r]]);
-                pos[r] += 1;
-                left -= 1;
-            }
-        }
-    }
+    l.run(programs, &reductions);
 
     let Lowering {
-        mut steps,
-        compute_index,
-        mut pending_fwd,
+        mut codes,
+        cursor,
+        tail,
+        mut flags,
         ..
     } = l;
-    // Per rank: the sends still pending, in posting order (a rank's own sends stand in its program
-    // in that order), gathered while reading the program and then appended; then, with replicas,
-    // the waits of the reductions in launch order.
-    let mut waits: Vec<Step> = Vec::new();
-    for (r, program) in steps.iter_mut().enumerate() {
-        waits.clear();
-        for step in program.iter() {
-            let Step::Send {
-                dir,
-                stage,
-                mb,
-                peer,
-            } = *step
-            else {
-                continue;
-            };
-            let still_pending = match dir {
-                Dir::Fwd => {
-                    let x = stage as usize * t.mb_bound + mb as usize;
-                    x < pending_fwd.len() && std::mem::replace(&mut pending_fwd[x], NONE) != NONE
+    let mut ends = Vec::with_capacity(ranks);
+    for r in 0..ranks {
+        let mut at = if cursor[r] == tail_starts[r] {
+            // Every forward send was released: the tail holds the end waits already.
+            tail[r]
+        } else {
+            let mut at = cursor[r];
+            for i in starts[r]..cursor[r] {
+                let c = codes[i];
+                let still_pending = match code::tag(c) {
+                    code::SEND_F => {
+                        let x = code::mb(c) as usize * t.stages + code::stage(c) as usize;
+                        let pending = flags[x] & PENDING != 0;
+                        flags[x] &= !PENDING;
+                        pending
+                    }
+                    code::SEND_B => true,
+                    _ => false,
+                };
+                if still_pending {
+                    codes[at] = code::with_tag(c, code::tag(c) + code::WAIT);
+                    at += 1;
                 }
-                Dir::Bwd => true,
-            };
-            if still_pending {
-                waits.push(Step::WaitSend {
-                    dir,
-                    stage,
-                    mb,
-                    peer,
-                });
+            }
+            at
+        };
+        if replicated {
+            for &(_, c) in &reductions[r] {
+                codes[at] = code::with_tag(c, code::WAIT_REDUCE_GRAD);
+                at += 1;
             }
         }
-        program.extend_from_slice(&waits);
-        if replicated {
-            program.extend(reductions[r].iter().map(|&(_, step)| match step {
-                Step::ReduceGrad { stage } => Step::WaitReduceGrad { stage },
-                other => other,
-            }));
+        ends.push(at);
+    }
+    // Every send gets one wait, except a repeated forward send of the same stage and micro-batch
+    // (an invalid plan): its wait was counted but is not written. Close such gaps.
+    if ends[..] != starts[1..] {
+        let mut to = 0;
+        for r in 0..ranks {
+            let from = starts[r];
+            codes.copy_within(from..ends[r], to);
+            starts[r] = to;
+            to += ends[r] - from;
         }
+        starts[ranks] = to;
+        codes.truncate(to);
     }
     LoweredPlan {
-        steps,
-        compute_index,
+        plan,
+        starts,
+        codes,
     }
 }

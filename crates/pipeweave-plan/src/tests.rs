@@ -80,16 +80,11 @@ fn numbering_is_pipeline_major() {
 
 #[test]
 fn lowering_places_comms_and_reductions() {
-    let lowered = lower(&two_rank_1f1b());
+    let plan = two_rank_1f1b();
+    let lowered = lower(&plan);
     let text: Vec<String> = lowered
-        .steps
-        .iter()
-        .map(|r| {
-            r.iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        })
+        .programs()
+        .map(|r| r.map(|s| s.to_string()).collect::<Vec<_>>().join(","))
         .collect();
     assert_eq!(
         text,
@@ -98,7 +93,11 @@ fn lowering_places_comms_and_reductions() {
             "1RECV_F0,1F0,1RECV_F1,1B0,1SEND_B0,1F1,1B1,1SEND_B1,1REDUCE_GRAD,1WAIT_REDUCE_GRAD,1WAIT_SEND_B0,1WAIT_SEND_B1",
         ]
     );
-    assert_eq!(lowered.compute_index[1], vec![1, 3, 5, 6]);
+    let computes: Vec<usize> = (lowered.program(1).enumerate())
+        .filter(|(_, s)| matches!(s, Step::Compute(_)))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(computes, vec![1, 3, 5, 6]);
 }
 
 #[test]
@@ -112,7 +111,7 @@ fn no_comms_at_the_turn_of_a_v() {
     )
     .expect("valid structure");
     let lowered = lower(&plan);
-    let text: Vec<String> = lowered.steps[0].iter().map(ToString::to_string).collect();
+    let text: Vec<String> = lowered.program(0).map(|s| s.to_string()).collect();
     assert_eq!(
         text,
         [
@@ -135,4 +134,191 @@ fn pair_display_is_pytorch_cell() {
         b: Op::new(7, Kind::B, 5),
     };
     assert_eq!(a.to_string(), "(0F3;7B5)OVERLAP_F_B");
+}
+
+#[test]
+fn invalid_plans_still_lower() {
+    use Kind::*;
+    // Rank 0 repeats a forward (two sends, one wait) and names a micro-batch the plan does not
+    // have (no communication); the programs come out exact, without gaps.
+    let plan = Plan::single(
+        2,
+        vec![0, 1],
+        1,
+        vec![
+            vec![op(0, F, 0), op(0, F, 0), op(0, B, 0), op(0, F, 7)],
+            vec![op(1, F, 0), op(1, B, 0)],
+        ],
+    )
+    .expect("valid structure");
+    let lowered = lower(&plan);
+    let text: Vec<String> = lowered
+        .programs()
+        .map(|r| r.map(|s| s.to_string()).collect::<Vec<_>>().join(","))
+        .collect();
+    assert_eq!(
+        text,
+        [
+            "0F0,0SEND_F0,0F0,0SEND_F0,0RECV_B0,0B0,0WAIT_SEND_F0,0REDUCE_GRAD,0WAIT_REDUCE_GRAD,0F7",
+            "1RECV_F0,1F0,1RECV_F0,1B0,1SEND_B0,1REDUCE_GRAD,1WAIT_REDUCE_GRAD,1WAIT_SEND_B0",
+        ]
+    );
+    assert_eq!(lowered.num_steps(), 18);
+    assert_eq!(lowered.program(1).len(), 8);
+    assert_eq!(
+        lowered.program(1).next_back(),
+        Some(Step::WaitSend {
+            dir: Dir::Bwd,
+            stage: 1,
+            mb: 0,
+            peer: 0
+        })
+    );
+}
+
+#[test]
+fn work_on_a_rank_that_does_not_host_its_stage_sends_nothing() {
+    use Kind::*;
+    // Stage 0 lives on rank 1 and stage 1 on rank 0; rank 1 also runs stage 1's backward (the
+    // minimal case proptest found: its send would have named rank 0 as the receiver's peer).
+    let plan = Plan::single(
+        2,
+        vec![1, 0],
+        1,
+        vec![
+            vec![],
+            vec![Action::Pair {
+                f: Op::new(1, B, 0),
+                b: Op::new(0, F, 0),
+            }],
+        ],
+    )
+    .expect("valid structure");
+    let lowered = lower(&plan);
+    let text: Vec<String> = lowered
+        .programs()
+        .map(|r| r.map(|s| s.to_string()).collect::<Vec<_>>().join(","))
+        .collect();
+    assert_eq!(
+        text,
+        [
+            "1RECV_F0",
+            "(1B0;0F0)OVERLAP_F_B,0SEND_F0,1REDUCE_GRAD,1WAIT_REDUCE_GRAD,0WAIT_SEND_F0",
+        ]
+    );
+}
+
+mod any_plan {
+    //! Lowering works on any plan, valid or not: it never panics, keeps every compute action in
+    //! order, and pairs every receive with a send and every wait with an earlier send of its own
+    //! rank.
+    use super::*;
+    use proptest::prelude::*;
+
+    fn op_strategy() -> impl Strategy<Value = Op> {
+        (0u32..7, 0u8..4, 0u32..5).prop_map(|(stage, kind, mb)| {
+            Op::new(
+                stage,
+                [Kind::F, Kind::B, Kind::I, Kind::W][kind as usize],
+                mb,
+            )
+        })
+    }
+
+    fn action_strategy() -> impl Strategy<Value = Action> {
+        prop_oneof![
+            4 => op_strategy().prop_map(Action::One),
+            1 => (op_strategy(), op_strategy()).prop_map(|(f, b)| Action::Pair { f, b }),
+        ]
+    }
+
+    fn plan_strategy() -> impl Strategy<Value = Plan> {
+        (1u32..4, 1usize..4, 1usize..3, 1u32..4).prop_flat_map(|(ranks, s, k, m)| {
+            let placement = proptest::collection::vec(proptest::collection::vec(0..ranks, s), k);
+            let programs = proptest::collection::vec(
+                proptest::collection::vec(action_strategy(), 0..12),
+                ranks as usize,
+            );
+            (placement, programs).prop_map(move |(placement, programs)| {
+                let pipelines = placement
+                    .into_iter()
+                    .enumerate()
+                    .map(|(j, placement)| Pipeline {
+                        placement,
+                        microbatches: (0..m).map(|i| j as u32 * m + i).collect(),
+                    })
+                    .collect();
+                Plan::new(ranks, pipelines, programs).expect("structure")
+            })
+        })
+    }
+
+    fn check(plan: &Plan) -> Result<(), TestCaseError> {
+        let lowered = lower(plan);
+        let mut sends = std::collections::BTreeMap::new();
+        let mut recvs = std::collections::BTreeMap::new();
+        let mut total = 0;
+        for r in 0..plan.ranks() {
+            let steps: Vec<Step> = lowered.program(r).collect();
+            prop_assert_eq!(steps.len(), lowered.program(r).len());
+            total += steps.len();
+            let computes: Vec<Action> = steps
+                .iter()
+                .filter_map(|s| match s {
+                    Step::Compute(a) => Some(*a),
+                    _ => None,
+                })
+                .collect();
+            prop_assert_eq!(&computes[..], plan.program(r));
+            let mut posted = Vec::new();
+            for s in &steps {
+                match *s {
+                    Step::Send {
+                        dir,
+                        stage,
+                        mb,
+                        peer,
+                    } => {
+                        posted.push((dir, stage, mb, peer));
+                        *sends.entry((r, peer, dir, stage, mb)).or_insert(0) += 1;
+                    }
+                    Step::WaitSend {
+                        dir,
+                        stage,
+                        mb,
+                        peer,
+                    } => {
+                        let i = posted.iter().position(|&p| p == (dir, stage, mb, peer));
+                        prop_assert!(i.is_some(), "rank {r}: {s} before its send");
+                        posted.remove(i.unwrap_or_default());
+                    }
+                    Step::Recv {
+                        dir,
+                        stage,
+                        mb,
+                        peer,
+                    } => {
+                        let sender = match dir {
+                            Dir::Fwd => stage - 1,
+                            Dir::Bwd => stage + 1,
+                        };
+                        *recvs.entry((peer, r, dir, sender, mb)).or_insert(0) += 1;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        prop_assert_eq!(total, lowered.num_steps());
+        prop_assert_eq!(sends, recvs);
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        #[test]
+        fn lowering_any_plan_keeps_its_invariants(plan in plan_strategy()) {
+            check(&plan)?;
+        }
+    }
 }

@@ -123,11 +123,11 @@ pub struct Transfer {
 pub fn transfers(plan: &Plan, timeline: &Timeline, costs: &dyn CostModel) -> Vec<Transfer> {
     let lowered = lower(plan);
     let mut out = Vec::new();
-    for (rank, steps) in lowered.steps.iter().enumerate() {
+    for (rank, steps) in lowered.programs().enumerate() {
         let intervals = timeline.intervals.get(rank).map_or(&[][..], Vec::as_slice);
         let mut last_compute: Option<usize> = None;
         for step in steps {
-            match *step {
+            match step {
                 Step::Compute(_) => last_compute = Some(last_compute.map_or(0, |i| i + 1)),
                 Step::Send {
                     dir,

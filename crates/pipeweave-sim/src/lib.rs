@@ -92,18 +92,27 @@ const NO_ROW: usize = usize::MAX;
 /// for.
 struct Ends {
     mb_bound: usize,
-    /// Per stage, the `(stage, mb)` row of the previous stage (what its forward waits for) and of
-    /// the next (what its backward waits for): tables, so the hot loop does no modulo.
-    fwd_from: Vec<usize>,
-    bwd_from: Vec<usize>,
+    /// Per stage, where its inputs come from: a table, so the hot loop does no modulo.
+    links: Vec<Link>,
     end: Vec<f64>,
+}
+
+/// A stage's inputs, in one record: the `(stage, mb)` row of the previous stage (what its forward
+/// waits for) and of the next (what its backward waits for), `NO_ROW` at a pipeline's ends, and
+/// the ranks hosting those stages.
+#[derive(Clone, Copy)]
+struct Link {
+    fwd_from: usize,
+    bwd_from: usize,
+    prev_host: u32,
+    next_host: u32,
 }
 
 impl Ends {
     /// The `(stage, mb)` slot of an op, if both exist.
     #[inline]
     fn slot(&self, op: Op) -> Option<usize> {
-        ((op.stage as usize) < self.fwd_from.len() && (op.mb as usize) < self.mb_bound)
+        ((op.stage as usize) < self.links.len() && (op.mb as usize) < self.mb_bound)
             .then(|| op.stage as usize * self.mb_bound + op.mb as usize)
     }
 }
@@ -112,38 +121,39 @@ impl Ends {
 /// produces it when that has not run yet.
 #[inline(always)]
 fn ready_at<C: CostModel + ?Sized>(
-    hosts: &[u32],
     costs: &C,
     ends: &Ends,
     rank: u32,
     op: Op,
     x: usize,
 ) -> Result<f64, usize> {
-    let stage = op.stage as usize;
-    // The producer `from` ends at `ends.end[key]`; its output crosses to this rank if elsewhere.
-    let arrive = |key: usize, from: usize| {
+    let link = ends.links[op.stage as usize];
+    // The producer on stage `from`, hosted by `host`, ends at `ends.end[key]`; its output crosses
+    // to this rank if elsewhere.
+    let arrive = |key: usize, from: u32, host: u32| {
         let end = ends.end[key];
         if end.is_nan() {
             Err(key)
-        } else if hosts[from] == rank {
+        } else if host == rank {
             Ok(end)
         } else {
-            Ok(end + costs.transfer(from as u32, op.stage))
+            Ok(end + costs.transfer(from, op.stage))
         }
     };
     match op.kind {
-        Kind::F => match ends.fwd_from[stage] {
+        Kind::F => match link.fwd_from {
             NO_ROW => Ok(0.0),
-            row => arrive(2 * (row + op.mb as usize), stage - 1),
+            row => arrive(2 * (row + op.mb as usize), op.stage - 1, link.prev_host),
         },
         Kind::B | Kind::I => {
             let own = ends.end[2 * x];
             if own.is_nan() {
                 return Err(2 * x);
             }
-            match ends.bwd_from[stage] {
+            match link.bwd_from {
                 NO_ROW => Ok(own),
-                row => arrive(2 * (row + op.mb as usize) + 1, stage + 1).map(|t| t.max(own)),
+                row => arrive(2 * (row + op.mb as usize) + 1, op.stage + 1, link.next_host)
+                    .map(|t| t.max(own)),
             }
         }
         Kind::W => {
@@ -162,14 +172,13 @@ const INVALID: usize = usize::MAX;
 // Always inlined: as a call it cost a quarter of the simulation.
 #[inline(always)]
 fn input<C: CostModel + ?Sized>(
-    hosts: &[u32],
     costs: &C,
     ends: &Ends,
     rank: u32,
     op: Op,
 ) -> Result<(f64, usize), usize> {
     let x = ends.slot(op).ok_or(INVALID)?;
-    ready_at(hosts, costs, ends, rank, op, x).map(|t| (t, x))
+    ready_at(costs, ends, rank, op, x).map(|t| (t, x))
 }
 
 /// Per-rank running totals, kept as the actions run so no second pass is needed.
@@ -189,18 +198,21 @@ pub fn simulate<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Timelin
     let ranks = plan.ranks() as usize;
     let mb_bound = plan.mb_bound() as usize;
     let n = plan.num_stages() as usize * mb_bound;
+    let hosts = plan.hosts();
     let row = |t: Option<u32>| t.map_or(NO_ROW, |t| t as usize * mb_bound);
+    let host = |t: Option<u32>| t.map_or(u32::MAX, |t| hosts[t as usize]);
     let mut ends = Ends {
         mb_bound,
-        fwd_from: (0..plan.num_stages())
-            .map(|s| row(plan.prev_stage(s)))
-            .collect(),
-        bwd_from: (0..plan.num_stages())
-            .map(|s| row(plan.next_stage(s)))
+        links: (0..plan.num_stages())
+            .map(|s| Link {
+                fwd_from: row(plan.prev_stage(s)),
+                bwd_from: row(plan.next_stage(s)),
+                prev_host: host(plan.prev_stage(s)),
+                next_host: host(plan.next_stage(s)),
+            })
             .collect(),
         end: vec![UNKNOWN; 2 * n],
     };
-    let hosts = plan.hosts();
     let mut intervals: Vec<Vec<Interval>> = plan
         .programs()
         .iter()
@@ -222,7 +234,7 @@ pub fn simulate<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Timelin
     // Event-driven: a rank whose next action misses an input is parked on the op that produces it
     // and woken when that op ends; `parked[key]` heads an intrusive list linked through `next`.
     // Times do not depend on this order: each action's start is a function of its inputs and its
-    // rank. An action naming a stage or micro-batch the plan does not have stops its rank; once
+    // rank (when every op is done once; an invalid plan that repeats one has no one timeline). An action naming a stage or micro-batch the plan does not have stops its rank; once
     // nothing can move, the first such action (in rank, position order) is the error, as it would
     // be had the plan been checked before running.
     const NONE: u32 = u32::MAX;
@@ -234,7 +246,7 @@ pub fn simulate<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Timelin
         let program = plan.program(r);
         let rn = &mut run[rank];
         while let Some(a) = program.get(intervals[rank].len()) {
-            let input = |op| input(hosts, costs, &ends, r, op);
+            let input = |op| input(costs, &ends, r, op);
             let inputs = match *a {
                 Action::One(op) => input(op).map(|(t, x)| (rn.free.max(t), [x, 0])),
                 Action::Pair { f, b } => input(f).and_then(|(tf, xf)| {

@@ -64,15 +64,15 @@ fn messages_between_two_ranks_pair_up_in_order() {
     assert_eq!(write_pytorch_comms(&p).expect("writes"), recorded);
 
     // A lowering that posted two of those receives the other way round is refused.
-    let mut lowered = lower(&p);
-    let recvs: Vec<usize> = lowered.steps[1]
+    let mut lowered = lower(&p).to_vecs();
+    let recvs: Vec<usize> = lowered[1]
         .iter()
         .enumerate()
         .filter(|(_, s)| matches!(s, Step::Recv { .. }))
         .map(|(i, _)| i)
         .collect();
-    lowered.steps[1].swap(recvs[2], recvs[3]);
-    let d = check_pair_order(&lowered).expect_err("refused");
+    lowered[1].swap(recvs[2], recvs[3]);
+    let d = check_pair_order(lowered).expect_err("refused");
     assert!(
         d.message.starts_with(
             "PyTorch's runtime would deliver the wrong tensor: message 3 from rank 0 to rank 1"
