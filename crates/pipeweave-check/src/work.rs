@@ -52,7 +52,7 @@ impl Seen {
         if host != rank || plan.mb_pipeline(op.mb) != Some(pipeline) {
             return false;
         }
-        let x = s * self.mb_bound + op.mb as usize;
+        let x = self.index(op);
         let Some(slot) = self.slots.get_mut(x) else {
             return false;
         };

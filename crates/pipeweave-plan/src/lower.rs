@@ -166,50 +166,46 @@ pub struct Steps<'a> {
 impl Steps<'_> {
     #[inline]
     fn decode(&self, code: u64) -> Step {
-        let stage = code::stage(code);
-        let mb = code::mb(code);
-        // The peer of a transfer is the host of the stage on the other side of it.
-        let host = |s: u32| self.hosts[s as usize];
+        let (dir, other) = match code::tag(code) {
+            code::COMPUTE => return Step::Compute(self.program[code::index(code)]),
+            code::REDUCE_GRAD => {
+                return Step::ReduceGrad {
+                    stage: code::stage(code),
+                };
+            }
+            code::WAIT_REDUCE_GRAD => {
+                return Step::WaitReduceGrad {
+                    stage: code::stage(code),
+                };
+            }
+            // Which way the data goes, and whether the peer hosts the next stage (or the
+            // previous one): the other side of the transfer.
+            code::RECV_F => (Dir::Fwd, false),
+            code::RECV_B => (Dir::Bwd, true),
+            code::SEND_F | code::WAIT_SEND_F => (Dir::Fwd, true),
+            _ => (Dir::Bwd, false),
+        };
+        let (stage, mb) = (code::stage(code), code::mb(code));
+        let peer = self.hosts[if other { stage + 1 } else { stage - 1 } as usize];
         match code::tag(code) {
-            code::COMPUTE => Step::Compute(self.program[code::index(code)]),
-            code::RECV_F => Step::Recv {
-                dir: Dir::Fwd,
+            code::RECV_F | code::RECV_B => Step::Recv {
+                dir,
                 stage,
                 mb,
-                peer: host(stage - 1),
+                peer,
             },
-            code::RECV_B => Step::Recv {
-                dir: Dir::Bwd,
+            code::SEND_F | code::SEND_B => Step::Send {
+                dir,
                 stage,
                 mb,
-                peer: host(stage + 1),
+                peer,
             },
-            code::SEND_F => Step::Send {
-                dir: Dir::Fwd,
+            _ => Step::WaitSend {
+                dir,
                 stage,
                 mb,
-                peer: host(stage + 1),
+                peer,
             },
-            code::SEND_B => Step::Send {
-                dir: Dir::Bwd,
-                stage,
-                mb,
-                peer: host(stage - 1),
-            },
-            code::WAIT_SEND_F => Step::WaitSend {
-                dir: Dir::Fwd,
-                stage,
-                mb,
-                peer: host(stage + 1),
-            },
-            code::WAIT_SEND_B => Step::WaitSend {
-                dir: Dir::Bwd,
-                stage,
-                mb,
-                peer: host(stage - 1),
-            },
-            code::REDUCE_GRAD => Step::ReduceGrad { stage },
-            _ => Step::WaitReduceGrad { stage },
         }
     }
 }

@@ -18,6 +18,14 @@ fn two_rank_1f1b() -> Plan {
     .expect("valid structure")
 }
 
+/// Every rank's lowered program in PyTorch's cell form, one line a rank.
+fn programs_text(lowered: &LoweredPlan) -> Vec<String> {
+    lowered
+        .programs()
+        .map(|r| r.map(|s| s.to_string()).collect::<Vec<_>>().join(","))
+        .collect()
+}
+
 #[test]
 fn structure_is_checked() {
     let err = Plan::single(2, vec![0, 2], 1, vec![vec![], vec![]]).unwrap_err();
@@ -82,10 +90,7 @@ fn numbering_is_pipeline_major() {
 fn lowering_places_comms_and_reductions() {
     let plan = two_rank_1f1b();
     let lowered = lower(&plan);
-    let text: Vec<String> = lowered
-        .programs()
-        .map(|r| r.map(|s| s.to_string()).collect::<Vec<_>>().join(","))
-        .collect();
+    let text = programs_text(&lowered);
     assert_eq!(
         text,
         [
@@ -152,10 +157,7 @@ fn invalid_plans_still_lower() {
     )
     .expect("valid structure");
     let lowered = lower(&plan);
-    let text: Vec<String> = lowered
-        .programs()
-        .map(|r| r.map(|s| s.to_string()).collect::<Vec<_>>().join(","))
-        .collect();
+    let text = programs_text(&lowered);
     assert_eq!(
         text,
         [
@@ -195,10 +197,7 @@ fn work_on_a_rank_that_does_not_host_its_stage_sends_nothing() {
     )
     .expect("valid structure");
     let lowered = lower(&plan);
-    let text: Vec<String> = lowered
-        .programs()
-        .map(|r| r.map(|s| s.to_string()).collect::<Vec<_>>().join(","))
-        .collect();
+    let text = programs_text(&lowered);
     assert_eq!(
         text,
         [
