@@ -6,11 +6,12 @@
 
 use crate::render::Sources;
 use crate::specs::{self, LoadedSpec};
-use crate::{Failure, PlanArgs};
+use crate::{Failure, ScheduleParams};
 use clap::{Args, ValueEnum};
 use pipeweave_diagnostics::FileId;
 use pipeweave_dsl::syntax::ItemKind;
 use pipeweave_report::Comparison;
+use pipeweave_spec::Spec;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
@@ -21,24 +22,8 @@ pub struct CompareArgs {
     /// The cluster spec: a TOML file, a shipped spec's name, or `default` (the default)
     #[arg(long, value_name = "FILE|NAME")]
     pub spec: Option<String>,
-    /// Ranks P (default: the spec's `parallelism.pp`)
-    #[arg(short = 'p', long = "ranks", value_name = "P")]
-    pub ranks: Option<u32>,
-    /// Micro-batches M (default: the spec's `training.microbatches`)
-    #[arg(short = 'm', long = "microbatches", value_name = "M")]
-    pub microbatches: Option<u32>,
-    /// Stages per rank v, for the schedules that take it
-    #[arg(short = 'v', long = "stages-per-rank", value_name = "V")]
-    pub stages_per_rank: Option<u32>,
-    /// A schedule parameter, given to every schedule that declares it (repeatable)
-    #[arg(long = "set", value_name = "NAME=VALUE")]
-    pub set: Vec<String>,
-    /// Pipelines in an actions file
-    #[arg(long, value_name = "K", default_value_t = 1)]
-    pub pipelines: u32,
-    /// A directory to search for plugins first (repeatable)
-    #[arg(long = "plugin-dir", value_name = "DIR")]
-    pub plugin_dirs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub params: ScheduleParams,
     /// Also show the makespan with unit costs (F = I = W = 1)
     #[arg(long)]
     pub units: bool,
@@ -138,35 +123,21 @@ fn exists(schedule: &str, plugin_dirs: &[PathBuf]) -> bool {
         || crate::plugins::exists(schedule, plugin_dirs)
 }
 
-/// The parameters every schedule is built with.
+/// The parameters every schedule is built with: the command line's, with P and M given.
 #[derive(Debug, Clone)]
 pub struct Common {
+    pub params: ScheduleParams,
     pub ranks: u32,
     pub microbatches: u32,
-    pub stages_per_rank: Option<u32>,
-    pub set: Vec<String>,
-    pub pipelines: u32,
-    pub plugin_dirs: Vec<PathBuf>,
 }
 
 impl Common {
-    /// The arguments of one schedule: `--set` and `-v` only where the schedule declares them.
-    fn plan_args(&self, schedule: &str, declared: Option<&Declared>) -> PlanArgs {
-        let takes = |name: &str| declared.is_some_and(|d| d.params.iter().any(|p| p == name));
-        let is_file = declared.is_none() && Path::new(schedule).exists();
-        PlanArgs {
-            plan: schedule.to_owned(),
-            pipelines: self.pipelines,
-            ranks: (!is_file).then_some(self.ranks),
-            microbatches: (!is_file).then_some(self.microbatches),
-            stages_per_rank: self.stages_per_rank.filter(|_| takes("v")),
-            set: self
-                .set
-                .iter()
-                .filter(|kv| takes(kv.split_once('=').map_or(kv.as_str(), |(k, _)| k.trim())))
-                .cloned()
-                .collect(),
-            plugin_dirs: self.plugin_dirs.clone(),
+    /// P and M from the command line, else the spec's.
+    pub fn new(params: &ScheduleParams, spec: &Spec) -> Common {
+        Common {
+            params: params.clone(),
+            ranks: params.ranks.unwrap_or(spec.parallelism.pp),
+            microbatches: params.microbatches.unwrap_or(spec.training.microbatches),
         }
     }
 }
@@ -181,7 +152,7 @@ pub fn comparison(
     sources: &mut Sources,
 ) -> Result<Comparison, Failure> {
     for s in schedules {
-        if !exists(s, &common.plugin_dirs) {
+        if !exists(s, &common.params.plugin_dirs) {
             return Err(Failure::Invalid(format!(
                 "error: no schedule, plugin or plan file named `{s}`\n"
             )));
@@ -189,25 +160,9 @@ pub fn comparison(
     }
     let declared: Vec<Option<Declared>> = schedules
         .iter()
-        .map(|s| declared(s, &common.plugin_dirs))
+        .map(|s| declared(s, &common.params.plugin_dirs))
         .collect();
-    for kv in &common.set {
-        let Some((name, _)) = kv.split_once('=') else {
-            return Err(Failure::Usage(format!(
-                "--set expects NAME=VALUE, found `{kv}`"
-            )));
-        };
-        let name = name.trim();
-        if !declared
-            .iter()
-            .flatten()
-            .any(|d| d.params.iter().any(|p| p == name))
-        {
-            return Err(Failure::Usage(format!(
-                "--set {kv}: none of the schedules has a parameter `{name}`"
-            )));
-        }
-    }
+    common.params.check_set(declared.iter().flatten())?;
     let mut c = Comparison::new(
         &spec.spec,
         spec.default,
@@ -216,7 +171,12 @@ pub fn comparison(
         units,
     );
     for (s, d) in schedules.iter().zip(&declared) {
-        let args = common.plan_args(s, d.as_ref());
+        let args = common.params.for_schedule(
+            s,
+            d.as_ref(),
+            Some(common.ranks),
+            Some(common.microbatches),
+        );
         let requires = d.as_ref().map(|d| d.requires.clone()).unwrap_or_default();
         match crate::load_valid(&args, sources) {
             Ok(loaded) => c.push(&spec.spec, s.clone(), requires, Ok(&loaded.plan)),
@@ -229,14 +189,7 @@ pub fn comparison(
 /// `pipeweave compare`: the rendered comparison, and whether any schedule ran.
 pub fn run(args: &CompareArgs, sources: &mut Sources) -> Result<(String, bool), Failure> {
     let spec = specs::load_or_default(args.spec.as_deref(), sources)?;
-    let common = Common {
-        ranks: args.ranks.unwrap_or(spec.spec.parallelism.pp),
-        microbatches: args.microbatches.unwrap_or(spec.spec.training.microbatches),
-        stages_per_rank: args.stages_per_rank,
-        set: args.set.clone(),
-        pipelines: args.pipelines,
-        plugin_dirs: args.plugin_dirs.clone(),
-    };
+    let common = Common::new(&args.params, &spec.spec);
     let c = comparison(&args.schedules, &common, &spec, args.units, sources)?;
     let text = match args.format {
         CompareFormat::Text => pipeweave_report::compare_text(&c),

@@ -5,7 +5,7 @@
 use crate::compare::{Declared, declared};
 use crate::render::Sources;
 use crate::specs::{self, LoadedSpec};
-use crate::{Failure, PlanArgs};
+use crate::{Failure, PlanArgs, ScheduleParams};
 use clap::Args;
 use pipeweave_plan::Plan;
 use pipeweave_report::{TimeUnit, TimelineChart, fit_spec, timelines_svg, transfers};
@@ -18,28 +18,12 @@ pub struct ManyArgs {
     /// Plan files, library schedules, `.weave` files or plugins, drawn in this order
     #[arg(value_name = "SCHEDULE", required = true)]
     pub schedules: Vec<String>,
-    /// Pipelines in an actions file
-    #[arg(long, value_name = "K", default_value_t = 1)]
-    pub pipelines: u32,
     /// Durations from a cluster spec (a TOML file, a shipped spec's name, or `default`), times in
     /// seconds; without it, unit costs
     #[arg(long, value_name = "FILE|NAME")]
     pub spec: Option<String>,
-    /// Ranks P (default with --spec: its `parallelism.pp`)
-    #[arg(short = 'p', long = "ranks", value_name = "P")]
-    pub ranks: Option<u32>,
-    /// Micro-batches M (default with --spec: its `training.microbatches`)
-    #[arg(short = 'm', long = "microbatches", value_name = "M")]
-    pub microbatches: Option<u32>,
-    /// Stages per rank v, for the schedules that take it
-    #[arg(short = 'v', long = "stages-per-rank", value_name = "V")]
-    pub stages_per_rank: Option<u32>,
-    /// A schedule parameter, given to every schedule that declares it (repeatable)
-    #[arg(long = "set", value_name = "NAME=VALUE")]
-    pub set: Vec<String>,
-    /// A directory to search for plugins first (repeatable)
-    #[arg(long = "plugin-dir", value_name = "DIR")]
-    pub plugin_dirs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub params: ScheduleParams,
 }
 
 /// One SCHEDULE argument with what it declares (`None` for a plan file).
@@ -65,26 +49,11 @@ impl ManyArgs {
             .iter()
             .map(|s| Schedule {
                 name: s.clone(),
-                declared: declared(s, &self.plugin_dirs),
+                declared: declared(s, &self.params.plugin_dirs),
             })
             .collect();
-        for kv in &self.set {
-            let Some((name, _)) = kv.split_once('=') else {
-                return Err(Failure::Usage(format!(
-                    "--set expects NAME=VALUE, found `{kv}`"
-                )));
-            };
-            let name = name.trim();
-            let known = out
-                .iter()
-                .filter_map(|s| s.declared.as_ref())
-                .any(|d| d.params.iter().any(|p| p == name));
-            if !known {
-                return Err(Failure::Usage(format!(
-                    "--set {kv}: none of the schedules has a parameter `{name}`"
-                )));
-            }
-        }
+        self.params
+            .check_set(out.iter().filter_map(|s| s.declared.as_ref()))?;
         Ok(out)
     }
 
@@ -97,28 +66,13 @@ impl ManyArgs {
         ranks: Option<u32>,
         mbs: Option<u32>,
     ) -> PlanArgs {
-        let declared = schedule.declared.as_ref();
-        let takes = |name: &str| declared.is_some_and(|d| d.params.iter().any(|p| p == name));
-        let is_file = schedule.is_file();
         let (default_p, default_m) = costing.defaults();
-        PlanArgs {
-            plan: schedule.name.clone(),
-            pipelines: self.pipelines,
-            ranks: (!is_file)
-                .then(|| ranks.or(self.ranks).or(default_p))
-                .flatten(),
-            microbatches: (!is_file)
-                .then(|| mbs.or(self.microbatches).or(default_m))
-                .flatten(),
-            stages_per_rank: self.stages_per_rank.filter(|_| takes("v")),
-            set: self
-                .set
-                .iter()
-                .filter(|kv| takes(kv.split_once('=').map_or(kv.as_str(), |(k, _)| k.trim())))
-                .cloned()
-                .collect(),
-            plugin_dirs: self.plugin_dirs.clone(),
-        }
+        self.params.for_schedule(
+            &schedule.name,
+            schedule.declared.as_ref(),
+            ranks.or(self.params.ranks).or(default_p),
+            mbs.or(self.params.microbatches).or(default_m),
+        )
     }
 }
 

@@ -33,7 +33,7 @@ pub fn load(args: &PlanArgs, sources: &mut Sources) -> Result<Loaded, Failure> {
     }
     // Only a file is a plan file: a folder that happens to share a schedule's name is not.
     let path = Path::new(&args.plan);
-    if !path.is_file() && crate::plugins::exists(&args.plan, &args.plugin_dirs) {
+    if !path.is_file() && crate::plugins::exists(&args.plan, &args.params.plugin_dirs) {
         return crate::plugins::load(&args.plan, args);
     }
     if !path.is_file() {
@@ -42,10 +42,10 @@ pub fn load(args: &PlanArgs, sources: &mut Sources) -> Result<Loaded, Failure> {
             args.plan
         )));
     }
-    if args.ranks.is_some()
-        || args.microbatches.is_some()
-        || args.stages_per_rank.is_some()
-        || !args.set.is_empty()
+    if args.params.ranks.is_some()
+        || args.params.microbatches.is_some()
+        || args.params.stages_per_rank.is_some()
+        || !args.params.set.is_empty()
     {
         return Err(Failure::Usage(format!(
             "`{}` is a plan file: --ranks, --microbatches, --stages-per-rank and --set apply to schedules only",
@@ -69,7 +69,7 @@ pub fn load(args: &PlanArgs, sources: &mut Sources) -> Result<Loaded, Failure> {
             Err(diags) => Err(Failure::Diagnostics(diags)),
         };
     }
-    match pipeweave_export::read_actions(text, file, args.pipelines) {
+    match pipeweave_export::read_actions(text, file, args.params.pipelines) {
         Ok(f) => {
             let origins = f
                 .spans

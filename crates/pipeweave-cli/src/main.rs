@@ -8,6 +8,7 @@ mod compare;
 mod draw;
 mod export;
 mod load;
+mod params;
 mod plugins;
 mod recommend;
 mod render;
@@ -17,6 +18,7 @@ mod specs;
 mod sweep;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use params::ScheduleParams;
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_sim::{CostModel, UniformCosts};
 use render::Sources;
@@ -163,25 +165,8 @@ pub struct PlanArgs {
     /// A plan file (actions text, PyTorch compute-only CSV, or JSON plan)
     #[arg(value_name = "PLAN")]
     pub plan: String,
-    /// Pipelines in an actions file (of equal length; stage q of each computes the same model part)
-    #[arg(long, value_name = "K", default_value_t = 1)]
-    pub pipelines: u32,
-    /// Ranks P (schedules only)
-    #[arg(short = 'p', long = "ranks", value_name = "P")]
-    pub ranks: Option<u32>,
-    /// Micro-batches M (schedules only)
-    #[arg(short = 'm', long = "microbatches", value_name = "M")]
-    pub microbatches: Option<u32>,
-    /// Stages per rank v (schedules only)
-    #[arg(short = 'v', long = "stages-per-rank", value_name = "V")]
-    pub stages_per_rank: Option<u32>,
-    /// Any other schedule parameter (repeatable)
-    #[arg(long = "set", value_name = "NAME=VALUE")]
-    pub set: Vec<String>,
-    /// A directory to search for plugins first (repeatable; then PIPEWEAVE_PLUGIN_PATH, then
-    /// next to the executable)
-    #[arg(long = "plugin-dir", value_name = "DIR")]
-    pub plugin_dirs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub params: ScheduleParams,
 }
 
 /// Durations used by the simulator.

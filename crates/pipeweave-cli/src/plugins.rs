@@ -48,7 +48,7 @@ pub fn load(target: &str, args: &PlanArgs) -> Result<Loaded, Failure> {
     let plugin = if is_path(target) {
         Plugin::load(Path::new(target))
     } else {
-        load_named(target, &search_path(&args.plugin_dirs))
+        load_named(target, &search_path(&args.params.plugin_dirs))
     }
     .map_err(failure)?;
     let name = plugin.metadata().name.clone();
@@ -58,15 +58,18 @@ pub fn load(target: &str, args: &PlanArgs) -> Result<Loaded, Failure> {
             plugin.metadata().requires
         ))
     };
-    let ranks = args.ranks.ok_or_else(|| usage("--ranks P"))?;
-    let microbatches = args.microbatches.ok_or_else(|| usage("--microbatches M"))?;
-    if args.stages_per_rank.is_some() {
+    let ranks = args.params.ranks.ok_or_else(|| usage("--ranks P"))?;
+    let microbatches = args
+        .params
+        .microbatches
+        .ok_or_else(|| usage("--microbatches M"))?;
+    if args.params.stages_per_rank.is_some() {
         return Err(Failure::Usage(format!(
             "the plugin schedule `{name}` fixes its own stages per rank; drop --stages-per-rank"
         )));
     }
-    let mut settings = Vec::with_capacity(args.set.len());
-    for item in &args.set {
+    let mut settings = Vec::with_capacity(args.params.set.len());
+    for item in &args.params.set {
         let Some((k, v)) = item.split_once('=') else {
             return Err(Failure::Usage(format!(
                 "--set expects NAME=VALUE, found `{item}`"

@@ -160,14 +160,7 @@ fn compare(
         Costing::Spec(spec) => (spec.as_ref().clone(), false),
         Costing::Unit => (specs::load_or_default(None, sources)?, true),
     };
-    let common = Common {
-        ranks: many.ranks.unwrap_or(spec.spec.parallelism.pp),
-        microbatches: many.microbatches.unwrap_or(spec.spec.training.microbatches),
-        stages_per_rank: many.stages_per_rank,
-        set: many.set.clone(),
-        pipelines: many.pipelines,
-        plugin_dirs: many.plugin_dirs.clone(),
-    };
+    let common = Common::new(&many.params, &spec.spec);
     comparison(&many.schedules, &common, &spec, units, sources)
 }
 

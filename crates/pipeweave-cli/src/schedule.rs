@@ -29,17 +29,17 @@ fn value(name: &str, text: &str) -> Result<i64, Failure> {
 }
 
 fn args(plan: &PlanArgs) -> Result<Args, Failure> {
-    let (Some(ranks), Some(microbatches)) = (plan.ranks, plan.microbatches) else {
+    let (Some(ranks), Some(microbatches)) = (plan.params.ranks, plan.params.microbatches) else {
         return Err(Failure::Usage(format!(
             "`{}` is a schedule: give --ranks/-p and --microbatches/-m",
             plan.plan
         )));
     };
     let mut args = Args::new(ranks, microbatches);
-    if let Some(v) = plan.stages_per_rank {
+    if let Some(v) = plan.params.stages_per_rank {
         args = args.with("v", i64::from(v));
     }
-    for kv in &plan.set {
+    for kv in &plan.params.set {
         let Some((name, text)) = kv.split_once('=') else {
             return Err(Failure::Usage(format!(
                 "--set expects NAME=VALUE, found `{kv}`"

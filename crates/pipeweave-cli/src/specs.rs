@@ -61,8 +61,11 @@ pub fn takes_parameters(plan: &str) -> bool {
 /// where the command line left them out.
 pub fn fill_defaults(args: &mut PlanArgs, spec: &Spec) {
     if takes_parameters(&args.plan) {
-        args.ranks = args.ranks.or(Some(spec.parallelism.pp));
-        args.microbatches = args.microbatches.or(Some(spec.training.microbatches));
+        args.params.ranks = args.params.ranks.or(Some(spec.parallelism.pp));
+        args.params.microbatches = args
+            .params
+            .microbatches
+            .or(Some(spec.training.microbatches));
     }
 }
 
