@@ -8,8 +8,11 @@
 //! [`Origins::diagnostic`]. The `schedules/` library is embedded: see [`library`].
 
 mod compile;
+mod eval;
+mod ir;
 pub mod library;
 mod parse;
+mod program;
 mod resolve;
 pub mod syntax;
 mod words;

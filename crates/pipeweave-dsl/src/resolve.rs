@@ -1,9 +1,10 @@
-//! Name resolution: turns the syntax tree into a compact program whose names are slots in one
-//! flat environment, reporting unknown and duplicate names on the way (`pipeweave check`).
+//! Name resolution: turns the syntax tree into the resolved program ([`crate::ir`]), whose names are
+//! slots in one flat environment, reporting unknown and duplicate names on the way
+//! (`pipeweave check`).
 
-use crate::syntax::{self, BinOp, ExprKind, ItemKind, Place, Schedule, Step, Stmt, Target};
+use crate::ir::{self, ActionNode, MessagePart, ParamDef, Requirement, Resolved, Stmt, TopStmt};
+use crate::syntax::{self, ItemKind, Place, Schedule};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
-use pipeweave_plan::Kind;
 use std::ops::Range;
 
 /// Names every schedule has without declaring them.
@@ -14,131 +15,6 @@ pub const BUILTINS: &[(&str, &str)] = &[
     ("j", "the pipeline (in `place`)"),
     ("q", "the position in the pipeline (in `place`)"),
 ];
-
-pub(crate) const SLOT_P: usize = 0;
-pub(crate) const SLOT_M: usize = 1;
-
-/// A resolved expression.
-#[derive(Debug, Clone)]
-pub(crate) struct X {
-    pub k: XK,
-    pub span: Range<usize>,
-}
-
-#[derive(Debug, Clone)]
-pub(crate) enum XK {
-    Const(i64),
-    Slot(usize),
-    Neg(Box<X>),
-    Not(Box<X>),
-    Bin(BinOp, Box<X>, Box<X>),
-    Min(Vec<X>),
-    Max(Vec<X>),
-    If(Box<X>, Box<X>, Box<X>),
-}
-
-/// A requirement message with `{name}` holes filled from slots.
-#[derive(Debug, Clone)]
-pub(crate) enum Part {
-    Text(String),
-    Slot(usize),
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct Req {
-    pub cond: X,
-    pub message: Vec<Part>,
-    pub span: Range<usize>,
-}
-
-#[derive(Debug, Clone)]
-pub(crate) enum S {
-    Set(usize, X),
-    Require(Req),
-    Repeat {
-        count: X,
-        body: Vec<S>,
-        span: Range<usize>,
-    },
-    For {
-        slot: usize,
-        from: X,
-        to: X,
-        body: Vec<S>,
-        span: Range<usize>,
-    },
-    If {
-        cond: X,
-        then: Vec<S>,
-        otherwise: Vec<S>,
-    },
-    Steps(Vec<A>),
-}
-
-/// A resolved program entry; `origin` indexes [`Resolved::origins`].
-#[derive(Debug, Clone)]
-pub(crate) enum A {
-    One(AN, u32),
-    Pair(AN, AN, u32),
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct AN {
-    pub kind: Kind,
-    pub target: T,
-    pub mb: Option<X>,
-    pub optional: bool,
-    pub span: Range<usize>,
-}
-
-#[derive(Debug, Clone)]
-pub(crate) enum T {
-    Only,
-    Chunk(X),
-    Stage(X),
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct ParamDef {
-    pub name: String,
-    pub slot: usize,
-    pub default: Option<X>,
-    pub span: Range<usize>,
-}
-
-/// A top-level statement, in file order.
-#[derive(Debug, Clone)]
-pub(crate) enum Top {
-    Set(usize, X),
-    Require(Req),
-}
-
-#[derive(Debug, Clone)]
-pub(crate) enum ResolvedPlace {
-    Loop,
-    VShape,
-    Mirror,
-    Expr(X),
-}
-
-/// Everything the evaluator needs, with names replaced by slots.
-#[derive(Debug, Clone)]
-pub(crate) struct Resolved {
-    pub slots: usize,
-    pub params: Vec<ParamDef>,
-    pub top: Vec<Top>,
-    pub pipelines: Option<X>,
-    pub stages: X,
-    pub place: ResolvedPlace,
-    pub place_span: Option<Range<usize>>,
-    pub slot_j: usize,
-    pub slot_q: usize,
-    pub slot_r: usize,
-    pub program: Vec<S>,
-    pub program_span: Range<usize>,
-    /// The source span of every action node, indexed by origin.
-    pub origins: Vec<Range<usize>>,
-}
 
 struct Resolver {
     file: FileId,
@@ -214,36 +90,38 @@ impl Resolver {
         self.diags.push(d);
     }
 
-    fn expr(&mut self, e: &syntax::Expr) -> X {
-        let k = match &e.kind {
-            ExprKind::Int(v) => XK::Const(*v),
-            ExprKind::Name(n) => match self.lookup(n) {
-                Some(s) => XK::Slot(s),
+    fn expr(&mut self, e: &syntax::Expr) -> ir::Expr {
+        use ir::ExprKind as Out;
+        use syntax::ExprKind as In;
+        let kind = match &e.kind {
+            In::Int(v) => Out::Const(*v),
+            In::Name(n) => match self.lookup(n) {
+                Some(s) => Out::Slot(s),
                 None => {
                     self.unknown(n, e.span.clone());
-                    XK::Const(0)
+                    Out::Const(0)
                 }
             },
-            ExprKind::Neg(a) => XK::Neg(Box::new(self.expr(a))),
-            ExprKind::Not(a) => XK::Not(Box::new(self.expr(a))),
-            ExprKind::Binary(op, a, b) => {
-                XK::Bin(*op, Box::new(self.expr(a)), Box::new(self.expr(b)))
+            In::Neg(a) => Out::Neg(Box::new(self.expr(a))),
+            In::Not(a) => Out::Not(Box::new(self.expr(a))),
+            In::Binary(op, a, b) => {
+                Out::Binary(*op, Box::new(self.expr(a)), Box::new(self.expr(b)))
             }
-            ExprKind::Min(args) => XK::Min(args.iter().map(|a| self.expr(a)).collect()),
-            ExprKind::Max(args) => XK::Max(args.iter().map(|a| self.expr(a)).collect()),
-            ExprKind::If(c, a, b) => XK::If(
+            In::Min(args) => Out::Min(args.iter().map(|a| self.expr(a)).collect()),
+            In::Max(args) => Out::Max(args.iter().map(|a| self.expr(a)).collect()),
+            In::If(c, a, b) => Out::If(
                 Box::new(self.expr(c)),
                 Box::new(self.expr(a)),
                 Box::new(self.expr(b)),
             ),
         };
-        X {
-            k,
+        ir::Expr {
+            kind,
             span: e.span.clone(),
         }
     }
 
-    fn require(&mut self, r: &syntax::Require, span: Range<usize>) -> Req {
+    fn require(&mut self, r: &syntax::Require, span: Range<usize>) -> Requirement {
         let cond = self.expr(&r.cond);
         let mut message = Vec::new();
         let mut text = String::new();
@@ -255,12 +133,12 @@ impl Resolver {
             match hole {
                 Some(n) if !n.is_empty() && n.chars().all(|c| c.is_alphanumeric() || c == '_') => {
                     text.push_str(&rest[..open]);
-                    message.push(Part::Text(std::mem::take(&mut text)));
+                    message.push(MessagePart::Text(std::mem::take(&mut text)));
                     match self.lookup(n) {
-                        Some(s) => message.push(Part::Slot(s)),
+                        Some(s) => message.push(MessagePart::Slot(s)),
                         None => {
                             self.unknown(n, r.message_span.clone());
-                            message.push(Part::Text(format!("{{{n}}}")));
+                            message.push(MessagePart::Text(format!("{{{n}}}")));
                         }
                     }
                     rest = &after[n.len() + 1..];
@@ -272,15 +150,15 @@ impl Resolver {
             }
         }
         text.push_str(rest);
-        message.push(Part::Text(text));
-        Req {
+        message.push(MessagePart::Text(text));
+        Requirement {
             cond,
             message,
             span,
         }
     }
 
-    fn block(&mut self, b: &syntax::Block) -> Vec<S> {
+    fn block(&mut self, b: &syntax::Block) -> Vec<Stmt> {
         self.scopes.push(self.names.len());
         let out = b.stmts.iter().map(|s| self.stmt(s)).collect();
         if let Some(start) = self.scopes.pop() {
@@ -289,22 +167,22 @@ impl Resolver {
         out
     }
 
-    fn stmt(&mut self, s: &Stmt) -> S {
+    fn stmt(&mut self, s: &syntax::Stmt) -> Stmt {
         match s {
-            Stmt::Let { name, value } => {
+            syntax::Stmt::Let { name, value } => {
                 let value = self.expr(value);
-                S::Set(self.declare(name), value)
+                Stmt::Set(self.declare(name), value)
             }
-            Stmt::Require(r) => {
+            syntax::Stmt::Require(r) => {
                 let span = r.cond.span.start..r.message_span.end;
-                S::Require(self.require(r, span))
+                Stmt::Require(self.require(r, span))
             }
-            Stmt::Repeat { count, body, span } => S::Repeat {
+            syntax::Stmt::Repeat { count, body, span } => Stmt::Repeat {
                 count: self.expr(count),
                 body: self.block(body),
                 span: span.clone(),
             },
-            Stmt::For {
+            syntax::Stmt::For {
                 var,
                 from,
                 to,
@@ -319,7 +197,7 @@ impl Resolver {
                 if let Some(start) = self.scopes.pop() {
                     self.names.truncate(start);
                 }
-                S::For {
+                Stmt::For {
                     slot,
                     from,
                     to,
@@ -327,11 +205,11 @@ impl Resolver {
                     span: span.clone(),
                 }
             }
-            Stmt::If {
+            syntax::Stmt::If {
                 cond,
                 then,
                 otherwise,
-            } => S::If {
+            } => Stmt::If {
                 cond: self.expr(cond),
                 then: self.block(then),
                 otherwise: otherwise
@@ -339,26 +217,28 @@ impl Resolver {
                     .map(|b| self.block(b))
                     .unwrap_or_default(),
             },
-            Stmt::Steps(steps) => S::Steps(steps.iter().map(|s| self.step(s)).collect()),
+            syntax::Stmt::Steps(steps) => Stmt::Steps(steps.iter().map(|s| self.step(s)).collect()),
         }
     }
 
-    fn step(&mut self, s: &Step) -> A {
+    fn step(&mut self, s: &syntax::Step) -> ir::Step {
         let origin = self.origins.len() as u32;
         self.origins.push(s.span());
         match s {
-            Step::One(a) => A::One(self.action(a), origin),
-            Step::Pair { f, b, .. } => A::Pair(self.action(f), self.action(b), origin),
+            syntax::Step::One(a) => ir::Step::One(self.action(a), origin),
+            syntax::Step::Pair { f, b, .. } => {
+                ir::Step::Pair(self.action(f), self.action(b), origin)
+            }
         }
     }
 
-    fn action(&mut self, a: &syntax::ActionNode) -> AN {
-        AN {
+    fn action(&mut self, a: &syntax::ActionNode) -> ActionNode {
+        ActionNode {
             kind: a.kind,
             target: match &a.target {
-                Target::Only => T::Only,
-                Target::Chunk(e) => T::Chunk(self.expr(e)),
-                Target::Stage(e) => T::Stage(self.expr(e)),
+                syntax::Target::Only => ir::Target::Only,
+                syntax::Target::Chunk(e) => ir::Target::Chunk(self.expr(e)),
+                syntax::Target::Stage(e) => ir::Target::Stage(self.expr(e)),
             },
             mb: a.mb.as_ref().map(|e| self.expr(e)),
             optional: a.optional,
@@ -407,109 +287,25 @@ pub(crate) fn resolve(
     };
     r.bind("P");
     r.bind("M");
-
-    // Parameters are visible everywhere; each default sees P, M and the parameters before it.
-    let mut params = Vec::new();
-    for item in &schedule.items {
-        if let ItemKind::Param { name, default, .. } = &item.kind {
-            let default = default.as_ref().map(|e| r.expr(e));
-            let slot = r.declare(name);
-            params.push(ParamDef {
-                name: name.text.clone(),
-                slot,
-                default,
-                span: name.span.clone(),
-            });
-        }
-    }
-
-    let mut single = |what: &str, span: &Range<usize>, first: &mut Option<Range<usize>>| {
-        if let Some(f) = first {
-            r.diags.push(
-                Diagnostic::error(format!("the schedule has two `{what}` items"))
-                    .with_span_label(Span::new(file, span.clone()), "second one")
-                    .with_label(Span::new(file, f.clone()), "first one"),
-            );
-        } else {
-            *first = Some(span.clone());
-        }
-    };
-    let (mut seen_pipelines, mut seen_stages, mut seen_place, mut seen_program) =
-        (None, None, None, None);
-    for item in &schedule.items {
-        match &item.kind {
-            ItemKind::Pipelines(_) => single("pipelines", &item.span, &mut seen_pipelines),
-            ItemKind::Stages(_) => single("stages", &item.span, &mut seen_stages),
-            ItemKind::Place(_) => single("place", &item.span, &mut seen_place),
-            ItemKind::Program(_) => single("program", &item.span, &mut seen_program),
-            _ => {}
-        }
-    }
-
-    let mut top = Vec::new();
-    for item in &schedule.items {
-        match &item.kind {
-            ItemKind::Let { name, value } => {
-                let value = r.expr(value);
-                top.push(Top::Set(r.declare(name), value));
-            }
-            ItemKind::Require(req) => top.push(Top::Require(r.require(req, item.span.clone()))),
-            _ => {}
-        }
-    }
-
-    let mut pipelines = None;
-    let mut stages = None;
-    let mut place = ResolvedPlace::Loop;
-    let mut place_span = None;
+    let params = r.params(schedule);
+    r.single_items(schedule);
+    let top = r.top(schedule);
+    let shape = r.shape(schedule);
+    let slot_r = r.bind_scoped("r");
     let mut program = None;
     let mut program_span = 0..0;
-    let slot_j;
-    let slot_q;
-    let slot_r;
-    {
-        let mark = r.names.len();
-        slot_j = r.bind("j");
-        slot_q = r.bind("q");
-        for item in &schedule.items {
-            if let ItemKind::Place(Place::Expr(e)) = &item.kind {
-                place = ResolvedPlace::Expr(r.expr(e));
-            }
-        }
-        r.names.truncate(mark);
-    }
     for item in &schedule.items {
-        match &item.kind {
-            ItemKind::Pipelines(e) if pipelines.is_none() => pipelines = Some(r.expr(e)),
-            ItemKind::Stages(e) if stages.is_none() => stages = Some(r.expr(e)),
-            ItemKind::Place(p) if place_span.is_none() => {
-                place_span = Some(item.span.clone());
-                match p {
-                    Place::Loop => place = ResolvedPlace::Loop,
-                    Place::VShape => place = ResolvedPlace::VShape,
-                    Place::Mirror => place = ResolvedPlace::Mirror,
-                    Place::Expr(_) => {}
-                }
-            }
-            _ => {}
+        if let ItemKind::Program(b) = &item.kind
+            && program.is_none()
+        {
+            // The keyword alone: problems at the end of a program point here.
+            program_span = item.span.start..item.span.start + "program".len();
+            program = Some(r.block(b));
         }
     }
-    {
-        let mark = r.names.len();
-        slot_r = r.bind("r");
-        for item in &schedule.items {
-            if let ItemKind::Program(b) = &item.kind
-                && program.is_none()
-            {
-                // The keyword alone: problems at the end of a program point here.
-                program_span = item.span.start..item.span.start + "program".len();
-                program = Some(r.block(b));
-            }
-        }
-        r.names.truncate(mark);
-    }
+    r.end_scope();
 
-    if stages.is_none() && !partial {
+    if shape.stages.is_none() && !partial {
         r.diags.push(
             Diagnostic::error("the schedule has no `stages` item")
                 .with_help("say how many stages each pipeline has, e.g. `stages 2 * P`"),
@@ -523,17 +319,17 @@ pub(crate) fn resolve(
         );
     }
     let failed = r.diags.iter().any(Diagnostic::is_error);
-    let resolved = match (stages, program) {
+    let resolved = match (shape.stages, program) {
         (Some(stages), Some(program)) if !failed => Some(Resolved {
             slots: r.slots,
             params,
             top,
-            pipelines,
+            pipelines: shape.pipelines,
             stages,
-            place,
-            place_span,
-            slot_j,
-            slot_q,
+            place: shape.place,
+            place_span: shape.place_span,
+            slot_j: shape.slot_j,
+            slot_q: shape.slot_q,
             slot_r,
             program,
             program_span,
@@ -542,4 +338,132 @@ pub(crate) fn resolve(
         _ => None,
     };
     (resolved, r.diags)
+}
+
+/// The `pipelines`, `stages` and `place` items, resolved.
+struct Shape {
+    pipelines: Option<ir::Expr>,
+    stages: Option<ir::Expr>,
+    place: ir::Place,
+    place_span: Option<Range<usize>>,
+    slot_j: usize,
+    slot_q: usize,
+}
+
+impl Resolver {
+    /// Binds a name in a scope of its own (closed by [`Resolver::end_scope`]).
+    fn bind_scoped(&mut self, name: &str) -> usize {
+        self.scopes.push(self.names.len());
+        self.bind(name)
+    }
+
+    fn end_scope(&mut self) {
+        if let Some(start) = self.scopes.pop() {
+            self.names.truncate(start);
+        }
+    }
+
+    /// The parameters: visible everywhere; each default sees P, M and the parameters before it.
+    fn params(&mut self, schedule: &Schedule) -> Vec<ParamDef> {
+        let mut params = Vec::new();
+        for item in &schedule.items {
+            if let ItemKind::Param { name, default, .. } = &item.kind {
+                let default = default.as_ref().map(|e| self.expr(e));
+                let slot = self.declare(name);
+                params.push(ParamDef {
+                    name: name.text.clone(),
+                    slot,
+                    default,
+                    span: name.span.clone(),
+                });
+            }
+        }
+        params
+    }
+
+    /// Reports the items a schedule may have only once, when it has two.
+    fn single_items(&mut self, schedule: &Schedule) {
+        let file = self.file;
+        let mut single = |what: &str, span: &Range<usize>, first: &mut Option<Range<usize>>| {
+            if let Some(f) = first {
+                self.diags.push(
+                    Diagnostic::error(format!("the schedule has two `{what}` items"))
+                        .with_span_label(Span::new(file, span.clone()), "second one")
+                        .with_label(Span::new(file, f.clone()), "first one"),
+                );
+            } else {
+                *first = Some(span.clone());
+            }
+        };
+        let (mut seen_pipelines, mut seen_stages, mut seen_place, mut seen_program) =
+            (None, None, None, None);
+        for item in &schedule.items {
+            match &item.kind {
+                ItemKind::Pipelines(_) => single("pipelines", &item.span, &mut seen_pipelines),
+                ItemKind::Stages(_) => single("stages", &item.span, &mut seen_stages),
+                ItemKind::Place(_) => single("place", &item.span, &mut seen_place),
+                ItemKind::Program(_) => single("program", &item.span, &mut seen_program),
+                _ => {}
+            }
+        }
+    }
+
+    /// The top-level `let`s and `require`s, in file order.
+    fn top(&mut self, schedule: &Schedule) -> Vec<TopStmt> {
+        let mut top = Vec::new();
+        for item in &schedule.items {
+            match &item.kind {
+                ItemKind::Let { name, value } => {
+                    let value = self.expr(value);
+                    top.push(TopStmt::Set(self.declare(name), value));
+                }
+                ItemKind::Require(req) => {
+                    top.push(TopStmt::Require(self.require(req, item.span.clone())))
+                }
+                _ => {}
+            }
+        }
+        top
+    }
+
+    /// `pipelines`, `stages` and `place` (whose expression sees `j` and `q`); the first of each
+    /// counts.
+    fn shape(&mut self, schedule: &Schedule) -> Shape {
+        let slot_j = self.bind_scoped("j");
+        let slot_q = self.bind("q");
+        let mut place = ir::Place::Loop;
+        for item in &schedule.items {
+            if let ItemKind::Place(Place::Expr(e)) = &item.kind {
+                place = ir::Place::Expr(self.expr(e));
+            }
+        }
+        self.end_scope();
+        let mut pipelines = None;
+        let mut stages = None;
+        let mut place_span = None;
+        for item in &schedule.items {
+            match &item.kind {
+                ItemKind::Pipelines(e) if pipelines.is_none() => pipelines = Some(self.expr(e)),
+                ItemKind::Stages(e) if stages.is_none() => stages = Some(self.expr(e)),
+                ItemKind::Place(p) if place_span.is_none() => {
+                    place_span = Some(item.span.clone());
+                    match p {
+                        Place::Loop => place = ir::Place::Loop,
+                        Place::VShape => place = ir::Place::VShape,
+                        Place::Mirror => place = ir::Place::Mirror,
+                        Place::Expr(_) => {}
+                    }
+                }
+                _ => {}
+            }
+        }
+        Shape {
+            pipelines,
+            stages,
+            place,
+            place_span,
+            slot_j,
+            slot_q,
+        }
+    }
 }
