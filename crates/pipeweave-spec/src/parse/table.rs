@@ -1,0 +1,454 @@
+//! The reader of one TOML table: typed lookups that report a missing key, a wrong type or a value
+//! out of range as a diagnostic with the key's path, and the unknown keys left at the end.
+
+use super::Cx;
+use crate::spec::Dtype;
+use pipeweave_diagnostics::Diagnostic;
+use std::ops::Range;
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+/// The items of an array and the array's span.
+pub(super) type SpannedItems<'t, 'i> = (&'t [Spanned<DeValue<'i>>], Range<usize>);
+
+/// One table of the document, with the keys looked up so far (to find unknown ones at the end).
+pub(super) struct Table<'t, 'i> {
+    path: String,
+    table: &'t DeTable<'i>,
+    span: Range<usize>,
+    known: Vec<&'static str>,
+}
+
+impl<'t, 'i> Table<'t, 'i> {
+    pub(super) fn new(path: String, table: &'t DeTable<'i>, span: Range<usize>) -> Self {
+        Table {
+            path,
+            table,
+            span,
+            known: Vec::new(),
+        }
+    }
+
+    pub(super) fn key_path(&self, key: &str) -> String {
+        if self.path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{key}", self.path)
+        }
+    }
+
+    pub(super) fn lookup(
+        &mut self,
+        cx: &mut Cx,
+        key: &'static str,
+    ) -> Option<&'t Spanned<DeValue<'i>>> {
+        self.known.push(key);
+        let v = self.table.get(key)?;
+        cx.spans.insert(self.key_path(key), v.span());
+        Some(v)
+    }
+
+    pub(super) fn missing(&self, cx: &mut Cx, key: &str, what: &str) {
+        let path = self.key_path(key);
+        let (range, label) = if self.path.is_empty() {
+            (0..0, "in this spec".to_string())
+        } else {
+            (self.span.clone(), format!("in `[{}]`", self.path))
+        };
+        let d = Diagnostic::error(format!("missing key `{path}`"))
+            .with_span_label(cx.span(&range), label)
+            .with_help(format!("add `{key} = ...` ({what})"));
+        cx.diags.push(d);
+    }
+
+    pub(super) fn wrong_type(
+        &self,
+        cx: &mut Cx,
+        key: &str,
+        v: &Spanned<DeValue<'_>>,
+        expected: &str,
+    ) {
+        let path = self.key_path(key);
+        cx.error(
+            &v.span(),
+            format!(
+                "`{path}` must be {expected}, found {}",
+                type_name(v.get_ref())
+            ),
+            format!("expected {expected}"),
+        );
+    }
+
+    /// A positive integer (at least `min`).
+    pub(super) fn int(
+        &mut self,
+        cx: &mut Cx,
+        key: &'static str,
+        min: u64,
+        what: &str,
+    ) -> Option<u64> {
+        let Some(v) = self.lookup(cx, key) else {
+            self.missing(cx, key, what);
+            return None;
+        };
+        self.int_value(cx, key, v, min)
+    }
+
+    pub(super) fn opt_int(
+        &mut self,
+        cx: &mut Cx,
+        key: &'static str,
+        min: u64,
+    ) -> Result<Option<u64>, ()> {
+        match self.lookup(cx, key) {
+            None => Ok(None),
+            Some(v) => self.int_value(cx, key, v, min).map(Some).ok_or(()),
+        }
+    }
+
+    pub(super) fn int_value(
+        &self,
+        cx: &mut Cx,
+        key: &str,
+        v: &Spanned<DeValue<'_>>,
+        min: u64,
+    ) -> Option<u64> {
+        let path = self.key_path(key);
+        let DeValue::Integer(i) = v.get_ref() else {
+            self.wrong_type(cx, key, v, "an integer");
+            return None;
+        };
+        match i64::from_str_radix(i.as_str(), i.radix()) {
+            Ok(n) if n >= 0 && n as u64 >= min => Some(n as u64),
+            Ok(n) => {
+                cx.error(
+                    &v.span(),
+                    format!("`{path}` must be at least {min}, found {n}"),
+                    "too small",
+                );
+                None
+            }
+            Err(_) => {
+                cx.error(&v.span(), format!("`{path}` is out of range"), "too large");
+                None
+            }
+        }
+    }
+
+    /// A count at least `min` and at most [`LIMIT`] (larger values are typos, and would make the
+    /// cost model allocate or loop without end).
+    pub(super) fn u32_int(
+        &mut self,
+        cx: &mut Cx,
+        key: &'static str,
+        min: u64,
+        what: &str,
+    ) -> Option<u32> {
+        let n = self.int(cx, key, min, what)?;
+        within_limit(cx, &self.key_path(key), n)
+    }
+
+    /// A finite number (integer or float) strictly above `above` (or at least, if `inclusive`).
+    pub(super) fn num(
+        &mut self,
+        cx: &mut Cx,
+        key: &'static str,
+        bound: Bound,
+        what: &str,
+    ) -> Option<f64> {
+        let Some(v) = self.lookup(cx, key) else {
+            self.missing(cx, key, what);
+            return None;
+        };
+        self.num_value(cx, key, v, bound)
+    }
+
+    pub(super) fn num_value(
+        &self,
+        cx: &mut Cx,
+        key: &str,
+        v: &Spanned<DeValue<'_>>,
+        bound: Bound,
+    ) -> Option<f64> {
+        let path = self.key_path(key);
+        let x = match v.get_ref() {
+            DeValue::Integer(i) => i64::from_str_radix(i.as_str(), i.radix())
+                .ok()
+                .map(|n| n as f64),
+            DeValue::Float(f) => f.as_str().parse::<f64>().ok(),
+            _ => {
+                self.wrong_type(cx, key, v, "a number");
+                return None;
+            }
+        };
+        let Some(x) = x.filter(|x| x.is_finite()) else {
+            cx.error(
+                &v.span(),
+                format!("`{path}` must be a finite number"),
+                "not finite",
+            );
+            return None;
+        };
+        if let Some(msg) = bound.violated(x) {
+            cx.error(
+                &v.span(),
+                format!("`{path}` must be {msg}, found {x}"),
+                "out of range",
+            );
+            return None;
+        }
+        Some(x)
+    }
+
+    pub(super) fn string(&mut self, cx: &mut Cx, key: &'static str, what: &str) -> Option<String> {
+        let Some(v) = self.lookup(cx, key) else {
+            self.missing(cx, key, what);
+            return None;
+        };
+        match v.get_ref() {
+            DeValue::String(s) => Some(s.to_string()),
+            _ => {
+                self.wrong_type(cx, key, v, "a string");
+                None
+            }
+        }
+    }
+
+    pub(super) fn opt_string(
+        &mut self,
+        cx: &mut Cx,
+        key: &'static str,
+    ) -> Result<Option<(String, Range<usize>)>, ()> {
+        match self.lookup(cx, key) {
+            None => Ok(None),
+            Some(v) => match v.get_ref() {
+                DeValue::String(s) => Ok(Some((s.to_string(), v.span()))),
+                _ => {
+                    self.wrong_type(cx, key, v, "a string");
+                    Err(())
+                }
+            },
+        }
+    }
+
+    /// One of a fixed set of words.
+    pub(super) fn choice<T: Copy>(
+        &mut self,
+        cx: &mut Cx,
+        key: &'static str,
+        default: T,
+        choices: &[(&str, T)],
+    ) -> Option<T> {
+        let (s, span) = match self.opt_string(cx, key) {
+            Ok(None) => return Some(default),
+            Ok(Some(x)) => x,
+            Err(()) => return None,
+        };
+        if let Some((_, t)) = choices.iter().find(|(name, _)| *name == s) {
+            return Some(*t);
+        }
+        let names: Vec<String> = choices.iter().map(|(n, _)| format!("`{n}`")).collect();
+        let d = Diagnostic::error(format!("`{}` cannot be `{s}`", self.key_path(key)))
+            .with_span_label(cx.span(&span), "unknown value")
+            .with_help(format!("expected one of {}", names.join(", ")));
+        cx.diags.push(d);
+        None
+    }
+
+    /// `true` or `false`, `default` when absent.
+    pub(super) fn opt_bool(
+        &mut self,
+        cx: &mut Cx,
+        key: &'static str,
+        default: bool,
+    ) -> Option<bool> {
+        match self.lookup(cx, key) {
+            None => Some(default),
+            Some(v) => match v.get_ref() {
+                DeValue::Boolean(b) => Some(*b),
+                _ => {
+                    self.wrong_type(cx, key, v, "a boolean");
+                    None
+                }
+            },
+        }
+    }
+
+    pub(super) fn dtype(
+        &mut self,
+        cx: &mut Cx,
+        key: &'static str,
+        default: Dtype,
+    ) -> Option<Dtype> {
+        self.choice(
+            cx,
+            key,
+            default,
+            &[
+                ("fp32", Dtype::Fp32),
+                ("bf16", Dtype::Bf16),
+                ("fp16", Dtype::Fp16),
+                ("fp8", Dtype::Fp8),
+            ],
+        )
+    }
+
+    pub(super) fn sub(
+        &mut self,
+        cx: &mut Cx,
+        key: &'static str,
+    ) -> Result<Option<Table<'t, 'i>>, ()> {
+        match self.lookup(cx, key) {
+            None => Ok(None),
+            Some(v) => match v.get_ref() {
+                DeValue::Table(t) => Ok(Some(Table::new(self.key_path(key), t, v.span()))),
+                _ => {
+                    self.wrong_type(cx, key, v, "a table");
+                    Err(())
+                }
+            },
+        }
+    }
+
+    pub(super) fn req_sub(
+        &mut self,
+        cx: &mut Cx,
+        key: &'static str,
+        what: &str,
+    ) -> Option<Table<'t, 'i>> {
+        match self.sub(cx, key) {
+            Ok(Some(t)) => Some(t),
+            Ok(None) => {
+                let path = self.key_path(key);
+                let d = Diagnostic::error(format!("missing table `[{path}]`"))
+                    .with_span_label(cx.span(&(0..0)), "in this spec")
+                    .with_help(format!("add a `[{path}]` table ({what})"));
+                cx.diags.push(d);
+                None
+            }
+            Err(()) => None,
+        }
+    }
+
+    /// An array of numbers (milliseconds), or of positive integers.
+    pub(super) fn array(
+        &mut self,
+        cx: &mut Cx,
+        key: &'static str,
+    ) -> Result<Option<SpannedItems<'t, 'i>>, ()> {
+        match self.lookup(cx, key) {
+            None => Ok(None),
+            Some(v) => match v.get_ref() {
+                DeValue::Array(a) => Ok(Some((&a[..], v.span()))),
+                _ => {
+                    self.wrong_type(cx, key, v, "an array");
+                    Err(())
+                }
+            },
+        }
+    }
+
+    /// Reports every key that no lookup asked for.
+    pub(super) fn finish(self, cx: &mut Cx) {
+        let mut unknown: Vec<(&Spanned<std::borrow::Cow<'_, str>>, _)> = self
+            .table
+            .iter()
+            .filter(|(k, _)| !self.known.contains(&k.get_ref().as_ref()))
+            .collect();
+        unknown.sort_by_key(|(k, _)| k.span().start);
+        let mut known = self.known.clone();
+        known.sort_unstable();
+        known.dedup();
+        for (k, _) in unknown {
+            let path = self.key_path(k.get_ref());
+            let mut d = Diagnostic::error(format!("unknown key `{path}`"))
+                .with_span_label(cx.span(&k.span()), "not a spec key");
+            if let Some(close) = closest(k.get_ref(), &known) {
+                d = d.with_help(format!("did you mean `{close}`?"));
+            } else {
+                let list: Vec<String> = known.iter().map(|k| format!("`{k}`")).collect();
+                let place = if self.path.is_empty() {
+                    "at the top level".to_string()
+                } else {
+                    format!("in `[{}]`", self.path)
+                };
+                d = d.with_help(format!("the keys {place} are {}", list.join(", ")));
+            }
+            cx.diags.push(d);
+        }
+    }
+}
+
+/// The known key nearest to a misspelt one (edit distance at most 2 or a third of its length).
+fn closest<'a>(word: &str, known: &[&'a str]) -> Option<&'a str> {
+    let limit = (word.chars().count() / 3).clamp(1, 3);
+    known
+        .iter()
+        .map(|k| (edit_distance(word, k), *k))
+        .filter(|(d, _)| *d <= limit)
+        .min()
+        .map(|(_, k)| k)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+pub(super) fn type_name(v: &DeValue<'_>) -> &'static str {
+    match v {
+        DeValue::String(_) => "a string",
+        DeValue::Integer(_) => "an integer",
+        DeValue::Float(_) => "a float",
+        DeValue::Boolean(_) => "a boolean",
+        DeValue::Datetime(_) => "a date",
+        DeValue::Array(_) => "an array",
+        DeValue::Table(_) => "a table",
+    }
+}
+
+/// The largest count a spec may give (layers, ranks, nodes, micro-batches, ...).
+const LIMIT: u64 = 1 << 20;
+
+pub(super) fn within_limit(cx: &mut Cx, path: &str, n: u64) -> Option<u32> {
+    if n <= LIMIT {
+        return u32::try_from(n).ok();
+    }
+    let span = cx.spans.get(path).cloned().unwrap_or(0..0);
+    cx.error(
+        &span,
+        format!("`{path}` is too large (at most {LIMIT})"),
+        "too large",
+    );
+    None
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Bound {
+    /// Strictly positive.
+    Positive,
+    /// Zero or more.
+    NonNegative,
+    /// In (0, 1].
+    Fraction,
+}
+
+impl Bound {
+    pub(super) fn violated(self, x: f64) -> Option<&'static str> {
+        match self {
+            Bound::Positive if x <= 0.0 => Some("greater than 0"),
+            Bound::NonNegative if x < 0.0 => Some("at least 0"),
+            Bound::Fraction if x <= 0.0 || x > 1.0 => Some("greater than 0 and at most 1"),
+            _ => None,
+        }
+    }
+}
