@@ -16,11 +16,20 @@ pub const ENV_PATH: &str = "PIPEWEAVE_PLUGIN_PATH";
 pub const PREFIX: &str = "plugin:";
 
 /// The search path: `--plugin-dir`s, then `PIPEWEAVE_PLUGIN_PATH`, then next to the executable,
-/// then the workspace's build directories.
+/// then (debug builds) the workspace's build directories. Relative entries of the variable are
+/// not searched: a warning names them, once per process.
 pub fn search_path(plugin_dirs: &[PathBuf]) -> SearchPath {
     let env = std::env::var_os(ENV_PATH);
     let exe = std::env::current_exe().ok();
-    SearchPath::standard(plugin_dirs, env.as_deref(), exe.as_deref())
+    let search = SearchPath::standard(plugin_dirs, env.as_deref(), exe.as_deref());
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        search
+            .warnings()
+            .iter()
+            .for_each(|w| eprintln!("warning: {w}"))
+    });
+    search
 }
 
 /// Whether a plugin called `name` is on the search path (for names that are no file).

@@ -9,12 +9,14 @@ pub enum PluginError {
     #[error("`{name}` is not a plugin name (use letters, digits, `-` and `_`)")]
     BadName { name: String },
 
-    #[error("no plugin named `{name}`: looked for {file} in {}", searched_text(.searched))]
+    #[error("no plugin named `{name}`: looked for {file} in {}{}", searched_text(.searched), refused_text(.refused))]
     NotFound {
         name: String,
         file: String,
         /// The directories searched, in order, with why each was searched.
         searched: Vec<(PathBuf, String)>,
+        /// The entries of `PIPEWEAVE_PLUGIN_PATH` that were not searched (not absolute).
+        refused: Vec<PathBuf>,
     },
 
     #[error("{} is not a loadable library: {reason}", .path.display())]
@@ -88,6 +90,13 @@ fn searched_text(searched: &[(PathBuf, String)]) -> String {
         .map(|(dir, why)| format!("{} ({why})", dir.display()))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+fn refused_text(refused: &[PathBuf]) -> String {
+    refused
+        .iter()
+        .map(|d| format!("; {}", crate::search::refused_text(d)))
+        .collect()
 }
 
 fn problems_text(problems: &[Problem]) -> String {

@@ -13,7 +13,8 @@ pub enum Origin {
     EnvPath,
     /// The directory of the running executable.
     ExeDir,
-    /// The workspace's own build directory (`target/debug`, `target/release`).
+    /// The workspace's own build directory (`target/debug`, `target/release`); searched by debug
+    /// builds only.
     BuildDir,
 }
 
@@ -32,6 +33,8 @@ impl Origin {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SearchPath {
     dirs: Vec<(PathBuf, Origin)>,
+    /// Entries of `PIPEWEAVE_PLUGIN_PATH` that are not absolute paths: never searched.
+    refused: Vec<PathBuf>,
 }
 
 impl SearchPath {
@@ -46,9 +49,14 @@ impl SearchPath {
         }
     }
 
-    /// The standard order: every `--plugin-dir`, then every entry of `PIPEWEAVE_PLUGIN_PATH` (the
-    /// variable's value, split like `PATH`), then the executable's directory, then the workspace's
-    /// `target/debug` and `target/release`.
+    /// The standard order: every `--plugin-dir`, then every absolute entry of
+    /// `PIPEWEAVE_PLUGIN_PATH` (the variable's value, split like `PATH`), then the executable's
+    /// directory, then (debug builds only) the workspace's `target/debug` and `target/release`.
+    ///
+    /// A relative entry of the variable is refused, never searched (see [`SearchPath::refused`]):
+    /// it would resolve against the current directory, and running pipeweave in a folder must not
+    /// load (and so run) a library that happens to lie there. Release builds do not search the
+    /// build machine's folders, whose path is compiled in.
     pub fn standard(
         plugin_dirs: &[PathBuf],
         env_path: Option<&OsStr>,
@@ -60,7 +68,11 @@ impl SearchPath {
         }
         if let Some(value) = env_path {
             for d in std::env::split_paths(value).filter(|d| !d.as_os_str().is_empty()) {
-                s.push(d, Origin::EnvPath);
+                if d.is_absolute() {
+                    s.push(d, Origin::EnvPath);
+                } else if !s.refused.contains(&d) {
+                    s.refused.push(d);
+                }
             }
         }
         if let Some(dir) = exe.and_then(Path::parent) {
@@ -75,13 +87,38 @@ impl SearchPath {
     pub fn dirs(&self) -> impl Iterator<Item = (&Path, Origin)> {
         self.dirs.iter().map(|(d, o)| (d.as_path(), *o))
     }
+
+    /// The entries of `PIPEWEAVE_PLUGIN_PATH` that were refused because they are not absolute.
+    pub fn refused(&self) -> &[PathBuf] {
+        &self.refused
+    }
+
+    /// One warning per refused entry, naming it, for the caller to show.
+    pub fn warnings(&self) -> Vec<String> {
+        self.refused.iter().map(|d| refused_text(d)).collect()
+    }
 }
 
-/// The build directories of the workspace this crate was compiled in.
-fn workspace_build_dirs() -> [PathBuf; 2] {
+pub(crate) fn refused_text(entry: &Path) -> String {
+    format!(
+        "the PIPEWEAVE_PLUGIN_PATH entry `{}` is not searched: only absolute paths are",
+        entry.display()
+    )
+}
+
+/// The build directories of the workspace this crate was compiled in: searched by debug builds
+/// (`cargo build`, `cargo test`) so that the workspace's own plugins are found wherever its
+/// binaries run from; a release binary searches no path of the machine that built it.
+#[cfg(debug_assertions)]
+fn workspace_build_dirs() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let root = root.canonicalize().unwrap_or(root);
-    [root.join("target/debug"), root.join("target/release")]
+    vec![root.join("target/debug"), root.join("target/release")]
+}
+
+#[cfg(not(debug_assertions))]
+fn workspace_build_dirs() -> Vec<PathBuf> {
+    Vec::new()
 }
 
 /// Whether `name` can name a plugin: ASCII letters, digits, `-` and `_`.
@@ -119,6 +156,7 @@ pub fn find(name: &str, search: &SearchPath) -> Result<PathBuf, PluginError> {
             .dirs()
             .map(|(d, o)| (d.to_path_buf(), o.describe().to_owned()))
             .collect(),
+        refused: search.refused.clone(),
     })
 }
 

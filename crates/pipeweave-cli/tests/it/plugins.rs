@@ -198,3 +198,37 @@ fn libloading_name(name: &str) -> String {
         std::env::consts::DLL_SUFFIX
     )
 }
+
+#[test]
+fn relative_plugin_path_entries_are_not_searched_and_are_named() {
+    // A library planted in the folder pipeweave runs in must not be loaded through `.`.
+    let dir = std::env::temp_dir().join(format!("pipeweave-cli-planted-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join(libloading_name("pipeweave_plugin_planted")),
+        "not a library\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_pipeweave"))
+        .arg("list")
+        .current_dir(&dir)
+        .env(
+            "PIPEWEAVE_PLUGIN_PATH",
+            std::env::join_paths([".", "sub"]).unwrap(),
+        )
+        .output()
+        .expect("the pipeweave binary runs");
+    std::fs::remove_dir_all(&dir).unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        stderr,
+        "warning: the PIPEWEAVE_PLUGIN_PATH entry `.` is not searched: only absolute paths are\n\
+         warning: the PIPEWEAVE_PLUGIN_PATH entry `sub` is not searched: only absolute paths are\n"
+    );
+    assert!(!stdout.contains("planted"), "{stdout}");
+    assert!(stdout.contains("dualpipe"), "{stdout}");
+}

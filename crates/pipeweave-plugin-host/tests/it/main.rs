@@ -338,9 +338,14 @@ fn the_search_order_is_plugin_dir_env_exe_then_build_dir() {
     assert_eq!(dirs[1], ("/env/a".to_owned(), Origin::EnvPath));
     assert_eq!(dirs[2], ("/env/b".to_owned(), Origin::EnvPath));
     assert_eq!(dirs[3], ("/bin/dir".to_owned(), Origin::ExeDir));
-    assert_eq!(dirs.len(), 6);
-    assert!(dirs[4].0.ends_with("target/debug") && dirs[4].1 == Origin::BuildDir);
-    assert!(dirs[5].0.ends_with("target/release") && dirs[5].1 == Origin::BuildDir);
+    // The workspace's build folders (a path compiled in) are searched by debug builds only.
+    if cfg!(debug_assertions) {
+        assert_eq!(dirs.len(), 6);
+        assert!(dirs[4].0.ends_with("target/debug") && dirs[4].1 == Origin::BuildDir);
+        assert!(dirs[5].0.ends_with("target/release") && dirs[5].1 == Origin::BuildDir);
+    } else {
+        assert_eq!(dirs.len(), 4);
+    }
 
     // The first directory holding the file wins.
     let mut s = SearchPath::new();
@@ -350,6 +355,44 @@ fn the_search_order_is_plugin_dir_env_exe_then_build_dir() {
         find("dualpipe", &s).unwrap(),
         library("pipeweave_plugin_dualpipe")
     );
+}
+
+#[test]
+fn relative_entries_of_the_plugin_path_are_refused_and_named() {
+    let env = std::env::join_paths(["plugins", "/abs/a", ".", "", "../x"]).unwrap();
+    let s = SearchPath::standard(&[], Some(&env), None);
+    let env_dirs: Vec<PathBuf> = s
+        .dirs()
+        .filter(|(_, o)| *o == Origin::EnvPath)
+        .map(|(d, _)| d.to_path_buf())
+        .collect();
+    assert_eq!(env_dirs, [PathBuf::from("/abs/a")]);
+    assert_eq!(
+        s.refused(),
+        [
+            PathBuf::from("plugins"),
+            PathBuf::from("."),
+            PathBuf::from("../x")
+        ]
+    );
+    assert_eq!(
+        s.warnings(),
+        [
+            "the PIPEWEAVE_PLUGIN_PATH entry `plugins` is not searched: only absolute paths are",
+            "the PIPEWEAVE_PLUGIN_PATH entry `.` is not searched: only absolute paths are",
+            "the PIPEWEAVE_PLUGIN_PATH entry `../x` is not searched: only absolute paths are",
+        ]
+    );
+    // A plugin that is not found says which entries were not searched.
+    let e = find("nothing-here", &s).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.ends_with(
+            "; the PIPEWEAVE_PLUGIN_PATH entry `plugins` is not searched: only absolute paths are; the PIPEWEAVE_PLUGIN_PATH entry `.` is not searched: only absolute paths are; the PIPEWEAVE_PLUGIN_PATH entry `../x` is not searched: only absolute paths are"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("/abs/a (PIPEWEAVE_PLUGIN_PATH)"), "{text}");
 }
 
 #[test]
