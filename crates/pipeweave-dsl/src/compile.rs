@@ -1,7 +1,7 @@
 //! The compiler: evaluates a resolved schedule for given parameters into a [`Plan`], keeping the
 //! source span of every action so that problems found later point back at the line that made it.
 
-use crate::eval::{Fail, check, eval, fail};
+use crate::eval::{Fail, Failure, check, eval, fail};
 use crate::ir::{Place, Resolved, SLOT_M, SLOT_P, TopStmt};
 use crate::program::{Carried, Layout, Rank};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
@@ -84,7 +84,7 @@ const MAX_STAGES: i64 = 1 << 16;
 const MAX_RANKS: u32 = 1 << 16;
 const MAX_MICROBATCHES: u32 = 1 << 24;
 
-fn to_diag(file: FileId, f: Fail) -> Diagnostic {
+fn to_diag(file: FileId, f: Failure) -> Diagnostic {
     Diagnostic::error(f.message).with_span_label(Span::new(file, f.span), f.label)
 }
 
@@ -110,7 +110,7 @@ pub(crate) fn compile(
     run_top(file, resolved, &mut env)?;
     let note = |env: &[i64]| with_params(resolved, env);
     let (k, s) = structure(resolved, args, &env)
-        .map_err(|f| vec![to_diag(file, f).with_note(note(&env))])?;
+        .map_err(|f| vec![to_diag(file, *f).with_note(note(&env))])?;
     let pipelines = place(file, resolved, args, &mut env, k, s)?;
     let per = args.microbatches / k;
     let carried: Vec<Carried> = (0..k)
@@ -194,7 +194,7 @@ fn bind_params(
             (None, Some(x)) => match eval(x, &env) {
                 Ok(v) => v,
                 Err(f) => {
-                    diags.push(to_diag(file, f));
+                    diags.push(to_diag(file, *f));
                     0
                 }
             },
@@ -227,13 +227,13 @@ fn run_top(file: FileId, resolved: &Resolved, env: &mut [i64]) -> Result<(), Vec
             TopStmt::Set(slot, x) => match eval(x, env) {
                 Ok(v) => env[*slot] = v,
                 Err(f) => {
-                    diags.push(to_diag(file, f).with_note(with_params(resolved, env)));
+                    diags.push(to_diag(file, *f).with_note(with_params(resolved, env)));
                     return Err(diags);
                 }
             },
             TopStmt::Require(req) => {
                 if let Err(f) = check(req, env) {
-                    diags.push(to_diag(file, f).with_note(with_params(resolved, env)));
+                    diags.push(to_diag(file, *f).with_note(with_params(resolved, env)));
                 }
             }
         }
@@ -308,8 +308,9 @@ fn place(
                 Place::Expr(x) => {
                     env[resolved.slot_j] = i64::from(j);
                     env[resolved.slot_q] = i64::from(q);
-                    eval(x, env)
-                        .map_err(|f| vec![to_diag(file, f).with_note(with_params(resolved, env))])?
+                    eval(x, env).map_err(|f| {
+                        vec![to_diag(file, *f).with_note(with_params(resolved, env))]
+                    })?
                 }
             };
             let Some(rank) = u32::try_from(rank).ok().filter(|&r| r < ranks) else {
@@ -382,7 +383,7 @@ fn run_programs(
                     if n == 2 { "" } else { "s" }
                 ),
             };
-            to_diag(file, f).with_note(format!("{which}, {note}, r = {first}"))
+            to_diag(file, *f).with_note(format!("{which}, {note}, r = {first}"))
         })
         .collect())
 }

@@ -11,6 +11,7 @@ mod compile;
 mod eval;
 mod ir;
 pub mod library;
+mod nesting;
 mod parse;
 mod program;
 mod resolve;

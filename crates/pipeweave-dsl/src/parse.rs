@@ -2,25 +2,24 @@
 //! syntax tree. It never panics and never stops at the first error: a syntax error costs only the
 //! item it is in, and every item's first error is reported.
 
+use crate::nesting::{self, MAX_DEPTH};
 use crate::syntax::*;
 use crate::words;
 use pest::Parser as _;
 use pest::iterators::Pair;
-use pest::pratt_parser::{Assoc, Op, PrattParser};
 use pest_derive::Parser;
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_plan::Kind;
 use std::ops::Range;
-use std::sync::OnceLock;
 
 #[derive(Parser)]
 #[grammar = "weave.pest"]
 pub(crate) struct WeaveParser;
 
-/// Brackets nested deeper than this are refused before pest sees them (pest and the tree walkers
-/// recurse once per level; no real schedule comes close).
-const MAX_NESTING: usize = 32;
-/// Operators in one expression (prefix operators included) are limited for the same reason.
+/// Operators in one expression, its bracketed parts and conditionals included (prefix operators
+/// too): each is a node of the syntax tree, and its walkers recurse once per node. With the
+/// nesting limit ([`nesting::MAX_DEPTH`]) this bounds the depth of every tree; no real schedule
+/// comes close.
 const MAX_OPERATORS: usize = 128;
 
 /// Keywords that start a top-level item.
@@ -44,13 +43,12 @@ pub fn parse(file: FileId, source: &str) -> (Schedule, Vec<Diagnostic>) {
     let mut diags = Vec::new();
     for chunk in split(source) {
         let text = &source[chunk.clone()];
-        if let Some((at, depth)) = too_deep(text) {
-            let at = chunk.start + at;
+        if let Some(deep) = nesting::too_deep(text) {
+            let at = chunk.start + deep.at.start..chunk.start + deep.at.end;
             diags.push(
-                Diagnostic::error(format!(
-                    "brackets nested {depth} deep; at most {MAX_NESTING} are allowed"
-                ))
-                .with_span_label(Span::new(file, at..at + 1), "nested too deeply"),
+                Diagnostic::error(format!("nested more than {MAX_DEPTH} levels deep"))
+                    .with_span_label(Span::new(file, at), format!("level {}", MAX_DEPTH + 1))
+                    .with_note("each bracket, block and `if` is a level, and so is each `else if`"),
             );
             continue;
         }
@@ -61,6 +59,7 @@ pub fn parse(file: FileId, source: &str) -> (Schedule, Vec<Diagnostic>) {
                     file,
                     base: chunk.start,
                     diags: &mut diags,
+                    nested: false,
                 };
                 for p in unit.into_inner() {
                     if p.as_rule() == Rule::EOI {
@@ -125,43 +124,6 @@ fn split(source: &str) -> Vec<Range<usize>> {
     starts.windows(2).map(|w| w[0]..w[1]).collect()
 }
 
-/// The first place where brackets nest deeper than [`MAX_NESTING`], with that depth.
-fn too_deep(text: &str) -> Option<(usize, usize)> {
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut in_comment = false;
-    let mut escaped = false;
-    for (i, c) in text.char_indices() {
-        if in_comment {
-            in_comment = c != '\n';
-            continue;
-        }
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_string = false;
-            }
-            continue;
-        }
-        match c {
-            '"' => in_string = true,
-            '#' => in_comment = true,
-            '(' | '[' | '{' => {
-                depth += 1;
-                if depth > MAX_NESTING {
-                    return Some((i, depth));
-                }
-            }
-            ')' | ']' | '}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    None
-}
-
 /// The end of the last token of a chunk, ignoring trailing spaces and comments.
 fn code_end(text: &str) -> usize {
     let mut end = 0;
@@ -194,13 +156,6 @@ fn code_end(text: &str) -> usize {
     end
 }
 
-fn is_primary(rule: Rule) -> bool {
-    matches!(
-        rule,
-        Rule::conditional | Rule::call | Rule::boolean | Rule::int | Rule::name | Rule::expr
-    )
-}
-
 /// Turns a pest error into a diagnostic in plain words.
 fn syntax_error(
     file: FileId,
@@ -213,6 +168,17 @@ fn syntax_error(
         pest::error::InputLocation::Span((a, _)) => a,
     };
     let at = chunk.start + pos;
+    if let pest::error::ErrorVariant::CustomError { message } = &e.variant
+        && message.ends_with("limit reached")
+    {
+        // pest's own guards ("stack limit reached", "call limit reached"). The nesting limit
+        // keeps pest far from them; should one trip anyway, say what it means.
+        return Diagnostic::error("this item is too deeply nested or too complex to read")
+            .with_span_label(
+                Span::new(file, at..at + words::token_len(source, at)),
+                "reading stopped here",
+            );
+    }
     let text = &source[chunk.clone()];
     let body_end = chunk.start + code_end(text);
     if at >= body_end {
@@ -263,24 +229,56 @@ fn syntax_error(
     d
 }
 
-fn pratt() -> &'static PrattParser<Rule> {
-    static PRATT: OnceLock<PrattParser<Rule>> = OnceLock::new();
-    PRATT.get_or_init(|| {
-        PrattParser::new()
-            .op(Op::infix(Rule::or, Assoc::Left))
-            .op(Op::infix(Rule::and, Assoc::Left))
-            .op(Op::infix(Rule::eq, Assoc::Left)
-                | Op::infix(Rule::ne, Assoc::Left)
-                | Op::infix(Rule::lt, Assoc::Left)
-                | Op::infix(Rule::le, Assoc::Left)
-                | Op::infix(Rule::gt, Assoc::Left)
-                | Op::infix(Rule::ge, Assoc::Left))
-            .op(Op::infix(Rule::add, Assoc::Left) | Op::infix(Rule::sub, Assoc::Left))
-            .op(Op::infix(Rule::mul, Assoc::Left)
-                | Op::infix(Rule::div, Assoc::Left)
-                | Op::infix(Rule::rem, Assoc::Left))
-            .op(Op::prefix(Rule::neg) | Op::prefix(Rule::not))
+/// An operator waiting for its right operand.
+#[derive(Clone, Copy)]
+enum Pending {
+    /// `-` (true) or `not`, and where it starts.
+    Prefix(bool, usize),
+    Infix(BinOp),
+}
+
+fn binary_op(rule: Rule) -> Option<BinOp> {
+    Some(match rule {
+        Rule::add => BinOp::Add,
+        Rule::sub => BinOp::Sub,
+        Rule::mul => BinOp::Mul,
+        Rule::div => BinOp::Div,
+        Rule::rem => BinOp::Rem,
+        Rule::lt => BinOp::Lt,
+        Rule::le => BinOp::Le,
+        Rule::gt => BinOp::Gt,
+        Rule::ge => BinOp::Ge,
+        Rule::eq => BinOp::Eq,
+        Rule::ne => BinOp::Ne,
+        Rule::and => BinOp::And,
+        Rule::or => BinOp::Or,
+        _ => return None,
     })
+}
+
+/// Binding strength: `or` < `and` < comparisons < `+ -` < `* / %` (prefix operators bind
+/// tighter than all).
+fn precedence(op: BinOp) -> u8 {
+    match op {
+        BinOp::Or => 1,
+        BinOp::And => 2,
+        BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne => 3,
+        BinOp::Add | BinOp::Sub => 4,
+        BinOp::Mul | BinOp::Div | BinOp::Rem => 5,
+    }
+}
+
+/// Replaces the last two operands by `lhs op rhs` (nothing when either failed to build).
+fn reduce(operands: &mut Vec<Option<Expr>>, op: BinOp) {
+    let rhs = operands.pop().flatten();
+    let lhs = operands.pop().flatten();
+    operands.push(lhs.zip(rhs).map(|(lhs, rhs)| {
+        let span = lhs.span.start..rhs.span.end;
+        Expr {
+            kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)),
+            span,
+        }
+    }));
 }
 
 /// Builds syntax-tree nodes from the pest pairs of one chunk.
@@ -288,6 +286,8 @@ struct Builder<'d> {
     file: FileId,
     base: usize,
     diags: &'d mut Vec<Diagnostic>,
+    /// Building the parts of an expression whose operators were counted already.
+    nested: bool,
 }
 
 impl Builder<'_> {
@@ -394,64 +394,83 @@ impl Builder<'_> {
         Some(Block { stmts, span })
     }
 
+    // `block`, `stmt`, `repeat`, `for_loop` and `if_stmt` recurse once per level of nesting too:
+    // one small function per statement keeps each frame small (7 KiB a level in a debug build
+    // when `stmt` built every statement itself).
+
     fn stmt(&mut self, p: Pair<'_, Rule>) -> Option<Stmt> {
-        let span = self.span(&p);
-        let rule = p.as_rule();
+        match p.as_rule() {
+            Rule::let_stmt => self.let_stmt(p),
+            Rule::require_stmt => Some(Stmt::Require(self.require(p.into_inner())?)),
+            Rule::repeat_stmt => self.repeat(p),
+            Rule::for_stmt => self.for_loop(p),
+            Rule::if_stmt => self.if_stmt(p),
+            Rule::steps => self.steps(p),
+            _ => None,
+        }
+    }
+
+    fn let_stmt(&mut self, p: Pair<'_, Rule>) -> Option<Stmt> {
         let mut inner = p.into_inner();
-        Some(match rule {
-            Rule::let_stmt => {
-                let name = self.name(inner.next()?);
-                let value = self.expr(inner.next()?)?;
-                Stmt::Let { name, value }
-            }
-            Rule::require_stmt => Stmt::Require(self.require(inner)?),
-            Rule::repeat_stmt => {
-                let count = self.expr(inner.next()?)?;
-                let body = self.block(inner.next()?)?;
-                Stmt::Repeat { count, body, span }
-            }
-            Rule::for_stmt => {
-                let var = self.name(inner.next()?);
-                let from = self.expr(inner.next()?)?;
-                let to = self.expr(inner.next()?)?;
-                let body = self.block(inner.next()?)?;
-                Stmt::For {
-                    var,
-                    from,
-                    to,
-                    body,
-                    span,
-                }
-            }
-            Rule::if_stmt => {
-                let cond = self.expr(inner.next()?)?;
-                let then = self.block(inner.next()?)?;
-                let otherwise = match inner.next() {
-                    None => None,
-                    Some(q) if q.as_rule() == Rule::block => Some(self.block(q)?),
-                    Some(q) => {
-                        let span = self.span(&q);
-                        Some(Block {
-                            stmts: vec![self.stmt(q)?],
-                            span,
-                        })
-                    }
-                };
-                Stmt::If {
-                    cond,
-                    then,
-                    otherwise,
-                }
-            }
-            Rule::steps => {
-                let mut steps = Vec::new();
-                for q in inner {
-                    steps.push(self.step(q)?);
-                }
-                Stmt::Steps(steps)
-            }
-            _ => return None,
+        let name = self.name(inner.next()?);
+        let value = self.expr(inner.next()?)?;
+        Some(Stmt::Let { name, value })
+    }
+
+    fn repeat(&mut self, p: Pair<'_, Rule>) -> Option<Stmt> {
+        let span = self.span(&p);
+        let mut inner = p.into_inner();
+        let count = self.expr(inner.next()?)?;
+        let body = self.block(inner.next()?)?;
+        Some(Stmt::Repeat { count, body, span })
+    }
+
+    fn for_loop(&mut self, p: Pair<'_, Rule>) -> Option<Stmt> {
+        let span = self.span(&p);
+        let mut inner = p.into_inner();
+        let var = self.name(inner.next()?);
+        let from = self.expr(inner.next()?)?;
+        let to = self.expr(inner.next()?)?;
+        let body = self.block(inner.next()?)?;
+        Some(Stmt::For {
+            var,
+            from,
+            to,
+            body,
+            span,
         })
+    }
+
+    /// `if c { … }`, with `else { … }` or `else if …` (a block of that one statement).
+    fn if_stmt(&mut self, p: Pair<'_, Rule>) -> Option<Stmt> {
+        let mut inner = p.into_inner();
+        let cond = self.expr(inner.next()?)?;
+        let then = self.block(inner.next()?)?;
+        let otherwise = match inner.next() {
+            None => None,
+            Some(q) if q.as_rule() == Rule::block => Some(self.block(q)?),
+            Some(q) => {
+                let span = self.span(&q);
+                let chained = self.if_stmt(q)?;
+                Some(Block {
+                    stmts: vec![chained],
+                    span,
+                })
+            }
+        };
+        Some(Stmt::If {
+            cond,
+            then,
+            otherwise,
+        })
+    }
+
+    fn steps(&mut self, p: Pair<'_, Rule>) -> Option<Stmt> {
+        let mut steps = Vec::new();
+        for q in p.into_inner() {
+            steps.push(self.step(q)?);
+        }
+        Some(Stmt::Steps(steps))
     }
 
     fn step(&mut self, p: Pair<'_, Rule>) -> Option<Step> {
@@ -521,89 +540,126 @@ impl Builder<'_> {
         }
     }
 
+    // `expr`, `part`, `primary` and `conditional` recurse once per level of nesting: they keep
+    // their frames small (about 1.5 KiB a level in a debug build, from 5 KiB) by leaving
+    // everything else to helpers.
+
     fn expr(&mut self, p: Pair<'_, Rule>) -> Option<Expr> {
+        if !self.nested && self.too_many_operators(&p) {
+            return None;
+        }
+        // Operator precedence with two stacks, in one loop: no recursion per operator (pest's
+        // Pratt parser recursed once per prefix operator, 2.7 KiB of stack each in a debug
+        // build). Prefix operators bind tightest; infix operators associate to the left.
+        let mut errors = Vec::new();
+        let mut operands: Vec<Option<Expr>> = Vec::new();
+        let mut pending: Vec<Pending> = Vec::new();
+        for q in p.into_inner() {
+            let rule = q.as_rule();
+            if let Some(op) = binary_op(rule) {
+                push_infix(&mut operands, &mut pending, op);
+            } else if matches!(rule, Rule::neg | Rule::not) {
+                pending.push(Pending::Prefix(rule == Rule::neg, self.span(&q).start));
+            } else {
+                let operand = self.part(q, &mut errors);
+                push_operand(&mut operands, &mut pending, operand);
+            }
+        }
+        while let Some(Pending::Infix(op)) = pending.pop() {
+            reduce(&mut operands, op);
+        }
+        self.errors_here(errors);
+        operands.pop().flatten()
+    }
+
+    /// Reports an expression with more than [`MAX_OPERATORS`] operators, counted over all its
+    /// parts (a flat walk of pest's token queue, no recursion).
+    fn too_many_operators(&mut self, p: &Pair<'_, Rule>) -> bool {
         let operators = p
             .clone()
             .into_inner()
-            .filter(|q| !is_primary(q.as_rule()))
+            .flatten()
+            .filter(|q| {
+                binary_op(q.as_rule()).is_some() || matches!(q.as_rule(), Rule::neg | Rule::not)
+            })
             .count();
-        if operators > MAX_OPERATORS {
-            let span = self.span(&p);
-            self.error(
-                span,
-                format!(
-                    "expression has {operators} operators; at most {MAX_OPERATORS} are allowed"
-                ),
-                "too long",
-            );
-            return None;
+        if operators <= MAX_OPERATORS {
+            return false;
         }
-        // The Pratt parser's closures cannot report errors, so they collect them.
-        let mut errors: Vec<(Range<usize>, String, &'static str)> = Vec::new();
-        let file = self.file;
-        let base = self.base;
-        let span_of = |p: &Pair<'_, Rule>| {
-            let s = p.as_span();
-            base + s.start()..base + s.end()
-        };
-        let result = {
-            let errors = std::cell::RefCell::new(&mut errors);
-            pratt()
-                .map_primary(|q| {
-                    let mut b = Builder {
-                        file,
-                        base,
-                        diags: &mut Vec::new(),
-                    };
-                    let e = b.primary(q.clone());
-                    for d in b.diags.drain(..) {
-                        let range = d.span.map(|s| s.range).unwrap_or(span_of(&q));
-                        errors.borrow_mut().push((range, d.message, "here"));
-                    }
-                    e
-                })
-                .map_prefix(|op, rhs| {
-                    let rhs = rhs?;
-                    let span = span_of(&op).start..rhs.span.end;
-                    let kind = if op.as_rule() == Rule::neg {
-                        ExprKind::Neg(Box::new(rhs))
-                    } else {
-                        ExprKind::Not(Box::new(rhs))
-                    };
-                    Some(Expr { kind, span })
-                })
-                .map_infix(|lhs, op, rhs| {
-                    let (lhs, rhs) = (lhs?, rhs?);
-                    let op = match op.as_rule() {
-                        Rule::add => BinOp::Add,
-                        Rule::sub => BinOp::Sub,
-                        Rule::mul => BinOp::Mul,
-                        Rule::div => BinOp::Div,
-                        Rule::rem => BinOp::Rem,
-                        Rule::lt => BinOp::Lt,
-                        Rule::le => BinOp::Le,
-                        Rule::gt => BinOp::Gt,
-                        Rule::ge => BinOp::Ge,
-                        Rule::eq => BinOp::Eq,
-                        Rule::ne => BinOp::Ne,
-                        Rule::and => BinOp::And,
-                        _ => BinOp::Or,
-                    };
-                    let span = lhs.span.start..rhs.span.end;
-                    Some(Expr {
-                        kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)),
-                        span,
-                    })
-                })
-                .parse(p.into_inner())
-        };
-        for (range, message, label) in errors {
-            self.error(range, message, label);
+        let span = self.span(p);
+        self.error(
+            span,
+            format!("expression has {operators} operators; at most {MAX_OPERATORS} are allowed"),
+            "too long",
+        );
+        true
+    }
+
+    fn errors_here(&mut self, errors: Vec<(Range<usize>, String)>) {
+        for (range, message) in errors {
+            self.error(range, message, "here");
         }
-        result
+    }
+
+    /// A primary of an expression, built by a builder of its own whose errors are collected
+    /// (labelled "here" by the caller).
+    fn part(
+        &mut self,
+        q: Pair<'_, Rule>,
+        errors: &mut Vec<(Range<usize>, String)>,
+    ) -> Option<Expr> {
+        let mut diags = Vec::new();
+        let whole = self.span(&q);
+        let e = Builder {
+            file: self.file,
+            base: self.base,
+            diags: &mut diags,
+            nested: true,
+        }
+        .primary(q);
+        collect(diags, whole, errors);
+        e
     }
 
     fn primary(&mut self, p: Pair<'_, Rule>) -> Option<Expr> {
+        match p.as_rule() {
+            Rule::expr => self.expr(p),
+            Rule::conditional => self.conditional(p),
+            Rule::call => self.call(p),
+            _ => self.leaf(p),
+        }
+    }
+
+    /// `if c then a else b`.
+    fn conditional(&mut self, p: Pair<'_, Rule>) -> Option<Expr> {
+        let span = self.span(&p);
+        let mut inner = p.into_inner();
+        let c = self.expr(inner.next()?)?;
+        let a = self.expr(inner.next()?)?;
+        let b = self.expr(inner.next()?)?;
+        let kind = ExprKind::If(Box::new(c), Box::new(a), Box::new(b));
+        Some(Expr { kind, span })
+    }
+
+    /// `min(…)` or `max(…)`.
+    fn call(&mut self, p: Pair<'_, Rule>) -> Option<Expr> {
+        let span = self.span(&p);
+        let mut inner = p.into_inner();
+        let func = inner.next()?;
+        let mut args = Vec::new();
+        for a in inner {
+            args.push(self.expr(a)?);
+        }
+        let kind = if func.as_str() == "min" {
+            ExprKind::Min(args)
+        } else {
+            ExprKind::Max(args)
+        };
+        Some(Expr { kind, span })
+    }
+
+    /// A number, `true`, `false` or a name.
+    fn leaf(&mut self, p: Pair<'_, Rule>) -> Option<Expr> {
         let span = self.span(&p);
         let kind = match p.as_rule() {
             Rule::int => match p.as_str().parse::<i64>() {
@@ -619,31 +675,50 @@ impl Builder<'_> {
             },
             Rule::boolean => ExprKind::Int(i64::from(p.as_str() == "true")),
             Rule::name => ExprKind::Name(p.as_str().to_owned()),
-            Rule::expr => return self.expr(p),
-            Rule::conditional => {
-                let mut inner = p.into_inner();
-                let c = self.expr(inner.next()?)?;
-                let a = self.expr(inner.next()?)?;
-                let b = self.expr(inner.next()?)?;
-                ExprKind::If(Box::new(c), Box::new(a), Box::new(b))
-            }
-            Rule::call => {
-                let mut inner = p.into_inner();
-                let func = inner.next()?;
-                let mut args = Vec::new();
-                for a in inner {
-                    args.push(self.expr(a)?);
-                }
-                if func.as_str() == "min" {
-                    ExprKind::Min(args)
-                } else {
-                    ExprKind::Max(args)
-                }
-            }
             _ => return None,
         };
         Some(Expr { kind, span })
     }
+}
+
+/// A nested builder's diagnostics as (place, message) pairs, at `whole` when they have no span.
+fn collect(diags: Vec<Diagnostic>, whole: Range<usize>, errors: &mut Vec<(Range<usize>, String)>) {
+    for d in diags {
+        errors.push((d.span.map_or_else(|| whole.clone(), |s| s.range), d.message));
+    }
+}
+
+/// Pushes an infix operator, first reducing the operators before it that bind at least as tight.
+fn push_infix(operands: &mut Vec<Option<Expr>>, pending: &mut Vec<Pending>, op: BinOp) {
+    while let Some(&Pending::Infix(top)) = pending.last()
+        && precedence(top) >= precedence(op)
+    {
+        pending.pop();
+        reduce(operands, top);
+    }
+    pending.push(Pending::Infix(op));
+}
+
+/// Pushes an operand, applying the prefix operators written right before it.
+fn push_operand(
+    operands: &mut Vec<Option<Expr>>,
+    pending: &mut Vec<Pending>,
+    mut operand: Option<Expr>,
+) {
+    while let Some(&Pending::Prefix(neg, start)) = pending.last() {
+        pending.pop();
+        operand = operand.map(|rhs| {
+            let span = start..rhs.span.end;
+            let rhs = Box::new(rhs);
+            let kind = if neg {
+                ExprKind::Neg(rhs)
+            } else {
+                ExprKind::Not(rhs)
+            };
+            Expr { kind, span }
+        });
+    }
+    operands.push(operand);
 }
 
 #[cfg(test)]
@@ -673,10 +748,46 @@ mod tests {
     }
 
     #[test]
-    fn deep_nesting_is_refused() {
+    fn deep_nesting_is_refused_at_the_first_level_too_many() {
         let src = format!("let x = {}1{}", "(".repeat(200), ")".repeat(200));
         let (_, diags) = parse(FileId(0), &src);
         assert_eq!(diags.len(), 1);
-        assert!(diags[0].message.starts_with("brackets nested 33 deep"));
+        assert_eq!(diags[0].message, "nested more than 64 levels deep");
+        let at = "let x = ".len() + MAX_DEPTH;
+        assert_eq!(
+            diags[0].span.as_ref().map(|s| s.range.clone()),
+            Some(at..at + 1)
+        );
+    }
+
+    #[test]
+    fn pest_limits_are_said_in_plain_words() {
+        let src = "let x = 1 + 2\n";
+        let e = pest::error::Error::new_from_pos(
+            pest::error::ErrorVariant::<Rule>::CustomError {
+                message: "stack limit reached".to_owned(),
+            },
+            pest::Position::new(src, 8).unwrap(),
+        );
+        let d = syntax_error(FileId(0), src, 0..src.len(), &e);
+        assert_eq!(
+            d.message,
+            "this item is too deeply nested or too complex to read"
+        );
+        assert_eq!(d.span.map(|s| s.range), Some(8..9));
+    }
+
+    #[test]
+    fn operators_count_over_the_whole_expression() {
+        let part = format!("({})", vec!["1"; 40].join(" + "));
+        let ok = format!("let x = {}", [part.as_str(); 3].join(" * "));
+        assert_eq!(parse(FileId(0), &ok).1, []);
+        let long = format!("let x = {}", [part.as_str(); 4].join(" * "));
+        let (_, diags) = parse(FileId(0), &long);
+        assert_eq!(diags.len(), 1);
+        assert_eq!(
+            diags[0].message,
+            "expression has 159 operators; at most 128 are allowed"
+        );
     }
 }

@@ -3,6 +3,7 @@
 
 mod bubbles;
 mod common;
+mod deep;
 mod properties;
 mod reference;
 mod validate;
