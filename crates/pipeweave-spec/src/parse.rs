@@ -3,10 +3,12 @@
 //!
 //! The document is parsed with `toml::de::DeTable`, which keeps the span of every key and value,
 //! and walked by hand so that one run reports every problem (serde's derive stops at the first):
-//! [`table`] reads one table's keys, [`sections`] reads each section into its type, and
-//! [`consistency`] checks values of different sections against each other.
+//! [`depth`] refuses deep nesting before the TOML parser runs, [`table`] reads one table's keys,
+//! [`sections`] reads each section into its type, and [`consistency`] checks values of different
+//! sections against each other.
 
 mod consistency;
+mod depth;
 mod sections;
 mod table;
 
@@ -25,6 +27,9 @@ pub fn parse(source: &str, file: FileId) -> (Option<Spec>, Vec<Diagnostic>) {
         diags: Vec::new(),
         spans: BTreeMap::new(),
     };
+    if let Some(d) = depth::too_deep(source, file) {
+        return (None, vec![d]);
+    }
     let (doc, errors) = DeTable::parse_recoverable(source);
     for e in &errors {
         let mut d = Diagnostic::error(plain_toml_message(e.message()));

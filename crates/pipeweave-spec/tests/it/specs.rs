@@ -79,3 +79,42 @@ fn a_plan_that_does_not_fit_the_spec_is_reported() {
     assert!(pipeweave_spec::CostTable::new(&spec, &one_f_one_b(2, 3)).is_err());
     assert!(spec.check_plan(&one_f_one_b(4, 8)).is_empty());
 }
+
+/// Hostile nesting is refused where the limit is crossed, before the TOML parser runs: a 1 MB
+/// line of unclosed `[` took minutes (the parser's recovery is quadratic), and a dotted key of
+/// 79 parts inside each of 79 inline tables nests 6,241 tables for a recursive drop. Run on a
+/// 256 KiB thread, so that no recursion over the input can hide.
+#[test]
+fn deep_nesting_is_refused_at_the_limit() {
+    let cases = [
+        (format!("x = {}", "[".repeat(1_000_000)), 4 + 16, "arrays"),
+        (
+            format!(
+                "x = {}1{}",
+                format!("{{{} = ", vec!["a"; 79].join(".")).repeat(79),
+                "}".repeat(79)
+            ),
+            4 + 1 + 2 * 16 - 1,
+            "a key",
+        ),
+        (
+            format!("[{}]\n", vec!["a"; 1_000_000].join(".")),
+            1 + 2 * 16 - 1,
+            "a key",
+        ),
+    ];
+    for (source, at, start) in cases {
+        let diags = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || parse(&source, FileId(0)).1)
+            .expect("a thread starts")
+            .join()
+            .expect("no panic");
+        assert_eq!(diags.len(), 1, "{diags:?}");
+        assert!(diags[0].message.starts_with(start), "{}", diags[0].message);
+        assert_eq!(
+            diags[0].span.as_ref().map(|s| s.range.clone()),
+            Some(at..at + 1)
+        );
+    }
+}
