@@ -19,8 +19,12 @@ pub struct Loaded {
 }
 
 pub fn read_file(path: &Path) -> Result<String, Failure> {
-    std::fs::read_to_string(path)
-        .map_err(|e| Failure::Invalid(format!("error: cannot read `{}`: {e}\n", path.display())))
+    let cannot = |e: &dyn std::fmt::Display| {
+        Failure::Invalid(format!("error: cannot read `{}`: {e}\n", path.display()))
+    };
+    let bytes = std::fs::read(path).map_err(|e| cannot(&e))?;
+    pipeweave_diagnostics::text_from_bytes(bytes, pipeweave_diagnostics::FileId(0))
+        .map_err(|d| cannot(&d.message))
 }
 
 /// Loads the plan the arguments name.

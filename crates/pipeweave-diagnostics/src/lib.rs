@@ -3,6 +3,10 @@
 //! Libraries return these values; only the command line renders them.
 //! A span is a byte range in one source file, named by a [`FileId`] the caller hands out.
 
+mod text;
+
+pub use text::{BOM, text_from_bytes};
+
 use std::ops::Range;
 
 /// Identifies one source file among those the caller loaded (an index the caller chooses).

@@ -177,3 +177,58 @@ fn export_json_round_trips_through_the_cli() {
     assert!(v["traceEvents"].as_array().is_some_and(|e| !e.is_empty()));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Files are read as bytes: a leading byte-order mark is dropped (spans and columns are those of
+/// the text after it), and bytes that are not UTF-8 are named by offset, line and column.
+#[test]
+fn byte_order_marks_are_skipped_and_bad_bytes_located() {
+    let dir = std::env::temp_dir().join(format!("pipeweave-cli-utf8-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let files: [(&str, &[u8]); 4] = [
+        (
+            "bom.weave",
+            b"\xef\xbb\xbfstages P * * 2\nprogram { F B }\n",
+        ),
+        ("bad.weave", b"stages P\nprogram { F \xc3\xa9 B \xff }\n"),
+        ("bad.toml", b"name = \"x\xfe\"\n"),
+        ("bom.actions", b"\xef\xbb\xbf0F0,0B0\n"),
+    ];
+    for (name, bytes) in files {
+        std::fs::write(dir.join(name), bytes).unwrap();
+    }
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_pipeweave"))
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .expect("the pipeweave binary runs");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run(&["check", "bom.weave"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("error: expected an expression, found `*`\n  ┌─ bom.weave:1:12\n"),
+        "{err}"
+    );
+    assert_eq!(
+        run(&["check", "bad.weave"]),
+        (
+            1,
+            "error: cannot read `bad.weave`: the file is not UTF-8 text: byte 26 (line 2, column 17) is 0xff\n"
+                .to_owned()
+        )
+    );
+    assert_eq!(
+        run(&["simulate", "1f1b", "-p", "2", "-m", "2", "--spec", "bad.toml"]),
+        (
+            1,
+            "error: cannot read `bad.toml`: the file is not UTF-8 text: byte 9 (line 1, column 10) is 0xfe\n"
+                .to_owned()
+        )
+    );
+    assert_eq!(run(&["validate", "bom.actions"]), (0, String::new()));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

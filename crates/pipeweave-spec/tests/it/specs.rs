@@ -118,3 +118,13 @@ fn deep_nesting_is_refused_at_the_limit() {
         );
     }
 }
+
+/// A leading byte-order mark is not part of the text (the command line drops it when it reads a
+/// file; the reader accepts it too).
+#[test]
+fn a_byte_order_mark_is_accepted() {
+    let with_mark = format!("\u{feff}{}", source("unit.toml"));
+    let (spec, diags) = parse(&with_mark, FileId(0));
+    assert_eq!(diags, []);
+    assert_eq!(spec.map(|s| s.name), Some("unit".to_owned()));
+}
