@@ -38,10 +38,18 @@ const TOP: &[&str] = &[
 const TOP_ONLY: &[&str] = &["doc", "param", "pipelines", "stages", "place", "program"];
 
 /// Parses a schedule file. Returns what could be built and every syntax error found.
+///
+/// A leading byte-order mark is skipped; spans stay byte offsets into `source` as given.
 pub fn parse(file: FileId, source: &str) -> (Schedule, Vec<Diagnostic>) {
     let mut schedule = Schedule::default();
     let mut diags = Vec::new();
-    for chunk in split(source) {
+    let start = if source.starts_with(pipeweave_diagnostics::BOM) {
+        pipeweave_diagnostics::BOM.len()
+    } else {
+        0
+    };
+    for chunk in split(&source[start..]) {
+        let chunk = start + chunk.start..start + chunk.end;
         let text = &source[chunk.clone()];
         if let Some(deep) = nesting::too_deep(text) {
             let at = chunk.start + deep.at.start..chunk.start + deep.at.end;
@@ -758,6 +766,21 @@ mod tests {
             diags[0].span.as_ref().map(|s| s.range.clone()),
             Some(at..at + 1)
         );
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped_and_spans_stay_offsets_into_the_source() {
+        let src = "\u{feff}stages P * * 2\nprogram { F B }\n";
+        let (schedule, diags) = parse(FileId(0), src);
+        assert_eq!(schedule.items.len(), 1);
+        assert_eq!(diags.len(), 1);
+        let at = src.find("* 2").unwrap_or(0);
+        assert_eq!(
+            diags[0].span.as_ref().map(|s| s.range.clone()),
+            Some(at..at + 1)
+        );
+        let (_, diags) = parse(FileId(0), "\u{feff}stages P\nprogram { F B }\n");
+        assert_eq!(diags, []);
     }
 
     #[test]

@@ -12,6 +12,9 @@ fn bad_schedule(path: &Path, source: String) -> datatest_stable::Result<()> {
         .and_then(|n| n.to_str())
         .unwrap_or_default()
         .to_owned();
+    // As the command line reads a file: a leading byte-order mark is dropped.
+    let source = pipeweave_diagnostics::text_from_bytes(source.into_bytes(), support::FILE)
+        .map_err(|d| d.message)?;
     let args = support::args(&source);
     let diags = match pipeweave_dsl::compile(support::FILE, &source, &args) {
         Err(diags) => diags,
