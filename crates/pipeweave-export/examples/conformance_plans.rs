@@ -30,9 +30,28 @@ const SINGLE: [&str; 7] = [
     "dualpipev",
 ];
 
+/// Two pipelines on the same ranks: every rank hosts each of its parts twice and holds one copy of
+/// it, which `PlanRunner` must reduce once, after the backwards of both stages.
+const SHARED: &str = "\
+doc \"two pipelines placed alike: a rank hosts its part twice\"
+pipelines 2
+stages P
+place loop
+program {
+  repeat M / 2 { F0 }
+  repeat M / 2 { F1 }
+  repeat M / 2 { B0 }
+  repeat M / 2 { B1 }
+}
+";
+
 fn library_plan(name: &str, ranks: u32, microbatches: u32) -> Result<Plan, String> {
     let entry = library::get(name).ok_or_else(|| format!("no library schedule `{name}`"))?;
-    compile(FileId(0), entry.source, &Args::new(ranks, microbatches))
+    source_plan(name, entry.source, ranks, microbatches)
+}
+
+fn source_plan(name: &str, source: &str, ranks: u32, microbatches: u32) -> Result<Plan, String> {
+    compile(FileId(0), source, &Args::new(ranks, microbatches))
         .map(|c| c.plan)
         .map_err(|d| {
             format!(
@@ -111,6 +130,12 @@ fn cases() -> Result<Vec<Case>, String> {
                 });
             }
         }
+        out.push(Case {
+            name: format!("shared-p{p}-m4"),
+            schedule: "shared".into(),
+            plan: source_plan("shared", SHARED, p, 4)?,
+            formats: vec!["json"],
+        });
         // DualPipe takes an even M of at least 2P.
         for m in [2 * p, 2 * p + 2] {
             out.push(Case {
