@@ -6,8 +6,9 @@
    PIPEWEAVE_TORCH_INDEX_URL picks another package index, e.g. PyTorch's CPU wheels).
 2. Exports the suite's plans with pipeweave (`cargo run -p pipeweave-export --example
    conformance_plans`), unless PIPEWEAVE_CONFORMANCE_PLANS names a folder that already holds them.
-3. Runs `python -m pipeweave_conformance PLANS` in that environment; its last line is
-   `N passed, N failed` and its exit code is non-zero on any failure.
+3. Runs `python -m pipeweave_conformance PLANS` in that environment, with pipeweave's Python
+   package (python/) on the path; its last line is `N passed, N failed` and its exit code is
+   non-zero on any failure.
 """
 
 import os
@@ -52,7 +53,8 @@ def main():
         if not plans:
             plans = os.path.join(tmp, "plans")
             export_plans(plans)
-        env = dict(os.environ, PYTHONPATH=HERE)
+        # The suite imports pipeweave's Python package from the source tree (python/).
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([HERE, os.path.join(ROOT, "python")]))
         return subprocess.run([python, "-m", "pipeweave_conformance", plans], env=env).returncode
 
 

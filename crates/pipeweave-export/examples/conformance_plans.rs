@@ -1,7 +1,9 @@
 //! Writes the plans of the conformance suite (`tests/conformance/`) and a manifest describing them.
 //!
 //! A development tool, not part of the library: it compiles the library schedules (and the DualPipe
-//! and Chimera generators), validates every plan, and exports it in the formats the suite runs.
+//! and Chimera generators), validates every plan, and exports it in the formats the suite runs:
+//! both PyTorch CSVs of the single-pipeline schedules at M = 2P, and the JSON plan of every schedule
+//! `pipeweave.torch` runs at odd and even M where the schedule allows.
 //! Usage: `cargo run -p pipeweave-export --example conformance_plans -- OUT_DIR`.
 //! Once `pipeweave export SCHEDULE` exists, the suite can call the command instead.
 #![allow(
@@ -17,7 +19,7 @@ use pipeweave_plan::Plan;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// The single-pipeline schedules PyTorch's runtime runs, from the library.
+/// The single-pipeline schedules PyTorch's runtime runs from the exported CSVs, from the library.
 const SINGLE: [&str; 7] = [
     "gpipe",
     "1f1b",
@@ -28,9 +30,28 @@ const SINGLE: [&str; 7] = [
     "dualpipev",
 ];
 
+/// Two pipelines on the same ranks: every rank hosts each of its parts twice and holds one copy of
+/// it, which `PlanRunner` must reduce once, after the backwards of both stages.
+const SHARED: &str = "\
+doc \"two pipelines placed alike: a rank hosts its part twice\"
+pipelines 2
+stages P
+place loop
+program {
+  repeat M / 2 { F0 }
+  repeat M / 2 { F1 }
+  repeat M / 2 { B0 }
+  repeat M / 2 { B1 }
+}
+";
+
 fn library_plan(name: &str, ranks: u32, microbatches: u32) -> Result<Plan, String> {
     let entry = library::get(name).ok_or_else(|| format!("no library schedule `{name}`"))?;
-    compile(FileId(0), entry.source, &Args::new(ranks, microbatches))
+    source_plan(name, entry.source, ranks, microbatches)
+}
+
+fn source_plan(name: &str, source: &str, ranks: u32, microbatches: u32) -> Result<Plan, String> {
+    compile(FileId(0), source, &Args::new(ranks, microbatches))
         .map(|c| c.plan)
         .map_err(|d| {
             format!(
@@ -41,6 +62,40 @@ fn library_plan(name: &str, ranks: u32, microbatches: u32) -> Result<Plan, Strin
                     .join("; ")
             )
         })
+}
+
+/// Every library schedule `PlanRunner` trains with, at the micro-batch counts of [`library_counts`].
+const RUNNER: [&str; 9] = [
+    "gpipe",
+    "1f1b",
+    "interleaved-1f1b",
+    "looped-bfs",
+    "zb-h1",
+    "zb-h2",
+    "zb-v",
+    "interleaved-zb",
+    "dualpipev",
+];
+
+/// Chimera's shapes: (ranks, pipelines, forward doubling, micro-batch counts). Four pipelines need
+/// a number of ranks they divide; with forward doubling M is a multiple of twice the micro-batches
+/// a pipeline carries per unit, so only even M fit.
+const CHIMERA: [(u32, u32, bool, &[u32]); 6] = [
+    (2, 2, false, &[3, 4]),
+    (4, 2, false, &[4, 6]),
+    (2, 2, true, &[4]),
+    (4, 2, true, &[8]),
+    (4, 4, false, &[5, 8]),
+    (4, 4, true, &[8]),
+];
+
+/// An odd and an even M for a library schedule at P ranks (DualPipeV needs M >= 2P).
+fn library_counts(name: &str, p: u32) -> [u32; 2] {
+    if name == "dualpipev" {
+        [2 * p + 1, 2 * p]
+    } else {
+        [2 * p - 1, 2 * p]
+    }
 }
 
 struct Case {
@@ -59,26 +114,55 @@ fn cases() -> Result<Vec<Case>, String> {
                 name: format!("{name}-p{p}"),
                 schedule: name.to_string(),
                 plan: library_plan(name, p, m)?,
-                // JSON at P = 2 only: it cross-checks the suite's executor, the CSVs are the point.
-                formats: if p == 2 {
-                    vec!["pytorch", "pytorch-comms", "json"]
-                } else {
-                    vec!["pytorch", "pytorch-comms"]
-                },
+                formats: vec!["pytorch", "pytorch-comms"],
             });
         }
+    }
+    // The JSON plans `pipeweave.torch` runs: PlanRunner every one, `schedule()` the single-pipeline ones.
+    for p in [2u32, 4] {
+        for name in RUNNER {
+            for m in library_counts(name, p) {
+                out.push(Case {
+                    name: format!("{name}-p{p}-m{m}"),
+                    schedule: name.to_string(),
+                    plan: library_plan(name, p, m)?,
+                    formats: vec!["json"],
+                });
+            }
+        }
         out.push(Case {
-            name: format!("dualpipe-p{p}"),
-            schedule: "dualpipe".into(),
-            plan: dualpipe(p, 2 * p, DualOptions::default())?,
+            name: format!("shared-p{p}-m4"),
+            schedule: "shared".into(),
+            plan: source_plan("shared", SHARED, p, 4)?,
             formats: vec!["json"],
         });
-        out.push(Case {
-            name: format!("chimera-p{p}"),
-            schedule: "chimera".into(),
-            plan: chimera(p, p, ChimeraOptions::default())?,
-            formats: vec!["json"],
-        });
+        // DualPipe takes an even M of at least 2P.
+        for m in [2 * p, 2 * p + 2] {
+            out.push(Case {
+                name: format!("dualpipe-p{p}-m{m}"),
+                schedule: "dualpipe".into(),
+                plan: dualpipe(p, m, DualOptions::default())?,
+                formats: vec!["json"],
+            });
+        }
+    }
+    for (p, pipelines, forward_doubling, counts) in CHIMERA {
+        let doubling = if forward_doubling { "-doubling" } else { "" };
+        for &m in counts {
+            out.push(Case {
+                name: format!("chimera-k{pipelines}{doubling}-p{p}-m{m}"),
+                schedule: "chimera".into(),
+                plan: chimera(
+                    p,
+                    m,
+                    ChimeraOptions {
+                        pipelines,
+                        forward_doubling,
+                    },
+                )?,
+                formats: vec!["json"],
+            });
+        }
     }
     Ok(out)
 }

@@ -1,221 +1,184 @@
 """Runs every conformance case: `python -m pipeweave_conformance PLANS_DIR`.
 
 PLANS_DIR holds the exported plans and `manifest.json` (written by the `conformance_plans` example
-of pipeweave-export). Each case spawns one process per rank (gloo, CPU), runs one training step as
-the exported plan says, and compares every parameter gradient and the loss with the unpipelined
-model (tolerance 1e-5). Negative cases break an export on purpose and must be caught.
+of pipeweave-export). The cases, each compared with the unpipelined model (every gradient, every
+micro-batch's loss and, after several steps, every weight, within 1e-5):
+- every JSON plan through `pipeweave.torch.PlanRunner`, trained over several steps with an
+  optimizer (the first step's gradients, every step's losses, the final weights of every copy,
+  which must also equal each other to the bit);
+- a few plans through PlanRunner with a process group that is not the world (two data-parallel
+  copies of the pipeline group) and with a model whose activations are tuples holding integer ids;
+- every single-pipeline JSON plan through `pipeweave.torch.schedule()`, PyTorch's own runtime
+  (lowered by PyTorch, and with the plan's own lowering), one step;
+- the exported CSVs loaded by PyTorch's runtime itself (`_load_csv`), one step;
+- misuse of `pipeweave.torch`, which must raise clear exceptions;
+- negative cases, broken on purpose, which must fail.
+Cases run in pools of worker processes (gloo, CPU), one pool per world size.
+PIPEWEAVE_CONFORMANCE_ONLY=TEXT keeps the cases whose name contains TEXT; selecting none fails.
 The last line of the output is `N passed, N failed`; the exit code is 1 when anything failed.
 """
 
 import json
-import multiprocessing
 import os
 import sys
 import tempfile
 import time
-import traceback
+
+import torch
+
+from . import errors, model, negative
+from .pool import CaseError, Pools
 
 TOLERANCE = 1e-5
-TIMEOUT_SECONDS = float(os.environ.get("PIPEWEAVE_CONFORMANCE_TIMEOUT", "120"))
+TIMEOUT_SECONDS = float(os.environ.get("PIPEWEAVE_CONFORMANCE_TIMEOUT", "60"))
+TRAIN_STEPS = 3
 
 
-def worker(rank, world, store, kind, case, path, out_dir):
-    import torch
-    import torch.distributed as dist
+class Case:
+    def __init__(self, name, manifest, task, expect_failure=False, what=None):
+        self.name = name
+        self.manifest = manifest
+        self.task = task
+        self.expect_failure = expect_failure
+        self.what = what
 
-    from . import executor, model, torch_runtime
+    @property
+    def world(self):
+        return self.manifest["ranks"] * self.task.get("replicas", 1)
 
-    model.setup_torch()
-    try:
-        dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
-        if kind == "json":
-            with open(path) as f:
-                plan = json.load(f)
-            grads, losses = executor.run(rank, plan)
+
+# PlanRunner beyond the suite's model: (plan, what the case shows, task changes).
+DATA_PARALLEL = ("in 2 data-parallel copies of the pipeline group (group=)", {"replicas": 2})
+TUPLES = (
+    "with tuple activations holding integer ids, scale_grads=False, 2 steps accumulated",
+    {"model": "tuple", "steps": 2},
+)
+FEATURES = [
+    ("dualpipe-p2-m4/json", *DATA_PARALLEL),
+    ("chimera-k2-p2-m4/json", *DATA_PARALLEL),
+    ("zb-v-p2-m3/json", *TUPLES),
+    ("dualpipe-p2-m4/json", *TUPLES),
+    ("chimera-k4-p4-m5/json", *TUPLES),
+]
+
+
+def positive_cases(plans_dir, manifest):
+    out = []
+    for entry in manifest:
+        path = os.path.join(plans_dir, entry["file"])
+        fmt = entry["format"]
+        if fmt == "json":
+            runner = {"kind": "runner", "path": path, "steps": TRAIN_STEPS}
+            out.append(Case(f"{entry['name']} PlanRunner, {TRAIN_STEPS} steps", entry, runner))
+            if entry["pipelines"] == 1:
+                for lowering in ("compute_only", "compute_comms"):
+                    task = {"kind": "schedule", "path": path, "format": lowering}
+                    out.append(Case(f"{entry['name']} schedule(format={lowering})", entry, task))
+            for name, label, changes in FEATURES:
+                if name == entry["name"]:
+                    out.append(Case(f"{name} PlanRunner {label}", entry, dict(runner, **changes)))
         else:
-            grads, losses = torch_runtime.run(rank, case, path)
-        torch.save({"grads": grads, "losses": losses}, os.path.join(out_dir, f"rank{rank}.pt"))
-        dist.barrier()
-        dist.destroy_process_group()
-    except BaseException:
-        with open(os.path.join(out_dir, f"error{rank}.txt"), "w") as f:
-            f.write(traceback.format_exc())
-        os._exit(1)
-    os._exit(0)
+            lowering = "compute_comms" if fmt == "pytorch-comms" else "compute_only"
+            task = {
+                "kind": "csv",
+                "path": path,
+                "format": lowering,
+                "placements": entry["placements"],
+                "microbatches": entry["microbatches"],
+            }
+            out.append(Case(f"{entry['name']} _load_csv", entry, task))
+    return out
 
 
-def run_case(case, path):
-    """Runs one case; returns None when it trains exactly like the reference, else the reason."""
-    import torch
+def negative_cases(plans_dir, manifest, work_dir):
+    by_name = {entry["name"]: entry for entry in manifest}
+    out = []
+    for name, source, path, changes, what in negative.derive(plans_dir, by_name, work_dir):
+        entry = by_name[source]
+        base = positive_cases(plans_dir, [entry])[0]
+        task = dict(base.task, **changes)
+        if path is not None:
+            task["path"] = path
+        if task["kind"] == "runner":
+            task["steps"] = 1
+        out.append(Case(name, entry, task, expect_failure=True, what=what))
+    return out
 
-    from . import model
 
-    kind = "json" if case["format"] == "json" else "csv"
-    world = case["ranks"]
-    ctx = multiprocessing.get_context("fork")
-    with tempfile.TemporaryDirectory() as out_dir:
-        store = os.path.join(out_dir, "store")
-        procs = [
-            ctx.Process(target=worker, args=(r, world, store, kind, case, path, out_dir)) for r in range(world)
-        ]
-        for p in procs:
-            p.start()
-        deadline = time.monotonic() + TIMEOUT_SECONDS
-        for p in procs:
-            p.join(max(0.0, deadline - time.monotonic()))
-        hung = [r for r, p in enumerate(procs) if p.is_alive()]
-        for p in procs:
-            if p.is_alive():
-                p.kill()
-                p.join()
-        errors = []
-        for r in range(world):
-            err = os.path.join(out_dir, f"error{r}.txt")
-            if os.path.exists(err):
-                with open(err) as f:
-                    lines = [line.strip() for line in f.read().splitlines() if line.strip()]
-                # The first exception line of the traceback (the root cause, before any chaining).
-                found = [line for line in lines if line.split(":")[0].endswith(("Error", "Exception"))]
-                errors.append(f"rank {r}: {(found or lines or ['failed'])[0][:300]}")
-        if errors:
-            return "error: " + "; ".join(errors[:2])
-        if hung:
-            return f"timed out after {TIMEOUT_SECONDS:.0f}s (ranks {hung} still running: a deadlock?)"
-        if any(p.exitcode != 0 for p in procs):
-            return f"a worker exited with {[p.exitcode for p in procs]}"
-        results = [torch.load(os.path.join(out_dir, f"rank{r}.pt")) for r in range(world)]
-
-    s_per = case["stages_per_pipeline"]
-    k = case["pipelines"]
-    m = case["microbatches"]
-    # The reference must be built exactly as the workers build their parts (float64, same seeds),
-    # whatever cases ran before in this process.
-    model.setup_torch()
-    ref_loss, ref_grads = model.reference(s_per, m)
-    grads, losses = {}, {}
+def compare(case, results, references):
+    """None when the results are the unpipelined model's, else the first difference."""
+    by_replica = {}
     for res in results:
-        grads.update(res["grads"])
-        losses.update(res["losses"])
-    missing = [s for s in range(k * s_per) if s not in grads]
-    if missing:
-        return f"no gradients for stages {missing}"
-    worst = (0.0, None)
-    for s, got in grads.items():
-        for i, (g, want) in enumerate(zip(got, ref_grads[s % s_per])):
-            diff = (g - want).abs().max().item()
-            if diff > worst[0]:
-                worst = (diff, f"stage {s} parameter {i}")
-    if worst[0] > TOLERANCE:
-        return f"gradients differ: {worst[1]} is off by {worst[0]:.3g}"
-    if sorted(losses) != list(range(m)):
-        return f"losses reported for micro-batches {sorted(losses)}, expected 0..{m - 1}"
-    loss = sum(losses.values()) / m
-    if abs(loss - ref_loss) > TOLERANCE:
-        return f"loss differs: {loss:.9g} vs {ref_loss:.9g}"
+        by_replica.setdefault(res.get("replica", 0), []).append(res)
+    for replica, group in sorted(by_replica.items()):
+        why = compare_replica(case, group, references)
+        if why is not None:
+            return why if len(by_replica) == 1 else f"pipeline group {replica}: {why}"
     return None
 
 
-def negative_cases(plans_dir, cases, work_dir):
-    """Exports broken on purpose. Each returns (name, case, path, what was broken)."""
-    by_name = {c["name"]: c for c in cases}
-    out = []
+def reference(case, references):
+    """The unpipelined run a case must match, built once per shape in this process."""
+    entry, task = case.manifest, case.task
+    key = (entry["stages_per_pipeline"], entry["microbatches"], task.get("steps", 1), task.get("model"))
+    if key not in references:
+        # Built exactly as the workers build their parts (float64, same seeds).
+        model.setup_torch()
+        build = model.tuple_reference if task.get("model") == "tuple" else model.reference
+        references[key] = build(*key[:3])
+    return references[key]
 
-    def derive(name, source, suffix, edit, what):
-        case = dict(by_name[source])
-        with open(os.path.join(plans_dir, case["file"])) as f:
-            text = f.read()
-        broken = edit(text)
-        if broken == text:
-            raise RuntimeError(f"the mutation for {name} changed nothing")
-        path = os.path.join(work_dir, case["file"] + suffix)
-        with open(path, "w") as f:
-            f.write(broken)
-        case["name"] = name
-        out.append((case, path, what))
 
-    def swap_cells(row, a, b):
-        def edit(text):
-            rows = text.split("\n")
-            cells = rows[row].split(",")
-            i, j = cells.index(a), cells.index(b)
-            cells[i], cells[j] = cells[j], cells[i]
-            rows[row] = ",".join(cells)
-            return "\n".join(rows)
+def compare_replica(case, results, references):
+    entry = case.manifest
+    s_per, m = entry["stages_per_pipeline"], entry["microbatches"]
+    steps = case.task.get("steps", 1)
+    ref = reference(case, references)
+    grads, params, losses = {}, {}, [{} for _ in range(steps)]
+    for res in results:
+        grads.update(res["grads"])
+        params.update(res["params"] or {})
+        for step, got in enumerate(res["losses"]):
+            losses[step].update(got)
+    stages = range(entry["pipelines"] * s_per)
+    missing = [s for s in stages if s not in grads]
+    if missing:
+        return f"no gradients for stages {missing}"
+    worst = _worst(grads, ref["grads"], s_per)
+    if worst[0] > TOLERANCE:
+        return f"gradients differ: {worst[1]} is off by {worst[0]:.3g}"
+    for step, got in enumerate(losses):
+        if sorted(got) != list(range(m)):
+            return f"step {step + 1}: losses reported for micro-batches {sorted(got)}, expected 0..{m - 1}"
+        for mb, loss in got.items():
+            want = ref["losses"][step][mb]
+            if abs(loss - want) > TOLERANCE:
+                return f"step {step + 1}: the loss of micro-batch {mb} differs: {loss:.9g} vs {want:.9g}"
+    if ref["params"] is not None and case.task["kind"] == "runner":
+        worst = _worst(params, ref["params"], s_per)
+        if sorted(params) != list(stages) or worst[0] > TOLERANCE:
+            return f"weights after {steps} steps differ: {worst[1]} is off by {worst[0]:.3g}"
+        # The copies of a part receive one summed gradient: they must stay equal to the bit.
+        for s in stages:
+            first = params[s % s_per]
+            for i, (a, b) in enumerate(zip(params[s], first, strict=True)):
+                if not torch.equal(a, b):
+                    diff = (a - b).abs().max().item()
+                    copy = s % s_per
+                    return f"after {steps} steps stage {s} parameter {i} is off its copy on stage {copy} by {diff:.3g}"
+    return None
 
-        return edit
 
-    def move_before(row, cell, anchor):
-        def edit(text):
-            rows = text.split("\n")
-            cells = rows[row].split(",")
-            cells.remove(cell)
-            cells.insert(cells.index(anchor), cell)
-            rows[row] = ",".join(cells)
-            return "\n".join(rows)
-
-        return edit
-
-    def drop_cell(row, cell):
-        def edit(text):
-            rows = text.split("\n")
-            cells = rows[row].split(",")
-            cells.remove(cell)
-            rows[row] = ",".join(cells)
-            return "\n".join(rows)
-
-        return edit
-
-    def drop_json_action(rank, wanted):
-        def edit(text):
-            plan = json.loads(text)
-            prog = plan["programs"][rank]
-            index = next(i for i, a in enumerate(prog["actions"]) if a == wanted)
-            del prog["actions"][index]
-            steps = []
-            for s in prog["steps"]:
-                if s["kind"] == "compute":
-                    if s["action"] == index:
-                        continue
-                    if s["action"] > index:
-                        s = dict(s, action=s["action"] - 1)
-                steps.append(s)
-            prog["steps"] = steps
-            return json.dumps(plan)
-
-        return edit
-
-    derive(
-        "negative: 1f1b-p2/pytorch with a forward and a backward swapped",
-        "1f1b-p2/pytorch",
-        ".swapped",
-        swap_cells(1, "1F1", "1B1"),
-        "rank 1 runs 1B1 before 1F1",
-    )
-    derive(
-        "negative: gpipe-p2/pytorch-comms with two receives swapped",
-        "gpipe-p2/pytorch-comms",
-        ".swapped",
-        move_before(1, "1RECV_F1", "1RECV_F0"),
-        "rank 1 posts the receive of micro-batch 1 before that of micro-batch 0",
-    )
-    derive(
-        "negative: zb-h1-p2/pytorch with a missing backward",
-        "zb-h1-p2/pytorch",
-        ".missing",
-        drop_cell(0, "0W3"),
-        "rank 0 never runs 0W3",
-    )
-    derive(
-        "negative: dualpipe-p4/json with a missing backward",
-        "dualpipe-p4/json",
-        ".missing",
-        drop_json_action(0, next(
-            a for a in json.load(open(os.path.join(plans_dir, by_name["dualpipe-p4/json"]["file"])))["programs"][0]["actions"]
-            if a["kind"] == "W"
-        )),
-        "rank 0 drops its first W (a weight gradient) and the step that runs it",
-    )
-    return out
+def _worst(got_by_stage, want_by_part, s_per):
+    worst = (0.0, None)
+    for s, got in got_by_stage.items():
+        if len(got) != len(want_by_part[s % s_per]):
+            return (float("inf"), f"stage {s} (with {len(got)} parameters, not {len(want_by_part[s % s_per])})")
+        for i, (g, want) in enumerate(zip(got, want_by_part[s % s_per], strict=True)):
+            diff = (g - want).abs().max().item()
+            if diff > worst[0]:
+                worst = (diff, f"stage {s} parameter {i}")
+    return worst
 
 
 def main():
@@ -223,47 +186,96 @@ def main():
         print("usage: python -m pipeweave_conformance PLANS_DIR", file=sys.stderr)
         return 2
     plans_dir = sys.argv[1]
-    from . import model
-
     model.setup_torch()
     with open(os.path.join(plans_dir, "manifest.json")) as f:
-        cases = json.load(f)
+        manifest = json.load(f)
     only = os.environ.get("PIPEWEAVE_CONFORMANCE_ONLY")
+    refused = [e for e in manifest if e.get("refused")]
+    manifest = [e for e in manifest if not e.get("refused")]
+    by_name = {e["name"]: e for e in manifest}
+    error_paths = {
+        "single": os.path.join(plans_dir, by_name["1f1b-p2-m3/json"]["file"]),
+        "dual": os.path.join(plans_dir, by_name["dualpipe-p2-m4/json"]["file"]),
+        "wide": os.path.join(plans_dir, by_name["dualpipe-p4-m8/json"]["file"]),
+    }
+    error_names = [name for name, _, _, _ in errors.checks(0, error_paths)] + [errors.IMPORT_CHECK]
     passed = failed = 0
     start = time.monotonic()
+    pools = Pools(TIMEOUT_SECONDS)
     with tempfile.TemporaryDirectory() as work_dir:
-        for case in cases:
-            if only and only not in case["name"]:
-                continue
-            if case.get("refused"):
-                # The exporter refused a case the suite is meant to run: the proof does not hold.
-                failed += 1
-                print(f"FAILED  {case['name']}: the export refused it: {case['refused']}", flush=True)
-                continue
-            t0 = time.monotonic()
-            why = run_case(case, os.path.join(plans_dir, case["file"]))
-            took = time.monotonic() - t0
-            if why is None:
-                passed += 1
-                print(f"ok      {case['name']} ({took:.1f}s)", flush=True)
-            else:
-                failed += 1
-                print(f"FAILED  {case['name']}: {why}", flush=True)
-        for case, path, what in negative_cases(plans_dir, cases, work_dir):
-            if only and only not in case["name"]:
-                continue
-            t0 = time.monotonic()
-            why = run_case(case, path)
-            took = time.monotonic() - t0
-            if why is None:
-                failed += 1
-                print(f"FAILED  {case['name']}: the broken plan ({what}) trained like the reference", flush=True)
-            else:
-                passed += 1
-                print(f"ok      {case['name']}: caught ({why}) ({took:.1f}s)", flush=True)
+        cases = positive_cases(plans_dir, manifest) + negative_cases(plans_dir, manifest, work_dir)
+        cases = [c for c in cases if not only or only in c.name]
+        chosen_errors = [n for n in error_names if not only or only in f"errors: {n}"]
+        chosen_refused = [e for e in refused if not only or only in e["name"]]
+        if not cases and not chosen_errors and not chosen_refused:
+            print(f"error: no case matches PIPEWEAVE_CONFORMANCE_ONLY={only!r}")
+            print("0 passed, 1 failed")
+            return 1
+        for entry in chosen_refused:
+            # The exporter refused a case the suite is meant to run: the proof does not hold.
+            failed += 1
+            print(f"FAILED  {entry['name']}: the export refused it: {entry['refused']}", flush=True)
+        if chosen_errors:
+            ok, bad = run_errors(pools, error_paths, set(chosen_errors))
+            passed, failed = passed + ok, failed + bad
+        references = {}
+        try:
+            # One world size at a time: a single pool alive, the others' processes gone.
+            for world in sorted({c.world for c in cases}):
+                for case in [c for c in cases if c.world == world]:
+                    if run_case(pools, case, references):
+                        passed += 1
+                    else:
+                        failed += 1
+                pools.close()
+        finally:
+            pools.close()
     print(f"took {time.monotonic() - start:.0f}s")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
+
+
+def run_case(pools, case, references):
+    t0 = time.monotonic()
+    try:
+        why = compare(case, pools.run(case.world, case.task), references)
+    except CaseError as e:
+        why = f"error: {e}"
+    took = time.monotonic() - t0
+    if case.expect_failure:
+        if why is None:
+            print(f"FAILED  {case.name}: the broken plan ({case.what}) trained like the reference", flush=True)
+            return False
+        print(f"ok      {case.name}: caught ({why}) ({took:.1f}s)", flush=True)
+        return True
+    if why is None:
+        print(f"ok      {case.name} ({took:.1f}s)", flush=True)
+        return True
+    print(f"FAILED  {case.name}: {why}", flush=True)
+    return False
+
+
+def run_errors(pools, paths, names):
+    t0 = time.monotonic()
+    try:
+        results = pools.run(2, {"kind": "errors", "paths": paths})
+        verdicts = errors.judge(results, paths)
+    except CaseError as e:
+        verdicts = [(name, f"error: {e}") for name in names if name != errors.IMPORT_CHECK]
+    verdicts.append((errors.IMPORT_CHECK, errors.import_check()))
+    took = time.monotonic() - t0
+    ok = bad = 0
+    for name, why in verdicts:
+        if name not in names:
+            continue
+        if why is None:
+            ok += 1
+            print(f"ok      errors: {name}", flush=True)
+        else:
+            bad += 1
+            print(f"FAILED  errors: {name}: {why}", flush=True)
+    print(f"        (the misuse checks took {took:.1f}s)", flush=True)
+    return ok, bad
 
 
 if __name__ == "__main__":

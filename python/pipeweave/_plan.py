@@ -1,0 +1,209 @@
+"""The plan objects of the runtime protocol and a reader of the JSON plan (no torch needed).
+
+`Action` and `Step` are the small objects `plan.actions(rank)` and `plan.steps(rank)` return;
+`JsonPlan` implements the plan protocol (see `pipeweave.torch`) from a JSON plan, version 1, as
+`pipeweave export --to json` writes it (docs/plan-format.md).
+The reader checks the shape of the file and the facts the runtime relies on (placement, micro-batch
+numbering, steps naming actions that exist); whether the schedule is correct is the validator's
+question (`pipeweave validate`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+COMPUTE_KINDS = ("F", "B", "I", "W")
+TRANSFER_KINDS = ("recv", "send", "wait_send")
+REDUCE_KINDS = ("reduce_grad", "wait_reduce_grad")
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One entry of a rank's compute program.
+
+    `kind` is "F", "B", "I" or "W" with `stage` (global) and `mb` (global micro-batch id), or
+    "pair" for an overlapped F&B with `pair = (forward, backward)` (a B or an I) and no stage or mb.
+    """
+
+    kind: str
+    stage: int | None = None
+    mb: int | None = None
+    pair: tuple[Action, Action] | None = None
+
+    def __str__(self) -> str:
+        if self.pair is not None:
+            return f"({self.pair[0]};{self.pair[1]})OVERLAP_F_B"
+        return f"{self.stage}{self.kind}{self.mb}"
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One entry of a rank's lowered program, mirroring the JSON plan's `steps`.
+
+    - "compute": run `actions(rank)[action]`;
+    - "recv" / "send" / "wait_send": `dir` ("fwd" activations, "bwd" gradients), `stage` (the
+      receiving stage for recv, the sending stage otherwise), `mb` and `peer` (the other rank);
+    - "reduce_grad" / "wait_reduce_grad": `stage`.
+    Fields a kind does not use are None.
+    """
+
+    kind: str
+    action: int | None = None
+    dir: str | None = None
+    stage: int | None = None
+    mb: int | None = None
+    peer: int | None = None
+
+    def __str__(self) -> str:
+        if self.kind == "compute":
+            return f"compute actions[{self.action}]"
+        if self.kind in REDUCE_KINDS:
+            return f"{self.stage}{self.kind.upper()}"
+        d = "F" if self.dir == "fwd" else "B"
+        return f"{self.stage}{self.kind.upper()}_{d}{self.mb}"
+
+
+class JsonPlan:
+    """A plan read from pipeweave's JSON plan format, version 1, implementing the plan protocol."""
+
+    def __init__(self, data: dict[str, Any]):
+        r = _Reader()
+        r.check(isinstance(data, dict), "", "a JSON plan is an object")
+        r.check(data.get("format") == "pipeweave-plan", "format", 'expected "pipeweave-plan"')
+        r.check(data.get("version") == 1, "version", "only version 1 is supported")
+        self.ranks = r.count(data, "ranks")
+        self.stages_per_pipeline = r.count(data, "stages_per_pipeline")
+        pipelines = r.array(data, "pipelines", nonempty=True)
+        s_per = self.stages_per_pipeline
+        self.placement: list[list[int]] = []
+        self._pipeline_mbs: list[list[int]] = []
+        for j, p in enumerate(pipelines):
+            where = f"pipelines[{j}]"
+            placement = [r.id(x, f"{where}.placement[{q}]") for q, x in enumerate(r.array(p, "placement", where))]
+            r.check(len(placement) == s_per, f"{where}.placement", f"has {len(placement)} ranks, expected {s_per}")
+            for q, rank in enumerate(placement):
+                r.check(rank < self.ranks, f"{where}.placement[{q}]", f"rank {rank} out of range (ranks: {self.ranks})")
+            mbs = [r.id(x, f"{where}.microbatches[{i}]") for i, x in enumerate(r.array(p, "microbatches", where))]
+            r.check(mbs == sorted(set(mbs)), f"{where}.microbatches", "must be strictly ascending")
+            self.placement.append(placement)
+            self._pipeline_mbs.append(mbs)
+        self.pipelines = len(self.placement)
+        self.model_copies = self.pipelines
+        all_mbs = sorted(mb for mbs in self._pipeline_mbs for mb in mbs)
+        self.microbatches = len(all_mbs)
+        r.check(
+            all_mbs == list(range(self.microbatches)),
+            "pipelines",
+            f"the micro-batches must be 0..{self.microbatches - 1}, each in one pipeline",
+        )
+        programs = r.array(data, "programs")
+        r.check(len(programs) == self.ranks, "programs", f"has {len(programs)} programs, expected {self.ranks}")
+        self._actions: list[list[Action]] = []
+        self._steps: list[list[Step]] = []
+        for rank, prog in enumerate(programs):
+            where = f"programs[{rank}]"
+            r.check(isinstance(prog, dict) and prog.get("rank") == rank, f"{where}.rank", f"expected {rank}")
+            actions = [r.action(a, f"{where}.actions[{i}]") for i, a in enumerate(r.array(prog, "actions", where))]
+            steps = [
+                r.step(s, f"{where}.steps[{i}]", len(actions)) for i, s in enumerate(r.array(prog, "steps", where))
+            ]
+            self._actions.append(actions)
+            self._steps.append(steps)
+        self._data = data
+
+    @classmethod
+    def load(cls, source: str | os.PathLike[str] | dict[str, Any]) -> JsonPlan:
+        """Reads a plan from a file path or from an already parsed JSON object."""
+        if isinstance(source, dict):
+            return cls(source)
+        with open(source, encoding="utf-8") as f:
+            try:
+                data = json.load(f)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{os.fspath(source)}: not JSON: {e}") from None
+        return cls(data)
+
+    def actions(self, rank: int) -> list[Action]:
+        """Rank `rank`'s compute actions, in order."""
+        return list(self._actions[self._rank(rank)])
+
+    def steps(self, rank: int) -> list[Step]:
+        """Rank `rank`'s lowered program: what a launcher executes, in order."""
+        return list(self._steps[self._rank(rank)])
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object the plan was read from."""
+        return self._data
+
+    def _rank(self, rank: int) -> int:
+        if not isinstance(rank, int) or not 0 <= rank < self.ranks:
+            raise ValueError(f"rank {rank!r} out of range: the plan has ranks 0..{self.ranks - 1}")
+        return rank
+
+    def __repr__(self) -> str:
+        return (
+            f"JsonPlan(ranks={self.ranks}, pipelines={self.pipelines}, "
+            f"stages_per_pipeline={self.stages_per_pipeline}, microbatches={self.microbatches})"
+        )
+
+
+class _Reader:
+    """Checks of the JSON plan's fields; every failure names the field."""
+
+    @staticmethod
+    def check(ok: bool, where: str, message: str) -> None:
+        if not ok:
+            raise ValueError(f"invalid JSON plan: {where}: {message}" if where else f"invalid JSON plan: {message}")
+
+    def id(self, value: Any, where: str) -> int:
+        self.check(type(value) is int and value >= 0, where, f"expected a non-negative integer, got {value!r}")
+        return value
+
+    def count(self, obj: dict[str, Any], key: str) -> int:
+        value = obj.get(key)
+        self.check(type(value) is int and value >= 1, key, f"expected a positive integer, got {value!r}")
+        return value
+
+    def array(self, obj: Any, key: str, where: str = "", nonempty: bool = False) -> list[Any]:
+        path = f"{where}.{key}" if where else key
+        self.check(isinstance(obj, dict), where or key, "expected an object")
+        value = obj.get(key)
+        self.check(isinstance(value, list), path, "expected an array")
+        self.check(not nonempty or len(value) > 0, path, "must not be empty")
+        return value
+
+    def op(self, a: Any, where: str, kinds: tuple[str, ...]) -> Action:
+        self.check(isinstance(a, dict), where, "expected an object")
+        self.check(
+            a.get("kind") in kinds, f"{where}.kind", f"expected one of {', '.join(kinds)}, got {a.get('kind')!r}"
+        )
+        return Action(a["kind"], self.id(a.get("stage"), f"{where}.stage"), self.id(a.get("mb"), f"{where}.mb"))
+
+    def action(self, a: Any, where: str) -> Action:
+        if isinstance(a, dict) and a.get("kind") == "pair":
+            f = self.op(a.get("f"), f"{where}.f", ("F",))
+            b = self.op(a.get("b"), f"{where}.b", ("B", "I"))
+            return Action("pair", pair=(f, b))
+        return self.op(a, where, COMPUTE_KINDS)
+
+    def step(self, s: Any, where: str, num_actions: int) -> Step:
+        self.check(isinstance(s, dict), where, "expected an object")
+        kind = s.get("kind")
+        if kind == "compute":
+            index = self.id(s.get("action"), f"{where}.action")
+            self.check(index < num_actions, f"{where}.action", f"no action {index} (the program has {num_actions})")
+            return Step("compute", action=index)
+        if kind in REDUCE_KINDS:
+            return Step(kind, stage=self.id(s.get("stage"), f"{where}.stage"))
+        self.check(kind in TRANSFER_KINDS, f"{where}.kind", f"unknown step kind {kind!r}")
+        self.check(s.get("dir") in ("fwd", "bwd"), f"{where}.dir", f'expected "fwd" or "bwd", got {s.get("dir")!r}')
+        return Step(
+            kind,
+            dir=s["dir"],
+            stage=self.id(s.get("stage"), f"{where}.stage"),
+            mb=self.id(s.get("mb"), f"{where}.mb"),
+            peer=self.id(s.get("peer"), f"{where}.peer"),
+        )

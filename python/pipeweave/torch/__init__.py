@@ -1,0 +1,47 @@
+"""Run pipeweave plans in PyTorch: `schedule` (PyTorch's own runtime) and `PlanRunner` (every plan).
+
+Importing this module needs torch; nothing else in the `pipeweave` package imports torch.
+
+- `schedule(plan, stages, loss_fn=..., scale_grads=True)` returns PyTorch 2.15's
+  `_PipelineScheduleRuntime` for a single-pipeline plan, loaded from memory.
+- `PlanRunner(plan, rank, parts, loss_fn, group=None)` runs any plan, DualPipe and Chimera
+  included, over torch.distributed point-to-point; `runner.step(inputs, targets)` trains one step.
+- `JsonPlan.load(path_or_dict)` reads the JSON plan `pipeweave export --to json` writes.
+- `parts_of(plan, rank)` lists the model parts a rank hosts.
+
+The plan protocol
+-----------------
+Both take any object with these attributes and methods (the native `pipeweave.compile` and
+`pipeweave.load` plans, and `JsonPlan`):
+
+`plan.ranks`
+    P, the number of ranks.
+`plan.pipelines`, `plan.model_copies`
+    K, the number of pipelines; each pipeline is one copy of the model.
+`plan.stages_per_pipeline`
+    S; stage (position) q of every pipeline computes model part q, and pipeline j's position q is
+    the global stage j*S + q.
+`plan.microbatches`
+    M, the micro-batches of a step over all pipelines, numbered 0..M-1.
+`plan.placement`
+    K sequences of S ranks: `placement[j][q]` hosts position q of pipeline j.
+`plan.actions(rank)`
+    The rank's compute actions in order: objects with `kind` ("F", "B", "I", "W" or "pair"),
+    `stage` (global), `mb` (global micro-batch) and, for a pair (an overlapped F&B), `pair` =
+    (forward, backward) with stage and mb None on the pair itself.
+`plan.steps(rank)`
+    The rank's lowered program in order, what a launcher executes (the JSON plan's `steps`):
+    objects with `kind` and the fields that kind uses, the others None:
+    "compute" (`action`: index into `actions(rank)`);
+    "recv", "send", "wait_send" (`dir` "fwd" or "bwd", `stage`, `mb`, `peer`; the stage of a recv
+    is the receiving one, of a send the sending one);
+    "reduce_grad", "wait_reduce_grad" (`stage`).
+    Between two ranks, receives stand in the order of the matching sends, so transports that match
+    messages in posting order (NCCL, untagged) deliver every message where it belongs.
+"""
+
+from .._plan import Action, JsonPlan, Step
+from ._runner import PlanRunner, parts_of
+from ._schedule import schedule
+
+__all__ = ["Action", "JsonPlan", "PlanRunner", "Step", "parts_of", "schedule"]
