@@ -10,7 +10,7 @@ use crate::{Failure, ScheduleParams};
 use clap::{Args, ValueEnum};
 use pipeweave_diagnostics::FileId;
 use pipeweave_dsl::syntax::ItemKind;
-use pipeweave_report::Comparison;
+use pipeweave_eval::Comparison;
 use pipeweave_spec::Spec;
 use std::path::{Path, PathBuf};
 

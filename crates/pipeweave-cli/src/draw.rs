@@ -7,8 +7,9 @@ use crate::render::Sources;
 use crate::specs::{self, LoadedSpec};
 use crate::{Failure, PlanArgs, ScheduleParams};
 use clap::Args;
+use pipeweave_eval::{TimeUnit, fit_spec};
 use pipeweave_plan::Plan;
-use pipeweave_report::{TimeUnit, TimelineChart, fit_spec, timelines_svg, transfers};
+use pipeweave_report::{TimeFormat, TimelineChart, timelines_svg, transfers};
 use pipeweave_sim::{CostModel, Timeline, UnitCosts};
 use std::path::{Path, PathBuf};
 
@@ -159,9 +160,9 @@ pub fn run(args: &PlanArgs, costing: &Costing, sources: &mut Sources) -> Result<
         Costing::Spec(spec) => {
             let (fitted, _) = fit_spec(&spec.spec, &loaded.plan)
                 .map_err(|r| Failure::Invalid(format!("error: {}: {r}\n", args.plan)))?;
-            let (costs, timeline, _) =
-                pipeweave_spec::evaluate(&fitted, &loaded.plan).map_err(Failure::Diagnostics)?;
-            (Box::new(costs), timeline)
+            let e =
+                pipeweave_eval::evaluate(&fitted, &loaded.plan).map_err(Failure::Diagnostics)?;
+            (Box::new(e.costs), e.timeline)
         }
     };
     // Named as the user wrote it (`dualpipe`, not the loader's `plugin:dualpipe`), so figures and

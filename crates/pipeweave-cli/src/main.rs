@@ -304,17 +304,7 @@ pub fn load_valid(args: &PlanArgs, sources: &mut Sources) -> Result<load::Loaded
 }
 
 fn describe(plan: &pipeweave_plan::Plan) -> String {
-    let k = plan.pipelines().len();
-    format!(
-        "{} ranks, {} pipeline{} × {} stages, {} micro-batches, {} model cop{}",
-        plan.ranks(),
-        k,
-        if k == 1 { "" } else { "s" },
-        plan.stages_per_pipeline(),
-        plan.num_microbatches(),
-        plan.model_copies(),
-        if plan.model_copies() == 1 { "y" } else { "ies" },
-    )
+    pipeweave_report::shape_text(&pipeweave_eval::Shape::of(plan))
 }
 
 pub fn simulate(
@@ -347,20 +337,23 @@ fn run(cli: Cli, sources: &mut Sources) -> Result<(), Failure> {
             if let Some(spec) = &costs.spec {
                 let spec = specs::load(spec, sources)?;
                 let (loaded, t, report) = specs::evaluate(&mut plan, &spec, sources)?;
+                let sim =
+                    pipeweave_eval::Simulation::new(&loaded.name, &loaded.plan, &t, Some(&report));
                 return emit(
                     None,
                     &match format {
-                        Format::Text => specs::simulate_text(&loaded, &t, &report),
-                        Format::Json => specs::simulate_json(&loaded, &t, &report),
+                        Format::Text => pipeweave_report::simulation_text(&sim),
+                        Format::Json => pipeweave_report::simulation_json(&sim),
                     },
                 );
             }
             let costs = parse_costs(&costs)?;
             let loaded = load_valid(&plan, sources)?;
             let t = simulate(&loaded, &costs)?;
+            let sim = pipeweave_eval::Simulation::new(&loaded.name, &loaded.plan, &t, None);
             let text = match format {
-                Format::Text => simulate_text(&loaded, &t),
-                Format::Json => simulate_json(&loaded, &t),
+                Format::Text => pipeweave_report::simulation_text(&sim),
+                Format::Json => pipeweave_report::simulation_json(&sim),
             };
             emit(None, &text)
         }
@@ -464,71 +457,4 @@ fn run(cli: Cli, sources: &mut Sources) -> Result<(), Failure> {
             emit(output.as_ref(), &text)
         }
     }
-}
-
-fn simulate_text(loaded: &load::Loaded, t: &pipeweave_sim::Timeline) -> String {
-    use pipeweave_report::format_time as ft;
-    use std::fmt::Write as _;
-    let mut s = String::new();
-    let _ = writeln!(s, "plan             {}", loaded.name);
-    let _ = writeln!(s, "shape            {}", describe(&loaded.plan));
-    let _ = writeln!(s, "makespan         {}", ft(t.makespan));
-    let _ = writeln!(
-        s,
-        "bubble fraction  {:.4} ({:.2}%)",
-        t.bubble_fraction,
-        t.bubble_fraction * 100.0
-    );
-    if t.exposed_comm > 0.0 {
-        let _ = writeln!(s, "exposed comm     {}", ft(t.exposed_comm));
-    }
-    let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "rank  busy        idle        longest idle  peak activations"
-    );
-    for (r, m) in t.ranks.iter().enumerate() {
-        let _ = writeln!(
-            s,
-            "{r:<4}  {:<10}  {:<10}  {:<12}  {}",
-            ft(m.busy),
-            ft(m.idle),
-            ft(m.longest_idle),
-            m.peak_activations
-        );
-    }
-    s
-}
-
-fn simulate_json(loaded: &load::Loaded, t: &pipeweave_sim::Timeline) -> String {
-    let ranks: Vec<serde_json::Value> = t
-        .ranks
-        .iter()
-        .enumerate()
-        .map(|(r, m)| {
-            serde_json::json!({
-                "rank": r,
-                "busy": m.busy,
-                "idle": m.idle,
-                "longest_idle": m.longest_idle,
-                "peak_activations": m.peak_activations,
-                "exposed_comm": m.exposed_comm,
-            })
-        })
-        .collect();
-    let v = serde_json::json!({
-        "plan": loaded.name,
-        "num_ranks": loaded.plan.ranks(),
-        "pipelines": loaded.plan.pipelines().len(),
-        "stages_per_pipeline": loaded.plan.stages_per_pipeline(),
-        "microbatches": loaded.plan.num_microbatches(),
-        "model_copies": loaded.plan.model_copies(),
-        "makespan": t.makespan,
-        "bubble_fraction": t.bubble_fraction,
-        "exposed_comm": t.exposed_comm,
-        "ranks": ranks,
-    });
-    let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
-    s.push('\n');
-    s
 }

@@ -6,9 +6,9 @@ use crate::specs;
 use crate::{Failure, plugins};
 use clap::Args;
 use pipeweave_diagnostics::FileId;
+use pipeweave_eval::{PlanRequest, Planner, SearchSchedule, Unbuilt};
 use pipeweave_plan::Plan;
 use pipeweave_plugin_host::{Plugin, discover, load_found};
-use pipeweave_report::{Planner, SearchSchedule};
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -27,7 +27,17 @@ struct Schedules {
 }
 
 impl Planner for Schedules {
-    fn plan(&self, schedule: &str, ranks: u32, mbs: u32, v: Option<u32>) -> Result<Plan, String> {
+    type Stop = std::convert::Infallible;
+
+    fn plan(&mut self, schedule: &str, r: &PlanRequest) -> Result<Plan, Unbuilt<Self::Stop>> {
+        let (ranks, mbs) = (r.ranks.unwrap_or(1), r.microbatches.unwrap_or(1));
+        self.build(schedule, ranks, mbs, r.stages_per_rank)
+            .map_err(Unbuilt::Refused)
+    }
+}
+
+impl Schedules {
+    fn build(&self, schedule: &str, ranks: u32, mbs: u32, v: Option<u32>) -> Result<Plan, String> {
         if let Some((_, plugin)) = self.plugins.iter().find(|(n, _)| n == schedule) {
             let request = plugin.request(ranks, mbs, &[]).map_err(|e| e.to_string())?;
             // The host validates every plan a plugin returns.
@@ -90,11 +100,10 @@ pub fn run(args: &RecommendArgs, sources: &mut Sources) -> Result<(String, Vec<S
             Err(e) => warnings.push(e.to_string()),
         }
     }
-    let planner = Schedules { plugins: loaded };
-    let r = pipeweave_report::recommend(&spec.spec, &search, &planner);
-    let mut text = pipeweave_report::recommend_text(&r);
-    if spec.default {
-        text.insert_str(0, "(no --spec: the built-in default spec)\n");
-    }
-    Ok((text, warnings))
+    let mut planner = Schedules { plugins: loaded };
+    let r = match pipeweave_eval::recommend(&spec.spec, spec.default, &search, &mut planner) {
+        Ok(r) => r,
+        Err(never) => match never {},
+    };
+    Ok((pipeweave_report::recommend_text(&r), warnings))
 }

@@ -11,8 +11,9 @@ use crate::draw::{Costing, ManyArgs, Run, run, timelines};
 use crate::render::Sources;
 use crate::specs;
 use crate::sweep::{Over, Param, parse_over, sweep};
+use pipeweave_eval::{Comparison, Metric};
 use pipeweave_report::{
-    Block, Comparison, HtmlReport, Metric, Section, Table, compare_notes, figures_table, html_page,
+    Block, HtmlReport, Section, Table, compare_notes, compare_title, figures_table, html_page,
     sweep_svg, sweep_table, traits_table,
 };
 
@@ -140,7 +141,7 @@ pub fn report(
     let page = HtmlReport {
         title: format!("pipeweave report: {}", names.join(", ")),
         intro: vec![
-            compared.title(),
+            compare_title(&compared),
             format!("timelines and sweep: {}", costing.describe()),
         ],
         sections,

@@ -4,8 +4,8 @@
 use crate::load::{Loaded, read_file};
 use crate::render::Sources;
 use crate::{Failure, PlanArgs};
-use pipeweave_spec::{Report, SHIPPED_SPECS, Spec, shipped_spec};
-use std::fmt::Write as _;
+use pipeweave_eval::StepReport;
+use pipeweave_spec::{SHIPPED_SPECS, Spec, shipped_spec};
 use std::path::Path;
 
 /// A spec and what to call it.
@@ -74,105 +74,13 @@ pub fn evaluate(
     plan: &mut PlanArgs,
     spec: &LoadedSpec,
     sources: &mut Sources,
-) -> Result<(Loaded, pipeweave_sim::Timeline, Report), Failure> {
+) -> Result<(Loaded, pipeweave_sim::Timeline, StepReport), Failure> {
     fill_defaults(plan, &spec.spec);
     let loaded = crate::load_valid(plan, sources)?;
     let problems = spec.spec.check_plan(&loaded.plan);
     if !problems.is_empty() {
         return Err(Failure::Diagnostics(problems));
     }
-    let (_, timeline, report) =
-        pipeweave_spec::evaluate(&spec.spec, &loaded.plan).map_err(Failure::Diagnostics)?;
-    Ok((loaded, timeline, report))
-}
-
-/// `simulate --spec`: the plan, its shape and the spec's report, then the time of every rank.
-pub fn simulate_text(loaded: &Loaded, t: &pipeweave_sim::Timeline, report: &Report) -> String {
-    let secs = pipeweave_report::seconds;
-    let mut s = String::new();
-    let _ = writeln!(s, "plan             {}", loaded.name);
-    let _ = writeln!(s, "shape            {}", crate::describe(&loaded.plan));
-    let _ = write!(s, "{report}");
-    let _ = writeln!(
-        s,
-        "time per rank\n  rank  busy        idle        longest idle  exposed comm"
-    );
-    for (r, m) in t.ranks.iter().enumerate() {
-        let _ = writeln!(
-            s,
-            "{r:>6}  {:<10}  {:<10}  {:<12}  {}",
-            secs(m.busy),
-            secs(m.idle),
-            secs(m.longest_idle),
-            secs(m.exposed_comm)
-        );
-    }
-    s
-}
-
-/// `simulate --spec --format json`: the keys of the unit-cost JSON (times in seconds) and the
-/// spec's figures.
-pub fn simulate_json(loaded: &Loaded, t: &pipeweave_sim::Timeline, report: &Report) -> String {
-    use serde_json::json;
-    let ranks: Vec<serde_json::Value> = t
-        .ranks
-        .iter()
-        .zip(&report.ranks)
-        .enumerate()
-        .map(|(r, (m, rr))| {
-            json!({
-                "rank": r,
-                "busy": m.busy,
-                "idle": m.idle,
-                "longest_idle": m.longest_idle,
-                "peak_activations": m.peak_activations,
-                "exposed_comm": m.exposed_comm,
-                "memory": {
-                    "params_bytes": rr.memory.params,
-                    "grads_bytes": rr.memory.grads,
-                    "optimizer_bytes": rr.memory.optimizer,
-                    "activations_bytes": rr.memory.activations,
-                    "total_bytes": rr.memory.total(),
-                    "fraction_of_gpu": rr.memory_fraction,
-                    "out_of_memory": rr.out_of_memory,
-                },
-            })
-        })
-        .collect();
-    let v = json!({
-        "plan": loaded.name,
-        "num_ranks": loaded.plan.ranks(),
-        "pipelines": loaded.plan.pipelines().len(),
-        "stages_per_pipeline": loaded.plan.stages_per_pipeline(),
-        "microbatches": loaded.plan.num_microbatches(),
-        "model_copies": loaded.plan.model_copies(),
-        "time_unit": "s",
-        "makespan": t.makespan,
-        "bubble_fraction": t.bubble_fraction,
-        "exposed_comm": t.exposed_comm,
-        "spec": {
-            "name": report.spec,
-            "gpu": report.gpu,
-            "gpus": report.gpus,
-            "step_time_s": report.step_time_s,
-            "tokens_per_step": report.tokens_per_step,
-            "tokens_per_s": report.tokens_per_s,
-            "model_flops_per_token": report.model_flops_per_token,
-            "achieved_fraction_of_peak": report.achieved_fraction_of_peak,
-            "exposed_comm_s": report.exposed_comm_s,
-            "exposed_comm_fraction": report.exposed_comm_fraction,
-            "gpu_memory_bytes": report.gpu_memory_bytes,
-            "out_of_memory": report.out_of_memory,
-            "gpu_hours_per_million_tokens": report.gpu_hours_per_million_tokens,
-            "bubble_gpu_hours_per_million_tokens": report.bubble_gpu_hours_per_million_tokens,
-            "run_tokens": report.run_tokens,
-            "run_steps": report.run_steps,
-            "run_gpu_hours": report.run_gpu_hours,
-            "bubble_gpu_hours_run": report.bubble_gpu_hours_run,
-        },
-        "ranks": ranks,
-    });
-    let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
-    s.push('\n');
-    s
+    let e = pipeweave_eval::evaluate(&spec.spec, &loaded.plan).map_err(Failure::Diagnostics)?;
+    Ok((loaded, e.timeline, e.report))
 }

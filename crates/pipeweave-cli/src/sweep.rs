@@ -8,7 +8,7 @@ use crate::draw::{Costing, ManyArgs, run};
 use crate::render::Sources;
 use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
-use pipeweave_report::{Metric, Sweep, SweepPoint, SweepSeries};
+use pipeweave_eval::{Metric, Sweep, SweepPoint, SweepSeries};
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
