@@ -15,6 +15,9 @@ pub fn format_time(t: f64) -> String {
 }
 
 /// Seconds for people: `1.234 s`, `56.7 ms`, `12.3 µs`.
+///
+/// The one rule for every duration in seconds: a fixed number of decimals per unit, so the
+/// figures of a column line up and read alike in every view (tables, timelines, tooltips).
 pub fn seconds(s: f64) -> String {
     let a = s.abs();
     if a >= 1.0 {
@@ -39,8 +42,7 @@ impl TimeFormat for TimeUnit {
     fn format(self, t: f64) -> String {
         match self {
             TimeUnit::Units => format_time(t),
-            TimeUnit::Seconds if t.abs() < 1.0 => format!("{} ms", sig(t * 1e3)),
-            TimeUnit::Seconds => format!("{} s", sig(t)),
+            TimeUnit::Seconds => seconds(t),
         }
     }
 

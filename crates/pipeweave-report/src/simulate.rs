@@ -36,14 +36,6 @@ pub fn costing_text(costing: &Costing) -> String {
     }
 }
 
-fn spec_seconds(s: f64) -> String {
-    if s >= 1.0 {
-        format!("{s:.3} s")
-    } else {
-        format!("{:.2} ms", s * 1e3)
-    }
-}
-
 /// The figures of a step on a spec: time, throughput, efficiency, bubbles, communication,
 /// GPU-hours, and a table of memory per rank.
 pub fn step_report_text(r: &StepReport) -> String {
@@ -63,7 +55,7 @@ pub fn step_report_text(r: &StepReport) -> String {
             format!("{} model copies", r.model_copies)
         }
     );
-    let _ = writeln!(f, "step time            {}", spec_seconds(r.step_time_s));
+    let _ = writeln!(f, "step time            {}", seconds(r.step_time_s));
     let _ = writeln!(f, "tokens per step      {}", si(r.tokens_per_step));
     let _ = writeln!(f, "tokens/s             {}", si(r.tokens_per_s));
     let _ = writeln!(
@@ -76,7 +68,7 @@ pub fn step_report_text(r: &StepReport) -> String {
     let _ = writeln!(
         f,
         "exposed comm         {} per step over all ranks ({:.1}% of rank-time)",
-        spec_seconds(r.exposed_comm_s),
+        seconds(r.exposed_comm_s),
         r.exposed_comm_fraction * 100.0
     );
     let _ = writeln!(
