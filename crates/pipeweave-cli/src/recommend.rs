@@ -4,7 +4,7 @@
 use crate::render::Sources;
 use crate::specs;
 use crate::{Failure, plugins};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use pipeweave_diagnostics::FileId;
 use pipeweave_eval::{PlanRequest, Planner, SearchSchedule, Unbuilt};
 use pipeweave_plan::Plan;
@@ -19,6 +19,16 @@ pub struct RecommendArgs {
     /// A directory to search for plugins first (repeatable)
     #[arg(long = "plugin-dir", value_name = "DIR")]
     pub plugin_dirs: Vec<PathBuf>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = RecommendFormat::Text)]
+    pub format: RecommendFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RecommendFormat {
+    Text,
+    Markdown,
+    Json,
 }
 
 /// Library schedules compiled in memory and plugins loaded once.
@@ -105,5 +115,10 @@ pub fn run(args: &RecommendArgs, sources: &mut Sources) -> Result<(String, Vec<S
         Ok(r) => r,
         Err(never) => match never {},
     };
-    Ok((pipeweave_report::recommend_text(&r), warnings))
+    let text = match args.format {
+        RecommendFormat::Text => pipeweave_report::recommend_text(&r),
+        RecommendFormat::Markdown => pipeweave_report::recommend_markdown(&r),
+        RecommendFormat::Json => pipeweave_report::recommend_json(&r),
+    };
+    Ok((text, warnings))
 }

@@ -3,7 +3,7 @@
 
 use pipeweave_eval::{PlanRequest, Planner, SearchSchedule, Unbuilt, recommend};
 use pipeweave_plan::Plan;
-use pipeweave_report::{candidate_label, recommend_text};
+use pipeweave_report::{candidate_label, recommend_json, recommend_markdown, recommend_text};
 use pipeweave_spec::{SHIPPED_SPECS, Spec};
 use std::convert::Infallible;
 
@@ -125,4 +125,24 @@ fn recommend_is_deterministic() {
     let a = recommend_text(&search(&s));
     let b = recommend_text(&search(&s));
     assert_eq!(a, b);
+}
+
+#[test]
+fn markdown_and_json_of_the_unit_spec() {
+    let unit = SHIPPED_SPECS
+        .iter()
+        .find(|s| s.name == "unit")
+        .expect("the unit spec");
+    let r = search(&spec(unit.source));
+    insta::assert_snapshot!("recommend_unit_markdown", recommend_markdown(&r));
+    let v: serde_json::Value = serde_json::from_str(&recommend_json(&r)).expect("JSON");
+    assert_eq!(
+        v["choice"]["schedule"],
+        r.choice.as_ref().expect("a choice").schedule
+    );
+    assert_eq!(
+        v["verdicts"].as_array().map(Vec::len),
+        Some(r.verdicts.len())
+    );
+    assert_eq!(v["rejected_pp"][0]["pp"], 1);
 }
