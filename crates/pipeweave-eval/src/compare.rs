@@ -261,7 +261,7 @@ pub fn evaluate_row(
             };
             Ok(Figures::from_report(&e.report, makespan_units))
         }
-        Err(diags) => Err(crate::messages(&diags)),
+        Err(diags) => Err(crate::step::messages(&diags)),
     };
     row
 }

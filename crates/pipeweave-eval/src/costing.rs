@@ -86,7 +86,7 @@ impl Costing {
             }
             Costing::Spec { spec, .. } => {
                 let (fitted, _) = fit_spec(spec, plan)?;
-                let e = evaluate(&fitted, plan).map_err(|d| crate::messages(&d))?;
+                let e = evaluate(&fitted, plan).map_err(|d| crate::step::messages(&d))?;
                 Ok(Run {
                     timeline: e.timeline,
                     costs: Box::new(e.costs),

@@ -29,12 +29,3 @@ pub use recommend::{
 pub use simulation::{RankMemory, RankTimes, Shape, Simulation};
 pub use step::{Evaluation, RankReport, StepReport, evaluate};
 pub use sweep::{Metric, Over, Param, Sweep, SweepPoint, SweepSeries, Tick, sweep};
-
-/// Every diagnostic's message, joined by `; `: a failure in one line.
-fn messages(diags: &[pipeweave_diagnostics::Diagnostic]) -> String {
-    diags
-        .iter()
-        .map(|d| d.message.clone())
-        .collect::<Vec<_>>()
-        .join("; ")
-}

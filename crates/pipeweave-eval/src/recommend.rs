@@ -170,7 +170,7 @@ fn candidate(
     base.training.micro_batch_size = mbs;
     let (fitted, _) = fit_spec(&base, plan)?;
     let report = evaluate(&fitted, plan)
-        .map_err(|d| crate::messages(&d))?
+        .map_err(|d| crate::step::messages(&d))?
         .report;
     Ok(Candidate {
         schedule: schedule.to_owned(),

@@ -186,3 +186,12 @@ pub fn evaluate(spec: &Spec, plan: &Plan) -> Result<Evaluation, Vec<Diagnostic>>
         report,
     })
 }
+
+/// Every diagnostic's message, joined by `; `: a failure in one line.
+pub(crate) fn messages(diags: &[Diagnostic]) -> String {
+    diags
+        .iter()
+        .map(|d| d.message.clone())
+        .collect::<Vec<_>>()
+        .join("; ")
+}

@@ -311,5 +311,5 @@ pub fn compare_csv(c: &Comparison) -> String {
 /// The comparison as JSON (`schemas/pipeweave-compare.v1.schema.json`): the spec, P, M, and one
 /// object per schedule with raw figures (seconds, bytes), its traits, or its `error`.
 pub fn compare_json(c: &Comparison) -> String {
-    crate::json(c)
+    crate::json::json(c)
 }

@@ -8,6 +8,7 @@
 mod compare;
 pub mod format;
 mod html;
+mod json;
 mod recommend;
 mod simulate;
 mod svg;
@@ -21,6 +22,7 @@ pub use compare::{
 };
 pub use format::{TimeFormat, format_time, gib, gib_text, percent, seconds, si};
 pub use html::{Block, HtmlReport, Section, html_page};
+pub use json::json;
 pub use pipeweave_eval::TimeUnit;
 pub use recommend::{candidate_label, recommend_json, recommend_markdown, recommend_text};
 pub use simulate::{costing_text, shape_text, simulation_json, simulation_text, step_report_text};
@@ -28,12 +30,3 @@ pub use svg::{TimelineChart, Transfer, timelines_svg, transfers};
 pub use sweep::{SweepTable, sweep_csv, sweep_json, sweep_svg, sweep_table, sweep_text};
 pub use table::Table;
 pub use text::text_timeline;
-
-/// A value as pretty-printed JSON with a final newline: the form of every `--format json`.
-pub fn json<T: serde::Serialize>(value: &T) -> String {
-    // Serializing plain data into a string fails only for maps with non-string keys, which no
-    // output type has.
-    let mut s = serde_json::to_string_pretty(value).unwrap_or_default();
-    s.push('\n');
-    s
-}

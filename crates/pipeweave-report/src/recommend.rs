@@ -318,5 +318,5 @@ pub fn recommend_markdown(r: &Recommendation) -> String {
 
 /// The search's outcome as JSON (`schemas/pipeweave-recommend.v1.schema.json`).
 pub fn recommend_json(r: &Recommendation) -> String {
-    crate::json(r)
+    crate::json::json(r)
 }

@@ -176,5 +176,5 @@ pub fn simulation_text(sim: &Simulation) -> String {
 /// and every rank's times; on a spec, times in seconds (`time_unit`), the `spec` figures and every
 /// rank's memory.
 pub fn simulation_json(sim: &Simulation) -> String {
-    crate::json(sim)
+    crate::json::json(sim)
 }

@@ -101,7 +101,7 @@ pub fn sweep_csv(sweep: &Sweep) -> String {
 /// The sweep as JSON (`schemas/pipeweave-sweep.v1.schema.json`): the parameter, the metric and its
 /// unit, and every schedule's points (a `null` value with a `reason` where the schedule has none).
 pub fn sweep_json(sweep: &Sweep) -> String {
-    crate::json(sweep)
+    crate::json::json(sweep)
 }
 
 /// Line colours, one per schedule (repeated with dashes past ten).

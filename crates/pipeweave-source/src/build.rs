@@ -3,9 +3,8 @@
 
 use crate::failure::Failure;
 use crate::files::Files;
-use crate::host::{Host, PluginInfo, PluginRequest};
+use crate::host::{Host, PLUGIN_PREFIX, PluginInfo, PluginRequest};
 use crate::params::Params;
-use crate::source::PLUGIN_PREFIX;
 use pipeweave_check::{Problem, ProblemKind};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_plan::Plan;

@@ -2,8 +2,7 @@
 //! path, for `list` and for searches over all schedules.
 
 use crate::declared::Declared;
-use crate::host::Host;
-use crate::source::PLUGIN_PREFIX;
+use crate::host::{Host, PLUGIN_PREFIX};
 
 /// Where a schedule comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,6 +6,9 @@ use crate::failure::Failure;
 use pipeweave_plan::Plan;
 use pipeweave_plugin_api::Metadata;
 
+/// The prefix that picks a plugin explicitly (`plugin:dualpipe`, `plugin:./libmine.so`).
+pub const PLUGIN_PREFIX: &str = "plugin:";
+
 /// A plugin as the user names it after `plugin:`, or a bare name on the search path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PluginTarget {

@@ -23,7 +23,9 @@ pub use catalog::{Entry, Origin, library, plugins};
 pub use declared::{Declared, Param};
 pub use failure::{Failure, FailureKind};
 pub use files::Files;
-pub use host::{Host, PluginId, PluginInfo, PluginRequest, PluginTarget, looks_like_path};
+pub use host::{
+    Host, PLUGIN_PREFIX, PluginId, PluginInfo, PluginRequest, PluginTarget, looks_like_path,
+};
 pub use params::{Params, Setting, SettingError};
-pub use source::{PLUGIN_PREFIX, Source, SourceKind, weave_file};
+pub use source::{Source, SourceKind, weave_file};
 pub use spec::{LoadedSpec, load_spec};

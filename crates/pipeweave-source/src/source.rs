@@ -5,12 +5,9 @@ use crate::build::{self, Built};
 use crate::declared::Declared;
 use crate::failure::Failure;
 use crate::files::Files;
-use crate::host::{Host, PluginInfo, PluginTarget, looks_like_path};
+use crate::host::{Host, PLUGIN_PREFIX, PluginInfo, PluginTarget, looks_like_path};
 use crate::params::Params;
 use pipeweave_diagnostics::FileId;
-
-/// The prefix that picks a plugin explicitly (`plugin:dualpipe`, `plugin:./libmine.so`).
-pub const PLUGIN_PREFIX: &str = "plugin:";
 
 /// What a name resolved to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
