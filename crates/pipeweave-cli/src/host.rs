@@ -126,3 +126,35 @@ impl Host for CliHost {
         plugin.generate(&request).map_err(failure)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Needs the plugins built next to the binaries (`cargo build --workspace`), as the CLI's
+    /// integration tests do.
+    #[test]
+    fn each_plugin_library_is_loaded_once() {
+        let mut host = CliHost::default();
+        let named = host
+            .plugin(&PluginTarget::Named("dualpipe".into()))
+            .expect("the dualpipe plugin is built");
+        let all = host.plugins();
+        assert!(all.iter().flatten().any(|p| p.id == named.id));
+        let by_path = host
+            .plugin(&PluginTarget::Path(named.location.clone()))
+            .expect("loads");
+        assert_eq!(by_path.id, named.id);
+        // One library per plugin file, however it was asked for.
+        assert_eq!(host.loaded.len(), all.len());
+        let plan = host.generate(
+            named.id,
+            &PluginRequest {
+                ranks: 4,
+                microbatches: 8,
+                settings: vec![("overlap".into(), "maybe".into())],
+            },
+        );
+        assert!(plan.expect_err("a bad setting").is_usage());
+    }
+}
