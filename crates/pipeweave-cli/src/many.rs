@@ -97,23 +97,28 @@ impl Many {
     }
 
     /// The comparison on `spec` (the built-in default when `default`) of every schedule at
-    /// `request`'s P and M (the spec's where it has none), from the plans already built for them
-    /// (`built`, in order) or built now.
+    /// `request`'s P and M (the spec's where it has none). Plans already built (`prebuilt`: the
+    /// request they were built for and the outcome of each schedule, in order) serve when they
+    /// have the same P and M; otherwise every schedule is built now.
     pub fn compare(
         &self,
         spec: &Spec,
         default: bool,
         request: &PlanRequest,
         units: bool,
-        built: Option<&[Result<Built, Failure>]>,
+        prebuilt: Option<(&PlanRequest, &[Result<Built, Failure>])>,
         session: &mut Session,
     ) -> Comparison {
+        let ranks = request.ranks.unwrap_or(spec.parallelism.pp);
+        let microbatches = request.microbatches.unwrap_or(spec.training.microbatches);
         let at = PlanRequest {
-            ranks: request.ranks.or(Some(spec.parallelism.pp)),
-            microbatches: request.microbatches.or(Some(spec.training.microbatches)),
+            ranks: Some(ranks),
+            microbatches: Some(microbatches),
             stages_per_rank: None,
         };
-        let (ranks, microbatches) = (at.ranks.unwrap_or(0), at.microbatches.unwrap_or(0));
+        let built = prebuilt
+            .filter(|(r, _)| (r.ranks, r.microbatches) == (at.ranks, at.microbatches))
+            .map(|(_, built)| built);
         let mut c = Comparison::new(spec, default, ranks, microbatches, units);
         for (i, source) in self.sources.iter().enumerate() {
             let requires = source

@@ -154,20 +154,9 @@ fn page(args: &ManyArgs, options: &Options, session: &mut Session) -> Result<Str
             (loaded.spec, loaded.default, true)
         }
     };
-    let at = (
-        request.ranks.unwrap_or(spec.parallelism.pp),
-        request.microbatches.unwrap_or(spec.training.microbatches),
-    );
     // The plans built for the timelines serve the comparison when it has the same P and M.
-    let same = (request.ranks, request.microbatches) == (Some(at.0), Some(at.1));
-    let compared = many.compare(
-        &spec,
-        default,
-        &request,
-        units,
-        same.then_some(&built[..]),
-        session,
-    );
+    let prebuilt = Some((&request, &built[..]));
+    let compared = many.compare(&spec, default, &request, units, prebuilt, session);
 
     let over = options
         .over
