@@ -5,7 +5,7 @@ use crate::args::ManyArgs;
 use crate::many::{Drawn, Many, costing, draw, timelines};
 use crate::output::emit;
 use crate::session::Session;
-use pipeweave_report::TimeFormat;
+use pipeweave_report::{TimeFormat, percent};
 use pipeweave_source::Failure;
 use std::path::Path;
 
@@ -35,10 +35,10 @@ pub fn render(
     let mut summary = String::new();
     for d in &drawn {
         summary.push_str(&format!(
-            "{}: makespan {}, bubble fraction {:.2}%\n",
+            "{}: makespan {}, bubble fraction {}\n",
             d.name,
             costing.unit().format(d.run.timeline.makespan),
-            d.run.timeline.bubble_fraction * 100.0
+            percent(d.run.timeline.bubble_fraction, 2)
         ));
     }
     summary.push_str(&format!("wrote {}\n", svg.display()));

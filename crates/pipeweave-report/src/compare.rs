@@ -39,7 +39,7 @@ fn memory_text(f: &Figures) -> String {
         0.0
     };
     let oom = if f.out_of_memory { " OOM" } else { "" };
-    format!("{} ({:.0}%){oom}", gib_text(f.memory_bytes), share * 100.0)
+    format!("{} ({}){oom}", gib_text(f.memory_bytes), percent(share, 0))
 }
 
 fn yes_no(b: bool) -> String {

@@ -20,15 +20,16 @@ pub fn candidate_label(c: &Candidate) -> String {
 fn memory_text(c: &Candidate) -> String {
     let f = &c.figures;
     format!(
-        "{:.1} GiB of {:.1} ({:.0}%)",
+        "{:.1} GiB of {:.1} ({})",
         gib(f.memory_bytes),
         gib(f.gpu_memory_bytes),
-        100.0 * f.memory_bytes / f.gpu_memory_bytes.max(1.0)
+        percent(f.memory_bytes / f.gpu_memory_bytes.max(1.0), 0)
     )
 }
 
 fn pct_slower(c: &Candidate, base: &Candidate) -> String {
     let r = c.figures.step_time_s / base.figures.step_time_s - 1.0;
+    // Signed: a runner-up is slower (+), a fitting candidate can be faster than one that does not.
     format!("{:+.1}%", r * 100.0)
 }
 
@@ -45,9 +46,9 @@ fn savings(choice: &Candidate, base: &Candidate, what: &str) -> String {
         ""
     };
     format!(
-        "{} GPU-hours ({:.1}%) over 1F1B {what} ({}){oom}",
+        "{} GPU-hours ({}) over 1F1B {what} ({}){oom}",
         si(saved),
-        share * 100.0,
+        percent(share, 1),
         candidate_label(base)
     )
 }
@@ -223,10 +224,10 @@ pub fn recommend_text(r: &Recommendation) -> String {
                 .unwrap_or_default();
             let _ = writeln!(
                 s,
-                "  {:<44} {:>10}  bubble {:>5.1}%  {}{vs}",
+                "  {:<44} {:>10}  bubble {:>6}  {}{vs}",
                 candidate_label(c),
                 seconds(c.figures.step_time_s),
-                c.figures.bubble_fraction * 100.0,
+                percent(c.figures.bubble_fraction, 1),
                 memory_text(c)
             );
         }

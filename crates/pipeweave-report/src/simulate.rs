@@ -1,7 +1,7 @@
 //! One simulated step for people: the plan's shape, the step's figures on a spec, and every
 //! rank's times, as text or JSON.
 
-use crate::format::{format_time, gib, seconds, si};
+use crate::format::{format_time, gib, percent, seconds, si};
 use pipeweave_eval::{Costing, Shape, Simulation, StepReport};
 use std::fmt::Write as _;
 
@@ -60,16 +60,16 @@ pub fn step_report_text(r: &StepReport) -> String {
     let _ = writeln!(f, "tokens/s             {}", si(r.tokens_per_s));
     let _ = writeln!(
         f,
-        "achieved of peak     {:.1}% ({} FLOPs per token)",
-        r.achieved_fraction_of_peak * 100.0,
+        "achieved of peak     {} ({} FLOPs per token)",
+        percent(r.achieved_fraction_of_peak, 1),
         si(r.model_flops_per_token)
     );
-    let _ = writeln!(f, "bubble fraction      {:.1}%", r.bubble_fraction * 100.0);
+    let _ = writeln!(f, "bubble fraction      {}", percent(r.bubble_fraction, 1));
     let _ = writeln!(
         f,
-        "exposed comm         {} per step over all ranks ({:.1}% of rank-time)",
+        "exposed comm         {} per step over all ranks ({} of rank-time)",
         seconds(r.exposed_comm_s),
-        r.exposed_comm_fraction * 100.0
+        percent(r.exposed_comm_fraction, 1)
     );
     let _ = writeln!(
         f,
@@ -146,9 +146,9 @@ pub fn simulation_text(sim: &Simulation) -> String {
     let _ = writeln!(s, "makespan         {}", format_time(sim.makespan));
     let _ = writeln!(
         s,
-        "bubble fraction  {:.4} ({:.2}%)",
+        "bubble fraction  {:.4} ({})",
         sim.bubble_fraction,
-        sim.bubble_fraction * 100.0
+        percent(sim.bubble_fraction, 2)
     );
     if sim.exposed_comm > 0.0 {
         let _ = writeln!(s, "exposed comm     {}", format_time(sim.exposed_comm));

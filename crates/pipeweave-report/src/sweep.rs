@@ -3,7 +3,7 @@
 //! The [`Sweep`] comes from `pipeweave-eval`; a point without a value (its schedule could not be
 //! built or run there) shows as a gap in the chart and as a numbered note under the table.
 
-use crate::format::{TimeFormat, num, sig};
+use crate::format::{TimeFormat, num, percent, sig};
 use crate::svg::{esc, nice_ticks};
 use crate::table::{csv_field, text_table};
 use pipeweave_eval::{Metric, Sweep, SweepPoint, SweepSeries};
@@ -11,7 +11,7 @@ use std::fmt::Write;
 
 fn value_text(sweep: &Sweep, v: f64) -> String {
     match sweep.metric {
-        Metric::Bubble => format!("{:.2}%", v * 100.0),
+        Metric::Bubble => percent(v, 2),
         Metric::StepTime => sweep.unit.format(v),
     }
 }

@@ -3,7 +3,7 @@
 //! Every action is a box `[label]` as wide as its duration; idle time is dots. Labels use the
 //! actions format (`3F12`, `3I12`, a pair `0F3&7B5`), so a row reads like the plan's own line.
 
-use crate::format::format_time;
+use crate::format::{format_time, percent};
 use pipeweave_plan::{Action, Plan};
 use pipeweave_sim::Timeline;
 use std::fmt::Write;
@@ -94,9 +94,9 @@ pub fn text_timeline(plan: &Plan, timeline: &Timeline) -> String {
     }
     let _ = writeln!(
         out,
-        "makespan {}, bubble fraction {:.2}%",
+        "makespan {}, bubble fraction {}",
         format_time(timeline.makespan),
-        timeline.bubble_fraction * 100.0
+        percent(timeline.bubble_fraction, 2)
     );
     out
 }
