@@ -6,9 +6,10 @@
 //! million tokens = GPUs × step time / 3600 / (million tokens per step). The spec's last stage is
 //! heavier (the output head), which 1F1B pays on every micro-batch.
 
+use pipeweave_eval::{evaluate, gpu_hours_recovered_per_million_tokens};
 use pipeweave_generators::{DualOptions, dualpipe};
 use pipeweave_plan::{Action, Kind, Op, Plan};
-use pipeweave_spec::{default_spec, evaluate, gpu_hours_recovered_per_million_tokens};
+use pipeweave_spec::default_spec;
 
 fn one_f_one_b(p: u32, m: u32) -> Plan {
     let programs = (0..p)
@@ -35,8 +36,9 @@ fn dualpipe_recovers_gpu_hours_over_1f1b_at_p8_m16() {
     let base = one_f_one_b(8, 16);
     let dual = dualpipe(8, 16, DualOptions::default()).expect("DualPipe at P = 8, M = 16");
     assert!(spec.check_plan(&dual).is_empty());
-    let (costs, _, r1) = evaluate(&spec, &base).expect("1F1B evaluates");
-    let (_, _, r2) = evaluate(&spec, &dual).expect("DualPipe evaluates");
+    let first = evaluate(&spec, &base).expect("1F1B evaluates");
+    let (costs, r1) = (first.costs, first.report);
+    let r2 = evaluate(&spec, &dual).expect("DualPipe evaluates").report;
     assert_eq!(r2.model_copies, 2);
 
     let recovered = gpu_hours_recovered_per_million_tokens(&r1, &r2);
@@ -87,9 +89,11 @@ fn dualpipe_hides_expert_all_to_all_on_deepseek_v3() {
     assert!(diags.is_empty(), "{diags:?}");
     let spec = spec.expect("spec");
     let m = spec.training.microbatches;
-    let (_, _, r1) = evaluate(&spec, &one_f_one_b(16, m)).expect("1F1B evaluates");
+    let r1 = evaluate(&spec, &one_f_one_b(16, m))
+        .expect("1F1B evaluates")
+        .report;
     let dual = dualpipe(16, m, DualOptions::default()).expect("DualPipe at P = 16");
-    let (_, _, r2) = evaluate(&spec, &dual).expect("DualPipe evaluates");
+    let r2 = evaluate(&spec, &dual).expect("DualPipe evaluates").report;
     assert!(r2.exposed_comm_fraction < r1.exposed_comm_fraction / 2.0);
     assert!(r2.step_time_s < r1.step_time_s);
     insta::assert_snapshot!(format!(

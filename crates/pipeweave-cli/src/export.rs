@@ -1,11 +1,13 @@
 //! `pipeweave export`: a validated plan written in a launcher's format, with the simulated
 //! timeline where the format carries one (JSON with `--spec` or `--costs`, Chrome trace always).
 
-use crate::render::Sources;
-use crate::{CostArgs, Failure, PlanArgs, load_valid, parse_costs, specs};
+use crate::args::{CostArgs, PlanArgs};
+use crate::session::Session;
+use crate::single::{on_spec, simulate};
 use clap::ValueEnum;
 use pipeweave_export::{Interval, Timing};
 use pipeweave_sim::Timeline;
+use pipeweave_source::Failure;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ExportFormat {
@@ -42,23 +44,21 @@ fn timing(t: &Timeline) -> Timing {
 
 /// Writes the plan named by `plan` in `format`; returns the text.
 pub fn run(
-    mut plan: PlanArgs,
+    plan: &PlanArgs,
     format: ExportFormat,
     costs: &CostArgs,
-    sources: &mut Sources,
+    session: &mut Session,
 ) -> Result<String, Failure> {
     // The timeline, in seconds with a spec and in units otherwise (1 unit = 1 ms in a trace).
     let (loaded, timeline, us_per_unit) = if let Some(spec) = &costs.spec {
-        let spec = specs::load(spec, sources)?;
-        let (loaded, t, _) = specs::evaluate(&mut plan, &spec, sources)?;
-        (loaded, Some(t), 1e6)
+        let spec = session.spec(Some(spec))?;
+        let (loaded, e) = on_spec(session, plan, &spec)?;
+        (loaded, Some(e.timeline), 1e6)
     } else {
-        let explicit = costs.costs.is_some();
-        let model = parse_costs(costs)?;
-        let loaded = load_valid(&plan, sources)?;
-        let wants = explicit || format == ExportFormat::ChromeTrace;
+        let loaded = session.load(plan)?;
+        let wants = costs.costs.is_some() || format == ExportFormat::ChromeTrace;
         let t = if wants {
-            Some(crate::simulate(&loaded, &model)?)
+            Some(simulate(&loaded, &costs.costs.unwrap_or_default())?)
         } else {
             None
         };
@@ -78,5 +78,5 @@ pub fn run(
             )),
         },
     };
-    written.map_err(|d| Failure::Diagnostics(vec![d]))
+    written.map_err(|d| Failure::from_diagnostics(vec![d]))
 }

@@ -1,14 +1,13 @@
-//! `pipeweave recommend --spec FILE`: the search of `pipeweave_report::recommend` over every
-//! library schedule and every plugin on the search path, printed as a one-page plan.
+//! `pipeweave recommend --spec FILE`: the search of `pipeweave_eval::recommend` over every library
+//! schedule and every plugin on the search path, printed as a one-page plan.
 
-use crate::render::Sources;
-use crate::specs;
-use crate::{Failure, plugins};
-use clap::Args;
-use pipeweave_diagnostics::FileId;
+use crate::output::{emit, warning};
+use crate::session::Session;
+use clap::{Args, ValueEnum};
+use pipeweave_eval::{PlanRequest, Planner, SearchSchedule, Unbuilt};
 use pipeweave_plan::Plan;
-use pipeweave_plugin_host::{Plugin, discover, load_found};
-use pipeweave_report::{Planner, SearchSchedule};
+use pipeweave_source::{Failure, PLUGIN_PREFIX, Params, Source};
+use std::convert::Infallible;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -19,82 +18,98 @@ pub struct RecommendArgs {
     /// A directory to search for plugins first (repeatable)
     #[arg(long = "plugin-dir", value_name = "DIR")]
     pub plugin_dirs: Vec<PathBuf>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = RecommendFormat::Text)]
+    pub format: RecommendFormat,
 }
 
-/// Library schedules compiled in memory and plugins loaded once.
-struct Schedules {
-    plugins: Vec<(String, Plugin)>,
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RecommendFormat {
+    Text,
+    Markdown,
+    Json,
 }
 
-impl Planner for Schedules {
-    fn plan(&self, schedule: &str, ranks: u32, mbs: u32, v: Option<u32>) -> Result<Plan, String> {
-        if let Some((_, plugin)) = self.plugins.iter().find(|(n, _)| n == schedule) {
-            let request = plugin.request(ranks, mbs, &[]).map_err(|e| e.to_string())?;
-            // The host validates every plan a plugin returns.
-            return plugin.generate(&request).map_err(|e| match e {
-                pipeweave_plugin_host::PluginError::Refused { message, .. } => message,
-                e => e.to_string(),
-            });
-        }
-        let entry = pipeweave_dsl::library::get(schedule)
-            .ok_or_else(|| format!("no schedule named `{schedule}`"))?;
-        let mut args = pipeweave_dsl::Args::new(ranks, mbs);
-        if let Some(v) = v {
-            args = args.with("v", i64::from(v));
-        }
-        let compiled = pipeweave_dsl::compile(FileId(0), entry.source, &args).map_err(|d| {
-            d.iter()
-                .find(|d| d.is_error())
-                .map_or_else(|| "does not compile".to_owned(), |d| d.message.clone())
-        })?;
-        let problems = pipeweave_check::validate(&compiled.plan);
-        match problems.first() {
-            None => Ok(compiled.plan),
-            Some(p) => Err(format!("invalid plan: {p}")),
-        }
-    }
+/// Every schedule of the search by the name it shows, resolved on first use (plugins by
+/// `plugin:NAME`, so a file that happens to share a plugin's name is never taken for it).
+struct Schedules<'a> {
+    session: &'a mut Session,
+    /// (name shown, what to resolve, the source once resolved).
+    schedules: Vec<(String, String, Option<Source>)>,
 }
 
-/// `pipeweave recommend`: the plan as text, and the plugins that failed to load as warnings.
-pub fn run(args: &RecommendArgs, sources: &mut Sources) -> Result<(String, Vec<String>), Failure> {
-    let spec = specs::load_or_default(args.spec.as_deref(), sources)?;
-    let mut search: Vec<SearchSchedule> = pipeweave_dsl::library::all()
-        .map(|e| SearchSchedule {
-            name: e.name.to_owned(),
-            takes_v: pipeweave_dsl::info(e.source)
-                .params
-                .iter()
-                .any(|p| p.name == "v"),
-        })
-        .collect();
-    let mut loaded = Vec::new();
-    let mut warnings = Vec::new();
-    for found in discover(&plugins::search_path(&args.plugin_dirs)) {
-        match load_found(&found) {
-            Ok(p) => {
-                let name = p.metadata().name.clone();
-                // A plugin that shares a library schedule's name is picked as `plugin:NAME`.
-                let name = if pipeweave_dsl::library::get(&name).is_some() {
-                    format!("{}{name}", plugins::PREFIX)
-                } else {
-                    name
-                };
-                if !loaded.iter().any(|(n, _): &(String, Plugin)| *n == name) {
-                    search.push(SearchSchedule {
-                        name: name.clone(),
-                        takes_v: false,
-                    });
-                    loaded.push((name, p));
-                }
+impl Planner for Schedules<'_> {
+    type Stop = Infallible;
+
+    fn plan(&mut self, schedule: &str, r: &PlanRequest) -> Result<Plan, Unbuilt<Infallible>> {
+        let Some(entry) = self.schedules.iter_mut().find(|(n, _, _)| n == schedule) else {
+            return Err(Unbuilt::Refused(format!("no schedule named `{schedule}`")));
+        };
+        let source = match &mut entry.2 {
+            Some(source) => source,
+            slot => {
+                let resolved = self
+                    .session
+                    .resolve(&entry.1)
+                    .map_err(|f| Unbuilt::Refused(f.reason()))?;
+                slot.insert(resolved)
             }
-            Err(e) => warnings.push(e.to_string()),
+        };
+        let params = Params {
+            ranks: r.ranks,
+            microbatches: r.microbatches,
+            stages_per_rank: r.stages_per_rank,
+            ..Params::default()
+        };
+        // A requirement's own message: the first error, as the schedule words it.
+        self.session
+            .build(source, &params)
+            .map(|b| b.plan)
+            .map_err(|f| {
+                let first = f.diagnostics.iter().find(|d| d.is_error());
+                Unbuilt::Refused(first.map_or_else(|| f.reason(), |d| d.message.clone()))
+            })
+    }
+}
+
+/// `pipeweave recommend`: the plan; the plugins that failed to load are warnings.
+pub fn run(args: &RecommendArgs, session: &mut Session) -> Result<(), Failure> {
+    let spec = session.spec(args.spec.as_deref())?;
+    session.host.with_plugin_dirs(&args.plugin_dirs);
+    let mut search = Vec::new();
+    let mut schedules = Vec::new();
+    for e in pipeweave_source::library() {
+        search.push(SearchSchedule {
+            name: e.name.clone(),
+            takes_v: e.declared.takes("v"),
+        });
+        schedules.push((e.name.clone(), e.name, None));
+    }
+    let (plugins, errors) = pipeweave_source::plugins(&mut session.host);
+    for e in plugins {
+        // A plugin that shares a library schedule's name is shown as `plugin:NAME`.
+        let name = e.resolvable_name();
+        if schedules.iter().any(|(n, _, _)| *n == name) {
+            continue;
         }
+        search.push(SearchSchedule {
+            name: name.clone(),
+            takes_v: false,
+        });
+        schedules.push((name, format!("{PLUGIN_PREFIX}{}", e.name), None));
     }
-    let planner = Schedules { plugins: loaded };
-    let r = pipeweave_report::recommend(&spec.spec, &search, &planner);
-    let mut text = pipeweave_report::recommend_text(&r);
-    if spec.default {
-        text.insert_str(0, "(no --spec: the built-in default spec)\n");
+    let mut planner = Schedules { session, schedules };
+    let r = match pipeweave_eval::recommend(&spec.spec, spec.default, &search, &mut planner) {
+        Ok(r) => r,
+        Err(never) => match never {},
+    };
+    for e in errors {
+        warning(&e);
     }
-    Ok((text, warnings))
+    let text = match args.format {
+        RecommendFormat::Text => pipeweave_report::recommend_text(&r),
+        RecommendFormat::Markdown => pipeweave_report::recommend_markdown(&r),
+        RecommendFormat::Json => pipeweave_report::recommend_json(&r),
+    };
+    emit(None, &text)
 }

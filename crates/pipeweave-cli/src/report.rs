@@ -3,24 +3,27 @@
 //!
 //! With `--spec`, everything is on that spec. Without it, the comparison is `compare`'s on the
 //! built-in default spec (with the unit-cost makespan beside), and the timelines and the sweep use
-//! unit costs, as `render` and `sweep` do.
+//! unit costs, as `render` and `sweep` do. Each schedule is built once for the comparison and the
+//! timelines.
 
-use crate::Failure;
-use crate::compare::{Common, comparison, reason};
-use crate::draw::{Costing, ManyArgs, Run, run, timelines};
-use crate::render::Sources;
-use crate::specs;
-use crate::sweep::{Over, Param, parse_over, sweep};
+use crate::args::ManyArgs;
+use crate::many::{Drawn, Many, costing, draw, timelines};
+use crate::output::emit;
+use crate::session::Session;
+use crate::sweep::sweep;
+use pipeweave_eval::{Comparison, Costing, Metric, Over, Param};
 use pipeweave_report::{
-    Block, Comparison, HtmlReport, Metric, Section, Table, compare_notes, figures_table, html_page,
-    sweep_svg, sweep_table, traits_table,
+    Block, HtmlReport, Section, Table, compare_notes, compare_title, costing_text, figures_table,
+    html_page, sweep_svg, sweep_table, traits_table,
 };
+use pipeweave_source::Failure;
+use std::path::Path;
 
 /// What the page holds beyond the schedules themselves.
 #[derive(Debug)]
 pub struct Options {
     /// `--over`; `None`: micro-batches from P to 16P.
-    pub over: Option<String>,
+    pub over: Option<Over>,
     pub metric: Metric,
     pub comms: bool,
 }
@@ -36,132 +39,6 @@ fn default_over(ranks: u32) -> Over {
         param: Param::Microbatches,
         values,
     }
-}
-
-/// Builds the page. Schedules that cannot be built or run are listed with the reason; the page
-/// fails only when none of them runs.
-pub fn report(
-    many: &ManyArgs,
-    options: &Options,
-    sources: &mut Sources,
-) -> Result<String, Failure> {
-    let over = options.over.as_deref().map(parse_over).transpose()?;
-    let costing = Costing::from_arg(many.spec.as_deref(), sources)?;
-    let costing = &costing;
-    let schedules = many.schedules()?;
-    let mut runs: Vec<Run> = Vec::new();
-    let mut rejected: Vec<String> = Vec::new();
-    for schedule in &schedules {
-        match run(
-            &many.plan_args(schedule, costing, None, None),
-            costing,
-            sources,
-        ) {
-            Ok(r) => runs.push(r),
-            Err(f @ Failure::Usage(_)) => return Err(f),
-            Err(f) => rejected.push(format!("{}: {}", schedule.name, reason(&f))),
-        }
-    }
-    if runs.is_empty() {
-        return Err(Failure::Invalid(format!(
-            "error: no schedule could be simulated\n{}",
-            rejected
-                .iter()
-                .map(|r| format!("  {r}\n"))
-                .collect::<String>()
-        )));
-    }
-    let unit = costing.unit();
-    let mut sections = Vec::new();
-
-    let compared = compare(many, costing, sources)?;
-    sections.push(Section {
-        id: "comparison".into(),
-        heading: "Comparison".into(),
-        blocks: comparison_blocks(&compared),
-    });
-
-    let mut timeline_blocks = vec![Block::Figure {
-        svg: timelines(&runs, unit, options.comms, "timelines"),
-        caption: format!(
-            "One row per rank on a shared time axis ({}); cells are labelled with the \
-             micro-batch (numbered within its pipeline); grey is idle time. Hover a cell for its \
-             action and times.",
-            costing.describe()
-        ),
-    }];
-    if !rejected.is_empty() {
-        timeline_blocks.push(Block::Paragraph("Not drawn:".into()));
-        timeline_blocks.push(Block::List(rejected));
-    }
-    sections.push(Section {
-        id: "timelines".into(),
-        heading: "Timelines".into(),
-        blocks: timeline_blocks,
-    });
-
-    let over = over.or_else(|| Some(default_over(compared.ranks)));
-    let sweep_blocks = match over {
-        None => vec![Block::Paragraph("no sweep".into())],
-        Some(over) => match sweep(many, &over, options.metric, costing, sources) {
-            Ok(result) => {
-                let table = sweep_table(&result);
-                let mut blocks = vec![
-                    Block::Figure {
-                        svg: sweep_svg(&result),
-                        caption: format!(
-                            "{} against {}; a gap is a value the schedule cannot take (see \
-                             the notes under the table).",
-                            result.metric.name(),
-                            result.parameter
-                        ),
-                    },
-                    Block::Table {
-                        caption: None,
-                        header: table.header,
-                        rows: table.rows,
-                    },
-                ];
-                if !table.notes.is_empty() {
-                    blocks.push(Block::List(table.notes));
-                }
-                blocks
-            }
-            Err(f) => vec![Block::Paragraph(format!("no sweep: {}", reason(&f)))],
-        },
-    };
-    sections.push(Section {
-        id: "sweep".into(),
-        heading: "Sweep".into(),
-        blocks: sweep_blocks,
-    });
-
-    let names: Vec<&str> = many.schedules.iter().map(String::as_str).collect();
-    let page = HtmlReport {
-        title: format!("pipeweave report: {}", names.join(", ")),
-        intro: vec![
-            compared.title(),
-            format!("timelines and sweep: {}", costing.describe()),
-        ],
-        sections,
-        footer: format!("generated by pipeweave {}", env!("CARGO_PKG_VERSION")),
-    };
-    Ok(html_page(&page))
-}
-
-/// `compare`'s comparison of the schedules: on `--spec`, else on the built-in default spec with
-/// the unit-cost makespan beside; P and M from the command line, else the spec's.
-fn compare(
-    many: &ManyArgs,
-    costing: &Costing,
-    sources: &mut Sources,
-) -> Result<Comparison, Failure> {
-    let (spec, units) = match costing {
-        Costing::Spec(spec) => (spec.as_ref().clone(), false),
-        Costing::Unit => (specs::load_or_default(None, sources)?, true),
-    };
-    let common = Common::new(&many.params, &spec.spec);
-    comparison(&many.schedules, &common, &spec, units, sources)
 }
 
 fn table(t: Table) -> Block {
@@ -181,4 +58,147 @@ fn comparison_blocks(c: &Comparison) -> Vec<Block> {
         blocks.push(Block::List(notes));
     }
     blocks
+}
+
+/// The timelines drawn, and the schedules not drawn with the reason.
+fn timeline_blocks(
+    drawn: &[Drawn],
+    rejected: Vec<String>,
+    options: &Options,
+    costing: &Costing,
+) -> Vec<Block> {
+    let mut blocks = vec![Block::Figure {
+        svg: timelines(drawn, costing, options.comms, "timelines"),
+        caption: format!(
+            "One row per rank on a shared time axis ({}); cells are labelled with the \
+             micro-batch (numbered within its pipeline); grey is idle time. Hover a cell for its \
+             action and times.",
+            costing_text(costing)
+        ),
+    }];
+    if !rejected.is_empty() {
+        blocks.push(Block::Paragraph("Not drawn:".into()));
+        blocks.push(Block::List(rejected));
+    }
+    blocks
+}
+
+/// The sweep's chart, its table and its notes, or why there is no sweep.
+fn sweep_blocks(
+    many: &Many,
+    over: &Over,
+    options: &Options,
+    costing: &Costing,
+    session: &mut Session,
+) -> Vec<Block> {
+    let result = match sweep(many, over, options.metric, costing, session) {
+        Ok(result) => result,
+        Err(f) => return vec![Block::Paragraph(format!("no sweep: {}", f.reason()))],
+    };
+    let table = sweep_table(&result);
+    let mut blocks = vec![
+        Block::Figure {
+            svg: sweep_svg(&result),
+            caption: format!(
+                "{} against {}; a gap is a value the schedule cannot take (see the notes under \
+                 the table).",
+                result.metric.name(),
+                result.parameter
+            ),
+        },
+        Block::Table {
+            caption: None,
+            header: table.header,
+            rows: table.rows,
+        },
+    ];
+    if !table.notes.is_empty() {
+        blocks.push(Block::List(table.notes));
+    }
+    blocks
+}
+
+/// Builds the page. Schedules that cannot be built or run are listed with the reason; the page
+/// fails only when none of them runs.
+fn page(args: &ManyArgs, options: &Options, session: &mut Session) -> Result<String, Failure> {
+    let costing = costing(args.spec.as_deref(), session)?;
+    let many = Many::resolve(&args.schedules, &args.params, session)?;
+    let request = many.shape(&costing);
+    let built = many.build_all(&request, session)?;
+    let mut drawn: Vec<Drawn> = Vec::new();
+    let mut rejected: Vec<String> = Vec::new();
+    for (source, b) in many.sources.iter().zip(&built) {
+        let name = source.name();
+        let d = b
+            .as_ref()
+            .map_err(Failure::reason)
+            .and_then(|b| draw(name, &b.plan, &costing));
+        match d {
+            Ok(d) => drawn.push(d),
+            Err(reason) => rejected.push(format!("{name}: {reason}")),
+        }
+    }
+    if drawn.is_empty() {
+        let mut message = "no schedule could be simulated".to_owned();
+        for r in &rejected {
+            message.push_str(&format!("\n  {r}"));
+        }
+        return Err(Failure::invalid(message));
+    }
+
+    // On a spec, the comparison is on it; otherwise on the built-in default with unit makespans.
+    let (spec, default, units) = match &costing {
+        Costing::Spec { spec, default } => (spec.as_ref().clone(), *default, false),
+        Costing::Unit => {
+            let loaded = session.spec(None)?;
+            (loaded.spec, loaded.default, true)
+        }
+    };
+    // The plans built for the timelines serve the comparison when it has the same P and M.
+    let prebuilt = Some((&request, &built[..]));
+    let compared = many.compare(&spec, default, &request, units, prebuilt, session);
+
+    let over = options
+        .over
+        .clone()
+        .unwrap_or_else(|| default_over(compared.ranks));
+    let sections = vec![
+        Section {
+            id: "comparison".into(),
+            heading: "Comparison".into(),
+            blocks: comparison_blocks(&compared),
+        },
+        Section {
+            id: "timelines".into(),
+            heading: "Timelines".into(),
+            blocks: timeline_blocks(&drawn, rejected, options, &costing),
+        },
+        Section {
+            id: "sweep".into(),
+            heading: "Sweep".into(),
+            blocks: sweep_blocks(&many, &over, options, &costing, session),
+        },
+    ];
+    let page = HtmlReport {
+        title: format!("pipeweave report: {}", args.schedules.join(", ")),
+        intro: vec![
+            compare_title(&compared),
+            format!("timelines and sweep: {}", costing_text(&costing)),
+        ],
+        sections,
+        footer: format!("generated by pipeweave {}", env!("CARGO_PKG_VERSION")),
+    };
+    Ok(html_page(&page))
+}
+
+/// `pipeweave report`: writes the page to `output`.
+pub fn run(
+    args: &ManyArgs,
+    output: &Path,
+    options: &Options,
+    session: &mut Session,
+) -> Result<(), Failure> {
+    let html = page(args, options, session)?;
+    emit(Some(output), &html)?;
+    emit(None, &format!("wrote {}\n", output.display()))
 }

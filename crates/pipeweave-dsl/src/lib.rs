@@ -48,11 +48,13 @@ pub fn compile(file: FileId, source: &str, args: &Args) -> Result<Compiled, Vec<
     }
 }
 
-/// What `pipeweave list` shows about a schedule.
+/// What a schedule says about itself: its doc string, parameters and requirements.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Info {
     pub doc: Option<String>,
     pub params: Vec<ParamInfo>,
+    /// The conditions of the top-level `require`s as written (`M >= 2 * P`), in file order.
+    pub requires: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,10 +65,19 @@ pub struct ParamInfo {
     pub help: Option<String>,
 }
 
-/// The doc string and parameters of a schedule (parsing what it can; errors are ignored here).
+/// The doc string, parameters and requirements of a schedule (parsing what it can; errors are
+/// ignored here).
 pub fn info(source: &str) -> Info {
     let (schedule, _) = parse(FileId(0), source);
     Info {
+        requires: schedule
+            .items
+            .iter()
+            .filter_map(|i| match &i.kind {
+                syntax::ItemKind::Require(r) => source.get(r.cond.span.clone()).map(str::to_owned),
+                _ => None,
+            })
+            .collect(),
         doc: schedule.doc(),
         params: schedule
             .params()

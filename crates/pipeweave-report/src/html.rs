@@ -15,13 +15,21 @@ pub enum Block {
     Paragraph(String),
     /// A table of plain-text cells; cells that start with a number are right-aligned.
     Table {
+        /// What the table shows, above it.
         caption: Option<String>,
+        /// The column names.
         header: Vec<String>,
+        /// One row of cells per line.
         rows: Vec<Vec<String>>,
     },
     /// An SVG drawn by this crate ([`crate::timelines_svg`], [`crate::sweep_svg`]), inserted as
     /// markup, with a caption. Only pass SVG this crate produced: it is not escaped.
-    Figure { svg: String, caption: String },
+    Figure {
+        /// The SVG markup.
+        svg: String,
+        /// What the figure shows, under it.
+        caption: String,
+    },
     /// Preformatted text (e.g. a text table or timeline).
     Pre(String),
     /// A bulleted list of plain-text items.
@@ -33,16 +41,20 @@ pub enum Block {
 pub struct Section {
     /// The fragment id (`#id`) used by the page's table of contents.
     pub id: String,
+    /// The section's heading.
     pub heading: String,
+    /// Its content, in order.
     pub blocks: Vec<Block>,
 }
 
 /// A whole page.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HtmlReport {
+    /// The page's title and heading.
     pub title: String,
     /// Lines under the title (what was compared, on which spec).
     pub intro: Vec<String>,
+    /// The sections, in order (with a table of contents when there are several).
     pub sections: Vec<Section>,
     /// A line at the bottom (e.g. the tool and its version); no dates, so pages are reproducible.
     pub footer: String,

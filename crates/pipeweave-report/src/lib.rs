@@ -1,27 +1,32 @@
-//! Views of plans and timelines for people: the text timeline, comparisons of schedules on a spec,
-//! SVG timelines, sweeps (tables and line charts) and the self-contained HTML report.
+//! Views of plans, timelines and analyses for people: the text timeline, a simulated step,
+//! comparisons of schedules on a spec, recommendations, SVG timelines, sweeps (tables and line
+//! charts) and the self-contained HTML report, as text, Markdown, CSV, JSON, SVG and HTML.
 //!
-//! Pure functions from values to strings; the command line decides where they go.
+//! Pure functions from values to strings: the figures come from `pipeweave-eval`, the command line
+//! decides where the text goes. [`format`] holds the one rule per quantity that every view uses.
 
 mod compare;
+pub mod format;
 mod html;
+mod json;
 mod recommend;
+mod simulate;
 mod svg;
 mod sweep;
+mod table;
 mod text;
 
 pub use compare::{
-    Comparison, Figures, Row, Table, Traits, compare_csv, compare_json, compare_markdown,
-    compare_notes, compare_text, evaluate_row, figures_table, fit_spec, seconds, si, split_layers,
-    traits_table,
+    compare_csv, compare_json, compare_markdown, compare_notes, compare_text, compare_title,
+    figures_table, traits_table,
 };
+pub use format::{TimeFormat, format_time, gib, gib_text, percent, seconds, si};
 pub use html::{Block, HtmlReport, Section, html_page};
-pub use recommend::{
-    Candidate, Planner, Recommendation, SearchSchedule, Verdict, recommend, recommend_text,
-};
-pub use svg::{TimeUnit, TimelineChart, Transfer, timelines_svg, transfers};
-pub use sweep::{
-    Metric, Sweep, SweepPoint, SweepSeries, SweepTable, sweep_csv, sweep_json, sweep_svg,
-    sweep_table, sweep_text,
-};
-pub use text::{format_time, text_timeline};
+pub use json::json;
+pub use pipeweave_eval::TimeUnit;
+pub use recommend::{candidate_label, recommend_json, recommend_markdown, recommend_text};
+pub use simulate::{costing_text, shape_text, simulation_json, simulation_text, step_report_text};
+pub use svg::{TimelineChart, Transfer, timelines_svg, transfers};
+pub use sweep::{SweepTable, sweep_csv, sweep_json, sweep_svg, sweep_table, sweep_text};
+pub use table::Table;
+pub use text::text_timeline;

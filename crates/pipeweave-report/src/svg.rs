@@ -6,66 +6,11 @@
 //! Output is deterministic: numbers are written with at most two decimals, ids come from a prefix
 //! the caller chooses (so several charts can share one HTML page), and nothing depends on hashing.
 
+use crate::format::{TimeFormat, num, sig};
+use pipeweave_eval::TimeUnit;
 use pipeweave_plan::{Action, Dir, Kind, Op, Plan, Step, lower};
 use pipeweave_sim::{CostModel, Timeline};
 use std::fmt::Write;
-
-/// The unit of the times in a timeline: the simulator's abstract units or seconds (from a spec).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TimeUnit {
-    Units,
-    Seconds,
-}
-
-impl TimeUnit {
-    /// How a time axis names its unit for times up to `max` (seconds shown as ms below 1 s).
-    pub(crate) fn axis(self, max: f64) -> (&'static str, f64) {
-        match self {
-            TimeUnit::Units => ("time (units)", 1.0),
-            TimeUnit::Seconds if max < 1.0 => ("time (ms)", 1e3),
-            TimeUnit::Seconds => ("time (s)", 1.0),
-        }
-    }
-
-    /// A duration for a label or a tooltip.
-    pub fn format(self, t: f64) -> String {
-        match self {
-            TimeUnit::Units => crate::format_time(t),
-            TimeUnit::Seconds if t.abs() < 1.0 => format!("{} ms", sig(t * 1e3)),
-            TimeUnit::Seconds => format!("{} s", sig(t)),
-        }
-    }
-}
-
-/// A number with about four significant digits, trailing zeros dropped.
-pub(crate) fn sig(x: f64) -> String {
-    let a = x.abs();
-    let decimals = if a >= 1000.0 {
-        0
-    } else if a >= 100.0 {
-        1
-    } else if a >= 10.0 {
-        2
-    } else {
-        3
-    };
-    trim(format!("{x:.decimals$}"))
-}
-
-fn trim(s: String) -> String {
-    if s.contains('.') {
-        let t = s.trim_end_matches('0').trim_end_matches('.');
-        if t == "-0" { "0".into() } else { t.into() }
-    } else {
-        s
-    }
-}
-
-/// A coordinate: two decimals at most, so output does not depend on float noise.
-pub(crate) fn num(x: f64) -> String {
-    let x = if x.is_finite() { x } else { 0.0 };
-    trim(format!("{x:.2}"))
-}
 
 /// Escapes text for XML content and attribute values.
 pub(crate) fn esc(s: &str) -> String {

@@ -3,19 +3,10 @@
 //! Every action is a box `[label]` as wide as its duration; idle time is dots. Labels use the
 //! actions format (`3F12`, `3I12`, a pair `0F3&7B5`), so a row reads like the plan's own line.
 
+use crate::format::{format_time, percent};
 use pipeweave_plan::{Action, Plan};
 use pipeweave_sim::Timeline;
 use std::fmt::Write;
-
-/// Formats a time: integers without decimals, others with up to four significant decimals.
-pub fn format_time(t: f64) -> String {
-    if (t - t.round()).abs() < 1e-9 {
-        format!("{}", t.round() as i64)
-    } else {
-        let s = format!("{t:.4}");
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    }
-}
 
 fn label(a: &Action) -> String {
     match a {
@@ -103,9 +94,9 @@ pub fn text_timeline(plan: &Plan, timeline: &Timeline) -> String {
     }
     let _ = writeln!(
         out,
-        "makespan {}, bubble fraction {:.2}%",
+        "makespan {}, bubble fraction {}",
         format_time(timeline.makespan),
-        timeline.bubble_fraction * 100.0
+        percent(timeline.bubble_fraction, 2)
     );
     out
 }
@@ -141,12 +132,5 @@ rank 1  .....[1F0][1B0     ][1F1][1B1     ]..........  busy 6 idle 3
 makespan 9, bubble fraction 33.33%
 "
         );
-    }
-
-    #[test]
-    fn times() {
-        assert_eq!(format_time(66.0), "66");
-        assert_eq!(format_time(0.125), "0.125");
-        assert_eq!(format_time(1.0 / 3.0), "0.3333");
     }
 }

@@ -2,16 +2,14 @@
 //!
 //! [`parse`] reads a spec and reports every problem as a diagnostic with a span; [`CostTable`]
 //! turns a spec and a plan's placement into the simulator's costs (compute from FLOPs, expert
-//! all-to-all with DualPipe's F&B overlap, point-to-point transfers); [`Report`] gives the figures
-//! of a simulated step (time, throughput, bubbles, memory per rank, GPU-hours).
+//! all-to-all with DualPipe's F&B overlap, point-to-point transfers); the memory model gives the
+//! bytes a rank holds. The figures of a simulated step are `pipeweave-eval`'s.
 //! No IO: the caller reads files; [`DEFAULT_SPEC`] is embedded.
 
 mod cost;
 mod memory;
 mod model;
 mod parse;
-mod questions;
-mod report;
 mod spec;
 
 pub use cost::{CostTable, PartCosts};
@@ -19,10 +17,8 @@ pub use memory::{
     MemoryUse, model_state, rank_activation_unit, rank_activation_working, rank_memory,
     rank_weights,
 };
-pub use model::{active_parameters, total_parameters};
+pub use model::{active_parameters, flops_per_token, total_parameters};
 pub use parse::parse;
-pub use questions::{ParamCost, dualpipe_param_cost, gpu_hours_recovered_per_million_tokens};
-pub use report::{RankReport, Report, evaluate, gib};
 pub use spec::{
     Cluster, Dtype, Measured, MicrobatchRule, Mla, Mlp, Model, Moe, Parallelism, PlacementOrder,
     Recompute, Spec, Training,

@@ -298,7 +298,7 @@ pub(crate) fn part_layers(spec: &Spec) -> Vec<(u64, u64)> {
 /// Model FLOPs of one token through the whole model, forward and backward (for the achieved
 /// fraction of peak): the sum of every part's F + I + W per micro-batch, times tp, divided by
 /// the micro-batch's tokens.
-pub(crate) fn flops_per_token(spec: &Spec) -> f64 {
+pub fn flops_per_token(spec: &Spec) -> f64 {
     let tp = f64::from(spec.parallelism.tp);
     let mut per_mb = 0.0;
     for i in 0..spec.model.layers {

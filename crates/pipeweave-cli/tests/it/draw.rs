@@ -411,8 +411,8 @@ fn render_and_sweep_on_a_spec() {
     );
     assert_eq!((code, err.as_str()), (0, ""));
     insta::assert_snapshot!(out, @r"
-    chimera: makespan 36.64 s, bubble fraction 28.40%
-    dualpipe: makespan 22.64 s, bubble fraction 6.95%
+    chimera: makespan 36.645 s, bubble fraction 28.40%
+    dualpipe: makespan 22.641 s, bubble fraction 6.95%
     wrote ds.svg
     ");
     let svg = read(&dir.join("ds.svg"));
@@ -436,9 +436,9 @@ fn render_and_sweep_on_a_spec() {
     assert_eq!((code, err.as_str()), (0, ""));
     insta::assert_snapshot!(out, @r"
     step time against microbatches
-    microbatches     1f1b  dualpipev
-    16            6.937 s      - [1]
-    32            10.63 s    7.686 s
+    microbatches      1f1b  dualpipev
+    16             6.937 s      - [1]
+    32            10.626 s    7.686 s
     [1] dualpipev, microbatches = 16: DualPipeV needs at least 2P micro-batches (M >= 2P), got M = 16 for P = 16
     ");
 }

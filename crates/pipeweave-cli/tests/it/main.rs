@@ -4,3 +4,4 @@ mod commands;
 mod compare;
 mod draw;
 mod plugins;
+mod schemas;

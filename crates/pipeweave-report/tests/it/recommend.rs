@@ -1,16 +1,18 @@
 //! `recommend` on every shipped spec, with the library schedules and the three generators the
 //! plugins export: the choice and its reasons pinned as snapshots.
 
+use pipeweave_eval::{PlanRequest, Planner, SearchSchedule, Unbuilt, recommend};
 use pipeweave_plan::Plan;
-use pipeweave_report::{Planner, SearchSchedule, recommend, recommend_text};
+use pipeweave_report::{candidate_label, recommend_json, recommend_markdown, recommend_text};
 use pipeweave_spec::{SHIPPED_SPECS, Spec};
+use std::convert::Infallible;
 
 /// Library schedules compiled in memory; `chimera`, `dualpipe` and `plugin:dualpipev` from the
 /// generators with their defaults (what the plugins return).
 struct InMemory;
 
-impl Planner for InMemory {
-    fn plan(&self, schedule: &str, p: u32, m: u32, v: Option<u32>) -> Result<Plan, String> {
+impl InMemory {
+    fn build(schedule: &str, p: u32, m: u32, v: Option<u32>) -> Result<Plan, String> {
         let dual = pipeweave_generators::DualOptions::default();
         let plan = match schedule {
             "chimera" => pipeweave_generators::chimera(
@@ -36,6 +38,22 @@ impl Planner for InMemory {
         } else {
             Err("invalid plan".into())
         }
+    }
+}
+
+impl Planner for InMemory {
+    type Stop = Infallible;
+
+    fn plan(&mut self, schedule: &str, r: &PlanRequest) -> Result<Plan, Unbuilt<Infallible>> {
+        let (p, m) = (r.ranks.unwrap_or(1), r.microbatches.unwrap_or(1));
+        InMemory::build(schedule, p, m, r.stages_per_rank).map_err(Unbuilt::Refused)
+    }
+}
+
+fn search(spec: &Spec) -> pipeweave_eval::Recommendation {
+    match recommend(spec, false, &schedules(), &mut InMemory) {
+        Ok(r) => r,
+        Err(never) => match never {},
     }
 }
 
@@ -85,7 +103,7 @@ fn every_spec_file_is_shipped() {
 #[test]
 fn recommend_on_every_shipped_spec() {
     for shipped in SHIPPED_SPECS {
-        let r = recommend(&spec(shipped.source), &schedules(), &InMemory);
+        let r = search(&spec(shipped.source));
         // The choice fits and is the fastest that does.
         if let Some(c) = &r.choice {
             assert!(!c.figures.out_of_memory);
@@ -93,7 +111,7 @@ fn recommend_on_every_shipped_spec() {
                 assert!(
                     v.figures.step_time_s >= c.figures.step_time_s,
                     "{}",
-                    v.label()
+                    candidate_label(v)
                 );
             }
         }
@@ -104,7 +122,27 @@ fn recommend_on_every_shipped_spec() {
 #[test]
 fn recommend_is_deterministic() {
     let s = spec(SHIPPED_SPECS[4].source);
-    let a = recommend_text(&recommend(&s, &schedules(), &InMemory));
-    let b = recommend_text(&recommend(&s, &schedules(), &InMemory));
+    let a = recommend_text(&search(&s));
+    let b = recommend_text(&search(&s));
     assert_eq!(a, b);
+}
+
+#[test]
+fn markdown_and_json_of_the_unit_spec() {
+    let unit = SHIPPED_SPECS
+        .iter()
+        .find(|s| s.name == "unit")
+        .expect("the unit spec");
+    let r = search(&spec(unit.source));
+    insta::assert_snapshot!("recommend_unit_markdown", recommend_markdown(&r));
+    let v: serde_json::Value = serde_json::from_str(&recommend_json(&r)).expect("JSON");
+    assert_eq!(
+        v["choice"]["schedule"],
+        r.choice.as_ref().expect("a choice").schedule
+    );
+    assert_eq!(
+        v["verdicts"].as_array().map(Vec::len),
+        Some(r.verdicts.len())
+    );
+    assert_eq!(v["rejected_pp"][0]["pp"], 1);
 }

@@ -1,7 +1,6 @@
 use crate::count;
-use pipeweave_report::{
-    Metric, Sweep, SweepPoint, SweepSeries, TimeUnit, sweep_csv, sweep_json, sweep_svg, sweep_text,
-};
+use pipeweave_eval::{Metric, Sweep, SweepPoint, SweepSeries, TimeUnit};
+use pipeweave_report::{sweep_csv, sweep_json, sweep_svg, sweep_text};
 
 /// The published bubble of 1F1B, (P−1)/(M+P−1), and DualPipe's requirement M ≥ 2P, even M.
 fn example() -> Sweep {

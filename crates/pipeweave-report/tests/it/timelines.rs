@@ -114,7 +114,7 @@ fn seconds_axis_in_milliseconds() {
         "s",
     );
     assert!(svg.contains("time (ms)"));
-    assert!(svg.contains("makespan 18 ms"));
+    assert!(svg.contains("makespan 18.0 ms"));
     count(&svg, "svg");
 }
 

@@ -1,9 +1,11 @@
-//! Sanity laws of the cost model and reports, as property tests.
+//! Sanity laws of the cost model under the simulator, as property tests.
 
 use crate::costs::moe_spec;
 use crate::plans::one_f_one_b;
 use crate::specs::load;
-use pipeweave_spec::{Spec, evaluate};
+use pipeweave_plan::Plan;
+use pipeweave_sim::{Timeline, simulate};
+use pipeweave_spec::{CostTable, Spec};
 use proptest::prelude::*;
 
 /// The unit spec reshaped to `p` pipeline ranks of two layers each.
@@ -14,6 +16,12 @@ fn unit_with(p: u32) -> Spec {
     spec.model.layers = 2 * u64::from(p);
     spec.parallelism.layers_per_stage = vec![2; p as usize];
     spec
+}
+
+/// `plan` simulated on `spec`'s costs.
+fn run(spec: &Spec, plan: &Plan) -> Timeline {
+    let costs = CostTable::new(spec, plan).expect("the plan fits the spec");
+    simulate(plan, &costs).expect("simulates")
 }
 
 fn scale_network(spec: &Spec, k: f64) -> Spec {
@@ -32,8 +40,8 @@ proptest! {
         // Nodes of `gpn` GPUs: some boundaries cross the slower network.
         spec.cluster.gpus_per_node = gpn;
         let m = p + extra;
-        let (_, _, a) = evaluate(&spec, &one_f_one_b(p, m)).expect("evaluates");
-        let (_, _, b) = evaluate(&spec, &one_f_one_b(p, m + 1)).expect("evaluates");
+        let a = run(&spec, &one_f_one_b(p, m));
+        let b = run(&spec, &one_f_one_b(p, m + 1));
         prop_assert!(b.bubble_fraction <= a.bubble_fraction + 1e-12,
             "p {p} m {m}: {} then {}", a.bubble_fraction, b.bubble_fraction);
     }
@@ -49,8 +57,8 @@ proptest! {
         };
         let p = spec.parallelism.pp;
         let plan = one_f_one_b(p, m.max(1));
-        let (_, _, slow) = evaluate(&spec, &plan).expect("evaluates");
-        let (_, _, fast) = evaluate(&scale_network(&spec, 2.0), &plan).expect("evaluates");
-        prop_assert!(fast.step_time_s <= slow.step_time_s * (1.0 + 1e-12));
+        let slow = run(&spec, &plan);
+        let fast = run(&scale_network(&spec, 2.0), &plan);
+        prop_assert!(fast.makespan <= slow.makespan * (1.0 + 1e-12));
     }
 }

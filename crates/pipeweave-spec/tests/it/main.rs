@@ -1,8 +1,7 @@
-//! Integration tests of pipeweave-spec: the cost model's formulas, its laws, the memory questions,
-//! checks against plans and schedules.
+//! Integration tests of pipeweave-spec: the cost model's formulas, its laws, checks against plans
+//! and schedules.
 
 mod costs;
 mod laws;
 mod plans;
-mod questions;
 mod specs;

@@ -1,8 +1,8 @@
 //! DualPipe's second model copy: bytes per GPU and share of GPU memory, dense 70B at PP 8 against
 //! the 671B MoE at PP 16, checked against the arithmetic a student does by hand.
 
-use crate::specs::load;
-use pipeweave_spec::dualpipe_param_cost;
+use crate::load;
+use pipeweave_eval::dualpipe_param_cost;
 
 const GB: f64 = 1e9;
 

@@ -10,71 +10,106 @@
 //! - GPU-hours lost to bubbles = that × bubble fraction (every data- and tensor-parallel GPU of a
 //!   pipeline rank idles with it), per million tokens and over `training.total_tokens`.
 
-use crate::cost::CostTable;
-use crate::memory::{MemoryUse, rank_memory};
-use crate::model;
-use crate::spec::Spec;
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::Plan;
 use pipeweave_sim::{Timeline, simulate};
-use std::fmt;
+use pipeweave_spec::{CostTable, MemoryUse, Spec, flops_per_token, rank_memory};
+use serde::Serialize;
 
 /// One pipeline rank's figures.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RankReport {
+    /// The rank, 0-based.
     pub rank: u32,
+    /// Seconds of the step the rank computes or waits on exposed communication.
     pub busy_s: f64,
+    /// Seconds of the step the rank idles.
     pub idle_s: f64,
+    /// Seconds of communication the rank cannot hide under computation.
     pub exposed_comm_s: f64,
+    /// The most live activations (stage-micro-batch units) at any time.
     pub peak_activations: u32,
+    /// Bytes on one GPU of the rank.
     pub memory: MemoryUse,
     /// Total memory / GPU memory.
     pub memory_fraction: f64,
+    /// Whether the rank needs more memory than its GPU has.
     pub out_of_memory: bool,
 }
 
 /// Everything a simulated step tells about a spec's run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Report {
+///
+/// Serialized (the `spec` object of `simulate --format json`) without the figures the simulation
+/// already carries beside it: the plan's shape, the bubble fraction and the ranks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepReport {
+    /// The spec's name.
+    #[serde(rename = "name")]
     pub spec: String,
+    /// The GPU's name.
     pub gpu: String,
+    /// GPUs of the cluster.
     pub gpus: u64,
+    /// Pipeline ranks P of the plan.
+    #[serde(skip)]
     pub pipeline_ranks: u32,
+    /// Stages of every pipeline.
+    #[serde(skip)]
     pub stages_per_pipeline: u32,
+    /// Model copies (pipelines in opposite directions hold one each).
+    #[serde(skip)]
     pub model_copies: u32,
+    /// Micro-batches per step.
+    #[serde(skip)]
     pub microbatches: u32,
+    /// The step's makespan in seconds.
     pub step_time_s: f64,
+    /// Tokens of one step over all data-parallel replicas.
     pub tokens_per_step: f64,
+    /// Tokens per second of the whole cluster.
     pub tokens_per_s: f64,
+    /// Model FLOPs per token (F + I + W of every layer and the head, no recomputation).
     pub model_flops_per_token: f64,
+    /// Model FLOPs utilisation.
     pub achieved_fraction_of_peak: f64,
+    /// Share of rank-time spent idle.
+    #[serde(skip)]
     pub bubble_fraction: f64,
     /// Exposed communication summed over the pipeline ranks, in seconds per step.
     pub exposed_comm_s: f64,
     /// Exposed communication as a share of all rank-time of the step.
     pub exposed_comm_fraction: f64,
+    /// Usable bytes of one GPU.
     pub gpu_memory_bytes: f64,
-    pub ranks: Vec<RankReport>,
     /// True when any rank needs more memory than its GPU has.
     pub out_of_memory: bool,
+    /// GPU-hours per million tokens.
     pub gpu_hours_per_million_tokens: f64,
+    /// The part of them the bubbles cost.
     pub bubble_gpu_hours_per_million_tokens: f64,
+    /// Tokens of the whole run (`training.total_tokens`).
     pub run_tokens: f64,
+    /// Steps of the whole run.
     pub run_steps: f64,
+    /// GPU-hours of the whole run.
     pub run_gpu_hours: f64,
+    /// GPU-hours of the whole run lost to bubbles.
     pub bubble_gpu_hours_run: f64,
+    /// Every pipeline rank's figures.
+    #[serde(skip)]
+    pub ranks: Vec<RankReport>,
 }
 
-impl Report {
+impl StepReport {
     /// Computes the figures of `timeline`, a simulation of `plan` under `costs` (built from `spec`).
-    pub fn new(spec: &Spec, plan: &Plan, costs: &CostTable, timeline: &Timeline) -> Report {
+    pub fn new(spec: &Spec, plan: &Plan, costs: &CostTable, timeline: &Timeline) -> StepReport {
         let gpus = spec.cluster.gpus();
         let g = gpus as f64;
         let step = timeline.makespan;
         let m = plan.num_microbatches();
         let tokens =
             f64::from(m) * spec.training.tokens_per_microbatch() * f64::from(spec.parallelism.dp);
-        let per_token = model::flops_per_token(spec);
+        let per_token = flops_per_token(spec);
         let peak = spec.cluster.peak_flops();
         let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
         let gpu_mem = spec.cluster.memory_bytes();
@@ -100,7 +135,7 @@ impl Report {
         let gpu_hours_per_mtok = ratio(g * step / 3600.0, tokens / 1e6);
         let run_tokens = spec.training.total_tokens;
         let run_steps = ratio(run_tokens, tokens);
-        Report {
+        StepReport {
             spec: spec.name.clone(),
             gpu: spec.cluster.gpu.clone(),
             gpus,
@@ -129,137 +164,34 @@ impl Report {
     }
 }
 
+/// A plan evaluated on a spec: its costs, its simulated timeline and the step's figures.
+#[derive(Debug, Clone)]
+pub struct Evaluation {
+    /// The spec's costs for the plan's placement.
+    pub costs: CostTable,
+    /// The simulated step.
+    pub timeline: Timeline,
+    /// The step's figures.
+    pub report: StepReport,
+}
+
 /// Builds the cost table, simulates the plan and reports: the whole pipeline from a spec and a plan.
-pub fn evaluate(
-    spec: &Spec,
-    plan: &Plan,
-) -> Result<(CostTable, Timeline, Report), Vec<Diagnostic>> {
+pub fn evaluate(spec: &Spec, plan: &Plan) -> Result<Evaluation, Vec<Diagnostic>> {
     let costs = CostTable::new(spec, plan)?;
     let timeline = simulate(plan, &costs).map_err(|e| vec![Diagnostic::error(e.to_string())])?;
-    let report = Report::new(spec, plan, &costs, &timeline);
-    Ok((costs, timeline, report))
+    let report = StepReport::new(spec, plan, &costs, &timeline);
+    Ok(Evaluation {
+        costs,
+        timeline,
+        report,
+    })
 }
 
-/// Bytes in GiB (2³⁰), for people.
-pub fn gib(bytes: f64) -> f64 {
-    bytes / (1024.0 * 1024.0 * 1024.0)
-}
-
-/// A number with three significant digits and an SI suffix (k, M, G, T).
-fn si(x: f64) -> String {
-    let (v, suffix) = if x.abs() >= 1e12 {
-        (x / 1e12, "T")
-    } else if x.abs() >= 1e9 {
-        (x / 1e9, "G")
-    } else if x.abs() >= 1e6 {
-        (x / 1e6, "M")
-    } else if x.abs() >= 1e3 {
-        (x / 1e3, "k")
-    } else {
-        (x, "")
-    };
-    format!("{}{suffix}", sig3(v))
-}
-
-fn sig3(v: f64) -> String {
-    let a = v.abs();
-    if a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
-}
-
-fn seconds(s: f64) -> String {
-    if s >= 1.0 {
-        format!("{s:.3} s")
-    } else {
-        format!("{:.2} ms", s * 1e3)
-    }
-}
-
-impl fmt::Display for Report {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "spec {}: {} × {}, {} pipeline ranks, {} stages per pipeline, {} micro-batches, {}",
-            self.spec,
-            self.gpus,
-            self.gpu,
-            self.pipeline_ranks,
-            self.stages_per_pipeline,
-            self.microbatches,
-            if self.model_copies == 1 {
-                "one model copy".to_string()
-            } else {
-                format!("{} model copies", self.model_copies)
-            }
-        )?;
-        writeln!(f, "step time            {}", seconds(self.step_time_s))?;
-        writeln!(f, "tokens per step      {}", si(self.tokens_per_step))?;
-        writeln!(f, "tokens/s             {}", si(self.tokens_per_s))?;
-        writeln!(
-            f,
-            "achieved of peak     {:.1}% ({} FLOPs per token)",
-            self.achieved_fraction_of_peak * 100.0,
-            si(self.model_flops_per_token)
-        )?;
-        writeln!(
-            f,
-            "bubble fraction      {:.1}%",
-            self.bubble_fraction * 100.0
-        )?;
-        writeln!(
-            f,
-            "exposed comm         {} per step over all ranks ({:.1}% of rank-time)",
-            seconds(self.exposed_comm_s),
-            self.exposed_comm_fraction * 100.0
-        )?;
-        writeln!(
-            f,
-            "GPU-hours / M tokens {:.4} (bubbles {:.4})",
-            self.gpu_hours_per_million_tokens, self.bubble_gpu_hours_per_million_tokens
-        )?;
-        writeln!(
-            f,
-            "whole run            {} tokens, {} steps, {} GPU-hours ({} lost to bubbles)",
-            si(self.run_tokens),
-            si(self.run_steps),
-            si(self.run_gpu_hours),
-            si(self.bubble_gpu_hours_run)
-        )?;
-        writeln!(
-            f,
-            "memory per GPU in GiB, of {:.1} (activations: peak live micro-batch stages)",
-            gib(self.gpu_memory_bytes)
-        )?;
-        writeln!(f, "  rank  params   grads   optim   activ  (peak)   total")?;
-        for r in &self.ranks {
-            writeln!(
-                f,
-                "{:>6} {:>7.1} {:>7.1} {:>7.1} {:>7.1} {:>7} {:>7.1}{}",
-                r.rank,
-                gib(r.memory.params),
-                gib(r.memory.grads),
-                gib(r.memory.optimizer),
-                gib(r.memory.activations),
-                format!("({})", r.peak_activations),
-                gib(r.memory.total()),
-                if r.out_of_memory {
-                    "  out of memory"
-                } else {
-                    ""
-                }
-            )?;
-        }
-        if self.out_of_memory {
-            writeln!(
-                f,
-                "OUT OF MEMORY: at least one rank needs more than its GPU has"
-            )?;
-        }
-        Ok(())
-    }
+/// Every diagnostic's message, joined by `; `: a failure in one line.
+pub(crate) fn messages(diags: &[Diagnostic]) -> String {
+    diags
+        .iter()
+        .map(|d| d.message.clone())
+        .collect::<Vec<_>>()
+        .join("; ")
 }

@@ -1,9 +1,11 @@
-//! One snapshot per shipped spec under `specs/`: the spec parses without diagnostics and its
-//! report under textbook 1F1B (the spec's pipeline ranks and micro-batches) is pinned.
+//! One snapshot per shipped spec under `specs/`: the spec parses without diagnostics and the text
+//! of its step report under textbook 1F1B (the spec's pipeline ranks and micro-batches) is pinned.
 
 use pipeweave_diagnostics::FileId;
+use pipeweave_eval::evaluate;
 use pipeweave_plan::{Action, Kind, Op, Plan};
-use pipeweave_spec::{evaluate, parse};
+use pipeweave_report::step_report_text;
+use pipeweave_spec::parse;
 use std::path::Path;
 
 fn one_f_one_b(p: u32, m: u32) -> Plan {
@@ -36,13 +38,13 @@ fn shipped_spec(path: &Path, source: String) -> datatest_stable::Result<()> {
     }
     let spec = spec.ok_or("no spec without diagnostics")?;
     let plan = one_f_one_b(spec.parallelism.pp, spec.training.microbatches);
-    let (_, _, report) = evaluate(&spec, &plan).map_err(|d| format!("{d:?}"))?;
+    let evaluation = evaluate(&spec, &plan).map_err(|d| format!("{d:?}"))?;
     insta::with_settings!({
         input_file => path,
         snapshot_suffix => name.trim_end_matches(".toml"),
         prepend_module_to_snapshot => false,
     }, {
-        insta::assert_snapshot!("report_1f1b", report.to_string());
+        insta::assert_snapshot!("report_1f1b", step_report_text(&evaluation.report));
     });
     Ok(())
 }

@@ -6,22 +6,22 @@
 //!    stage `P−1−r` of the other on rank `r` (DeepSeek-V3 §3.2.1), so rank `r` holds parts `r` and
 //!    `P−1−r`; 1F1B holds part `r` only. The figures are for the rank that holds the most.
 
-use crate::cost::CostTable;
-use crate::memory::{model_state, rank_weights};
-use crate::report::Report;
-use crate::spec::Spec;
+use crate::step::StepReport;
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::{Pipeline, Plan};
+use pipeweave_spec::{CostTable, Spec, model_state, rank_weights};
 
 /// GPU-hours per million tokens that `improved` saves over `baseline` (negative when it costs more).
-pub fn gpu_hours_recovered_per_million_tokens(baseline: &Report, improved: &Report) -> f64 {
+pub fn gpu_hours_recovered_per_million_tokens(baseline: &StepReport, improved: &StepReport) -> f64 {
     baseline.gpu_hours_per_million_tokens - improved.gpu_hours_per_million_tokens
 }
 
 /// Weight and model-state memory per GPU with one model copy (1F1B) and with DualPipe's two.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParamCost {
+    /// The spec's name.
     pub spec: String,
+    /// Usable bytes of one GPU.
     pub gpu_memory_bytes: f64,
     /// Weight bytes (`param_dtype`) on the most loaded GPU with one copy.
     pub weights_one_copy: f64,

@@ -6,38 +6,40 @@ use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label, Severity
 use codespan_reporting::files::SimpleFiles;
 use codespan_reporting::term::{self, Config};
 use pipeweave_diagnostics::{Diagnostic, FileId, Severity};
+use pipeweave_source::{Failure, Files};
 
-/// The source files the command read, for rendering spans.
-#[derive(Default)]
-pub struct Sources {
-    files: SimpleFiles<String, String>,
+/// Renders diagnostics whose spans point into `files`.
+pub struct Renderer<'a> {
+    files: &'a Files,
+    simple: SimpleFiles<&'a str, &'a str>,
 }
 
-impl std::fmt::Debug for Sources {
+impl std::fmt::Debug for Renderer<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Sources")
+        f.write_str("Renderer")
     }
 }
 
-impl Sources {
-    pub fn add(&mut self, name: impl Into<String>, source: impl Into<String>) -> FileId {
-        FileId(self.files.add(name.into(), source.into()) as u32)
+impl<'a> Renderer<'a> {
+    /// A renderer over every file read so far (ids in the same order).
+    pub fn new(files: &'a Files) -> Renderer<'a> {
+        let mut simple = SimpleFiles::new();
+        for (_, name, text) in files.iter() {
+            simple.add(name, text);
+        }
+        Renderer { files, simple }
     }
 
-    pub fn source(&self, file: FileId) -> Option<&str> {
-        self.files
-            .get(file.0 as usize)
-            .ok()
-            .map(|f| f.source().as_str())
-    }
-
-    /// Renders one diagnostic; a diagnostic without a span renders as `error: message` plus notes.
+    /// Renders one diagnostic. One with nothing but a message is one line, `error: message`.
     pub fn render(&self, d: &Diagnostic) -> String {
-        let severity = match d.severity {
-            Severity::Error => CsSeverity::Error,
-            Severity::Warning => CsSeverity::Warning,
-            Severity::Note => CsSeverity::Note,
+        let (severity, word) = match d.severity {
+            Severity::Error => (CsSeverity::Error, "error"),
+            Severity::Warning => (CsSeverity::Warning, "warning"),
+            Severity::Note => (CsSeverity::Note, "note"),
         };
+        if d.span.is_none() && d.labels.is_empty() && d.notes.is_empty() && d.help.is_none() {
+            return format!("{word}: {}\n", d.message);
+        }
         let mut labels = Vec::new();
         if let Some(span) = &d.span {
             let mut l = Label::primary(span.file.0 as usize, self.clamp(span.file, &span.range));
@@ -63,16 +65,27 @@ impl Sources {
             .with_message(d.message.clone())
             .with_labels(labels)
             .with_notes(notes);
-        term::emit_into_string(&Config::default(), &self.files, &cs)
+        term::emit_into_string(&Config::default(), &self.simple, &cs)
             .unwrap_or_else(|e| format!("error: {}\n(could not show the source: {e})\n", d.message))
+    }
+
+    /// A failure: every diagnostic, and how many errors there were when more than one.
+    pub fn failure(&self, f: &Failure) -> String {
+        let mut out: String = f.diagnostics.iter().map(|d| self.render(d)).collect();
+        let errors = f.diagnostics.iter().filter(|d| d.is_error()).count();
+        if errors > 1 {
+            out.push_str(&format!("error: {errors} problems found\n"));
+        }
+        out
     }
 
     /// Keeps a range inside its file (a stale or foreign span must not make rendering fail).
     fn clamp(&self, file: FileId, range: &std::ops::Range<usize>) -> std::ops::Range<usize> {
-        let len = self.source(file).map_or(0, str::len);
+        let text = self.files.text(file);
+        let len = text.map_or(0, str::len);
         let mut s = range.start.min(len);
         let mut e = range.end.clamp(s, len);
-        if let Some(src) = self.source(file) {
+        if let Some(src) = text {
             while s > 0 && !src.is_char_boundary(s) {
                 s -= 1;
             }

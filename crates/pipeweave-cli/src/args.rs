@@ -1,0 +1,309 @@
+//! The arguments several commands share, parsed once into typed values: which plan or schedules,
+//! their parameters (`--set NAME=VALUE` as settings), the costs (`--costs KEY=VALUE,...` as
+//! uniform costs), and `--over NAME=VALUES` as a sweep's values.
+//!
+//! A value parser's error is an [`ArgError`]: `main` prints it as `error: ...` and exits with 2,
+//! like every other usage error of ours.
+
+use clap::{Args, ValueEnum};
+use pipeweave_eval::{Metric, Over, Param};
+use pipeweave_sim::UniformCosts;
+use pipeweave_source::{Params, Setting};
+use std::fmt;
+use std::path::PathBuf;
+
+/// A malformed argument value, in words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgError(pub String);
+
+impl fmt::Display for ArgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ArgError {}
+
+/// Which plan to work on.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// A plan file (actions text, PyTorch compute-only CSV, or JSON plan)
+    #[arg(value_name = "PLAN")]
+    pub plan: String,
+    #[command(flatten)]
+    pub params: ScheduleParams,
+}
+
+/// The parameters a schedule is built with, declared once for every command that builds one
+/// (`validate`, `simulate`, `show`, `convert`, `export` on one PLAN; `compare`, `render`, `sweep`,
+/// `report` on several).
+#[derive(Debug, Clone, Args)]
+pub struct ScheduleParams {
+    /// Ranks P, for schedules (default with a spec: its `parallelism.pp`)
+    #[arg(short = 'p', long = "ranks", value_name = "P")]
+    pub ranks: Option<u32>,
+    /// Micro-batches M, for schedules (default with a spec: its `training.microbatches`)
+    #[arg(short = 'm', long = "microbatches", value_name = "M")]
+    pub microbatches: Option<u32>,
+    /// Stages per rank v, for the schedules that take it
+    #[arg(short = 'v', long = "stages-per-rank", value_name = "V")]
+    pub stages_per_rank: Option<u32>,
+    /// Any other schedule parameter (repeatable; with several schedules, given to those that
+    /// declare it)
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_setting)]
+    pub set: Vec<Setting>,
+    /// Pipelines in an actions file (of equal length; stage q of each computes the same model part)
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub pipelines: u32,
+    /// A directory to search for plugins first (repeatable; then PIPEWEAVE_PLUGIN_PATH, then
+    /// next to the executable)
+    #[arg(long = "plugin-dir", value_name = "DIR")]
+    pub plugin_dirs: Vec<PathBuf>,
+}
+
+impl ScheduleParams {
+    /// The parameters as the resolver takes them.
+    pub fn params(&self) -> Params {
+        Params {
+            ranks: self.ranks,
+            microbatches: self.microbatches,
+            stages_per_rank: self.stages_per_rank,
+            settings: self.set.clone(),
+            pipelines: self.pipelines,
+        }
+    }
+}
+
+/// Durations used by the simulator.
+#[derive(Debug, Args)]
+pub struct CostArgs {
+    /// Uniform costs as KEY=VALUE pairs: F, B, I, W, pair (an overlapped F&B), transfer; default
+    /// F=1,I=1,W=1,B=I+W, pair=F+B, transfer=0
+    #[arg(
+        long,
+        value_name = "F=..,B=..,I=..,W=..,pair=..,transfer=..",
+        value_parser = parse_costs
+    )]
+    pub costs: Option<UniformCosts>,
+    /// Costs from a cluster spec: a TOML file, a shipped spec's name, or `default`; its
+    /// `parallelism.pp` and `training.microbatches` are the defaults of -p and -m
+    #[arg(long, value_name = "FILE|NAME", conflicts_with = "costs")]
+    pub spec: Option<String>,
+}
+
+/// Several schedules built with the same parameters.
+#[derive(Debug, Args)]
+pub struct ManyArgs {
+    /// Plan files, library schedules, `.weave` files or plugins, drawn in this order
+    #[arg(value_name = "SCHEDULE", required = true)]
+    pub schedules: Vec<String>,
+    /// Durations from a cluster spec (a TOML file, a shipped spec's name, or `default`), times in
+    /// seconds; without it, unit costs
+    #[arg(long, value_name = "FILE|NAME")]
+    pub spec: Option<String>,
+    #[command(flatten)]
+    pub params: ScheduleParams,
+}
+
+/// What `simulate` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+/// A plan's written forms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ConvertTo {
+    /// The actions text format (PyTorch's compute-only CSV for one pipeline)
+    Actions,
+    /// The versioned JSON plan
+    Json,
+}
+
+/// What a sweep measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MetricArg {
+    /// Share of rank-time spent idle
+    Bubble,
+    /// The step's makespan (seconds with --spec, units otherwise)
+    StepTime,
+}
+
+impl From<MetricArg> for Metric {
+    fn from(m: MetricArg) -> Metric {
+        match m {
+            MetricArg::Bubble => Metric::Bubble,
+            MetricArg::StepTime => Metric::StepTime,
+        }
+    }
+}
+
+/// `--set NAME=VALUE`.
+fn parse_setting(text: &str) -> Result<Setting, ArgError> {
+    text.parse()
+        .map_err(|e: pipeweave_source::SettingError| ArgError(e.to_string()))
+}
+
+/// `--costs F=1,B=2,...`: uniform costs; B defaults to I + W, a pair to F + B.
+fn parse_costs(text: &str) -> Result<UniformCosts, ArgError> {
+    let mut c = UniformCosts::default();
+    let (mut b, mut pair) = (None, None);
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let Some((k, v)) = item.split_once('=') else {
+            return Err(ArgError(format!(
+                "--costs expects KEY=VALUE pairs, found `{item}`"
+            )));
+        };
+        let value: f64 = v
+            .trim()
+            .parse()
+            .ok()
+            .filter(|x: &f64| x.is_finite() && *x >= 0.0)
+            .ok_or_else(|| {
+                ArgError(format!(
+                    "--costs: `{}` is not a duration (a number ≥ 0)",
+                    v.trim()
+                ))
+            })?;
+        match k.trim() {
+            "F" | "f" => c.stage.f = value,
+            "I" | "i" => c.stage.i = value,
+            "W" | "w" => c.stage.w = value,
+            "B" | "b" => b = Some(value),
+            "pair" | "F&B" => pair = Some(value),
+            "transfer" => c.transfer = value,
+            other => {
+                return Err(ArgError(format!(
+                    "--costs: unknown key `{other}`; expected F, B, I, W, pair or transfer"
+                )));
+            }
+        }
+    }
+    c.stage.b = b.unwrap_or(c.stage.i + c.stage.w);
+    c.pair = pair;
+    Ok(c)
+}
+
+/// The most values one sweep may take (each is a simulation per schedule).
+const MAX_VALUES: usize = 4096;
+
+fn number(text: &str, what: &str) -> Result<u32, ArgError> {
+    text.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|v| *v > 0)
+        .ok_or_else(|| {
+            ArgError(format!(
+                "--over: `{}` is not a {what} (a whole number ≥ 1)",
+                text.trim()
+            ))
+        })
+}
+
+/// `--over`: `microbatches=8..128`, `ranks=2..16:2`, `m=8,16,32` or a mix
+/// (`m=4..8,16,32..64:16`); ascending, without repeats.
+pub fn parse_over(text: &str) -> Result<Over, ArgError> {
+    let Some((name, values)) = text.split_once('=') else {
+        return Err(ArgError(format!(
+            "--over expects NAME=VALUES (e.g. microbatches=8..128 or ranks=2,4,8), found `{text}`"
+        )));
+    };
+    let param = match name.trim() {
+        "microbatches" | "m" | "M" => Param::Microbatches,
+        "ranks" | "p" | "P" => Param::Ranks,
+        other => {
+            return Err(ArgError(format!(
+                "--over: cannot sweep `{other}`; expected microbatches or ranks"
+            )));
+        }
+    };
+    let mut out: Vec<u32> = Vec::new();
+    for item in values.split(',').map(str::trim) {
+        if item.is_empty() {
+            return Err(ArgError(format!("--over: empty value in `{text}`")));
+        }
+        let Some((lo, rest)) = item.split_once("..") else {
+            out.push(number(item, "value")?);
+            continue;
+        };
+        let (hi, step) = match rest.split_once(':') {
+            Some((hi, step)) => (hi, number(step, "step")?),
+            None => (rest, 1),
+        };
+        let lo = number(lo, "value")?;
+        let hi = number(hi, "value")?;
+        if lo > hi {
+            return Err(ArgError(format!(
+                "--over: the range `{item}` runs backwards"
+            )));
+        }
+        let count = (hi - lo) / step + 1;
+        if out.len() + count as usize > MAX_VALUES {
+            return Err(ArgError(format!(
+                "--over: more than {MAX_VALUES} values; use a step (e.g. {lo}..{hi}:{})",
+                ((hi - lo) / 64).max(2)
+            )));
+        }
+        out.extend((0..count).map(|k| lo + k * step));
+    }
+    out.sort_unstable();
+    out.dedup();
+    if out.len() > MAX_VALUES {
+        return Err(ArgError(format!("--over: more than {MAX_VALUES} values")));
+    }
+    Ok(Over { param, values: out })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(text: &str) -> Vec<u32> {
+        match parse_over(text) {
+            Ok(o) => o.values,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    fn error(text: &str) -> String {
+        match parse_over(text) {
+            Err(e) => e.0,
+            Ok(o) => panic!("expected an error, got {o:?}"),
+        }
+    }
+
+    #[test]
+    fn forms() {
+        assert_eq!(values("microbatches=8..12"), vec![8, 9, 10, 11, 12]);
+        assert_eq!(values("m=8..32:8"), vec![8, 16, 24, 32]);
+        assert_eq!(values("m=8..30:8"), vec![8, 16, 24]);
+        assert_eq!(values("ranks=16,2,4,4"), vec![2, 4, 16]);
+        assert_eq!(values("P=2..4,8..16:8"), vec![2, 3, 4, 8, 16]);
+        assert_eq!(parse_over("p=2").map(|o| o.param).ok(), Some(Param::Ranks));
+    }
+
+    #[test]
+    fn errors() {
+        assert!(error("microbatches").contains("NAME=VALUES"));
+        assert!(error("layers=2..4").contains("cannot sweep `layers`"));
+        assert!(error("m=0..4").contains("`0` is not a value"));
+        assert!(error("m=8..4").contains("runs backwards"));
+        assert!(error("m=4..8:0").contains("`0` is not a step"));
+        assert!(error("m=4,,8").contains("empty value"));
+        assert!(error("m=x").contains("`x`"));
+        assert!(error("m=1..4000000000").contains("more than 4096 values"));
+    }
+
+    #[test]
+    fn costs() {
+        let c = parse_costs("F=1,I=1.5,W=0.5,transfer=0.25").expect("parses");
+        assert_eq!((c.stage.b, c.transfer, c.pair), (2.0, 0.25, None));
+        assert_eq!(
+            parse_costs("F=x").expect_err("not a number").0,
+            "--costs: `x` is not a duration (a number ≥ 0)"
+        );
+        assert!(parse_costs("Q=1").expect_err("unknown").0.contains("`Q`"));
+        assert!(parse_costs("F").expect_err("no =").0.contains("KEY=VALUE"));
+    }
+}

@@ -1,0 +1,238 @@
+//! Several schedules built with the same parameters, as `compare`, `render`, `sweep` and `report`
+//! take them: resolved once, `--set` handed to the schedules that declare it, each built (and
+//! simulated, and compared) on its own so one that cannot run never stops the others.
+
+use crate::args::ScheduleParams;
+use crate::session::Session;
+use pipeweave_eval::{Comparison, Costing, PlanRequest, Planner, Run, Unbuilt};
+use pipeweave_plan::Plan;
+use pipeweave_report::{TimelineChart, shape_text, timelines_svg, transfers};
+use pipeweave_source::{Built, Failure, Params, Source};
+use pipeweave_spec::Spec;
+
+/// The schedules of one command, resolved, with the command line's parameters.
+#[derive(Debug)]
+pub struct Many {
+    /// In the order given.
+    pub sources: Vec<Source>,
+    params: ScheduleParams,
+}
+
+impl Many {
+    /// Resolves every schedule (a name nothing answers to is an error) and checks that every
+    /// `--set` names a parameter at least one of them declares.
+    pub fn resolve(
+        names: &[String],
+        params: &ScheduleParams,
+        session: &mut Session,
+    ) -> Result<Many, Failure> {
+        session.host.with_plugin_dirs(&params.plugin_dirs);
+        let sources = names
+            .iter()
+            .map(|n| session.resolve(n))
+            .collect::<Result<Vec<_>, _>>()?;
+        for s in &params.set {
+            if !sources
+                .iter()
+                .filter_map(Source::declared)
+                .any(|d| d.takes(&s.name))
+            {
+                return Err(Failure::usage(format!(
+                    "--set {}={}: none of the schedules has a parameter `{}`",
+                    s.name, s.value, s.name
+                )));
+            }
+        }
+        Ok(Many {
+            sources,
+            params: params.clone(),
+        })
+    }
+
+    /// P and M given on the command line, else `costing`'s defaults (a spec's).
+    pub fn shape(&self, costing: &Costing) -> PlanRequest {
+        let (p, m) = costing.default_shape();
+        PlanRequest {
+            ranks: self.params.ranks.or(p),
+            microbatches: self.params.microbatches.or(m),
+            stages_per_rank: None,
+        }
+    }
+
+    /// The parameters of `source`: P and M from `request` (none for a plan file), `-v` and
+    /// `--set` only where it declares them.
+    fn params_for(&self, source: &Source, request: &PlanRequest) -> Params {
+        let takes = |name: &str| source.declared().is_some_and(|d| d.takes(name));
+        let file = source.is_plan_file();
+        Params {
+            ranks: request.ranks.filter(|_| !file),
+            microbatches: request.microbatches.filter(|_| !file),
+            stages_per_rank: self.params.stages_per_rank.filter(|_| takes("v")),
+            settings: self
+                .params
+                .set
+                .iter()
+                .filter(|s| takes(&s.name))
+                .cloned()
+                .collect(),
+            pipelines: self.params.pipelines,
+        }
+    }
+
+    /// Builds every schedule for `request`; a usage failure stops, any other stays with its
+    /// schedule.
+    pub fn build_all(
+        &self,
+        request: &PlanRequest,
+        session: &mut Session,
+    ) -> Result<Vec<Result<Built, Failure>>, Failure> {
+        let mut out = Vec::with_capacity(self.sources.len());
+        for source in &self.sources {
+            match session.build(source, &self.params_for(source, request)) {
+                Err(f) if f.is_usage() => return Err(f),
+                built => out.push(built),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The comparison on `spec` (the built-in default when `default`) of every schedule at
+    /// `request`'s P and M (the spec's where it has none). Plans already built (`prebuilt`: the
+    /// request they were built for and the outcome of each schedule, in order) serve when they
+    /// have the same P and M; otherwise every schedule is built now.
+    pub fn compare(
+        &self,
+        spec: &Spec,
+        default: bool,
+        request: &PlanRequest,
+        units: bool,
+        prebuilt: Option<(&PlanRequest, &[Result<Built, Failure>])>,
+        session: &mut Session,
+    ) -> Comparison {
+        let ranks = request.ranks.unwrap_or(spec.parallelism.pp);
+        let microbatches = request.microbatches.unwrap_or(spec.training.microbatches);
+        let at = PlanRequest {
+            ranks: Some(ranks),
+            microbatches: Some(microbatches),
+            stages_per_rank: None,
+        };
+        let built = prebuilt
+            .filter(|(r, _)| (r.ranks, r.microbatches) == (at.ranks, at.microbatches))
+            .map(|(_, built)| built);
+        let mut c = Comparison::new(spec, default, ranks, microbatches, units);
+        for (i, source) in self.sources.iter().enumerate() {
+            let requires = source
+                .declared()
+                .map(|d| d.requires.clone())
+                .unwrap_or_default();
+            let fresh;
+            let plan = match built.and_then(|b| b.get(i)) {
+                Some(b) => b,
+                None => {
+                    fresh = session.build(source, &self.params_for(source, &at));
+                    &fresh
+                }
+            };
+            let plan = plan.as_ref().map(|b| &b.plan).map_err(Failure::reason);
+            c.push(spec, source.name(), requires, plan);
+        }
+        c
+    }
+
+    /// A planner over these schedules for a sweep: a usage failure stops it, any other failure
+    /// is a point with the reason.
+    pub fn planner<'a>(&'a self, session: &'a mut Session) -> ManyPlanner<'a> {
+        ManyPlanner {
+            many: self,
+            session,
+        }
+    }
+}
+
+/// Builds the plans of a sweep (see [`Many::planner`]).
+#[derive(Debug)]
+pub struct ManyPlanner<'a> {
+    many: &'a Many,
+    session: &'a mut Session,
+}
+
+impl<'a> ManyPlanner<'a> {
+    fn source(&self, name: &str) -> Option<&'a Source> {
+        let many: &'a Many = self.many;
+        many.sources.iter().find(|s| s.name() == name)
+    }
+}
+
+impl Planner for ManyPlanner<'_> {
+    type Stop = Failure;
+
+    fn plan(&mut self, schedule: &str, request: &PlanRequest) -> Result<Plan, Unbuilt<Failure>> {
+        let Some(source) = self.source(schedule) else {
+            return Err(Unbuilt::Refused(format!("no schedule named `{schedule}`")));
+        };
+        let params = self.many.params_for(source, request);
+        match self.session.build(source, &params) {
+            Ok(built) => Ok(built.plan),
+            Err(f) if f.is_usage() => Err(Unbuilt::Stop(f)),
+            Err(f) => Err(Unbuilt::Refused(f.reason())),
+        }
+    }
+
+    fn fixed_shape(&self, schedule: &str) -> bool {
+        self.source(schedule).is_some_and(Source::is_plan_file)
+    }
+}
+
+/// Unit costs, or the spec `--spec` names.
+pub fn costing(spec: Option<&str>, session: &mut Session) -> Result<Costing, Failure> {
+    Ok(match spec {
+        None => Costing::Unit,
+        Some(arg) => {
+            let loaded = session.spec(Some(arg))?;
+            Costing::Spec {
+                spec: Box::new(loaded.spec),
+                default: loaded.default,
+            }
+        }
+    })
+}
+
+/// One schedule built and simulated, named as the user wrote it (`dualpipe`, not the resolver's
+/// `plugin:dualpipe`), so figures and tables match the command line.
+#[derive(Debug)]
+pub struct Drawn {
+    /// The SCHEDULE argument.
+    pub name: String,
+    /// Its plan.
+    pub plan: Plan,
+    /// The plan simulated.
+    pub run: Run,
+}
+
+/// Simulates `plan`, the SCHEDULE argument `name`'s, under `costing`; fails, with the reason,
+/// when the spec cannot take the plan.
+pub fn draw(name: &str, plan: &Plan, costing: &Costing) -> Result<Drawn, String> {
+    Ok(Drawn {
+        name: name.to_owned(),
+        plan: plan.clone(),
+        run: costing.run(plan)?,
+    })
+}
+
+/// The SVG of the runs' timelines, stacked on one time scale.
+pub fn timelines(drawn: &[Drawn], costing: &Costing, comms: bool, id: &str) -> String {
+    let charts: Vec<TimelineChart> = drawn
+        .iter()
+        .map(|d| TimelineChart {
+            title: format!(
+                "{} ({})",
+                d.name,
+                shape_text(&pipeweave_eval::Shape::of(&d.plan))
+            ),
+            plan: &d.plan,
+            timeline: &d.run.timeline,
+            transfers: comms.then(|| transfers(&d.plan, &d.run.timeline, d.run.costs.as_ref())),
+        })
+        .collect();
+    timelines_svg(&charts, costing.unit(), id)
+}

@@ -1,0 +1,47 @@
+//! One run of a command: the host that reaches files and plugins, and the files read so far (what
+//! diagnostics point into), with the steps every command takes: resolve a name, build its plan,
+//! read a spec.
+
+use crate::args::PlanArgs;
+use crate::diagnostics::Renderer;
+use crate::host::CliHost;
+use pipeweave_source::{Built, Failure, Files, LoadedSpec, Params, Source};
+
+/// The outside world of one command.
+#[derive(Debug, Default)]
+pub struct Session {
+    /// Files and plugins.
+    pub host: CliHost,
+    /// Every text read.
+    pub files: Files,
+}
+
+impl Session {
+    /// Resolves a PLAN or SCHEDULE argument.
+    pub fn resolve(&mut self, arg: &str) -> Result<Source, Failure> {
+        Source::resolve(arg, &mut self.host, &mut self.files)
+    }
+
+    /// Builds and validates `source`'s plan for `params`.
+    pub fn build(&mut self, source: &Source, params: &Params) -> Result<Built, Failure> {
+        source.build(params, &mut self.host, &mut self.files)
+    }
+
+    /// The validated plan the arguments name (every plan goes through the validator).
+    pub fn load(&mut self, args: &PlanArgs) -> Result<Built, Failure> {
+        self.host.with_plugin_dirs(&args.params.plugin_dirs);
+        let source = self.resolve(&args.plan)?;
+        self.build(&source, &args.params.params())
+    }
+
+    /// The spec `--spec` names, or the built-in default; its warnings go to standard error.
+    pub fn spec(&mut self, arg: Option<&str>) -> Result<LoadedSpec, Failure> {
+        let spec =
+            pipeweave_source::load_spec(arg.unwrap_or("default"), &mut self.host, &mut self.files)?;
+        let renderer = Renderer::new(&self.files);
+        for w in &spec.warnings {
+            crate::output::warn(&renderer.render(w));
+        }
+        Ok(spec)
+    }
+}

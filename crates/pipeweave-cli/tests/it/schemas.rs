@@ -1,0 +1,171 @@
+//! The JSON of `simulate`, `compare`, `sweep` and `recommend` against the schemas in `schemas/`
+//! (documented in `docs/json-output.md`): every output validates, and a document with a key the
+//! schema does not know does not.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn validator(name: &str) -> jsonschema::Validator {
+    let path = crate_dir().join("../../schemas").join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let schema: serde_json::Value = serde_json::from_str(&text).expect("the schema is JSON");
+    jsonschema::draft202012::new(&schema).expect("the schema compiles")
+}
+
+/// Runs `pipeweave` in `dir` and returns its standard output, which must be JSON.
+fn json(dir: &Path, args: &[&str]) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_pipeweave"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("PIPEWEAVE_PLUGIN_PATH")
+        .output()
+        .expect("the pipeweave binary runs");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the output is JSON")
+}
+
+/// Every document validates; each also fails once it carries an unknown key, so the schema is
+/// not one that takes anything.
+fn check(schema: &str, documents: &[serde_json::Value]) {
+    let v = validator(schema);
+    for doc in documents {
+        let errors: Vec<String> = v.iter_errors(doc).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{schema}: {errors:#?}\n{doc:#}");
+        let mut extra = doc.clone();
+        extra["unknown"] = serde_json::Value::Bool(true);
+        assert!(!v.is_valid(&extra), "{schema} takes an unknown key");
+    }
+}
+
+#[test]
+fn simulate_json_follows_its_schema() {
+    let dir = crate_dir();
+    let unit = json(
+        &dir,
+        &[
+            "simulate", "dualpipe", "-p", "4", "-m", "8", "--format", "json",
+        ],
+    );
+    let spec = json(
+        &dir,
+        &["simulate", "1f1b", "--spec", "unit", "--format", "json"],
+    );
+    let costs = json(
+        &dir,
+        &[
+            "simulate",
+            "zb-v",
+            "-p",
+            "2",
+            "-m",
+            "4",
+            "--costs",
+            "transfer=0.5",
+            "--format",
+            "json",
+        ],
+    );
+    check(
+        "pipeweave-simulate.v1.schema.json",
+        &[unit.clone(), spec.clone(), costs],
+    );
+    // The spec's figures and the per-rank memory go together.
+    let v = validator("pipeweave-simulate.v1.schema.json");
+    let mut half = spec;
+    half["ranks"][0]
+        .as_object_mut()
+        .expect("a rank")
+        .remove("memory");
+    assert!(!v.is_valid(&half));
+    let mut unit_with_unit = unit;
+    unit_with_unit["time_unit"] = "s".into();
+    assert!(!v.is_valid(&unit_with_unit));
+}
+
+#[test]
+fn compare_json_follows_its_schema() {
+    let dir = crate_dir();
+    let rows = json(
+        &dir,
+        &[
+            "compare",
+            "1f1b",
+            "dualpipev",
+            "dualpipe",
+            "--spec",
+            "unit",
+            "-m",
+            "6",
+            "--units",
+            "--format",
+            "json",
+        ],
+    );
+    let default = json(&dir, &["compare", "zb-v", "chimera", "--format", "json"]);
+    check("pipeweave-compare.v1.schema.json", &[rows.clone(), default]);
+    // A row has figures or an error, not both.
+    let mut both = rows;
+    both["rows"][1]["figures"] = both["rows"][0]["figures"].clone();
+    assert!(!validator("pipeweave-compare.v1.schema.json").is_valid(&both));
+}
+
+#[test]
+fn sweep_json_follows_its_schema() {
+    let dir = crate_dir();
+    let bubble = json(
+        &dir,
+        &[
+            "sweep",
+            "1f1b",
+            "dualpipe",
+            "-p",
+            "4",
+            "--over",
+            "m=4..12:4",
+            "--format",
+            "json",
+        ],
+    );
+    let time = json(
+        &dir,
+        &[
+            "sweep",
+            "gpipe",
+            "--spec",
+            "unit",
+            "--over",
+            "ranks=2,4",
+            "--metric",
+            "step-time",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(time["unit"], "seconds");
+    check("pipeweave-sweep.v1.schema.json", &[bubble.clone(), time]);
+    // A gap carries its reason.
+    assert!(bubble["series"][1]["points"][0]["reason"].is_string());
+    let mut silent = bubble;
+    silent["series"][1]["points"][0]
+        .as_object_mut()
+        .expect("a point")
+        .remove("reason");
+    assert!(!validator("pipeweave-sweep.v1.schema.json").is_valid(&silent));
+}
+
+#[test]
+fn recommend_json_follows_its_schema() {
+    let dir = crate_dir();
+    let r = json(&dir, &["recommend", "--spec", "unit", "--format", "json"]);
+    assert_eq!(r["default_spec"], false);
+    assert_eq!(r["choice"]["schedule"], "dualpipe");
+    check("pipeweave-recommend.v1.schema.json", &[r]);
+}

@@ -1,0 +1,267 @@
+//! Comparison of schedules on one spec: each schedule's figures (time, bubbles, idle, memory,
+//! communication, throughput, GPU-hours) on the spec adapted to its plan, and its traits.
+//!
+//! Schedules that could not run stay in the comparison with the reason, so a reader sees why a
+//! row has no figures. The caller builds the plans; this module only evaluates them.
+
+use crate::fit::fit_spec;
+use crate::step::{RankReport, StepReport, evaluate};
+use pipeweave_plan::{Action, Kind, Plan};
+use pipeweave_spec::Spec;
+use serde::{Serialize, Serializer};
+
+/// One schedule's figures on the spec's cluster (seconds, bytes).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Figures {
+    /// The step's makespan in seconds.
+    pub step_time_s: f64,
+    /// The makespan with unit costs (F = I = W = 1), when asked for.
+    pub makespan_units: Option<f64>,
+    /// Share of rank-time spent idle.
+    pub bubble_fraction: f64,
+    /// The largest idle time of a rank in one step.
+    pub idle_worst_s: f64,
+    /// The smallest idle time of a rank in one step.
+    pub idle_best_s: f64,
+    /// The most live activations of any rank (stage-micro-batch units).
+    pub peak_activations: u32,
+    /// The largest activation bytes of any GPU.
+    pub activation_bytes: f64,
+    /// The largest weight bytes of any GPU (every stage it hosts: replicas count).
+    pub weight_bytes: f64,
+    /// The largest total (weights, gradients, optimizer state, activations) of any GPU.
+    pub memory_bytes: f64,
+    /// Usable bytes of one GPU.
+    pub gpu_memory_bytes: f64,
+    /// Whether any GPU needs more memory than it has.
+    pub out_of_memory: bool,
+    /// Exposed communication over all pipeline ranks in one step.
+    pub exposed_comm_s: f64,
+    /// The same as a share of all rank-time of the step.
+    pub exposed_comm_fraction: f64,
+    /// Pipeline ranks (for the mean exposed communication of a rank).
+    #[serde(skip)]
+    pub ranks: u32,
+    /// Tokens per second of the whole cluster.
+    pub tokens_per_s: f64,
+    /// GPU-hours per million tokens.
+    pub gpu_hours_per_million_tokens: f64,
+    /// The part of them the bubbles cost.
+    pub bubble_gpu_hours_per_million_tokens: f64,
+}
+
+impl Figures {
+    /// The figures of a step's report (and optionally the unit-cost makespan of the same plan).
+    pub fn from_report(report: &StepReport, makespan_units: Option<f64>) -> Figures {
+        let max = |f: &dyn Fn(&RankReport) -> f64| report.ranks.iter().map(f).fold(0.0, f64::max);
+        Figures {
+            step_time_s: report.step_time_s,
+            makespan_units,
+            bubble_fraction: report.bubble_fraction,
+            idle_worst_s: max(&|r| r.idle_s),
+            idle_best_s: report
+                .ranks
+                .iter()
+                .map(|r| r.idle_s)
+                .fold(f64::INFINITY, f64::min)
+                .min(report.step_time_s),
+            peak_activations: report
+                .ranks
+                .iter()
+                .map(|r| r.peak_activations)
+                .max()
+                .unwrap_or(0),
+            activation_bytes: max(&|r| r.memory.activations),
+            weight_bytes: max(&|r| r.memory.params),
+            memory_bytes: max(&|r| r.memory.total()),
+            gpu_memory_bytes: report.gpu_memory_bytes,
+            out_of_memory: report.out_of_memory,
+            exposed_comm_s: report.exposed_comm_s,
+            exposed_comm_fraction: report.exposed_comm_fraction,
+            ranks: report.pipeline_ranks,
+            tokens_per_s: report.tokens_per_s,
+            gpu_hours_per_million_tokens: report.gpu_hours_per_million_tokens,
+            bubble_gpu_hours_per_million_tokens: report.bubble_gpu_hours_per_million_tokens,
+        }
+    }
+}
+
+/// What a schedule is, read from its plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Traits {
+    /// Model copies (pipelines in opposite directions hold one each).
+    pub model_copies: u32,
+    /// Pipelines of the plan.
+    pub pipelines: u32,
+    /// Stages (model parts, replicas counted) the busiest rank hosts over all pipelines: 1 for
+    /// 1F1B, v for interleaved, 2 for Chimera and DualPipe (one per pipeline) and DualPipeV.
+    pub stages_per_rank: u32,
+    /// The plan has weight-gradient (W) actions: backwards split into I and W.
+    pub weight_split: bool,
+    /// The plan has overlapped F&B pairs.
+    pub overlap: bool,
+}
+
+impl Traits {
+    /// The traits of `plan`.
+    pub fn of(plan: &Plan) -> Traits {
+        let actions = || plan.programs().iter().flatten();
+        let stages_per_rank = (0..plan.ranks())
+            .map(|r| plan.stages_on_rank(r).len() as u32)
+            .max()
+            .unwrap_or(0);
+        Traits {
+            model_copies: plan.model_copies(),
+            pipelines: plan.pipelines().len() as u32,
+            stages_per_rank,
+            weight_split: actions().any(|a| match a {
+                Action::One(op) => op.kind == Kind::W,
+                Action::Pair { f, b } => f.kind == Kind::W || b.kind == Kind::W,
+            }),
+            overlap: actions().any(|a| matches!(a, Action::Pair { .. })),
+        }
+    }
+}
+
+/// One row: a schedule, what it requires, and its figures or why it has none.
+///
+/// Serialized with `figures` or `error` in place of the outcome.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// As the user named it (`1f1b`, `plugin:dualpipe`, `my.weave`, a plan file).
+    pub schedule: String,
+    /// What the schedule requires of P and M, in words (empty when unknown).
+    pub requires: String,
+    /// The figures, or the reason the schedule did not run (its own error message).
+    #[serde(flatten, serialize_with = "outcome")]
+    pub outcome: Result<Figures, String>,
+    /// From the plan, when one was built.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traits: Option<Traits>,
+    /// How the spec was adapted to this plan (e.g. the model cut into more parts).
+    pub notes: Vec<String>,
+}
+
+/// A row's outcome as one entry: `"figures": {...}` or `"error": "..."`.
+fn outcome<S: Serializer>(outcome: &Result<Figures, String>, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut map = s.serialize_map(Some(1))?;
+    match outcome {
+        Ok(figures) => map.serialize_entry("figures", figures)?,
+        Err(reason) => map.serialize_entry("error", reason)?,
+    }
+    map.end()
+}
+
+/// A comparison of schedules on one spec.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    /// The spec's name.
+    pub spec: String,
+    /// Whether the spec is the built-in default.
+    pub default_spec: bool,
+    /// GPUs of the cluster.
+    pub gpus: u64,
+    /// The GPU's name.
+    pub gpu: String,
+    /// P the schedules were built for.
+    pub ranks: u32,
+    /// M the schedules were built for.
+    pub microbatches: u32,
+    /// The spec's own micro-batches per step (M may differ).
+    pub spec_microbatches: u32,
+    /// Whether the unit-cost makespan is evaluated (and shown).
+    #[serde(skip)]
+    pub units: bool,
+    /// One row per schedule, in the order given.
+    pub rows: Vec<Row>,
+}
+
+impl Comparison {
+    /// An empty comparison on `spec` for schedules built with P = `ranks`, M = `microbatches`.
+    pub fn new(
+        spec: &Spec,
+        default_spec: bool,
+        ranks: u32,
+        microbatches: u32,
+        units: bool,
+    ) -> Self {
+        Comparison {
+            spec: spec.name.clone(),
+            default_spec,
+            gpus: spec.cluster.gpus(),
+            gpu: spec.cluster.gpu.clone(),
+            ranks,
+            microbatches,
+            spec_microbatches: spec.training.microbatches,
+            units,
+            rows: Vec::new(),
+        }
+    }
+
+    /// How many rows have figures.
+    pub fn simulated(&self) -> usize {
+        self.rows.iter().filter(|r| r.outcome.is_ok()).count()
+    }
+
+    /// Adds a row for `schedule`: its plan (or the reason there is none) simulated on the spec
+    /// adapted to the plan's shape ([`fit_spec`]).
+    pub fn push(
+        &mut self,
+        spec: &Spec,
+        schedule: impl Into<String>,
+        requires: impl Into<String>,
+        plan: Result<&Plan, String>,
+    ) {
+        self.rows
+            .push(evaluate_row(spec, schedule, requires, plan, self.units));
+    }
+}
+
+/// One row of a comparison: `plan` simulated on `spec` adapted to it, with the unit-cost makespan
+/// when `units` is set.
+pub fn evaluate_row(
+    spec: &Spec,
+    schedule: impl Into<String>,
+    requires: impl Into<String>,
+    plan: Result<&Plan, String>,
+    units: bool,
+) -> Row {
+    let mut row = Row {
+        schedule: schedule.into(),
+        requires: requires.into(),
+        outcome: Err(String::new()),
+        traits: None,
+        notes: Vec::new(),
+    };
+    let plan = match plan {
+        Ok(plan) => plan,
+        Err(reason) => {
+            row.outcome = Err(reason);
+            return row;
+        }
+    };
+    row.traits = Some(Traits::of(plan));
+    let (fitted, notes) = match fit_spec(spec, plan) {
+        Ok(x) => x,
+        Err(reason) => {
+            row.outcome = Err(reason);
+            return row;
+        }
+    };
+    row.notes = notes;
+    row.outcome = match evaluate(&fitted, plan) {
+        Ok(e) => {
+            let makespan_units = if units {
+                pipeweave_sim::simulate(plan, &pipeweave_sim::UnitCosts)
+                    .ok()
+                    .map(|t| t.makespan)
+            } else {
+                None
+            };
+            Ok(Figures::from_report(&e.report, makespan_units))
+        }
+        Err(diags) => Err(crate::step::messages(&diags)),
+    };
+    row
+}

@@ -1,0 +1,31 @@
+//! Analysis of plans: what a simulated step costs on a cluster spec, comparisons of schedules,
+//! sweeps of a parameter and the recommend search, as plain data for the views.
+//!
+//! [`evaluate`] runs a plan on a spec's costs and gives a [`StepReport`]; [`fit_spec`] adapts a
+//! spec to a plan's shape; [`Comparison`] rows, [`sweep`] and [`recommend`] build on them, getting
+//! their plans from a [`Planner`] the caller implements. Output types derive `Serialize`, so the
+//! views print them as JSON unchanged.
+//! No IO: nothing here reads files, resolves schedule names or loads plugins.
+
+mod compare;
+mod costing;
+mod fit;
+mod planner;
+mod questions;
+mod recommend;
+mod simulation;
+mod step;
+mod sweep;
+
+pub use compare::{Comparison, Figures, Row, Traits, evaluate_row};
+pub use costing::{Costing, Run, TimeUnit};
+pub use fit::{fit_spec, split_layers};
+pub use planner::{PlanRequest, Planner, Unbuilt};
+pub use questions::{ParamCost, dualpipe_param_cost, gpu_hours_recovered_per_million_tokens};
+pub use recommend::{
+    Candidate, M_PER_CONFIG, MAX_M, Recommendation, RejectedPp, SearchSchedule, V_VALUES, Verdict,
+    recommend,
+};
+pub use simulation::{RankMemory, RankTimes, Shape, Simulation};
+pub use step::{Evaluation, RankReport, StepReport, evaluate};
+pub use sweep::{Metric, Over, Param, Sweep, SweepPoint, SweepSeries, Tick, sweep};

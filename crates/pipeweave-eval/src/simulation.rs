@@ -1,0 +1,164 @@
+//! One simulated step as plain data: the plan's shape, the timeline's figures per rank, and on a
+//! spec the step's figures and memory per rank. `simulate` prints it as text or JSON.
+
+use crate::costing::TimeUnit;
+use crate::step::{RankReport, StepReport};
+use pipeweave_plan::Plan;
+use pipeweave_sim::Timeline;
+use serde::{Serialize, Serializer};
+
+/// What a plan is: ranks, pipelines, stages, micro-batches and model copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Shape {
+    /// Ranks P.
+    #[serde(rename = "num_ranks")]
+    pub ranks: u32,
+    /// Pipelines K.
+    pub pipelines: u32,
+    /// Stages S of every pipeline.
+    pub stages_per_pipeline: u32,
+    /// Micro-batches M over all pipelines.
+    pub microbatches: u32,
+    /// Model copies.
+    pub model_copies: u32,
+}
+
+impl Shape {
+    /// The shape of `plan`.
+    pub fn of(plan: &Plan) -> Shape {
+        Shape {
+            ranks: plan.ranks(),
+            pipelines: plan.pipelines().len() as u32,
+            stages_per_pipeline: plan.stages_per_pipeline(),
+            microbatches: plan.num_microbatches(),
+            model_copies: plan.model_copies(),
+        }
+    }
+}
+
+/// One GPU's memory on a spec.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RankMemory {
+    /// Weights.
+    pub params_bytes: f64,
+    /// Gradients.
+    pub grads_bytes: f64,
+    /// Optimizer state.
+    pub optimizer_bytes: f64,
+    /// Activations at the peak.
+    pub activations_bytes: f64,
+    /// All of it.
+    pub total_bytes: f64,
+    /// The total as a share of the GPU's usable memory.
+    pub fraction_of_gpu: f64,
+    /// Whether the total exceeds the GPU's memory.
+    pub out_of_memory: bool,
+}
+
+impl RankMemory {
+    /// The memory figures of one rank's report.
+    pub fn of(rank: &RankReport) -> RankMemory {
+        RankMemory {
+            params_bytes: rank.memory.params,
+            grads_bytes: rank.memory.grads,
+            optimizer_bytes: rank.memory.optimizer,
+            activations_bytes: rank.memory.activations,
+            total_bytes: rank.memory.total(),
+            fraction_of_gpu: rank.memory_fraction,
+            out_of_memory: rank.out_of_memory,
+        }
+    }
+}
+
+/// One rank's times in the step (units, or seconds on a spec).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RankTimes {
+    /// The rank, 0-based.
+    pub rank: u32,
+    /// Time computing (and on exposed communication).
+    pub busy: f64,
+    /// Time idle.
+    pub idle: f64,
+    /// The longest idle stretch.
+    pub longest_idle: f64,
+    /// The most live activations (stage-micro-batch units).
+    pub peak_activations: u32,
+    /// Communication no compute hides.
+    pub exposed_comm: f64,
+    /// Memory on a spec.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<RankMemory>,
+}
+
+/// A simulated step of one plan, under unit or uniform costs or on a spec.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Simulation {
+    /// What the plan is called (a file or schedule name).
+    pub plan: String,
+    /// The plan's shape.
+    #[serde(flatten)]
+    pub shape: Shape,
+    /// Seconds on a spec; abstract units otherwise (then not serialized).
+    #[serde(
+        skip_serializing_if = "TimeUnit::is_units",
+        serialize_with = "unit_symbol"
+    )]
+    pub time_unit: TimeUnit,
+    /// The step's makespan.
+    pub makespan: f64,
+    /// Share of rank-time spent idle.
+    pub bubble_fraction: f64,
+    /// Exposed communication over all ranks.
+    pub exposed_comm: f64,
+    /// The step's figures on a spec.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec: Option<StepReport>,
+    /// Every rank's times.
+    pub ranks: Vec<RankTimes>,
+}
+
+fn unit_symbol<S: Serializer>(unit: &TimeUnit, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(match unit {
+        TimeUnit::Units => "units",
+        TimeUnit::Seconds => "s",
+    })
+}
+
+impl Simulation {
+    /// The simulation of `plan` (called `name`) as `timeline`; with `report`, on a spec.
+    pub fn new(
+        name: impl Into<String>,
+        plan: &Plan,
+        timeline: &Timeline,
+        report: Option<&StepReport>,
+    ) -> Simulation {
+        let ranks = timeline
+            .ranks
+            .iter()
+            .enumerate()
+            .map(|(r, m)| RankTimes {
+                rank: r as u32,
+                busy: m.busy,
+                idle: m.idle,
+                longest_idle: m.longest_idle,
+                peak_activations: m.peak_activations,
+                exposed_comm: m.exposed_comm,
+                memory: report.and_then(|rep| rep.ranks.get(r)).map(RankMemory::of),
+            })
+            .collect();
+        Simulation {
+            plan: name.into(),
+            shape: Shape::of(plan),
+            time_unit: if report.is_some() {
+                TimeUnit::Seconds
+            } else {
+                TimeUnit::Units
+            },
+            makespan: timeline.makespan,
+            bubble_fraction: timeline.bubble_fraction,
+            exposed_comm: timeline.exposed_comm,
+            spec: report.cloned(),
+            ranks,
+        }
+    }
+}

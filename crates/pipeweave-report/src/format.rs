@@ -1,0 +1,139 @@
+//! Numbers for people, one rule per quantity for every view: durations (abstract units or
+//! seconds), counts with SI suffixes, percentages, bytes in GiB, and the coordinates of SVG
+//! drawings.
+
+use pipeweave_eval::TimeUnit;
+
+/// A time in abstract units: integers without decimals, others with up to four decimals.
+pub fn format_time(t: f64) -> String {
+    if (t - t.round()).abs() < 1e-9 {
+        format!("{}", t.round() as i64)
+    } else {
+        let s = format!("{t:.4}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// Seconds for people: `1.234 s`, `56.7 ms`, `12.3 µs`.
+///
+/// The one rule for every duration in seconds: a fixed number of decimals per unit, so the
+/// figures of a column line up and read alike in every view (tables, timelines, tooltips).
+pub fn seconds(s: f64) -> String {
+    let a = s.abs();
+    if a >= 1.0 {
+        format!("{s:.3} s")
+    } else if a >= 1e-3 || a == 0.0 {
+        format!("{:.1} ms", s * 1e3)
+    } else {
+        format!("{:.1} µs", s * 1e6)
+    }
+}
+
+/// Durations in a timeline's unit.
+pub trait TimeFormat {
+    /// A duration for a label, a table or a tooltip.
+    fn format(self, t: f64) -> String;
+    /// How a time axis names its unit for times up to `max`, and the factor from the unit to the
+    /// axis's (seconds are shown as ms below 1 s).
+    fn axis(self, max: f64) -> (&'static str, f64);
+}
+
+impl TimeFormat for TimeUnit {
+    fn format(self, t: f64) -> String {
+        match self {
+            TimeUnit::Units => format_time(t),
+            TimeUnit::Seconds => seconds(t),
+        }
+    }
+
+    fn axis(self, max: f64) -> (&'static str, f64) {
+        match self {
+            TimeUnit::Units => ("time (units)", 1.0),
+            TimeUnit::Seconds if max < 1.0 => ("time (ms)", 1e3),
+            TimeUnit::Seconds => ("time (s)", 1.0),
+        }
+    }
+}
+
+/// A count with an SI suffix and three significant digits: `1.23M`.
+pub fn si(x: f64) -> String {
+    let (v, suffix) = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
+        .into_iter()
+        .find(|(scale, _)| x.abs() >= *scale)
+        .map_or((x, ""), |(scale, s)| (x / scale, s));
+    let a = v.abs();
+    let digits = if a >= 100.0 {
+        0
+    } else if a >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{v:.digits$}{suffix}")
+}
+
+/// A fraction as a percentage with `decimals` decimals: `27.27%`.
+pub fn percent(fraction: f64, decimals: usize) -> String {
+    format!("{:.decimals$}%", fraction * 100.0)
+}
+
+/// Bytes in GiB (2³⁰).
+pub fn gib(bytes: f64) -> f64 {
+    bytes / (1024.0 * 1024.0 * 1024.0)
+}
+
+/// Bytes as GiB with one decimal: `12.3 GiB`.
+pub fn gib_text(bytes: f64) -> String {
+    format!("{:.1} GiB", gib(bytes))
+}
+
+/// A number with about four significant digits, trailing zeros dropped (axis ticks).
+pub(crate) fn sig(x: f64) -> String {
+    let a = x.abs();
+    let decimals = if a >= 1000.0 {
+        0
+    } else if a >= 100.0 {
+        1
+    } else if a >= 10.0 {
+        2
+    } else {
+        3
+    };
+    trim(format!("{x:.decimals$}"))
+}
+
+fn trim(s: String) -> String {
+    if s.contains('.') {
+        let t = s.trim_end_matches('0').trim_end_matches('.');
+        if t == "-0" { "0".into() } else { t.into() }
+    } else {
+        s
+    }
+}
+
+/// A coordinate: two decimals at most, so output does not depend on float noise.
+pub(crate) fn num(x: f64) -> String {
+    let x = if x.is_finite() { x } else { 0.0 };
+    trim(format!("{x:.2}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times() {
+        assert_eq!(format_time(66.0), "66");
+        assert_eq!(format_time(0.125), "0.125");
+        assert_eq!(format_time(1.0 / 3.0), "0.3333");
+    }
+
+    #[test]
+    fn counts_and_shares() {
+        assert_eq!(si(1234.0), "1.23k");
+        assert_eq!(si(118_000.0), "118k");
+        assert_eq!(si(12.0), "12.0");
+        assert_eq!(percent(0.2727, 2), "27.27%");
+        assert_eq!(gib_text(1.5 * 1024.0 * 1024.0 * 1024.0), "1.5 GiB");
+    }
+}

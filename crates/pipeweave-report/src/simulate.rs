@@ -1,0 +1,180 @@
+//! One simulated step for people: the plan's shape, the step's figures on a spec, and every
+//! rank's times, as text or JSON.
+
+use crate::format::{format_time, gib, percent, seconds, si};
+use pipeweave_eval::{Costing, Shape, Simulation, StepReport};
+use std::fmt::Write as _;
+
+/// `4 ranks, 1 pipeline × 4 stages, 8 micro-batches, 1 model copy`.
+pub fn shape_text(shape: &Shape) -> String {
+    let k = shape.pipelines;
+    format!(
+        "{} ranks, {} pipeline{} × {} stages, {} micro-batches, {} model cop{}",
+        shape.ranks,
+        k,
+        if k == 1 { "" } else { "s" },
+        shape.stages_per_pipeline,
+        shape.microbatches,
+        shape.model_copies,
+        if shape.model_copies == 1 { "y" } else { "ies" },
+    )
+}
+
+/// Where the durations come from, in a sentence.
+pub fn costing_text(costing: &Costing) -> String {
+    match costing {
+        Costing::Unit => {
+            "unit costs: F = I = W = 1, B = 2, F&B pair = F + B, no transfer time".to_owned()
+        }
+        Costing::Spec { spec, default } => format!(
+            "spec {}{}: {} × {}; times in seconds, the spec adapted to each schedule's shape",
+            spec.name,
+            if *default { " (built-in default)" } else { "" },
+            spec.cluster.gpus(),
+            spec.cluster.gpu
+        ),
+    }
+}
+
+/// The figures of a step on a spec: time, throughput, efficiency, bubbles, communication,
+/// GPU-hours, and a table of memory per rank.
+pub fn step_report_text(r: &StepReport) -> String {
+    let mut f = String::new();
+    let _ = writeln!(
+        f,
+        "spec {}: {} × {}, {} pipeline ranks, {} stages per pipeline, {} micro-batches, {}",
+        r.spec,
+        r.gpus,
+        r.gpu,
+        r.pipeline_ranks,
+        r.stages_per_pipeline,
+        r.microbatches,
+        if r.model_copies == 1 {
+            "one model copy".to_string()
+        } else {
+            format!("{} model copies", r.model_copies)
+        }
+    );
+    let _ = writeln!(f, "step time            {}", seconds(r.step_time_s));
+    let _ = writeln!(f, "tokens per step      {}", si(r.tokens_per_step));
+    let _ = writeln!(f, "tokens/s             {}", si(r.tokens_per_s));
+    let _ = writeln!(
+        f,
+        "achieved of peak     {} ({} FLOPs per token)",
+        percent(r.achieved_fraction_of_peak, 1),
+        si(r.model_flops_per_token)
+    );
+    let _ = writeln!(f, "bubble fraction      {}", percent(r.bubble_fraction, 1));
+    let _ = writeln!(
+        f,
+        "exposed comm         {} per step over all ranks ({} of rank-time)",
+        seconds(r.exposed_comm_s),
+        percent(r.exposed_comm_fraction, 1)
+    );
+    let _ = writeln!(
+        f,
+        "GPU-hours / M tokens {:.4} (bubbles {:.4})",
+        r.gpu_hours_per_million_tokens, r.bubble_gpu_hours_per_million_tokens
+    );
+    let _ = writeln!(
+        f,
+        "whole run            {} tokens, {} steps, {} GPU-hours ({} lost to bubbles)",
+        si(r.run_tokens),
+        si(r.run_steps),
+        si(r.run_gpu_hours),
+        si(r.bubble_gpu_hours_run)
+    );
+    let _ = writeln!(
+        f,
+        "memory per GPU in GiB, of {:.1} (activations: peak live micro-batch stages)",
+        gib(r.gpu_memory_bytes)
+    );
+    let _ = writeln!(f, "  rank  params   grads   optim   activ  (peak)   total");
+    for rank in &r.ranks {
+        let _ = writeln!(
+            f,
+            "{:>6} {:>7.1} {:>7.1} {:>7.1} {:>7.1} {:>7} {:>7.1}{}",
+            rank.rank,
+            gib(rank.memory.params),
+            gib(rank.memory.grads),
+            gib(rank.memory.optimizer),
+            gib(rank.memory.activations),
+            format!("({})", rank.peak_activations),
+            gib(rank.memory.total()),
+            if rank.out_of_memory {
+                "  out of memory"
+            } else {
+                ""
+            }
+        );
+    }
+    if r.out_of_memory {
+        let _ = writeln!(
+            f,
+            "OUT OF MEMORY: at least one rank needs more than its GPU has"
+        );
+    }
+    f
+}
+
+/// `simulate`'s text: the plan and its shape; with unit or uniform costs the makespan, bubble and
+/// a table of every rank's times in units; on a spec the step's figures, then every rank's times
+/// in seconds.
+pub fn simulation_text(sim: &Simulation) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "plan             {}", sim.plan);
+    let _ = writeln!(s, "shape            {}", shape_text(&sim.shape));
+    if let Some(report) = &sim.spec {
+        s.push_str(&step_report_text(report));
+        let _ = writeln!(
+            s,
+            "time per rank\n  rank  busy        idle        longest idle  exposed comm"
+        );
+        for m in &sim.ranks {
+            let _ = writeln!(
+                s,
+                "{:>6}  {:<10}  {:<10}  {:<12}  {}",
+                m.rank,
+                seconds(m.busy),
+                seconds(m.idle),
+                seconds(m.longest_idle),
+                seconds(m.exposed_comm)
+            );
+        }
+        return s;
+    }
+    let _ = writeln!(s, "makespan         {}", format_time(sim.makespan));
+    let _ = writeln!(
+        s,
+        "bubble fraction  {:.4} ({})",
+        sim.bubble_fraction,
+        percent(sim.bubble_fraction, 2)
+    );
+    if sim.exposed_comm > 0.0 {
+        let _ = writeln!(s, "exposed comm     {}", format_time(sim.exposed_comm));
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "rank  busy        idle        longest idle  peak activations"
+    );
+    for m in &sim.ranks {
+        let _ = writeln!(
+            s,
+            "{:<4}  {:<10}  {:<10}  {:<12}  {}",
+            m.rank,
+            format_time(m.busy),
+            format_time(m.idle),
+            format_time(m.longest_idle),
+            m.peak_activations
+        );
+    }
+    s
+}
+
+/// `simulate`'s JSON (`schemas/pipeweave-simulate.v1.schema.json`): the shape, the step's figures
+/// and every rank's times; on a spec, times in seconds (`time_unit`), the `spec` figures and every
+/// rank's memory.
+pub fn simulation_json(sim: &Simulation) -> String {
+    crate::json::json(sim)
+}

@@ -1,0 +1,183 @@
+//! Building a source's plan for given parameters, validated, with the place in the source of
+//! every action where there is one.
+
+use crate::failure::Failure;
+use crate::files::Files;
+use crate::host::{Host, PLUGIN_PREFIX, PluginInfo, PluginRequest};
+use crate::params::Params;
+use pipeweave_check::{Problem, ProblemKind};
+use pipeweave_diagnostics::{Diagnostic, FileId, Span};
+use pipeweave_plan::Plan;
+
+/// A validated plan and where its actions came from.
+#[derive(Debug, Clone)]
+pub struct Built {
+    /// The plan; it passed `pipeweave_check::validate`.
+    pub plan: Plan,
+    /// `origins[r][i]`: the source span that produced rank r's i-th action, when known.
+    pub origins: Option<Vec<Vec<Span>>>,
+    /// What to call the plan in messages: a file or schedule name, `plugin:NAME` for a plugin.
+    pub name: String,
+}
+
+/// Validates `plan`; the problems point at the actions' sources where `origins` knows them.
+fn validated(plan: Plan, origins: Option<Vec<Vec<Span>>>, name: String) -> Result<Built, Failure> {
+    let built = Built {
+        plan,
+        origins,
+        name,
+    };
+    let problems = pipeweave_check::validate(&built.plan);
+    if problems.is_empty() {
+        Ok(built)
+    } else {
+        Err(Failure::from_diagnostics(problem_diagnostics(
+            built.origins.as_deref(),
+            &problems,
+        )))
+    }
+}
+
+/// Compiles the schedule in `file` for `params`.
+pub(crate) fn weave(
+    name: &str,
+    file: FileId,
+    params: &Params,
+    files: &Files,
+) -> Result<Built, Failure> {
+    let (Some(ranks), Some(microbatches)) = (params.ranks, params.microbatches) else {
+        return Err(Failure::usage(format!(
+            "`{name}` is a schedule: give --ranks/-p and --microbatches/-m"
+        )));
+    };
+    let mut args = pipeweave_dsl::Args::new(ranks, microbatches);
+    if let Some(v) = params.stages_per_rank {
+        args = args.with("v", i64::from(v));
+    }
+    for s in &params.settings {
+        args = args.with(&s.name, s.integer()?);
+    }
+    let text = files.text(file).unwrap_or_default();
+    let compiled = pipeweave_dsl::compile(file, text, &args).map_err(Failure::from_diagnostics)?;
+    let origins = (0..compiled.plan.ranks())
+        .map(|r| {
+            (0..compiled.plan.program(r).len())
+                .map(|i| {
+                    compiled
+                        .origins
+                        .span(r, i)
+                        .unwrap_or_else(|| Span::new(file, 0..0))
+                })
+                .collect()
+        })
+        .collect();
+    validated(compiled.plan, Some(origins), name.to_owned())
+}
+
+/// Asks the plugin for its plan (the host validates it).
+pub(crate) fn plugin(
+    info: &PluginInfo,
+    params: &Params,
+    host: &mut dyn Host,
+) -> Result<Built, Failure> {
+    let name = &info.metadata.name;
+    let usage = |what: &str| {
+        Failure::usage(format!(
+            "the plugin schedule `{name}` needs {what} (requires: {})",
+            info.metadata.requires
+        ))
+    };
+    let ranks = params.ranks.ok_or_else(|| usage("--ranks P"))?;
+    let microbatches = params
+        .microbatches
+        .ok_or_else(|| usage("--microbatches M"))?;
+    if params.stages_per_rank.is_some() {
+        return Err(Failure::usage(format!(
+            "the plugin schedule `{name}` fixes its own stages per rank; drop --stages-per-rank"
+        )));
+    }
+    let request = PluginRequest {
+        ranks,
+        microbatches,
+        settings: params
+            .settings
+            .iter()
+            .map(|s| (s.name.clone(), s.value.clone()))
+            .collect(),
+    };
+    let plan = host.generate(info.id, &request)?;
+    Ok(Built {
+        plan,
+        origins: None,
+        name: format!("{PLUGIN_PREFIX}{name}"),
+    })
+}
+
+/// Reads a plan file: a JSON plan, or the actions text with `params.pipelines` pipelines.
+pub(crate) fn plan_file(
+    path: &str,
+    json: bool,
+    params: &Params,
+    host: &mut dyn Host,
+    files: &mut Files,
+) -> Result<Built, Failure> {
+    if params.shapes_a_schedule() {
+        return Err(Failure::usage(format!(
+            "`{path}` is a plan file: --ranks, --microbatches, --stages-per-rank and --set apply to schedules only"
+        )));
+    }
+    let text = host.read(path)?;
+    let file = files.add(path, text);
+    let text = files.text(file).unwrap_or_default();
+    if json {
+        let read = pipeweave_export::read_json(text, file).map_err(Failure::from_diagnostics)?;
+        return validated(read.plan, None, path.to_owned());
+    }
+    let read = pipeweave_export::read_actions(text, file, params.pipelines)
+        .map_err(Failure::from_diagnostics)?;
+    let origins = read
+        .spans
+        .into_iter()
+        .map(|r| r.into_iter().map(|range| Span::new(file, range)).collect())
+        .collect();
+    validated(read.plan, Some(origins), path.to_owned())
+}
+
+/// Turns validator problems into diagnostics that point at the actions' sources.
+pub fn problem_diagnostics(origins: Option<&[Vec<Span>]>, problems: &[Problem]) -> Vec<Diagnostic> {
+    let origin = |rank: u32, position: Option<usize>| -> Option<Span> {
+        let spans = origins?.get(rank as usize)?;
+        match position {
+            Some(p) => spans.get(p).cloned(),
+            None => spans.last().cloned(),
+        }
+    };
+    problems
+        .iter()
+        .map(|p| {
+            let mut d = Diagnostic::error(format!("{}: {}", p.location(), p.message()));
+            if let Some(span) = origin(p.rank, p.position) {
+                let label = match p.position {
+                    Some(_) => "this action".to_string(),
+                    None => format!("rank {}'s program ends here", p.rank),
+                };
+                d = d.with_span_label(span, label);
+            }
+            if let ProblemKind::Deadlock { cycle } = &p.kind {
+                for (k, w) in cycle.iter().enumerate() {
+                    match origin(w.rank, w.position) {
+                        Some(span) if k > 0 => d = d.with_label(span, w.to_string()),
+                        _ => d = d.with_note(w.to_string()),
+                    }
+                }
+                if let Some(first) = cycle.first()
+                    && origin(first.rank, first.position).is_some()
+                {
+                    d.span_label = Some(first.to_string());
+                    d.notes.retain(|n| *n != first.to_string());
+                }
+            }
+            d
+        })
+        .collect()
+}

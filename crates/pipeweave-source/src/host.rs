@@ -1,0 +1,87 @@
+//! Everything the resolver needs from the outside world, behind one trait: reading files and
+//! finding, describing and running plugins. The command line implements it with `std::fs` and
+//! `pipeweave-plugin-host`; another host may run plugins in a child process.
+
+use crate::failure::Failure;
+use pipeweave_plan::Plan;
+use pipeweave_plugin_api::Metadata;
+
+/// The prefix that picks a plugin explicitly (`plugin:dualpipe`, `plugin:./libmine.so`).
+pub const PLUGIN_PREFIX: &str = "plugin:";
+
+/// A plugin as the user names it after `plugin:`, or a bare name on the search path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PluginTarget {
+    /// A name looked up on the host's search path.
+    Named(String),
+    /// A library file.
+    Path(String),
+}
+
+impl PluginTarget {
+    /// `target` as a path when it looks like one ([`looks_like_path`]), else as a name.
+    pub fn parse(target: &str) -> PluginTarget {
+        if looks_like_path(target) {
+            PluginTarget::Path(target.to_owned())
+        } else {
+            PluginTarget::Named(target.to_owned())
+        }
+    }
+}
+
+/// The one rule for "is this a path": it has a directory separator or ends like a shared library.
+/// A name without either is a schedule, spec or plugin name first.
+pub fn looks_like_path(text: &str) -> bool {
+    text.contains('/')
+        || text.contains(std::path::MAIN_SEPARATOR)
+        || text.ends_with(std::env::consts::DLL_SUFFIX)
+}
+
+/// A plugin the host has loaded, by the handle the host gave it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PluginId(pub usize);
+
+/// A loaded plugin: its handle, what it says about itself, and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginInfo {
+    /// The host's handle for [`Host::generate`].
+    pub id: PluginId,
+    /// The plugin's name, parameters and requirements.
+    pub metadata: Metadata,
+    /// Where the host found it (a file path), for people.
+    pub location: String,
+}
+
+/// What a plugin is asked to build.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginRequest {
+    /// Ranks P.
+    pub ranks: u32,
+    /// Micro-batches M.
+    pub microbatches: u32,
+    /// `NAME=VALUE` settings as the user wrote them; the host checks them against the plugin's
+    /// declared parameters (an unknown name or a bad value is a usage failure).
+    pub settings: Vec<(String, String)>,
+}
+
+/// The outside world of the resolver.
+pub trait Host {
+    /// Whether `path` names an existing file (a folder is not one).
+    fn is_file(&self, path: &str) -> bool;
+
+    /// The text of the file at `path`; a failure says why it cannot be read.
+    fn read(&mut self, path: &str) -> Result<String, Failure>;
+
+    /// Whether a plugin called `name` is on the search path (without running it).
+    fn has_plugin(&mut self, name: &str) -> bool;
+
+    /// The plugin `target` names, loaded at most once per host.
+    fn plugin(&mut self, target: &PluginTarget) -> Result<PluginInfo, Failure>;
+
+    /// Every plugin on the search path, sorted by name; a plugin that cannot be loaded is its
+    /// failure in words (it never hides the others).
+    fn plugins(&mut self) -> Vec<Result<PluginInfo, String>>;
+
+    /// The plan `plugin` builds for `request`, validated by the host before it is returned.
+    fn generate(&mut self, plugin: PluginId, request: &PluginRequest) -> Result<Plan, Failure>;
+}

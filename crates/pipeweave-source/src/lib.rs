@@ -1,0 +1,31 @@
+//! Resolving what a user names: a PLAN or SCHEDULE argument (a library schedule, a `.weave` file,
+//! `plugin:NAME` or a plugin's name, a plugin library, an actions or JSON plan file) becomes a
+//! [`Source`] that says what it declares and builds validated plans; a `--spec` argument becomes a
+//! [`LoadedSpec`].
+//!
+//! Pure: files and plugins are reached through a [`Host`] the caller implements (the command
+//! line with `std::fs` and `pipeweave-plugin-host`). The texts read go into a [`Files`] table, which
+//! the spans of every diagnostic point into. Failures are data: a [`Failure`] holds diagnostics and
+//! whether the command line was wrong.
+
+mod build;
+mod catalog;
+mod declared;
+mod failure;
+mod files;
+mod host;
+mod params;
+mod source;
+mod spec;
+
+pub use build::{Built, problem_diagnostics};
+pub use catalog::{Entry, Origin, library, plugins};
+pub use declared::{Declared, Param};
+pub use failure::{Failure, FailureKind};
+pub use files::Files;
+pub use host::{
+    Host, PLUGIN_PREFIX, PluginId, PluginInfo, PluginRequest, PluginTarget, looks_like_path,
+};
+pub use params::{Params, Setting, SettingError};
+pub use source::{Source, SourceKind, weave_file};
+pub use spec::{LoadedSpec, load_spec};

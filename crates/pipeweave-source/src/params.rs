@@ -1,0 +1,95 @@
+//! The parameters a schedule is built with: P, M, stages per rank, `NAME=VALUE` settings, and the
+//! pipelines of an actions file.
+
+use crate::failure::Failure;
+use std::fmt;
+use std::str::FromStr;
+
+/// One `NAME=VALUE` setting of a schedule parameter. The value stays text until the schedule that
+/// declares the name reads it (a plugin parameter has its own type).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setting {
+    /// The parameter's name.
+    pub name: String,
+    /// The value as written.
+    pub value: String,
+}
+
+/// A setting that is not `NAME=VALUE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingError(String);
+
+impl fmt::Display for SettingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "--set expects NAME=VALUE, found `{}`", self.0)
+    }
+}
+
+impl std::error::Error for SettingError {}
+
+impl FromStr for Setting {
+    type Err = SettingError;
+
+    fn from_str(text: &str) -> Result<Setting, SettingError> {
+        let Some((name, value)) = text.split_once('=') else {
+            return Err(SettingError(text.to_owned()));
+        };
+        Ok(Setting {
+            name: name.trim().to_owned(),
+            value: value.trim().to_owned(),
+        })
+    }
+}
+
+impl Setting {
+    /// The value of a `.weave` parameter: an integer, or `true` / `false` (1 / 0).
+    pub fn integer(&self) -> Result<i64, Failure> {
+        match self.value.as_str() {
+            "true" => Ok(1),
+            "false" => Ok(0),
+            t => t.parse().map_err(|_| {
+                Failure::usage(format!(
+                    "--set {}={}: the value must be an integer, true or false",
+                    self.name, self.value
+                ))
+            }),
+        }
+    }
+}
+
+/// What a schedule is built with; a plan file takes only `pipelines`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Params {
+    /// Ranks P.
+    pub ranks: Option<u32>,
+    /// Micro-batches M.
+    pub microbatches: Option<u32>,
+    /// Stages per rank `v`, for schedules that declare it.
+    pub stages_per_rank: Option<u32>,
+    /// Other parameters, by name.
+    pub settings: Vec<Setting>,
+    /// Pipelines of an actions file (its stages split into this many of equal length).
+    pub pipelines: u32,
+}
+
+impl Default for Params {
+    fn default() -> Params {
+        Params {
+            ranks: None,
+            microbatches: None,
+            stages_per_rank: None,
+            settings: Vec::new(),
+            pipelines: 1,
+        }
+    }
+}
+
+impl Params {
+    /// Whether any parameter of a schedule (not a plan file) is given.
+    pub fn shapes_a_schedule(&self) -> bool {
+        self.ranks.is_some()
+            || self.microbatches.is_some()
+            || self.stages_per_rank.is_some()
+            || !self.settings.is_empty()
+    }
+}

@@ -1,0 +1,144 @@
+//! A PLAN or SCHEDULE argument resolved: a library schedule, a `.weave` file, a plugin or a plan
+//! file, with what it declares; [`Source::build`] turns it into a validated plan.
+
+use crate::build::{self, Built};
+use crate::declared::Declared;
+use crate::failure::Failure;
+use crate::files::Files;
+use crate::host::{Host, PLUGIN_PREFIX, PluginInfo, PluginTarget, looks_like_path};
+use crate::params::Params;
+use pipeweave_diagnostics::FileId;
+
+/// What a name resolved to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceKind {
+    /// A schedule of the built-in `schedules/` library.
+    Library,
+    /// A `.weave` file.
+    WeaveFile,
+    /// A plugin, by name or library file.
+    Plugin,
+    /// A plan file: the actions text, or a JSON plan (`.json`).
+    PlanFile,
+}
+
+#[derive(Debug, Clone)]
+enum Inner {
+    /// A library schedule or a `.weave` file, read into the file table (or why it could not be).
+    Weave(Result<(FileId, Declared), Failure>),
+    /// A plugin, loaded (or why it could not be).
+    Plugin(Result<(PluginInfo, Declared), Failure>),
+    /// A plan file, read when it is built.
+    PlanFile { json: bool },
+}
+
+/// A resolved PLAN or SCHEDULE argument.
+///
+/// A source that names something that cannot be read or loaded (an unreadable `.weave` file, a
+/// broken plugin) still resolves: it declares nothing and building it fails with the reason, so a
+/// comparison keeps its row.
+#[derive(Debug, Clone)]
+pub struct Source {
+    name: String,
+    kind: SourceKind,
+    inner: Inner,
+}
+
+impl Source {
+    /// Resolves `arg`, in this order: a library schedule's name; a `.weave` file; `plugin:NAME`
+    /// or `plugin:PATH`; an existing file (a plan file; `.json` is a JSON plan); a plugin's name on
+    /// the search path. Anything else is an error.
+    pub fn resolve(arg: &str, host: &mut dyn Host, files: &mut Files) -> Result<Source, Failure> {
+        let (kind, inner) = if let Some(entry) = pipeweave_dsl::library::get(arg) {
+            let file = files.add(format!("schedules/{}.weave", entry.name), entry.source);
+            let declared = Declared::of_weave(entry.source);
+            (SourceKind::Library, Inner::Weave(Ok((file, declared))))
+        } else if arg.ends_with(".weave") {
+            let read = host.read(arg).map(|text| {
+                let declared = Declared::of_weave(&text);
+                (files.add(arg, text), declared)
+            });
+            (SourceKind::WeaveFile, Inner::Weave(read))
+        } else if let Some(target) = arg.strip_prefix(PLUGIN_PREFIX) {
+            let plugin = plugin(host, &PluginTarget::parse(target));
+            (SourceKind::Plugin, Inner::Plugin(plugin))
+        } else if host.is_file(arg) {
+            let json = std::path::Path::new(arg)
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+            (SourceKind::PlanFile, Inner::PlanFile { json })
+        } else if !looks_like_path(arg) && host.has_plugin(arg) {
+            let plugin = plugin(host, &PluginTarget::Named(arg.to_owned()));
+            (SourceKind::Plugin, Inner::Plugin(plugin))
+        } else {
+            return Err(Failure::invalid(format!(
+                "no schedule, plugin or plan file named `{arg}`"
+            )));
+        };
+        Ok(Source {
+            name: arg.to_owned(),
+            kind,
+            inner,
+        })
+    }
+
+    /// The argument as the user wrote it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What the argument resolved to.
+    pub fn kind(&self) -> SourceKind {
+        self.kind
+    }
+
+    /// Whether it is a plan file, whose ranks and micro-batches are fixed.
+    pub fn is_plan_file(&self) -> bool {
+        self.kind == SourceKind::PlanFile
+    }
+
+    /// Its parameters and requirements; `None` for a plan file and for a schedule that could not
+    /// be read or loaded.
+    pub fn declared(&self) -> Option<&Declared> {
+        match &self.inner {
+            Inner::Weave(Ok((_, d))) | Inner::Plugin(Ok((_, d))) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// Builds and validates the plan for `params`. Usage failures: a schedule without P or M, a
+    /// plan file given schedule parameters, a setting a schedule cannot take.
+    pub fn build(
+        &self,
+        params: &Params,
+        host: &mut dyn Host,
+        files: &mut Files,
+    ) -> Result<Built, Failure> {
+        match &self.inner {
+            Inner::Weave(read) => {
+                let (file, _) = read.as_ref().map_err(Clone::clone)?;
+                build::weave(&self.name, *file, params, files)
+            }
+            Inner::Plugin(plugin) => {
+                let (info, _) = plugin.as_ref().map_err(Clone::clone)?;
+                build::plugin(info, params, host)
+            }
+            Inner::PlanFile { json } => build::plan_file(&self.name, *json, params, host, files),
+        }
+    }
+}
+
+fn plugin(host: &mut dyn Host, target: &PluginTarget) -> Result<(PluginInfo, Declared), Failure> {
+    let info = host.plugin(target)?;
+    let declared = Declared::of_plugin(&info.metadata);
+    Ok((info, declared))
+}
+
+/// The text of a `.weave` schedule to check: a library schedule by name, else the file `arg`.
+pub fn weave_file(arg: &str, host: &mut dyn Host, files: &mut Files) -> Result<FileId, Failure> {
+    if let Some(entry) = pipeweave_dsl::library::get(arg) {
+        return Ok(files.add(format!("schedules/{}.weave", entry.name), entry.source));
+    }
+    let text = host.read(arg)?;
+    Ok(files.add(arg, text))
+}

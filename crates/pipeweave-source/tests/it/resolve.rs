@@ -1,0 +1,208 @@
+//! Resolving names, declaring, building.
+
+use crate::MemoryHost;
+use pipeweave_source::{
+    Failure, FailureKind, Files, Origin, Params, Setting, Source, SourceKind, library, load_spec,
+    looks_like_path, plugins,
+};
+
+fn params(p: u32, m: u32) -> Params {
+    Params {
+        ranks: Some(p),
+        microbatches: Some(m),
+        ..Params::default()
+    }
+}
+
+fn resolve(arg: &str, host: &mut MemoryHost, files: &mut Files) -> Source {
+    Source::resolve(arg, host, files).unwrap_or_else(|f| panic!("{arg}: {f:?}"))
+}
+
+#[test]
+fn names_resolve_in_order() {
+    let mut host = MemoryHost::with(&[
+        ("mine.weave", "stages P\nprogram { }\n"),
+        ("plan.actions", "0F0,0B0\n"),
+        ("plan.json", "{}"),
+        // A file named like a library schedule is still the library schedule.
+        ("1f1b", "0F0,0B0\n"),
+    ]);
+    let mut files = Files::default();
+    let kinds: Vec<SourceKind> = [
+        "1f1b",
+        "mine.weave",
+        "plugin:dualpipe",
+        "plugin:lib/libdualpipe.so",
+        "plan.actions",
+        "plan.json",
+        "dualpipe",
+    ]
+    .iter()
+    .map(|a| resolve(a, &mut host, &mut files).kind())
+    .collect();
+    use SourceKind::*;
+    assert_eq!(
+        kinds,
+        [
+            Library, WeaveFile, Plugin, Plugin, PlanFile, PlanFile, Plugin
+        ]
+    );
+    let err = Source::resolve("nothing", &mut host, &mut files).expect_err("unknown");
+    assert_eq!(
+        err,
+        Failure::invalid("no schedule, plugin or plan file named `nothing`")
+    );
+    // A path is never looked up as a plugin's name.
+    assert!(Source::resolve("lib/dualpipe", &mut host, &mut files).is_err());
+    assert!(looks_like_path("a/b") && looks_like_path("libx.so") && !looks_like_path("zb-v"));
+}
+
+#[test]
+fn sources_declare_parameters_and_requirements() {
+    let mut host = MemoryHost::default();
+    let mut files = Files::default();
+    let dualpipev = resolve("dualpipev", &mut host, &mut files);
+    let d = dualpipev.declared().expect("declares");
+    assert_eq!(d.requires, "M >= 2 * P");
+    assert!(d.takes("overlap") && !d.takes("v"));
+    // Interleaved 1F1B's `v >= 1` is a sanity check, left out of its requirements.
+    let interleaved = resolve("interleaved-1f1b", &mut host, &mut files);
+    let d = interleaved.declared().expect("declares");
+    assert!(d.takes("v"));
+    assert!(!d.requires.contains("v >="), "{}", d.requires);
+    let plugin = resolve("dualpipe", &mut host, &mut files);
+    let d = plugin.declared().expect("declares");
+    assert_eq!(d.requires, "an even number of ranks P");
+    assert_eq!(d.params[0].type_name.as_deref(), Some("bool"));
+    assert_eq!(d.params[0].default.as_deref(), Some("true"));
+    // Library and plugins, as `list` shows them.
+    assert!(library().iter().any(|e| e.name == "zb-v"));
+    let (entries, errors) = plugins(&mut host);
+    assert_eq!(
+        entries[0].origin,
+        Origin::Plugin("lib/libdualpipe.so".into())
+    );
+    assert_eq!(entries[0].resolvable_name(), "dualpipe");
+    assert_eq!(errors, ["a broken plugin"]);
+}
+
+#[test]
+fn unreadable_and_broken_sources_resolve_and_fail_to_build() {
+    let mut host = MemoryHost::default();
+    let mut files = Files::default();
+    for arg in ["missing.weave", "plugin:elsewhere"] {
+        let s = resolve(arg, &mut host, &mut files);
+        assert!(s.declared().is_none(), "{arg}");
+        let f = s
+            .build(&params(4, 8), &mut host, &mut files)
+            .expect_err("no plan");
+        assert_eq!(f.kind, FailureKind::Invalid, "{arg}");
+    }
+}
+
+#[test]
+fn building_checks_parameters() {
+    let mut host = MemoryHost::with(&[("plan.actions", "0F0,0B0\n")]);
+    let mut files = Files::default();
+    let usage = |r: Result<_, Failure>| r.expect_err("usage").diagnostics[0].message.clone();
+    let gpipe = resolve("gpipe", &mut host, &mut files);
+    assert_eq!(
+        usage(gpipe.build(&Params::default(), &mut host, &mut files)),
+        "`gpipe` is a schedule: give --ranks/-p and --microbatches/-m"
+    );
+    let mut bad = params(4, 8);
+    bad.settings.push("x=maybe".parse().expect("NAME=VALUE"));
+    assert_eq!(
+        usage(gpipe.build(&bad, &mut host, &mut files)),
+        "--set x=maybe: the value must be an integer, true or false"
+    );
+    let file = resolve("plan.actions", &mut host, &mut files);
+    let f = file
+        .build(&params(4, 8), &mut host, &mut files)
+        .expect_err("usage");
+    assert!(f.is_usage() && f.exit_code() == 2);
+    let built = file
+        .build(&Params::default(), &mut host, &mut files)
+        .expect("builds");
+    assert_eq!(built.name, "plan.actions");
+    assert!(built.origins.is_some());
+    let plugin = resolve("plugin:dualpipe", &mut host, &mut files);
+    let f = plugin
+        .build(&Params::default(), &mut host, &mut files)
+        .expect_err("no P");
+    assert_eq!(
+        f.diagnostics[0].message,
+        "the plugin schedule `dualpipe` needs --ranks P (requires: an even number of ranks P)"
+    );
+    let mut plain = params(4, 8);
+    plain.settings.push(Setting {
+        name: "overlap".into(),
+        value: "false".into(),
+    });
+    let built = plugin.build(&plain, &mut host, &mut files).expect("builds");
+    assert_eq!(built.name, "plugin:dualpipe");
+    assert_eq!(
+        host.requests[0].settings,
+        [("overlap".into(), "false".into())]
+    );
+    assert_eq!(
+        "overlap".parse::<Setting>().expect_err("no =").to_string(),
+        "--set expects NAME=VALUE, found `overlap`"
+    );
+}
+
+#[test]
+fn failures_point_into_the_files_read() {
+    let mut host = MemoryHost::with(&[("deadlock.actions", "0F0,0B0,0F1,0B1\n1F1,1B1,1F0,1B0\n")]);
+    let mut files = Files::default();
+    let s = resolve("deadlock.actions", &mut host, &mut files);
+    let f = s
+        .build(&Params::default(), &mut host, &mut files)
+        .expect_err("deadlocks");
+    let span = f.diagnostics[0].span.clone().expect("a place");
+    assert_eq!(files.name(span.file), Some("deadlock.actions"));
+    assert!(f.reason().contains("deadlocks"), "{}", f.reason());
+    // A requirement of a schedule is a diagnostic in the library file.
+    let dualpipev = resolve("dualpipev", &mut host, &mut files);
+    let f = dualpipev
+        .build(&params(4, 4), &mut host, &mut files)
+        .expect_err("M < 2P");
+    assert_eq!(
+        f.reason(),
+        "DualPipeV needs at least 2P micro-batches (M >= 2P), got M = 4 for P = 4"
+    );
+    let span = f.diagnostics[0].span.clone().expect("a place");
+    assert_eq!(files.name(span.file), Some("schedules/dualpipev.weave"));
+}
+
+#[test]
+fn specs_by_file_and_by_name() {
+    let unit = pipeweave_spec::shipped_spec("unit")
+        .expect("shipped")
+        .source;
+    let mut host = MemoryHost::with(&[("my.toml", unit)]);
+    let mut files = Files::default();
+    let by_file = load_spec("my.toml", &mut host, &mut files).expect("file");
+    let by_name = load_spec("unit", &mut host, &mut files).expect("name");
+    // The same spec, read from two files.
+    assert_eq!(by_file.spec.parallelism, by_name.spec.parallelism);
+    assert_eq!(by_file.spec.model, by_name.spec.model);
+    let names: Vec<&str> = files.iter().map(|(_, name, _)| name).collect();
+    assert_eq!(names, ["my.toml", "specs/unit.toml"]);
+    assert!(
+        load_spec("default", &mut host, &mut files)
+            .expect("default")
+            .default
+    );
+    let f = load_spec("nowhere", &mut host, &mut files).expect_err("unknown");
+    assert!(
+        f.reason()
+            .starts_with("no spec file or shipped spec named `nowhere`")
+    );
+    let bad = load_spec(
+        "bad.toml",
+        &mut MemoryHost::with(&[("bad.toml", "[x")]),
+        &mut files,
+    );
+    assert!(!bad.expect_err("syntax").diagnostics.is_empty());
+}
