@@ -221,7 +221,7 @@ pub fn render(
         summary.push_str(&format!(
             "{}: makespan {}, bubble fraction {:.2}%\n",
             r.name,
-            costing.unit().format(r.timeline.makespan),
+            costing.unit().format(r.timeline.timing.makespan),
             r.timeline.bubble_fraction * 100.0
         ));
     }

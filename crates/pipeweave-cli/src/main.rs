@@ -472,7 +472,7 @@ fn simulate_text(loaded: &load::Loaded, t: &pipeweave_sim::Timeline) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "plan             {}", loaded.name);
     let _ = writeln!(s, "shape            {}", describe(&loaded.plan));
-    let _ = writeln!(s, "makespan         {}", ft(t.makespan));
+    let _ = writeln!(s, "makespan         {}", ft(t.timing.makespan));
     let _ = writeln!(
         s,
         "bubble fraction  {:.4} ({:.2}%)",
@@ -523,7 +523,7 @@ fn simulate_json(loaded: &load::Loaded, t: &pipeweave_sim::Timeline) -> String {
         "stages_per_pipeline": loaded.plan.stages_per_pipeline(),
         "microbatches": loaded.plan.num_microbatches(),
         "model_copies": loaded.plan.model_copies(),
-        "makespan": t.makespan,
+        "makespan": t.timing.makespan,
         "bubble_fraction": t.bubble_fraction,
         "exposed_comm": t.exposed_comm,
         "ranks": ranks,

@@ -147,7 +147,7 @@ pub fn simulate_json(loaded: &Loaded, t: &pipeweave_sim::Timeline, report: &Repo
         "microbatches": loaded.plan.num_microbatches(),
         "model_copies": loaded.plan.model_copies(),
         "time_unit": "s",
-        "makespan": t.makespan,
+        "makespan": t.timing.makespan,
         "bubble_fraction": t.bubble_fraction,
         "exposed_comm": t.exposed_comm,
         "spec": {

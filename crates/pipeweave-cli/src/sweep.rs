@@ -201,7 +201,7 @@ pub fn sweep(
                 match run(&args, costing, sources) {
                     Ok(r) => Ok(match metric {
                         Metric::Bubble => r.timeline.bubble_fraction,
-                        Metric::StepTime => r.timeline.makespan,
+                        Metric::StepTime => r.timeline.timing.makespan,
                     }),
                     Err(f @ Failure::Usage(_)) => return Err(f),
                     Err(f) => Err(reason(&f)),

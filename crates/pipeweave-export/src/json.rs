@@ -7,9 +7,10 @@
 //! launchers and checked against the actions on reading, so a file cannot say two different things.
 
 use crate::json_text::{push_f64, push_uint};
-use crate::timing::{Interval, Timing};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
-use pipeweave_plan::{Action, Dir, Kind, LoweredPlan, Op, Pipeline, Plan, Step, lower};
+use pipeweave_plan::{
+    Action, Dir, Interval, Kind, LoweredPlan, Op, Pipeline, Plan, Step, Timing, lower,
+};
 use serde::{Deserialize, Serialize};
 use std::io::Write as _;
 
@@ -299,7 +300,8 @@ fn parts_of(plan: &Plan) -> Vec<WirePart> {
 /// actions, or times that are not finite).
 pub fn write_json(plan: &Plan, timing: Option<&Timing>) -> Result<String, Diagnostic> {
     if let Some(t) = timing {
-        t.check(plan)?;
+        t.check(plan)
+            .map_err(|e| Diagnostic::error(e.to_string()))?;
     }
     let lowered = lower(plan);
     let mut out: Vec<u8> = Vec::with_capacity(plan.num_ops() * 40 + lowered.num_steps() * 48);
@@ -693,8 +695,8 @@ fn from_wire(wire: WirePlan) -> Result<PlanJson, Vec<Diagnostic>> {
                     })
                     .collect(),
             };
-            if let Err(d) = timing.check(&plan) {
-                diags.push(d);
+            if let Err(e) = timing.check(&plan) {
+                diags.push(Diagnostic::error(e.to_string()));
             }
             Some(timing)
         }

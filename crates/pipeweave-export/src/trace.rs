@@ -14,9 +14,8 @@
 
 use crate::cells::{dir_letter, push_action, push_op};
 use crate::json_text::{push_f64, push_str, push_uint};
-use crate::timing::Timing;
 use pipeweave_diagnostics::Diagnostic;
-use pipeweave_plan::{Action, Dir, Kind, Plan, Step, lower};
+use pipeweave_plan::{Action, Dir, Kind, Plan, Step, Timing, lower};
 use std::collections::HashMap;
 
 // The trace is written by hand rather than through serde: a large plan has hundreds of thousands
@@ -172,7 +171,9 @@ pub fn write_chrome_trace(
     timing: &Timing,
     us_per_unit: f64,
 ) -> Result<String, Diagnostic> {
-    timing.check(plan)?;
+    timing
+        .check(plan)
+        .map_err(|e| Diagnostic::error(e.to_string()))?;
     if !(us_per_unit.is_finite() && us_per_unit > 0.0) {
         return Err(Diagnostic::error(format!(
             "the time scale must be a positive number of microseconds per unit, not {us_per_unit}"

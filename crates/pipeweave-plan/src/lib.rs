@@ -9,10 +9,12 @@
 mod action;
 mod lower;
 mod plan;
+mod timing;
 
 pub use action::{Action, Kind, Op, Ops};
 pub use lower::{Dir, LoweredPlan, Step, Steps, lower};
 pub use plan::{Pipeline, Plan, PlanError};
+pub use timing::{Interval, Timing, TimingError};
 
 #[cfg(test)]
 mod tests;

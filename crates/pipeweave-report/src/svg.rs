@@ -124,7 +124,11 @@ pub fn transfers(plan: &Plan, timeline: &Timeline, costs: &dyn CostModel) -> Vec
     let lowered = lower(plan);
     let mut out = Vec::new();
     for (rank, steps) in lowered.programs().enumerate() {
-        let intervals = timeline.intervals.get(rank).map_or(&[][..], Vec::as_slice);
+        let intervals = timeline
+            .timing
+            .intervals
+            .get(rank)
+            .map_or(&[][..], Vec::as_slice);
         let mut last_compute: Option<usize> = None;
         for step in steps {
             match step {
@@ -215,11 +219,11 @@ struct Layout {
 fn layout(charts: &[TimelineChart]) -> Layout {
     let makespan = charts
         .iter()
-        .map(|c| c.timeline.makespan)
+        .map(|c| c.timeline.timing.makespan)
         .fold(0.0f64, f64::max);
     let shortest = charts
         .iter()
-        .flat_map(|c| c.timeline.intervals.iter().flatten())
+        .flat_map(|c| c.timeline.timing.intervals.iter().flatten())
         .map(|iv| iv.end - iv.start)
         .filter(|d| *d > 0.0)
         .fold(f64::INFINITY, f64::min);
@@ -365,7 +369,7 @@ pub fn timelines_svg(charts: &[TimelineChart], unit: TimeUnit, id: &str) -> Stri
             esc(&chart.title),
             num(LEFT + lay.plot_w),
             num(y + 16.0),
-            esc(&unit.format(t.makespan)),
+            esc(&unit.format(t.timing.makespan)),
             t.bubble_fraction * 100.0
         );
         y += TITLE_H;
@@ -378,10 +382,10 @@ pub fn timelines_svg(charts: &[TimelineChart], unit: TimeUnit, id: &str) -> Stri
                 num(row_y + ROW_H / 2.0),
                 num(LEFT),
                 num(row_y),
-                num(t.makespan * lay.scale),
+                num(t.timing.makespan * lay.scale),
                 num(ROW_H),
             );
-            let intervals = t.intervals.get(rank).map_or(&[][..], Vec::as_slice);
+            let intervals = t.timing.intervals.get(rank).map_or(&[][..], Vec::as_slice);
             for (a, iv) in program.iter().zip(intervals) {
                 let x = LEFT + iv.start * lay.scale;
                 let w = (iv.end - iv.start) * lay.scale;
@@ -419,8 +423,8 @@ pub fn timelines_svg(charts: &[TimelineChart], unit: TimeUnit, id: &str) -> Stri
                 );
             }
             if let Some(m) = t.ranks.get(rank) {
-                let share = if t.makespan > 0.0 {
-                    m.idle / t.makespan * 100.0
+                let share = if t.timing.makespan > 0.0 {
+                    m.idle / t.timing.makespan * 100.0
                 } else {
                     0.0
                 };

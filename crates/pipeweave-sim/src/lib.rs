@@ -17,15 +17,8 @@ mod memory;
 pub use costs::{CostModel, StageCosts, UniformCosts, UnitCosts};
 pub use memory::live_activations;
 
-use pipeweave_plan::{Action, Kind, Op, Plan};
+use pipeweave_plan::{Action, Interval, Kind, Op, Plan, Timing};
 use std::fmt;
-
-/// Start and end of one action.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Interval {
-    pub start: f64,
-    pub end: f64,
-}
 
 /// Per-rank results.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,9 +38,8 @@ pub struct RankMetrics {
 /// The simulated step.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Timeline {
-    /// `intervals[r][i]`: when rank r's i-th action runs.
-    pub intervals: Vec<Vec<Interval>>,
-    pub makespan: f64,
+    /// When every action runs (`timing.intervals[r][i]`: rank r's i-th action) and the makespan.
+    pub timing: Timing,
     pub ranks: Vec<RankMetrics>,
     /// `1 − Σ busy / (ranks × makespan)`.
     pub bubble_fraction: f64,
@@ -345,8 +337,10 @@ pub fn simulate<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Timelin
         0.0
     };
     Ok(Timeline {
-        intervals,
-        makespan,
+        timing: Timing {
+            intervals,
+            makespan,
+        },
         bubble_fraction,
         exposed_comm: run.iter().map(|rn| rn.exposed).sum(),
         ranks: metrics,

@@ -1,5 +1,5 @@
 use crate::*;
-use pipeweave_plan::{Action, Kind, Op, Plan};
+use pipeweave_plan::{Action, Interval, Kind, Op, Plan};
 
 fn ops(line: &str) -> Vec<Action> {
     line.split(',')
@@ -26,12 +26,18 @@ fn two_stage_1f1b_unit_costs() {
     .expect("structure");
     let t = simulate(&plan, &UnitCosts).expect("runs");
     // Rank 1: F0 [1,2] B0 [2,4] F1 [4,5] B1 [5,7]; rank 0's backwards wait for rank 1's.
-    let spans: Vec<(f64, f64)> = t.intervals[0].iter().map(|i| (i.start, i.end)).collect();
+    let spans: Vec<(f64, f64)> = t.timing.intervals[0]
+        .iter()
+        .map(|i| (i.start, i.end))
+        .collect();
     assert_eq!(spans, [(0.0, 1.0), (1.0, 2.0), (4.0, 6.0), (7.0, 9.0)]);
-    let spans: Vec<(f64, f64)> = t.intervals[1].iter().map(|i| (i.start, i.end)).collect();
+    let spans: Vec<(f64, f64)> = t.timing.intervals[1]
+        .iter()
+        .map(|i| (i.start, i.end))
+        .collect();
     assert_eq!(spans, [(1.0, 2.0), (2.0, 4.0), (4.0, 5.0), (5.0, 7.0)]);
     // (P − 1)(F + B) = 3 idle per rank.
-    assert_eq!(t.makespan, 9.0);
+    assert_eq!(t.timing.makespan, 9.0);
     assert_eq!(t.ranks[0].busy, 6.0);
     assert_eq!(t.ranks[0].idle, 3.0);
     assert_eq!(t.ranks[0].longest_idle, 2.0);
@@ -64,20 +70,20 @@ fn pair_starts_when_both_inputs_arrive() {
     .expect("structure");
     let t = simulate(&plan, &UnitCosts).expect("runs");
     assert_eq!(
-        t.intervals[0][3],
+        t.timing.intervals[0][3],
         Interval {
             start: 3.0,
             end: 6.0
         }
     );
-    assert_eq!(t.makespan, 12.0);
+    assert_eq!(t.timing.makespan, 12.0);
     let costs = UniformCosts {
         pair: Some(2.5),
         ..UniformCosts::default()
     };
     let t = simulate(&plan, &costs).expect("runs");
     assert_eq!(
-        t.intervals[0][3],
+        t.timing.intervals[0][3],
         Interval {
             start: 3.0,
             end: 5.5
@@ -95,14 +101,14 @@ fn transfer_latency_delays_the_consumer() {
     };
     let t = simulate(&plan, &costs).expect("runs");
     assert_eq!(
-        t.intervals[1][0],
+        t.timing.intervals[1][0],
         Interval {
             start: 1.5,
             end: 2.5
         }
     );
     assert_eq!(
-        t.intervals[0][1],
+        t.timing.intervals[0][1],
         Interval {
             start: 5.0,
             end: 7.0
@@ -309,7 +315,7 @@ mod against_a_naive_run {
                 transfer: f64::from(transfer) * 0.5,
                 ..UniformCosts::default()
             };
-            let ours = simulate(&plan, &costs).map(|t| t.intervals);
+            let ours = simulate(&plan, &costs).map(|t| t.timing.intervals);
             prop_assert_eq!(ours, naive(&plan, &costs));
         }
     }

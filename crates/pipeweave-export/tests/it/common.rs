@@ -1,6 +1,6 @@
 //! Shared helpers: the reference vectors and a generator of random plans.
 
-use pipeweave_plan::{Action, Kind, Op, Pipeline, Plan};
+use pipeweave_plan::{Action, Interval, Kind, Op, Pipeline, Plan, Timing};
 use proptest::prelude::*;
 use std::path::PathBuf;
 
@@ -84,13 +84,13 @@ pub fn arb_plan() -> impl Strategy<Value = Plan> {
 }
 
 /// A timeline where every action of a rank runs one unit after the previous one.
-pub fn unit_timing(plan: &Plan) -> pipeweave_export::Timing {
-    let intervals: Vec<Vec<pipeweave_export::Interval>> = plan
+pub fn unit_timing(plan: &Plan) -> Timing {
+    let intervals: Vec<Vec<Interval>> = plan
         .programs()
         .iter()
         .map(|p| {
             (0..p.len())
-                .map(|i| pipeweave_export::Interval {
+                .map(|i| Interval {
                     start: i as f64 * 1.5,
                     end: i as f64 * 1.5 + 1.0,
                 })
@@ -101,7 +101,7 @@ pub fn unit_timing(plan: &Plan) -> pipeweave_export::Timing {
         .iter()
         .filter_map(|r| r.last().map(|i| i.end))
         .fold(0.0, f64::max);
-    pipeweave_export::Timing {
+    Timing {
         intervals,
         makespan,
     }
@@ -127,23 +127,9 @@ pub fn reference_plan(name: &str) -> Plan {
         .plan
 }
 
-/// The simulator's unit-cost timeline of a plan, as the export's plain mirror.
-pub fn simulated_timing(plan: &Plan) -> pipeweave_export::Timing {
-    let t =
-        pipeweave_sim::simulate(plan, &pipeweave_sim::UnitCosts).expect("reference plans simulate");
-    pipeweave_export::Timing {
-        makespan: t.makespan,
-        intervals: t
-            .intervals
-            .iter()
-            .map(|r| {
-                r.iter()
-                    .map(|i| pipeweave_export::Interval {
-                        start: i.start,
-                        end: i.end,
-                    })
-                    .collect()
-            })
-            .collect(),
-    }
+/// The simulator's unit-cost timing of a plan.
+pub fn simulated_timing(plan: &Plan) -> Timing {
+    pipeweave_sim::simulate(plan, &pipeweave_sim::UnitCosts)
+        .expect("reference plans simulate")
+        .timing
 }

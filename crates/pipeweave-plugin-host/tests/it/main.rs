@@ -356,6 +356,6 @@ fn the_search_order_is_plugin_dir_env_exe_then_build_dir() {
 fn plans_from_plugins_simulate_with_the_published_bubble() {
     let plan = generate("dualpipe", 8, 20, &[]).unwrap();
     let t = pipeweave_sim::simulate(&plan, &pipeweave_sim::UnitCosts).unwrap();
-    assert_eq!(t.makespan, 66.0);
+    assert_eq!(t.timing.makespan, 66.0);
     assert!(t.ranks.iter().all(|r| r.idle == 6.0));
 }
