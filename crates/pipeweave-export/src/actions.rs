@@ -21,9 +21,9 @@
 //! This module checks the structure of the file only; whether the programs are a correct schedule
 //! is the validator's question.
 
-use crate::cells::push_action;
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
-use pipeweave_plan::{Action, Kind, Op, Pipeline, Plan};
+use pipeweave_plan::cell::{CellError, CellErrorKind, parse_action, push_action};
+use pipeweave_plan::{Action, Kind, Pipeline, Plan};
 use std::collections::BTreeMap;
 use std::ops::Range;
 
@@ -38,23 +38,6 @@ pub struct ActionsFile {
     /// `spans[r][i]` is the byte range of the cell holding rank r's i-th action.
     pub spans: Vec<Vec<Range<usize>>>,
 }
-
-/// What a PyTorch lowered CSV may hold that this format does not, to say so plainly.
-const COMM_KINDS: [&str; 11] = [
-    "WAIT_REDUCE_GRAD",
-    "WAIT_SEND_F",
-    "WAIT_SEND_B",
-    "REDUCE_GRAD",
-    "UNSHARD",
-    "RESHARD",
-    "SEND_F",
-    "RECV_F",
-    "SEND_B",
-    "RECV_B",
-    "OVERLAP_F_B",
-];
-
-const PAIR_SUFFIX: &str = ")OVERLAP_F_B";
 
 /// Reads an actions file holding `pipelines` pipelines of equal length.
 ///
@@ -99,13 +82,13 @@ pub fn read_actions(
             if cell.is_empty() {
                 continue;
             }
-            match parse_cell(cell, at) {
+            match parse_action(cell, MAX_MICROBATCH_ID) {
                 Ok(action) => {
                     program.push(action);
                     cell_spans.push(at..at + cell.len());
                 }
                 Err(errors) => {
-                    diags.extend(errors.into_iter().map(|e| e.into_diagnostic(file)));
+                    diags.extend(errors.into_iter().map(|e| cell_diagnostic(file, at, e)));
                 }
             }
         }
@@ -283,7 +266,7 @@ fn is_blank(c: char) -> bool {
 pub fn write_actions(plan: &Plan) -> String {
     let programs = plan.programs();
     let last_busy = programs.iter().rposition(|p| !p.is_empty());
-    // Cells written from their parts (see `cells`), not through `Display`.
+    // Cells written into one buffer (see `pipeweave_plan::cell`), not through `Display`.
     let mut out: Vec<u8> = Vec::with_capacity(plan.num_ops() * 6 + programs.len());
     for (r, program) in programs.iter().enumerate() {
         if program.is_empty() && last_busy.is_none_or(|last| r > last) {
@@ -301,153 +284,36 @@ pub fn write_actions(plan: &Plan) -> String {
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-/// A problem inside one cell, before file ids are known.
-#[derive(Debug)]
-struct CellError {
-    range: Range<usize>,
-    message: String,
-    label: Option<String>,
-    help: Option<String>,
-}
-
-impl CellError {
-    fn new(range: Range<usize>, message: String) -> CellError {
-        CellError {
-            range,
-            message,
-            label: None,
-            help: None,
+/// A problem the cell reader found in the cell starting at byte `at`, as a located diagnostic
+/// with the words of this format.
+fn cell_diagnostic(file: FileId, at: usize, e: CellError) -> Diagnostic {
+    const PAIR_HELP: &str = "write an overlapped pair as `(0F1;3B0)OVERLAP_F_B`";
+    let span = Span::new(file, at + e.range.start..at + e.range.end);
+    let d = Diagnostic::error(e.to_string());
+    match e.kind {
+        CellErrorKind::ExpectedStage { .. } => d
+            .with_span(span)
+            .with_help("a cell is `<stage><F|B|I|W><micro-batch>`, e.g. `0F1`"),
+        CellErrorKind::NotCompute { .. } => d.with_span(span).with_help(
+            "the actions format holds compute actions only (F, B, I, W and overlapped pairs); communication is added by lowering",
+        ),
+        CellErrorKind::Trailing { .. } => d
+            .with_span_label(span, "not part of the action")
+            .with_help("a cell holds one action; separate actions with commas"),
+        CellErrorKind::PairEnd { .. } | CellErrorKind::PairSeparator => {
+            d.with_span(span).with_help(PAIR_HELP)
         }
-    }
-
-    fn label(mut self, label: impl Into<String>) -> CellError {
-        self.label = Some(label.into());
-        self
-    }
-
-    fn help(mut self, help: impl Into<String>) -> CellError {
-        self.help = Some(help.into());
-        self
-    }
-
-    fn into_diagnostic(self, file: FileId) -> Diagnostic {
-        let span = Span::new(file, self.range);
-        let mut d = Diagnostic::error(self.message);
-        d = match self.label {
-            Some(l) => d.with_span_label(span, l),
-            None => d.with_span(span),
-        };
-        match self.help {
-            Some(h) => d.with_help(h),
-            None => d,
+        CellErrorKind::PairForwardFirst { found } => d
+            .with_span_label(span, format!("this is a {} action", kind_name(found)))
+            .with_help("write the forward first, e.g. `(0F1;3B0)OVERLAP_F_B`"),
+        CellErrorKind::PairBackwardSecond { found } => {
+            d.with_span_label(span, format!("this is a {} action", kind_name(found)))
         }
-    }
-}
-
-/// Describes what stands at `rest` for a message: the next character, or the end of the cell.
-fn found(rest: &str) -> String {
-    match rest.chars().next() {
-        Some(c) => format!("`{c}`"),
-        None => "the end of the cell".to_string(),
-    }
-}
-
-/// The byte range of the next character of `rest` (which starts at `at`), or an empty range at the end.
-fn next_char_range(rest: &str, at: usize) -> Range<usize> {
-    at..at + rest.chars().next().map_or(0, char::len_utf8)
-}
-
-fn parse_cell(cell: &str, at: usize) -> Result<Action, Vec<CellError>> {
-    if let Some(inner) = cell.strip_prefix('(') {
-        return parse_pair(cell, inner, at);
-    }
-    let (op, used) = parse_op(cell, at).map_err(|e| vec![e])?;
-    let rest = &cell[used..];
-    if !rest.is_empty() {
-        return Err(vec![trailing(rest, at + used, &cell[..used])]);
-    }
-    Ok(Action::One(op))
-}
-
-fn trailing(rest: &str, at: usize, op: &str) -> CellError {
-    CellError::new(
-        at..at + rest.len(),
-        format!("unexpected `{rest}` after `{op}`"),
-    )
-    .label("not part of the action")
-    .help("a cell holds one action; separate actions with commas")
-}
-
-/// Parses `(<F op>;<B or I op>)OVERLAP_F_B`; `inner` is the cell after `(`.
-fn parse_pair(cell: &str, inner: &str, at: usize) -> Result<Action, Vec<CellError>> {
-    let whole = at..at + cell.len();
-    let inner_at = at + 1;
-    let Some(body) = inner.strip_suffix(PAIR_SUFFIX) else {
-        let msg = if let Some(close) = inner.find(')') {
-            format!(
-                "an overlapped pair must end with `{PAIR_SUFFIX}`, found `{}`",
-                &inner[close..]
-            )
-        } else {
-            "an overlapped pair must end with `)OVERLAP_F_B`".to_string()
-        };
-        return Err(vec![
-            CellError::new(whole, msg).help("write an overlapped pair as `(0F1;3B0)OVERLAP_F_B`"),
-        ]);
-    };
-    let Some((fwd, bwd)) = body.split_once(';') else {
-        return Err(vec![
-            CellError::new(
-                whole,
-                "an overlapped pair needs two actions separated by `;`".to_string(),
-            )
-            .help("write an overlapped pair as `(0F1;3B0)OVERLAP_F_B`"),
-        ]);
-    };
-    let bwd_at = inner_at + fwd.len() + 1;
-    let mut errors = Vec::new();
-    let f = parse_half(fwd, inner_at, &mut errors);
-    let b = parse_half(bwd, bwd_at, &mut errors);
-    if let Some(f) = f
-        && f.kind != Kind::F
-    {
-        errors.push(
-            CellError::new(
-                inner_at..inner_at + fwd.len(),
-                "an overlapped pair needs a forward first".to_string(),
-            )
-            .label(format!("this is a {} action", kind_name(f.kind)))
-            .help("write the forward first, e.g. `(0F1;3B0)OVERLAP_F_B`"),
-        );
-    }
-    if let Some(b) = b
-        && !b.kind.is_input_backward()
-    {
-        errors.push(
-            CellError::new(
-                bwd_at..bwd_at + bwd.len(),
-                "the second action of an overlapped pair must be a B or an I".to_string(),
-            )
-            .label(format!("this is a {} action", kind_name(b.kind))),
-        );
-    }
-    match (f, b) {
-        (Some(f), Some(b)) if errors.is_empty() => Ok(Action::Pair { f, b }),
-        _ => Err(errors),
-    }
-}
-
-fn parse_half(text: &str, at: usize, errors: &mut Vec<CellError>) -> Option<Op> {
-    match parse_op(text, at) {
-        Ok((op, used)) if used == text.len() => Some(op),
-        Ok((_, used)) => {
-            errors.push(trailing(&text[used..], at + used, &text[..used]));
-            None
-        }
-        Err(e) => {
-            errors.push(e);
-            None
-        }
+        CellErrorKind::TooLarge { .. }
+        | CellErrorKind::MicrobatchAbove { .. }
+        | CellErrorKind::ExpectedKind { .. }
+        | CellErrorKind::UnknownKind { .. }
+        | CellErrorKind::ExpectedMicrobatch { .. } => d.with_span(span),
     }
 }
 
@@ -458,71 +324,6 @@ fn kind_name(kind: Kind) -> &'static str {
         Kind::I => "input-backward",
         Kind::W => "weight-backward",
     }
-}
-
-/// Parses `<stage><kind><mb>` at the start of `text`; returns the op and the bytes used.
-fn parse_op(text: &str, at: usize) -> Result<(Op, usize), CellError> {
-    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 {
-        return Err(CellError::new(
-            next_char_range(text, at),
-            format!("expected a stage number, found {}", found(text)),
-        )
-        .help("a cell is `<stage><F|B|I|W><micro-batch>`, e.g. `0F1`"));
-    }
-    let stage = parse_id(&text[..digits], at, "stage")?;
-    let rest = &text[digits..];
-    let kind_at = at + digits;
-    let Some(letter) = rest.chars().next() else {
-        return Err(CellError::new(
-            kind_at..kind_at,
-            format!(
-                "expected an action kind (F, B, I or W) after `{stage}`, found the end of the cell"
-            ),
-        ));
-    };
-    let Some(kind) = Kind::from_letter(letter) else {
-        if let Some(name) = COMM_KINDS.iter().find(|n| rest.starts_with(**n)) {
-            return Err(CellError::new(
-                kind_at..kind_at + name.len(),
-                format!("`{name}` is not a compute action"),
-            )
-            .help("the actions format holds compute actions only (F, B, I, W and overlapped pairs); communication is added by lowering"));
-        }
-        return Err(CellError::new(
-            next_char_range(rest, kind_at),
-            format!("unknown action kind `{letter}`: expected F, B, I or W"),
-        ));
-    };
-    let rest = &rest[1..];
-    let mb_at = kind_at + 1;
-    let mb_digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-    if mb_digits == 0 {
-        return Err(CellError::new(
-            next_char_range(rest, mb_at),
-            format!(
-                "expected a micro-batch number after `{stage}{letter}`, found {}",
-                found(rest)
-            ),
-        ));
-    }
-    let mb = parse_id(&rest[..mb_digits], mb_at, "micro-batch")?;
-    if mb > MAX_MICROBATCH_ID {
-        return Err(CellError::new(
-            mb_at..mb_at + mb_digits,
-            format!("micro-batch number `{mb}` is too large (at most {MAX_MICROBATCH_ID})"),
-        ));
-    }
-    Ok((Op::new(stage, kind, mb), digits + 1 + mb_digits))
-}
-
-fn parse_id(digits: &str, at: usize, what: &str) -> Result<u32, CellError> {
-    digits.parse::<u32>().map_err(|_| {
-        CellError::new(
-            at..at + digits.len(),
-            format!("{what} number `{digits}` is too large"),
-        )
-    })
 }
 
 #[cfg(test)]

@@ -5,7 +5,6 @@
 //! when a format cannot express the plan, a diagnostic saying why and what to use instead.
 
 pub mod actions;
-mod cells;
 pub mod json;
 mod json_text;
 pub mod pytorch;

@@ -14,8 +14,8 @@
 //! `0..M`; plans outside that (Chimera, bidirectional DualPipe) are refused with the reason.
 
 use crate::actions::write_actions;
-use crate::cells::push_step;
 use pipeweave_diagnostics::Diagnostic;
+use pipeweave_plan::cell::push_step;
 use pipeweave_plan::{Dir, Plan, Step, lower};
 
 /// Checks that PyTorch's runtime can hold the plan.
@@ -208,7 +208,7 @@ pub fn write_pytorch_comms(plan: &Plan) -> Result<String, Diagnostic> {
     check_expressible(plan)?;
     let lowered = lower(plan);
     check_pair_order(lowered.programs())?;
-    // Cells written from their parts (see `cells`): through `Display` they were most of the time.
+    // Cells written into one buffer (see `pipeweave_plan::cell`), not through `Display`.
     let mut out: Vec<u8> = Vec::with_capacity(lowered.num_steps() * 12 + lowered.ranks() as usize);
     for steps in lowered.programs() {
         for (i, step) in steps.enumerate() {

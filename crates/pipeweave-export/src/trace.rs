@@ -12,9 +12,9 @@
 //! Times come from a [`Timing`] (the simulator's, filled in by the caller); `us_per_unit` says how
 //! many microseconds one unit of the timeline is (1e6 for a timeline in seconds).
 
-use crate::cells::{dir_letter, push_action, push_op};
 use crate::json_text::{push_f64, push_str, push_uint};
 use pipeweave_diagnostics::Diagnostic;
+use pipeweave_plan::cell::{push_action, push_op, push_step};
 use pipeweave_plan::{Action, Dir, Kind, Plan, Step, Timing, lower};
 use std::collections::HashMap;
 
@@ -498,15 +498,18 @@ impl Trace {
     /// One communication slice on track `tid` of its rank.
     fn comm(&mut self, plan: &Plan, c: &CommSlice, tid: u32) {
         self.open();
-        // The name, from its parts (digits and fixed words: no escape needed).
+        // The name: the step's cell and the peer (digits and fixed words: no escape needed).
         let cat = match c.comm {
             Comm::Send {
                 dir, stage, mb, to, ..
             } => {
-                push_uint(&mut self.out, stage.into());
-                self.raw("SEND_");
-                self.out.push(dir_letter(dir));
-                push_uint(&mut self.out, mb.into());
+                let send = Step::Send {
+                    dir,
+                    stage,
+                    mb,
+                    peer: to,
+                };
+                push_step(&mut self.out, &send);
                 self.raw(" to rank ");
                 push_uint(&mut self.out, to.into());
                 "send"
@@ -523,17 +526,19 @@ impl Trace {
                     Dir::Fwd => stage + 1,
                     Dir::Bwd => stage.saturating_sub(1),
                 };
-                push_uint(&mut self.out, receiver.into());
-                self.raw("RECV_");
-                self.out.push(dir_letter(dir));
-                push_uint(&mut self.out, mb.into());
+                let recv = Step::Recv {
+                    dir,
+                    stage: receiver,
+                    mb,
+                    peer: from,
+                };
+                push_step(&mut self.out, &recv);
                 self.raw(" from rank ");
                 push_uint(&mut self.out, from.into());
                 "recv"
             }
             Comm::Reduce { stage, .. } => {
-                push_uint(&mut self.out, stage.into());
-                self.raw("REDUCE_GRAD");
+                push_step(&mut self.out, &Step::ReduceGrad { stage });
                 "reduce"
             }
         };

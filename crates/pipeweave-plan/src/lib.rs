@@ -7,6 +7,7 @@
 //! may still be wrong: deciding that is the job of `pipeweave-check`.
 
 mod action;
+pub mod cell;
 mod lower;
 mod plan;
 mod timing;

@@ -28,6 +28,7 @@
 //! on; the wait for a send blocks until the peer has posted the matching receive.
 
 use crate::action::{Action, Kind, Op};
+use crate::cell;
 use crate::plan::Plan;
 use std::fmt;
 
@@ -77,19 +78,9 @@ pub enum Step {
 }
 
 impl fmt::Display for Step {
+    /// PyTorch's `compute_comms` cell form (see [`crate::cell::push_step`]).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let d = |dir: &Dir| match dir {
-            Dir::Fwd => 'F',
-            Dir::Bwd => 'B',
-        };
-        match self {
-            Step::Compute(a) => a.fmt(f),
-            Step::Recv { dir, stage, mb, .. } => write!(f, "{stage}RECV_{}{mb}", d(dir)),
-            Step::Send { dir, stage, mb, .. } => write!(f, "{stage}SEND_{}{mb}", d(dir)),
-            Step::WaitSend { dir, stage, mb, .. } => write!(f, "{stage}WAIT_SEND_{}{mb}", d(dir)),
-            Step::ReduceGrad { stage } => write!(f, "{stage}REDUCE_GRAD"),
-            Step::WaitReduceGrad { stage } => write!(f, "{stage}WAIT_REDUCE_GRAD"),
-        }
+        cell::fmt_cell(f, |out| cell::push_step(out, self))
     }
 }
 
