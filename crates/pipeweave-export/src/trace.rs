@@ -15,7 +15,7 @@
 use crate::json_text::{push_f64, push_str, push_uint};
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::cell::{push_action, push_op, push_step};
-use pipeweave_plan::{Action, Dir, Kind, Plan, Step, Timing, lower};
+use pipeweave_plan::{Action, Dir, Kind, Plan, Sent, Step, Timing, lower};
 use std::collections::HashMap;
 
 // The trace is written by hand rather than through serde: a large plan has hundreds of thousands
@@ -133,10 +133,11 @@ enum Comm {
         from: u32,
         to: u32,
     },
-    /// The receiving side of the same transfer.
+    /// The receiving side of the same transfer (`to_stage` is the receiving stage).
     Recv {
         dir: Dir,
         stage: u32,
+        to_stage: u32,
         mb: u32,
         from: u32,
         to: u32,
@@ -181,75 +182,66 @@ pub fn write_chrome_trace(
     }
     let lowered = lower(plan);
     let runs = Runs::new(plan);
-    let consumer = |dir: Dir, stage: u32, mb: u32| -> Option<(u32, usize)> {
-        match dir {
-            Dir::Fwd => runs.get(stage + 1, Kind::F, mb),
-            Dir::Bwd => {
-                let prev = stage.checked_sub(1)?;
-                runs.get(prev, Kind::B, mb)
-                    .or_else(|| runs.get(prev, Kind::I, mb))
-            }
+    // The action that uses what a send carries: the receiving stage's forward, or its B or I.
+    let consumer = |send: &Sent| -> Option<(u32, usize)> {
+        let (stage, mb) = (send.to_stage, send.mb);
+        match send.dir {
+            Dir::Fwd => runs.get(stage, Kind::F, mb),
+            Dir::Bwd => runs
+                .get(stage, Kind::B, mb)
+                .or_else(|| runs.get(stage, Kind::I, mb)),
         }
     };
 
-    // The moment every rank starts each stage's gradient reduction (end of the action before it).
-    let mut reduce_at: Vec<Option<f64>> = vec![None; plan.num_stages() as usize];
     let mut comms: Vec<CommSlice> = Vec::new();
     let mut flows: Vec<(u32, f64, u32, f64)> = Vec::new();
-    for (r, steps) in lowered.programs().enumerate() {
-        let r = r as u32;
-        let mut last_compute: Option<usize> = None;
-        for step in steps {
-            match step {
-                Step::Compute(_) => last_compute = Some(last_compute.map_or(0, |i| i + 1)),
-                Step::Send {
-                    dir,
-                    stage,
-                    mb,
-                    peer,
-                } => {
-                    let Some(i) = last_compute else { continue };
-                    let sent = timing.intervals[r as usize][i];
-                    let Some((to_rank, j)) = consumer(dir, stage, mb) else {
-                        continue;
-                    };
-                    let used = timing.intervals[to_rank as usize][j].start;
-                    let end = used.max(sent.end);
-                    let (from, to) = (r, peer);
-                    comms.push(CommSlice {
-                        rank: r,
-                        start: sent.end,
-                        end,
-                        comm: Comm::Send {
-                            dir,
-                            stage,
-                            mb,
-                            from,
-                            to,
-                        },
-                    });
-                    comms.push(CommSlice {
-                        rank: peer,
-                        start: sent.end,
-                        end,
-                        comm: Comm::Recv {
-                            dir,
-                            stage,
-                            mb,
-                            from,
-                            to,
-                        },
-                    });
-                    flows.push((r, sent.start, to_rank, used));
-                }
-                Step::ReduceGrad { stage } => {
-                    if let (Some(i), Some(slot)) = (last_compute, reduce_at.get_mut(stage as usize))
-                    {
-                        *slot = Some(timing.intervals[r as usize][i].end);
-                    }
-                }
-                Step::Recv { .. } | Step::WaitSend { .. } | Step::WaitReduceGrad { .. } => {}
-            }
+    for send in lowered.sends() {
+        let sent = timing.intervals[send.rank as usize][send.action];
+        let Some((to_rank, j)) = consumer(&send) else {
+            continue;
+        };
+        let used = timing.intervals[to_rank as usize][j].start;
+        let end = used.max(sent.end);
+        let Sent {
+            dir,
+            stage,
+            to_stage,
+            mb,
+            ..
+        } = send;
+        let (from, to) = (send.rank, send.peer);
+        comms.push(CommSlice {
+            rank: from,
+            start: sent.end,
+            end,
+            comm: Comm::Send {
+                dir,
+                stage,
+                mb,
+                from,
+                to,
+            },
+        });
+        comms.push(CommSlice {
+            rank: to,
+            start: sent.end,
+            end,
+            comm: Comm::Recv {
+                dir,
+                stage,
+                to_stage,
+                mb,
+                from,
+                to,
+            },
+        });
+        flows.push((from, sent.start, to_rank, used));
+    }
+    // The moment every rank starts each stage's gradient reduction (end of the action before it).
+    let mut reduce_at: Vec<Option<f64>> = vec![None; plan.num_stages() as usize];
+    for reduction in lowered.reductions() {
+        if let Some(slot) = reduce_at.get_mut(reduction.stage as usize) {
+            *slot = Some(timing.intervals[reduction.rank as usize][reduction.action].end);
         }
     }
     let s = plan.stages_per_pipeline();
@@ -516,19 +508,15 @@ impl Trace {
             }
             Comm::Recv {
                 dir,
-                stage,
+                to_stage,
                 mb,
                 from,
                 ..
             } => {
                 // Named after the receiving stage, as PyTorch's RECV_F / RECV_B are.
-                let receiver = match dir {
-                    Dir::Fwd => stage + 1,
-                    Dir::Bwd => stage.saturating_sub(1),
-                };
                 let recv = Step::Recv {
                     dir,
-                    stage: receiver,
+                    stage: to_stage,
                     mb,
                     peer: from,
                 };

@@ -11,7 +11,7 @@
 //! diagnostics. Ids are decimal; leading zeros are accepted and never written.
 
 use crate::action::{Action, Kind, Op};
-use crate::lower::{Dir, Step};
+use crate::lowered::{Dir, Step};
 use std::fmt;
 use std::ops::Range;
 

@@ -9,11 +9,13 @@
 mod action;
 pub mod cell;
 mod lower;
+mod lowered;
 mod plan;
 mod timing;
 
 pub use action::{Action, Kind, Op, Ops};
-pub use lower::{Dir, LoweredPlan, Step, Steps, lower};
+pub use lower::lower;
+pub use lowered::{Dir, LoweredPlan, Reduction, Sent, Step, Steps};
 pub use plan::{Pipeline, Plan, PlanError};
 pub use timing::{Interval, Timing, TimingError};
 

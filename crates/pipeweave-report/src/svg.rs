@@ -6,7 +6,7 @@
 //! Output is deterministic: numbers are written with at most two decimals, ids come from a prefix
 //! the caller chooses (so several charts can share one HTML page), and nothing depends on hashing.
 
-use pipeweave_plan::{Action, Dir, Kind, Op, Plan, Step, lower};
+use pipeweave_plan::{Action, Dir, Kind, Op, Plan, lower};
 use pipeweave_sim::{CostModel, Timeline};
 use std::fmt::Write;
 
@@ -118,49 +118,25 @@ pub struct Transfer {
     pub end: f64,
 }
 
-/// The transfers of a simulated plan, from its lowering (each send stands right after the action
-/// that produced it) and the cost model's transfer latency.
+/// The transfers of a simulated plan: each send of its lowering, from the end of the action that
+/// produced the data, taking the cost model's transfer latency.
 pub fn transfers(plan: &Plan, timeline: &Timeline, costs: &dyn CostModel) -> Vec<Transfer> {
-    let lowered = lower(plan);
-    let mut out = Vec::new();
-    for (rank, steps) in lowered.programs().enumerate() {
-        let intervals = timeline
-            .timing
-            .intervals
-            .get(rank)
-            .map_or(&[][..], Vec::as_slice);
-        let mut last_compute: Option<usize> = None;
-        for step in steps {
-            match step {
-                Step::Compute(_) => last_compute = Some(last_compute.map_or(0, |i| i + 1)),
-                Step::Send {
-                    dir,
-                    stage,
-                    mb,
-                    peer,
-                } => {
-                    let Some(iv) = last_compute.and_then(|i| intervals.get(i)) else {
-                        continue;
-                    };
-                    let to = match dir {
-                        Dir::Fwd => stage + 1,
-                        Dir::Bwd => stage.saturating_sub(1),
-                    };
-                    out.push(Transfer {
-                        from_rank: rank as u32,
-                        to_rank: peer,
-                        dir,
-                        stage,
-                        mb,
-                        start: iv.end,
-                        end: iv.end + costs.transfer(stage, to),
-                    });
-                }
-                _ => {}
-            }
-        }
-    }
-    out
+    let intervals = &timeline.timing.intervals;
+    lower(plan)
+        .sends()
+        .filter_map(|send| {
+            let iv = intervals.get(send.rank as usize)?.get(send.action)?;
+            Some(Transfer {
+                from_rank: send.rank,
+                to_rank: send.peer,
+                dir: send.dir,
+                stage: send.stage,
+                mb: send.mb,
+                start: iv.end,
+                end: iv.end + costs.transfer(send.stage, send.to_stage),
+            })
+        })
+        .collect()
 }
 
 /// One schedule's timeline to draw.

@@ -89,13 +89,15 @@ struct Ends {
     end: Vec<f64>,
 }
 
-/// A stage's inputs, in one record: the `(stage, mb)` row of the previous stage (what its forward
-/// waits for) and of the next (what its backward waits for), `NO_ROW` at a pipeline's ends, and
-/// the ranks hosting those stages.
+/// A stage's inputs, in one record built from [`Plan::prev_stage`] and [`Plan::next_stage`]: the
+/// `(stage, mb)` row of the previous stage (what its forward waits for) and of the next (what its
+/// backward waits for), `NO_ROW` at a pipeline's ends; those stages and the ranks hosting them.
 #[derive(Clone, Copy)]
 struct Link {
     fwd_from: usize,
     bwd_from: usize,
+    prev: u32,
+    next: u32,
     prev_host: u32,
     next_host: u32,
 }
@@ -135,7 +137,7 @@ fn ready_at<C: CostModel + ?Sized>(
     match op.kind {
         Kind::F => match link.fwd_from {
             NO_ROW => Ok(0.0),
-            row => arrive(2 * (row + op.mb as usize), op.stage - 1, link.prev_host),
+            row => arrive(2 * (row + op.mb as usize), link.prev, link.prev_host),
         },
         Kind::B | Kind::I => {
             let own = ends.end[2 * x];
@@ -144,7 +146,7 @@ fn ready_at<C: CostModel + ?Sized>(
             }
             match link.bwd_from {
                 NO_ROW => Ok(own),
-                row => arrive(2 * (row + op.mb as usize) + 1, op.stage + 1, link.next_host)
+                row => arrive(2 * (row + op.mb as usize) + 1, link.next, link.next_host)
                     .map(|t| t.max(own)),
             }
         }
@@ -196,11 +198,16 @@ pub fn simulate<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Timelin
     let mut ends = Ends {
         mb_bound,
         links: (0..plan.num_stages())
-            .map(|s| Link {
-                fwd_from: row(plan.prev_stage(s)),
-                bwd_from: row(plan.next_stage(s)),
-                prev_host: host(plan.prev_stage(s)),
-                next_host: host(plan.next_stage(s)),
+            .map(|s| {
+                let (prev, next) = (plan.prev_stage(s), plan.next_stage(s));
+                Link {
+                    fwd_from: row(prev),
+                    bwd_from: row(next),
+                    prev: prev.unwrap_or(u32::MAX),
+                    next: next.unwrap_or(u32::MAX),
+                    prev_host: host(prev),
+                    next_host: host(next),
+                }
             })
             .collect(),
         end: vec![UNKNOWN; 2 * n],
