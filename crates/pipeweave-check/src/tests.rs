@@ -179,3 +179,33 @@ fn two_pipelines_check_micro_batch_ownership() {
         ]
     );
 }
+
+mod random_plans {
+    //! Laws on random plans: the validator copes with any plan, and a plan it accepts runs to the
+    //! end in the simulator (whose sends never block, so it is the more lenient of the two).
+    use super::*;
+    use pipeweave_plan::testing::{any_plan, edited_gpipe};
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn any_plan_is_judged_with_problems_in_program_order(plan in any_plan()) {
+            let problems = validate(&plan);
+            let order: Vec<_> = problems
+                .iter()
+                .map(|p| (p.rank, p.position.unwrap_or(usize::MAX)))
+                .collect();
+            prop_assert!(order.is_sorted(), "{order:?}");
+        }
+
+        #[test]
+        fn accepted_plans_simulate_to_the_end(plan in edited_gpipe()) {
+            if validate(&plan).is_empty() {
+                let run = pipeweave_sim::simulate(&plan, &pipeweave_sim::UnitCosts);
+                prop_assert!(run.is_ok(), "{:?}", run.err());
+            }
+        }
+    }
+}

@@ -253,44 +253,6 @@ mod any_plan {
     use super::*;
     use proptest::prelude::*;
 
-    fn op_strategy() -> impl Strategy<Value = Op> {
-        (0u32..7, 0u8..4, 0u32..5).prop_map(|(stage, kind, mb)| {
-            Op::new(
-                stage,
-                [Kind::F, Kind::B, Kind::I, Kind::W][kind as usize],
-                mb,
-            )
-        })
-    }
-
-    fn action_strategy() -> impl Strategy<Value = Action> {
-        prop_oneof![
-            4 => op_strategy().prop_map(Action::One),
-            1 => (op_strategy(), op_strategy()).prop_map(|(f, b)| Action::Pair { f, b }),
-        ]
-    }
-
-    fn plan_strategy() -> impl Strategy<Value = Plan> {
-        (1u32..4, 1usize..4, 1usize..3, 1u32..4).prop_flat_map(|(ranks, s, k, m)| {
-            let placement = proptest::collection::vec(proptest::collection::vec(0..ranks, s), k);
-            let programs = proptest::collection::vec(
-                proptest::collection::vec(action_strategy(), 0..12),
-                ranks as usize,
-            );
-            (placement, programs).prop_map(move |(placement, programs)| {
-                let pipelines = placement
-                    .into_iter()
-                    .enumerate()
-                    .map(|(j, placement)| Pipeline {
-                        placement,
-                        microbatches: (0..m).map(|i| j as u32 * m + i).collect(),
-                    })
-                    .collect();
-                Plan::new(ranks, pipelines, programs).expect("structure")
-            })
-        })
-    }
-
     fn check(plan: &Plan) -> Result<(), TestCaseError> {
         let lowered = lower(plan);
         let mut sends = std::collections::BTreeMap::new();
@@ -377,7 +339,7 @@ mod any_plan {
         #![proptest_config(ProptestConfig::with_cases(3000))]
 
         #[test]
-        fn lowering_any_plan_keeps_its_invariants(plan in plan_strategy()) {
+        fn lowering_any_plan_keeps_its_invariants(plan in crate::testing::any_plan()) {
             check(&plan)?;
         }
     }

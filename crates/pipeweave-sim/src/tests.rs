@@ -146,7 +146,6 @@ mod against_a_naive_run {
     //! on random plans, valid or not (work on the wrong rank, unknown stages, pairs, missing or
     //! misordered work).
     use super::*;
-    use pipeweave_plan::Pipeline;
     use proptest::prelude::*;
     use std::collections::HashMap;
 
@@ -237,73 +236,11 @@ mod against_a_naive_run {
         Ok(intervals)
     }
 
-    fn op_strategy() -> impl Strategy<Value = Op> {
-        (0u32..7, 0u8..4, 0u32..4).prop_map(|(stage, kind, mb)| {
-            Op::new(
-                stage,
-                [Kind::F, Kind::B, Kind::I, Kind::W][kind as usize],
-                mb,
-            )
-        })
-    }
-
-    /// GPipe on every pipeline (valid), then a few random edits.
-    fn plan_strategy() -> impl Strategy<Value = Plan> {
-        (1u32..4, 1usize..4, 1usize..3, 1u32..4).prop_flat_map(|(ranks, s, k, m)| {
-            let placement = proptest::collection::vec(proptest::collection::vec(0..ranks, s), k);
-            let edits = proptest::collection::vec(
-                (0usize..64, 0usize..64, 0u8..4, op_strategy(), op_strategy()),
-                0..3,
-            );
-            (placement, edits).prop_map(move |(placement, edits)| {
-                let mut programs = vec![Vec::new(); ranks as usize];
-                for (j, p) in placement.iter().enumerate() {
-                    for mb in 0..m {
-                        for (q, &r) in p.iter().enumerate() {
-                            let stage = (j * s + q) as u32;
-                            let mb = j as u32 * m + mb;
-                            programs[r as usize].push(Action::One(Op::new(stage, Kind::F, mb)));
-                        }
-                    }
-                    for mb in 0..m {
-                        for (q, &r) in p.iter().enumerate().rev() {
-                            let stage = (j * s + q) as u32;
-                            let mb = j as u32 * m + mb;
-                            programs[r as usize].push(Action::One(Op::new(stage, Kind::B, mb)));
-                        }
-                    }
-                }
-                for (rank, at, what, x, y) in edits {
-                    let p = &mut programs[rank % ranks as usize];
-                    let i = at % (p.len() + 1);
-                    match what {
-                        0 => p.insert(i, Action::One(x)),
-                        1 if i < p.len() => {
-                            p.remove(i);
-                        }
-                        2 => p.insert(i, Action::Pair { f: x, b: y }),
-                        _ if i + 1 < p.len() => p.swap(i, i + 1),
-                        _ => {}
-                    }
-                }
-                let pipelines = placement
-                    .into_iter()
-                    .enumerate()
-                    .map(|(j, placement)| Pipeline {
-                        placement,
-                        microbatches: (0..m).map(|i| j as u32 * m + i).collect(),
-                    })
-                    .collect();
-                Plan::new(ranks, pipelines, programs).expect("structure")
-            })
-        })
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(3000))]
 
         #[test]
-        fn event_driven_equals_naive(plan in plan_strategy(), transfer in 0u8..3) {
+        fn event_driven_equals_naive(plan in pipeweave_plan::testing::edited_gpipe(), transfer in 0u8..3) {
             // An op done twice ends twice, and which end its consumer sees depends on the order
             // the ranks run in: such plans (invalid) have no one timeline.
             let mut produced = std::collections::HashSet::new();

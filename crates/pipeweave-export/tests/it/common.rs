@@ -1,7 +1,6 @@
-//! Shared helpers: the reference vectors and a generator of random plans.
+//! Shared helpers: the reference vectors, timelines and the plan schema.
 
-use pipeweave_plan::{Action, Interval, Kind, Op, Pipeline, Plan, Timing};
-use proptest::prelude::*;
+use pipeweave_plan::{Interval, Plan, Timing};
 use std::path::PathBuf;
 
 pub fn reference_dir() -> PathBuf {
@@ -29,58 +28,6 @@ pub fn reference_vectors() -> Vec<(String, String, u32)> {
         "expected the full set of reference vectors"
     );
     out
-}
-
-/// Random plans whose every stage appears in its rank's program and whose every pipeline carries
-/// at least one micro-batch: exactly the plans the actions format can express.
-pub fn arb_plan() -> impl Strategy<Value = Plan> {
-    (1u32..5, 1u32..4, 1u32..4, 1u32..4).prop_flat_map(|(ranks, k, s, m)| {
-        let placements = proptest::collection::vec(0..ranks, (k * s) as usize);
-        let extra = proptest::collection::vec(
-            (0u32..k * s, 0u32..4, 0u32..m, any::<bool>(), 0u32..k * s),
-            0..12,
-        );
-        let seed = any::<u64>();
-        (Just((ranks, k, s, m)), placements, extra, seed).prop_map(
-            |((ranks, k, s, m), placement, extra, seed)| {
-                let mut programs: Vec<Vec<Action>> = vec![Vec::new(); ranks as usize];
-                let mb = |j: u32, i: u32| j * m + i;
-                for stage in 0..k * s {
-                    for i in 0..m {
-                        programs[placement[stage as usize] as usize].push(Action::One(Op::new(
-                            stage,
-                            Kind::F,
-                            mb(stage / s, i),
-                        )));
-                    }
-                }
-                for (stage, kind, i, pair, other) in extra {
-                    let kind = [Kind::F, Kind::B, Kind::I, Kind::W][kind as usize];
-                    let rank = placement[stage as usize];
-                    let op = Op::new(stage, kind, mb(stage / s, i));
-                    let action =
-                        if pair && kind.is_input_backward() && placement[other as usize] == rank {
-                            Action::Pair {
-                                f: Op::new(other, Kind::F, mb(other / s, i)),
-                                b: op,
-                            }
-                        } else {
-                            Action::One(op)
-                        };
-                    let program = &mut programs[rank as usize];
-                    let at = (seed as usize).wrapping_add(stage as usize) % (program.len() + 1);
-                    program.insert(at, action);
-                }
-                let pipelines = (0..k)
-                    .map(|j| Pipeline {
-                        placement: placement[(j * s) as usize..((j + 1) * s) as usize].to_vec(),
-                        microbatches: (0..m).map(|i| mb(j, i)).collect(),
-                    })
-                    .collect();
-                Plan::new(ranks, pipelines, programs).expect("generated structure is valid")
-            },
-        )
-    })
 }
 
 /// A timeline where every action of a rank runs one unit after the previous one.
