@@ -24,7 +24,7 @@
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_plan::cell::{CellError, CellErrorKind, parse_action, push_action};
 use pipeweave_plan::{Action, Kind, Pipeline, Plan};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
 /// Micro-batch ids at or above this bound are refused: the plan keeps a table indexed by id, and a
@@ -47,7 +47,6 @@ pub fn read_actions(
     file: FileId,
     pipelines: u32,
 ) -> Result<ActionsFile, Vec<Diagnostic>> {
-    let span = |range: Range<usize>| Span::new(file, range);
     let mut diags = Vec::new();
     if pipelines == 0 {
         diags.push(
@@ -55,8 +54,54 @@ pub fn read_actions(
                 .with_help("a file of one ordinary pipeline is read with 1 pipeline"),
         );
     }
+    let lines = rank_lines(source);
+    let (programs, spans) = read_programs(&lines, file, &mut diags);
+    if lines.is_empty() {
+        diags.push(Diagnostic::error("the file holds no ranks").with_help(
+            "write one line per rank, e.g. `0F0,0B0` for one rank running one micro-batch",
+        ));
+        return Err(diags);
+    }
+    let first = place_stages(&programs, &spans, file, &mut diags);
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    let Some((&max_stage, _)) = first.last_key_value() else {
+        diags.push(
+            Diagnostic::error("the file holds no actions")
+                .with_help("a cell is `<stage><F|B|I|W><micro-batch>`, e.g. `0F0`"),
+        );
+        return Err(diags);
+    };
+    check_stage_ids(&first, pipelines, file, &mut diags);
+    if !diags.is_empty() {
+        return Err(diags);
+    }
 
-    // Split into lines, remembering where each starts; `\r` before `\n` belongs to the line end.
+    // The gap check bounds the number of stages by the number of cells, so these tables are small.
+    let k = pipelines;
+    let s = (u64::from(max_stage) + 1) / u64::from(k);
+    let s = s as u32;
+    let mbs = pipeline_microbatches(&programs, &spans, k, s, file, &mut diags);
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    let placement: Vec<u32> = first.values().map(|(r, _)| *r).collect();
+    let pipelines: Vec<Pipeline> = (0..k as usize)
+        .map(|j| Pipeline {
+            placement: placement[j * s as usize..(j + 1) * s as usize].to_vec(),
+            microbatches: mbs[j].keys().copied().collect(),
+        })
+        .collect();
+    match Plan::new(lines.len() as u32, pipelines, programs) {
+        Ok(plan) => Ok(ActionsFile { plan, spans }),
+        Err(e) => Err(vec![Diagnostic::error(e.to_string())]),
+    }
+}
+
+/// The lines of the file that are ranks, each with the byte where it starts: `\r` before `\n`
+/// belongs to the line end, and blank lines at the end of the file are not ranks.
+fn rank_lines(source: &str) -> Vec<(usize, &str)> {
     let mut lines: Vec<(usize, &str)> = Vec::new();
     let mut start = 0;
     for piece in source.split('\n') {
@@ -67,10 +112,19 @@ pub fn read_actions(
     while lines.last().is_some_and(|(_, t)| t.trim().is_empty()) {
         lines.pop();
     }
+    lines
+}
 
+/// Every rank's program and the byte range of each action's cell; cells that are not actions are
+/// left out and reported.
+fn read_programs(
+    lines: &[(usize, &str)],
+    file: FileId,
+    diags: &mut Vec<Diagnostic>,
+) -> (Vec<Vec<Action>>, Vec<Vec<Range<usize>>>) {
     let mut programs: Vec<Vec<Action>> = Vec::with_capacity(lines.len());
     let mut spans: Vec<Vec<Range<usize>>> = Vec::with_capacity(lines.len());
-    for &(line_start, text) in &lines {
+    for &(line_start, text) in lines {
         let mut program = Vec::new();
         let mut cell_spans = Vec::new();
         let mut cell_start = line_start;
@@ -95,69 +149,65 @@ pub fn read_actions(
         programs.push(program);
         spans.push(cell_spans);
     }
+    (programs, spans)
+}
 
-    if lines.is_empty() {
-        diags.push(Diagnostic::error("the file holds no ranks").with_help(
-            "write one line per rank, e.g. `0F0,0B0` for one rank running one micro-batch",
-        ));
-        return Err(diags);
-    }
-
-    // Placement: the first rank (and cell) on which every stage appears; a later rank is an error.
-    // `first[stage]` = (rank, span of first cell there).
+/// The placement: for every stage, the first rank it appears on and the cell there; a stage on
+/// a second rank is reported (once per stage and rank).
+fn place_stages(
+    programs: &[Vec<Action>],
+    spans: &[Vec<Range<usize>>],
+    file: FileId,
+    diags: &mut Vec<Diagnostic>,
+) -> BTreeMap<u32, (u32, Range<usize>)> {
+    let span = |range: &Range<usize>| Span::new(file, range.clone());
     let mut first: BTreeMap<u32, (u32, Range<usize>)> = BTreeMap::new();
-    let mut reported: BTreeMap<(u32, u32), ()> = BTreeMap::new();
-    for (rank, (program, cell_spans)) in programs.iter().zip(&spans).enumerate() {
-        let rank = rank as u32;
+    let mut reported: BTreeSet<(u32, u32)> = BTreeSet::new();
+    for (rank, (program, cell_spans)) in (0u32..).zip(programs.iter().zip(spans)) {
         for (action, cell) in program.iter().zip(cell_spans) {
             for op in action.ops() {
-                match first.get(&op.stage) {
-                    None => {
-                        first.insert(op.stage, (rank, cell.clone()));
-                    }
-                    Some((r0, cell0)) if *r0 != rank => {
-                        if reported.insert((op.stage, rank), ()).is_none() {
-                            diags.push(
-                                Diagnostic::error(format!(
-                                    "stage {} appears on rank {} (line {}) and rank {} (line {})",
-                                    op.stage,
-                                    r0,
-                                    r0 + 1,
-                                    rank,
-                                    rank + 1
-                                ))
-                                .with_span_label(
-                                    span(cell.clone()),
-                                    format!("stage {} on rank {rank}", op.stage),
-                                )
-                                .with_label(
-                                    span(cell0.clone()),
-                                    format!("stage {} first appears on rank {r0}", op.stage),
-                                )
-                                .with_note("a stage runs on exactly one rank; the rank is the line it appears on"),
-                            );
-                        }
-                    }
-                    Some(_) => {}
+                let Some((r0, cell0)) = first.get(&op.stage) else {
+                    first.insert(op.stage, (rank, cell.clone()));
+                    continue;
+                };
+                if *r0 == rank || !reported.insert((op.stage, rank)) {
+                    continue;
                 }
+                diags.push(
+                    Diagnostic::error(format!(
+                        "stage {} appears on rank {} (line {}) and rank {} (line {})",
+                        op.stage,
+                        r0,
+                        r0 + 1,
+                        rank,
+                        rank + 1
+                    ))
+                    .with_span_label(span(cell), format!("stage {} on rank {rank}", op.stage))
+                    .with_label(
+                        span(cell0),
+                        format!("stage {} first appears on rank {r0}", op.stage),
+                    )
+                    .with_note(
+                        "a stage runs on exactly one rank; the rank is the line it appears on",
+                    ),
+                );
             }
         }
     }
+    first
+}
 
-    if !diags.is_empty() {
-        return Err(diags);
-    }
-    let Some((&max_stage, _)) = first.last_key_value() else {
-        diags.push(
-            Diagnostic::error("the file holds no actions")
-                .with_help("a cell is `<stage><F|B|I|W><micro-batch>`, e.g. `0F0`"),
-        );
-        return Err(diags);
-    };
-
-    // Every stage below the largest must appear, or it has no rank; report each gap once.
+/// Reports stage ids with gaps below the largest (each gap once) and a count of stages that does
+/// not split into `pipelines` pipelines of equal length.
+fn check_stage_ids(
+    first: &BTreeMap<u32, (u32, Range<usize>)>,
+    pipelines: u32,
+    file: FileId,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let span = |range: &Range<usize>| Span::new(file, range.clone());
     let mut expected = 0u32;
-    for (&stage, (_, cell)) in &first {
+    for (&stage, (_, cell)) in first {
         if stage > expected {
             let what = if stage - expected == 1 {
                 format!("stage {expected} appears on no rank")
@@ -166,7 +216,7 @@ pub fn read_actions(
             };
             diags.push(
                 Diagnostic::error(what)
-                    .with_span_label(span(cell.clone()), format!("stage {stage} is used here"))
+                    .with_span_label(span(cell), format!("stage {stage} is used here"))
                     .with_note(
                         "stages are numbered from 0 without gaps; a stage's rank is the line it appears on",
                     ),
@@ -174,30 +224,34 @@ pub fn read_actions(
         }
         expected = stage + 1;
     }
+    let Some((&max_stage, (_, cell))) = first.last_key_value() else {
+        return;
+    };
     let num_stages = u64::from(max_stage) + 1;
     if pipelines > 0 && num_stages % u64::from(pipelines) != 0 {
         diags.push(
             Diagnostic::error(format!(
                 "{num_stages} stages cannot be split into {pipelines} pipelines of equal length"
             ))
-            .with_span_label(
-                span(first[&max_stage].1.clone()),
-                format!("the largest stage id is {max_stage}"),
-            )
+            .with_span_label(span(cell), format!("the largest stage id is {max_stage}"))
             .with_note("with K pipelines of S stages, stage ids run from 0 to K·S−1"),
         );
     }
-    if !diags.is_empty() {
-        return Err(diags);
-    }
+}
 
-    // The gap check bounds `num_stages` by the number of cells, so these tables are small.
-    let k = pipelines;
-    let s = (num_stages / u64::from(k)) as u32;
-    let placement: Vec<u32> = first.values().map(|(r, _)| *r).collect();
-    // Micro-batches per pipeline, with the first cell that mentions each.
+/// The micro-batches of each of the `k` pipelines of `s` stages, with the first cell that mentions
+/// each; a micro-batch in two pipelines is reported.
+fn pipeline_microbatches(
+    programs: &[Vec<Action>],
+    spans: &[Vec<Range<usize>>],
+    k: u32,
+    s: u32,
+    file: FileId,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<BTreeMap<u32, Range<usize>>> {
+    let span = |range: &Range<usize>| Span::new(file, range.clone());
     let mut mbs: Vec<BTreeMap<u32, Range<usize>>> = vec![BTreeMap::new(); k as usize];
-    for (program, cell_spans) in programs.iter().zip(&spans) {
+    for (program, cell_spans) in programs.iter().zip(spans) {
         for (action, cell) in program.iter().zip(cell_spans) {
             for op in action.ops() {
                 mbs[(op.stage / s) as usize]
@@ -207,42 +261,26 @@ pub fn read_actions(
         }
     }
     let mut owner: BTreeMap<u32, u32> = BTreeMap::new();
-    for (j, set) in mbs.iter().enumerate() {
+    for (j, set) in (0u32..).zip(&mbs) {
         for (&mb, cell) in set {
-            if let Some(&j0) = owner.get(&mb) {
-                diags.push(
-                    Diagnostic::error(format!(
-                        "micro-batch {mb} appears in pipeline {j0} and pipeline {j}"
-                    ))
-                    .with_span_label(span(cell.clone()), format!("in pipeline {j}"))
-                    .with_label(
-                        span(mbs[j0 as usize][&mb].clone()),
-                        format!("in pipeline {j0}"),
-                    )
-                    .with_note(format!(
-                        "{}; each micro-batch belongs to one pipeline",
-                        pipeline_stages(j as u32, s)
-                    )),
-                );
-            } else {
-                owner.insert(mb, j as u32);
-            }
+            let Some(&j0) = owner.get(&mb) else {
+                owner.insert(mb, j);
+                continue;
+            };
+            diags.push(
+                Diagnostic::error(format!(
+                    "micro-batch {mb} appears in pipeline {j0} and pipeline {j}"
+                ))
+                .with_span_label(span(cell), format!("in pipeline {j}"))
+                .with_label(span(&mbs[j0 as usize][&mb]), format!("in pipeline {j0}"))
+                .with_note(format!(
+                    "{}; each micro-batch belongs to one pipeline",
+                    pipeline_stages(j, s)
+                )),
+            );
         }
     }
-    if !diags.is_empty() {
-        return Err(diags);
-    }
-
-    let pipelines_vec: Vec<Pipeline> = (0..k as usize)
-        .map(|j| Pipeline {
-            placement: placement[j * s as usize..(j + 1) * s as usize].to_vec(),
-            microbatches: mbs[j].keys().copied().collect(),
-        })
-        .collect();
-    match Plan::new(lines.len() as u32, pipelines_vec, programs) {
-        Ok(plan) => Ok(ActionsFile { plan, spans }),
-        Err(e) => Err(vec![Diagnostic::error(e.to_string())]),
-    }
+    mbs
 }
 
 /// Says which global stages form pipeline `j` of `s` stages.
