@@ -15,7 +15,7 @@
 use crate::json_text::{push_f64, push_str, push_uint};
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::cell::{push_action, push_op, push_step};
-use pipeweave_plan::{Action, Dir, Kind, Plan, Sent, Step, Timing, lower};
+use pipeweave_plan::{Action, Dir, Kind, LoweredPlan, Plan, Sent, Step, Timing, lower};
 use std::collections::HashMap;
 
 // The trace is written by hand rather than through serde: a large plan has hundreds of thousands
@@ -166,6 +166,9 @@ impl CommSlice {
     }
 }
 
+/// A flow arrow: from (rank, time) of the producing slice to (rank, time) of the consuming one.
+type Flow = (u32, f64, u32, f64);
+
 /// Writes the Chrome trace of a plan run along `timing`.
 pub fn write_chrome_trace(
     plan: &Plan,
@@ -181,6 +184,32 @@ pub fn write_chrome_trace(
         )));
     }
     let lowered = lower(plan);
+    let (mut comms, flows) = transfers(plan, &lowered, timing);
+    comms.extend(reductions(plan, &lowered, timing));
+    let order = comm_order(&comms);
+    let (tids, lanes_of) = lanes(&comms, &order);
+
+    let mut w = Trace {
+        out: Vec::with_capacity(plan.num_ops() * 160 + comms.len() * 180 + flows.len() * 150),
+        us_per_unit,
+        empty: true,
+    };
+    w.raw("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
+    w.metadata(plan, &lanes_of);
+    w.compute(plan, timing);
+    for (&i, &tid) in order.iter().zip(&tids) {
+        w.comm(plan, &comms[i], tid);
+    }
+    for (id, &(from, from_ts, to, to_ts)) in flows.iter().enumerate() {
+        w.flow(id, from, from_ts, to, to_ts);
+    }
+    w.raw("\n]}\n");
+    String::from_utf8(w.out).map_err(|e| Diagnostic::error(format!("cannot write the trace: {e}")))
+}
+
+/// Both sides of every send, from the end of the action that produced the data to the start of
+/// the one that uses it on the peer, and the flow arrow between those actions.
+fn transfers(plan: &Plan, lowered: &LoweredPlan, timing: &Timing) -> (Vec<CommSlice>, Vec<Flow>) {
     let runs = Runs::new(plan);
     // The action that uses what a send carries: the receiving stage's forward, or its B or I.
     let consumer = |send: &Sent| -> Option<(u32, usize)> {
@@ -192,9 +221,8 @@ pub fn write_chrome_trace(
                 .or_else(|| runs.get(stage, Kind::I, mb)),
         }
     };
-
     let mut comms: Vec<CommSlice> = Vec::new();
-    let mut flows: Vec<(u32, f64, u32, f64)> = Vec::new();
+    let mut flows: Vec<Flow> = Vec::new();
     for send in lowered.sends() {
         let sent = timing.intervals[send.rank as usize][send.action];
         let Some((to_rank, j)) = consumer(&send) else {
@@ -237,7 +265,12 @@ pub fn write_chrome_trace(
         });
         flows.push((from, sent.start, to_rank, used));
     }
-    // The moment every rank starts each stage's gradient reduction (end of the action before it).
+    (comms, flows)
+}
+
+/// Every stage's gradient reduction on its rank, from the moment the rank starts it (the end of
+/// the action before it) to the moment the last replica of the same model part starts it.
+fn reductions(plan: &Plan, lowered: &LoweredPlan, timing: &Timing) -> Vec<CommSlice> {
     let mut reduce_at: Vec<Option<f64>> = vec![None; plan.num_stages() as usize];
     for reduction in lowered.reductions() {
         if let Some(slot) = reduce_at.get_mut(reduction.stage as usize) {
@@ -245,6 +278,7 @@ pub fn write_chrome_trace(
         }
     }
     let s = plan.stages_per_pipeline();
+    let mut comms = Vec::new();
     for stage in 0..plan.num_stages() {
         let (Some(start), Some(rank)) = (reduce_at[stage as usize], plan.stage_rank(stage)) else {
             continue;
@@ -260,10 +294,14 @@ pub fn write_chrome_trace(
             comm: Comm::Reduce { stage, part },
         });
     }
+    comms
+}
 
-    let order = comm_order(&comms);
-    // Lanes: slices of one rank and kind that overlap in time go to separate tracks.
-    let mut lanes_of: Vec<(u32, u32, usize)> = Vec::new(); // (rank, base tid, lanes used)
+/// The track of every slice, taken in `order`: slices of one rank and kind that overlap in time go
+/// to separate numbered tracks. Returns the tracks in that order and, per rank and kind, how many
+/// there are: `(rank, base track, lanes)`.
+fn lanes(comms: &[CommSlice], order: &[usize]) -> (Vec<u32>, Vec<(u32, u32, usize)>) {
+    let mut lanes_of: Vec<(u32, u32, usize)> = Vec::new();
     let mut tids: Vec<u32> = Vec::with_capacity(comms.len());
     let mut lane_end: Vec<f64> = Vec::new();
     let mut group: Option<(u32, u32)> = None;
@@ -289,23 +327,7 @@ pub fn write_chrome_trace(
     if let Some((rank, base)) = group {
         lanes_of.push((rank, base, lane_end.len()));
     }
-
-    let mut w = Trace {
-        out: Vec::with_capacity(plan.num_ops() * 160 + comms.len() * 180 + flows.len() * 150),
-        us_per_unit,
-        empty: true,
-    };
-    w.raw("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
-    w.metadata(plan, &lanes_of);
-    w.compute(plan, timing);
-    for (&i, &tid) in order.iter().zip(&tids) {
-        w.comm(plan, &comms[i], tid);
-    }
-    for (id, &(from, from_ts, to, to_ts)) in flows.iter().enumerate() {
-        w.flow(id, from, from_ts, to, to_ts);
-    }
-    w.raw("\n]}\n");
-    String::from_utf8(w.out).map_err(|e| Diagnostic::error(format!("cannot write the trace: {e}")))
+    (tids, lanes_of)
 }
 
 /// The order of the slices: by rank, kind (send, receive, reduce), start, end, and then the order
