@@ -395,47 +395,14 @@ impl Sizing {
             self.sizes[peer as usize] += 1;
         }
     }
-}
 
-/// Lowers every rank's program. Works on any plan; ops on unknown stages or micro-batches, or on a
-/// rank that does not host their stage, get no communication.
-pub fn lower(plan: &Plan) -> LoweredPlan<'_> {
-    let ranks = plan.ranks() as usize;
-    let programs = plan.programs();
-    let t = Tables::new(plan);
-
-    // With replicas, a reduction pairs ranks that may reach it far apart: waiting right after the
-    // launch would stall one on the other (or deadlock), so the waits go to the end.
-    let replicated = plan.pipelines().len() > 1;
-    // One pass over the programs finds, per rank, the reductions (after each stage's last B or W,
-    // by position then stage) and every program's exact length, so all are allocated at once: its
-    // actions, a send and its wait for every output to another rank, the peers' receives, and a
-    // launch and a wait per reduction.
-    let mut reductions: Vec<Vec<(usize, u64)>> = Vec::with_capacity(ranks);
-    let mut z = Sizing {
-        sizes: vec![0usize; ranks],
-        bwd_sends: vec![0usize; ranks],
-        last_weight: vec![usize::MAX; t.after.len()],
-        touched: Vec::new(),
-    };
-    for (r, program) in programs.iter().enumerate() {
-        for (i, a) in program.iter().enumerate() {
-            // A match rather than `ops()`: this runs for every action.
-            match *a {
-                Action::One(op) => z.count(&t, r, i, op),
-                Action::Pair { f, b } => {
-                    z.count(&t, r, i, f);
-                    z.count(&t, r, i, b);
-                }
-            }
-        }
-        let Sizing {
-            sizes,
-            last_weight,
-            touched,
-            ..
-        } = &mut z;
-        let mut after: Vec<(usize, u32)> = touched
+    /// The reduction entries of the rank just counted (the position after which each is due,
+    /// and its code), by position then stage: a launch after each stage's last B or W and,
+    /// without replicas, its wait right after. Clears the per-stage counts for the next rank.
+    fn reductions(&mut self, replicated: bool) -> Vec<(usize, u64)> {
+        let last_weight = &mut self.last_weight;
+        let mut after: Vec<(usize, u32)> = self
+            .touched
             .drain(..)
             .map(|s| {
                 (
@@ -452,7 +419,48 @@ pub fn lower(plan: &Plan) -> LoweredPlan<'_> {
                 list.push((i, code::new(code::WAIT_REDUCE_GRAD, stage, 0)));
             }
         }
-        sizes[r] += program.len()
+        list
+    }
+}
+
+/// Where every program goes in the one allocation, found by a pass over the plan before lowering.
+struct Layout {
+    /// Per rank, its reduction entries (see [`Sizing::reductions`]).
+    reductions: Vec<Vec<(usize, u64)>>,
+    /// Rank r's steps are `starts[r]..starts[r + 1]`, and its end waits start at `tail_starts[r]`.
+    starts: Vec<usize>,
+    tail_starts: Vec<usize>,
+}
+
+/// One pass over the programs finds, per rank, the reductions and every program's exact length,
+/// so all are allocated at once: its actions, a send and its wait for every output to another
+/// rank, the peers' receives, and a launch and a wait per reduction.
+///
+/// A program ends with its end waits: in posting order, those of the forward sends no local
+/// backward released (none in a valid plan) and of all backward sends; then, with replicas, the
+/// waits of the reductions in launch order.
+fn layout(programs: &[Vec<Action>], t: &Tables, replicated: bool) -> Layout {
+    let ranks = programs.len();
+    let mut reductions: Vec<Vec<(usize, u64)>> = Vec::with_capacity(ranks);
+    let mut z = Sizing {
+        sizes: vec![0usize; ranks],
+        bwd_sends: vec![0usize; ranks],
+        last_weight: vec![usize::MAX; t.after.len()],
+        touched: Vec::new(),
+    };
+    for (r, program) in programs.iter().enumerate() {
+        for (i, a) in program.iter().enumerate() {
+            // A match rather than `ops()`: this runs for every action.
+            match *a {
+                Action::One(op) => z.count(t, r, i, op),
+                Action::Pair { f, b } => {
+                    z.count(t, r, i, f);
+                    z.count(t, r, i, b);
+                }
+            }
+        }
+        let list = z.reductions(replicated);
+        z.sizes[r] += program.len()
             + if replicated {
                 2 * list.len()
             } else {
@@ -465,18 +473,34 @@ pub fn lower(plan: &Plan) -> LoweredPlan<'_> {
     for size in &z.sizes {
         starts.push(starts[starts.len() - 1] + size);
     }
-
-    // A program ends with its end waits: in posting order, those of the forward sends no local
-    // backward released (none in a valid plan) and of all backward sends; then, with replicas,
-    // the waits of the reductions in launch order. The backward sends' waits are written into
-    // that tail as the sends are; where a forward send is left over, the program's tail is
-    // written again from its sends.
     let tail_starts: Vec<usize> = (0..ranks)
         .map(|r| {
             let reduction_waits = if replicated { reductions[r].len() } else { 0 };
             starts[r + 1] - z.bwd_sends[r] - reduction_waits
         })
         .collect();
+    Layout {
+        reductions,
+        starts,
+        tail_starts,
+    }
+}
+
+/// Lowers every rank's program. Works on any plan; ops on unknown stages or micro-batches, or on a
+/// rank that does not host their stage, get no communication.
+pub fn lower(plan: &Plan) -> LoweredPlan<'_> {
+    let ranks = plan.ranks() as usize;
+    let programs = plan.programs();
+    let t = Tables::new(plan);
+    // With replicas, a reduction pairs ranks that may reach it far apart: waiting right after the
+    // launch would stall one on the other (or deadlock), so the waits go to the end.
+    let replicated = plan.pipelines().len() > 1;
+    let Layout {
+        reductions,
+        mut starts,
+        tail_starts,
+    } = layout(programs, &t, replicated);
+    // The backward sends' waits are written into the programs' tails as the sends are.
     let mut l = Lowering {
         t: &t,
         codes: vec![0; starts[ranks]],
@@ -485,61 +509,9 @@ pub fn lower(plan: &Plan) -> LoweredPlan<'_> {
         flags: vec![0; t.slots],
     };
     l.run(programs, &reductions);
-
-    let Lowering {
-        mut codes,
-        cursor,
-        tail,
-        mut flags,
-        ..
-    } = l;
-    let mut ends = Vec::with_capacity(ranks);
-    for r in 0..ranks {
-        let mut at = if cursor[r] == tail_starts[r] {
-            // Every forward send was released: the tail holds the end waits already.
-            tail[r]
-        } else {
-            let mut at = cursor[r];
-            for i in starts[r]..cursor[r] {
-                let c = codes[i];
-                let still_pending = match code::tag(c) {
-                    code::SEND_F => {
-                        let x = code::mb(c) as usize * t.stages + code::stage(c) as usize;
-                        let pending = flags[x] & PENDING != 0;
-                        flags[x] &= !PENDING;
-                        pending
-                    }
-                    code::SEND_B => true,
-                    _ => false,
-                };
-                if still_pending {
-                    codes[at] = code::with_tag(c, code::tag(c) + code::WAIT);
-                    at += 1;
-                }
-            }
-            at
-        };
-        if replicated {
-            for &(_, c) in &reductions[r] {
-                codes[at] = code::with_tag(c, code::WAIT_REDUCE_GRAD);
-                at += 1;
-            }
-        }
-        ends.push(at);
-    }
-    // Every send gets one wait, except a repeated forward send of the same stage and micro-batch
-    // (an invalid plan): its wait was counted but is not written. Close such gaps.
-    if ends[..] != starts[1..] {
-        let mut to = 0;
-        for r in 0..ranks {
-            let from = starts[r];
-            codes.copy_within(from..ends[r], to);
-            starts[r] = to;
-            to += ends[r] - from;
-        }
-        starts[ranks] = to;
-        codes.truncate(to);
-    }
+    let ends = l.finish_tails(&starts, &tail_starts, &reductions, replicated);
+    let mut codes = l.codes;
+    close_gaps(&mut codes, &mut starts, &ends);
     let Tables { after, before, .. } = t;
     LoweredPlan {
         plan,
@@ -548,4 +520,74 @@ pub fn lower(plan: &Plan) -> LoweredPlan<'_> {
         after,
         before,
     }
+}
+
+impl Lowering<'_> {
+    /// Completes every program's end waits after the run: where a forward send was left over,
+    /// the tail is written again from the program's sends; then, with replicas, the reductions'
+    /// waits. Returns where each program ends.
+    fn finish_tails(
+        &mut self,
+        starts: &[usize],
+        tail_starts: &[usize],
+        reductions: &[Vec<(usize, u64)>],
+        replicated: bool,
+    ) -> Vec<usize> {
+        let stages = self.t.stages;
+        let (codes, flags) = (&mut self.codes, &mut self.flags);
+        let mut ends = Vec::with_capacity(reductions.len());
+        for (r, list) in reductions.iter().enumerate() {
+            let mut at = if self.cursor[r] == tail_starts[r] {
+                // Every forward send was released: the tail holds the end waits already.
+                self.tail[r]
+            } else {
+                let mut at = self.cursor[r];
+                for i in starts[r]..self.cursor[r] {
+                    let c = codes[i];
+                    let still_pending = match code::tag(c) {
+                        code::SEND_F => {
+                            let x = code::mb(c) as usize * stages + code::stage(c) as usize;
+                            let pending = flags[x] & PENDING != 0;
+                            flags[x] &= !PENDING;
+                            pending
+                        }
+                        code::SEND_B => true,
+                        _ => false,
+                    };
+                    if still_pending {
+                        codes[at] = code::with_tag(c, code::tag(c) + code::WAIT);
+                        at += 1;
+                    }
+                }
+                at
+            };
+            if replicated {
+                for &(_, c) in list {
+                    codes[at] = code::with_tag(c, code::WAIT_REDUCE_GRAD);
+                    at += 1;
+                }
+            }
+            ends.push(at);
+        }
+        ends
+    }
+}
+
+/// Every send gets one wait, except a repeated forward send of the same stage and micro-batch (an
+/// invalid plan): its wait was counted but is not written. Closes such gaps between the programs'
+/// `ends` and the next program's start.
+fn close_gaps(codes: &mut Vec<u64>, starts: &mut [usize], ends: &[usize]) {
+    let ranks = ends.len();
+    if ends[..] == starts[1..] {
+        return;
+    }
+    let mut to = 0;
+    for r in 0..ranks {
+        let from = starts[r];
+        codes.copy_within(from..ends[r], to);
+        starts[r] = to;
+        to += ends[r] - from;
+    }
+    starts[ranks] = to;
+    codes.truncate(to);
 }
