@@ -44,16 +44,6 @@ fn kind_name(kind: Kind) -> &'static str {
     }
 }
 
-/// The category of an op's slice: its kind's letter.
-fn kind_letter(kind: Kind) -> &'static str {
-    match kind {
-        Kind::F => "F",
-        Kind::B => "B",
-        Kind::I => "I",
-        Kind::W => "W",
-    }
-}
-
 /// Where each op runs: (stage, kind, mb) → (rank, action index), the first action holding it.
 ///
 /// A dense table indexed by stage and micro-batch (one lookup per transfer of a big plan, so no
@@ -486,7 +476,8 @@ impl Trace {
                 match *a {
                     Action::One(op) => {
                         self.raw(",\"cat\":\"");
-                        self.raw(kind_letter(op.kind));
+                        // The category: the kind's letter (ASCII).
+                        self.out.push(op.kind.letter() as u8);
                         self.raw("\",\"args\":{\"stage\":");
                         push_uint(&mut self.out, op.stage.into());
                         self.uint(",\"mb\":", op.mb);
