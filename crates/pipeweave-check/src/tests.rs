@@ -4,15 +4,7 @@ use pipeweave_plan::{Action, Kind, Op, Pipeline, Plan};
 fn parse_line(line: &str) -> Vec<Action> {
     line.split(',')
         .filter(|c| !c.is_empty())
-        .map(|c| {
-            let k = c.find(|ch: char| ch.is_ascii_alphabetic()).expect("kind");
-            let kind = Kind::from_letter(c[k..].chars().next().expect("kind")).expect("kind");
-            Action::One(Op::new(
-                c[..k].parse().expect("stage"),
-                kind,
-                c[k + 1..].parse().expect("mb"),
-            ))
-        })
+        .map(|c| pipeweave_plan::cell::parse_action(c, u32::MAX).expect("a cell"))
         .collect()
 }
 

@@ -3,15 +3,7 @@ use pipeweave_plan::{Action, Interval, Kind, Op, Plan};
 
 fn ops(line: &str) -> Vec<Action> {
     line.split(',')
-        .map(|c| {
-            let k = c.find(|ch: char| ch.is_ascii_alphabetic()).expect("kind");
-            let kind = Kind::from_letter(c[k..].chars().next().expect("kind")).expect("kind");
-            Action::One(Op::new(
-                c[..k].parse().expect("stage"),
-                kind,
-                c[k + 1..].parse().expect("mb"),
-            ))
-        })
+        .map(|c| pipeweave_plan::cell::parse_action(c, u32::MAX).expect("a cell"))
         .collect()
 }
 
