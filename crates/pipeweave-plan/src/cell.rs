@@ -165,13 +165,16 @@ pub(crate) fn fmt_cell(
 pub struct CellError {
     /// A byte range of the cell (empty at the end of the cell when something is missing there).
     pub range: Range<usize>,
+    /// What is wrong there.
     pub kind: CellErrorKind,
 }
 
 /// Which id of an op a number is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Id {
+    /// The number before the kind.
     Stage,
+    /// The number after the kind.
     Microbatch,
 }
 

@@ -176,13 +176,17 @@ impl<'p> LoweredPlan<'p> {
 /// A send with the compute action whose output it carries (see [`LoweredPlan::sends`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sent {
-    /// The sending rank, and the index in its program of the action that produced the data.
+    /// The sending rank.
     pub rank: u32,
+    /// The index in the sending rank's program of the action that produced the data.
     pub action: usize,
+    /// Activations forward, gradients backward.
     pub dir: Dir,
-    /// The sending stage, and the stage that receives the data.
+    /// The sending stage.
     pub stage: u32,
+    /// The stage that receives the data.
     pub to_stage: u32,
+    /// The micro-batch.
     pub mb: u32,
     /// The receiving rank.
     pub peer: u32,
@@ -192,9 +196,11 @@ pub struct Sent {
 /// [`LoweredPlan::reductions`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reduction {
-    /// The launching rank, and the index in its program of the action before the launch.
+    /// The launching rank.
     pub rank: u32,
+    /// The index in the launching rank's program of the action before the launch.
     pub action: usize,
+    /// The stage whose gradients are reduced.
     pub stage: u32,
 }
 

@@ -9,7 +9,9 @@ use std::fmt;
 /// When one action runs, in the cost model's time unit.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Interval {
+    /// When the action starts.
     pub start: f64,
+    /// When it ends (both halves of a pair end together).
     pub end: f64,
 }
 
