@@ -512,13 +512,12 @@ pub fn lower(plan: &Plan) -> LoweredPlan<'_> {
     let ends = l.finish_tails(&starts, &tail_starts, &reductions, replicated);
     let mut codes = l.codes;
     close_gaps(&mut codes, &mut starts, &ends);
-    let Tables { after, before, .. } = t;
+    let peers = t.after.iter().zip(&t.before).map(|(&a, &b)| [b, a]);
     LoweredPlan {
         plan,
         starts,
         codes,
-        after,
-        before,
+        peers: peers.collect(),
     }
 }
 

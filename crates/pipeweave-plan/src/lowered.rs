@@ -72,14 +72,18 @@ pub struct LoweredPlan<'p> {
     /// Rank r's steps are `codes[starts[r]..starts[r + 1]]`.
     pub(crate) starts: Vec<usize>,
     pub(crate) codes: Vec<u64>,
-    /// The peers of transfers: per stage, the rank hosting the stage after it ([`Plan::next_stage`])
-    /// and before it ([`Plan::prev_stage`]) when that is another rank, [`NONE`] otherwise.
-    pub(crate) after: Vec<u32>,
-    pub(crate) before: Vec<u32>,
+    /// The peers of transfers: per stage, `[BEFORE]` the rank hosting the stage before it
+    /// ([`Plan::prev_stage`]) and `[AFTER]` the one after it ([`Plan::next_stage`]) when that is
+    /// another rank, [`NONE`] otherwise. One table, indexed by side: decoding picks a side without
+    /// a branch (two tables and a branch between them cost a mispredicted branch every few steps).
+    pub(crate) peers: Vec<[u32; 2]>,
 }
 
 /// No such rank (in the tables of peers).
 pub(crate) const NONE: u32 = u32::MAX;
+/// The sides of a stage in [`LoweredPlan::peers`].
+pub(crate) const BEFORE: usize = 0;
+pub(crate) const AFTER: usize = 1;
 
 impl<'p> LoweredPlan<'p> {
     /// The plan this is the lowering of.
@@ -102,8 +106,7 @@ impl<'p> LoweredPlan<'p> {
         let r = rank as usize;
         Steps {
             program: self.plan.program(rank),
-            after: &self.after,
-            before: &self.before,
+            peers: &self.peers,
             codes: self.codes[self.starts[r]..self.starts[r + 1]].iter(),
         }
     }
@@ -123,9 +126,9 @@ impl<'p> LoweredPlan<'p> {
     /// action's backward releases).
     pub fn sends(&self) -> impl Iterator<Item = Sent> + '_ {
         self.after_actions().filter_map(|(rank, action, c)| {
-            let (dir, peers) = match code::tag(c) {
-                code::SEND_F => (Dir::Fwd, &self.after),
-                code::SEND_B => (Dir::Bwd, &self.before),
+            let (dir, side) = match code::tag(c) {
+                code::SEND_F => (Dir::Fwd, AFTER),
+                code::SEND_B => (Dir::Bwd, BEFORE),
                 _ => return None,
             };
             let stage = code::stage(c);
@@ -137,7 +140,7 @@ impl<'p> LoweredPlan<'p> {
                 // Always there: a stage sends only to a neighbour on another rank.
                 to_stage: self.plan.receiving_stage(dir, stage)?,
                 mb: code::mb(c),
-                peer: peers[stage as usize],
+                peer: self.peers[stage as usize][side],
             })
         })
     }
@@ -220,15 +223,14 @@ impl PartialEq for LoweredPlan<'_> {
 #[derive(Clone)]
 pub struct Steps<'a> {
     program: &'a [Action],
-    after: &'a [u32],
-    before: &'a [u32],
+    peers: &'a [[u32; 2]],
     codes: std::slice::Iter<'a, u64>,
 }
 
 impl Steps<'_> {
     #[inline]
     fn decode(&self, code: u64) -> Step {
-        let (dir, other) = match code::tag(code) {
+        let (dir, side) = match code::tag(code) {
             code::COMPUTE => return Step::Compute(self.program[code::index(code)]),
             code::REDUCE_GRAD => {
                 return Step::ReduceGrad {
@@ -240,16 +242,15 @@ impl Steps<'_> {
                     stage: code::stage(code),
                 };
             }
-            // Which way the data goes, and whether the peer hosts the next stage (or the
-            // previous one): the other side of the transfer.
-            code::RECV_F => (Dir::Fwd, false),
-            code::RECV_B => (Dir::Bwd, true),
-            code::SEND_F | code::WAIT_SEND_F => (Dir::Fwd, true),
-            _ => (Dir::Bwd, false),
+            // Which way the data goes, and which side of the stage the peer hosts: the other end
+            // of the transfer.
+            code::RECV_F => (Dir::Fwd, BEFORE),
+            code::RECV_B => (Dir::Bwd, AFTER),
+            code::SEND_F | code::WAIT_SEND_F => (Dir::Fwd, AFTER),
+            _ => (Dir::Bwd, BEFORE),
         };
         let (stage, mb) = (code::stage(code), code::mb(code));
-        let peers = if other { self.after } else { self.before };
-        let peer = peers[stage as usize];
+        let peer = self.peers[stage as usize][side];
         match code::tag(code) {
             code::RECV_F | code::RECV_B => Step::Recv {
                 dir,
