@@ -52,7 +52,10 @@ const DIGIT_PAIRS: &[u8; 200] = b"\
 /// `json` 18% slower (7.9 → 9.5 ms), `actions` 3% faster (0.72 → 0.70 ms) and the Chrome trace
 /// no different within noise (about 52 ms): its variable-length copy calls `memcpy`, where the
 /// numbers here, mostly one to four digits, are cheaper pushed one by one.
-#[inline]
+// Always inlined: each call site then predicts its own digit counts. Measured as above against a
+// call shared by every site: actions 0.61 -> 0.55 ms, pytorch-comms 5.9 -> 5.7 ms, json 8.3 -> 7.7
+// ms, the Chrome trace 54 -> 50 ms (though it executes 7% more instructions).
+#[inline(always)]
 pub fn push_uint(out: &mut Vec<u8>, v: u64) {
     // Small numbers (ranks, stages, most micro-batches) directly.
     if v < 10 {
