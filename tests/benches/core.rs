@@ -46,7 +46,11 @@ fn end_to_end(c: &mut Criterion) {
                     let lowered = pipeweave_plan::lower(plan);
                     let problems = pipeweave_check::validate(plan);
                     let timeline = pipeweave_sim::simulate(plan, &UnitCosts).expect("runs");
-                    black_box((lowered.num_steps(), problems.len(), timeline.makespan))
+                    black_box((
+                        lowered.num_steps(),
+                        problems.len(),
+                        timeline.timing.makespan,
+                    ))
                 })
             },
         );

@@ -95,7 +95,7 @@ fn gpipe_and_1f1b_bubbles() {
         .find(|e| e.path == "torch/textbook_1F1B_p8_m16.actions")
         .expect("1F1B vector");
     let t = simulate(&load(&e), &UnitCosts).expect("runs");
-    assert_eq!(t.makespan, 69.0);
+    assert_eq!(t.timing.makespan, 69.0);
     assert!((t.bubble_fraction - 21.0 / 69.0).abs() < 1e-12);
     let peaks: Vec<u32> = t.ranks.iter().map(|r| r.peak_activations).collect();
     assert_eq!(
@@ -127,7 +127,7 @@ fn dualpipe_bubbles_and_memory() {
             .expect("ranks");
         assert_eq!(peak, e.stages_per_pipeline + 1, "{}", e.path);
         if e.path.ends_with("dualpipe_pp8_n20.actions") {
-            assert_eq!(t.makespan, 66.0);
+            assert_eq!(t.timing.makespan, 66.0);
         }
     }
 }
@@ -150,7 +150,7 @@ fn chimera_bubbles() {
         let expected = e.ranks as f64 / f - 2.0;
         assert_eq!(idles(&t), vec![expected; e.ranks as usize], "{}", e.path);
         assert_eq!(
-            t.makespan,
+            t.timing.makespan,
             2.0 * e.microbatches as f64 + expected,
             "{}",
             e.path

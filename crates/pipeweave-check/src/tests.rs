@@ -4,15 +4,7 @@ use pipeweave_plan::{Action, Kind, Op, Pipeline, Plan};
 fn parse_line(line: &str) -> Vec<Action> {
     line.split(',')
         .filter(|c| !c.is_empty())
-        .map(|c| {
-            let k = c.find(|ch: char| ch.is_ascii_alphabetic()).expect("kind");
-            let kind = Kind::from_letter(c[k..].chars().next().expect("kind")).expect("kind");
-            Action::One(Op::new(
-                c[..k].parse().expect("stage"),
-                kind,
-                c[k + 1..].parse().expect("mb"),
-            ))
-        })
+        .map(|c| pipeweave_plan::cell::parse_action(c, u32::MAX).expect("a cell"))
         .collect()
 }
 
@@ -178,4 +170,34 @@ fn two_pipelines_check_micro_batch_ownership() {
             "rank 0, action 5 (0F1): 0F1 names micro-batch 1, which pipeline 0 (stage 0) does not carry"
         ]
     );
+}
+
+mod random_plans {
+    //! Laws on random plans: the validator copes with any plan, and a plan it accepts runs to the
+    //! end in the simulator (whose sends never block, so it is the more lenient of the two).
+    use super::*;
+    use pipeweave_plan::testing::{any_plan, edited_gpipe};
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn any_plan_is_judged_with_problems_in_program_order(plan in any_plan()) {
+            let problems = validate(&plan);
+            let order: Vec<_> = problems
+                .iter()
+                .map(|p| (p.rank, p.position.unwrap_or(usize::MAX)))
+                .collect();
+            prop_assert!(order.is_sorted(), "{order:?}");
+        }
+
+        #[test]
+        fn accepted_plans_simulate_to_the_end(plan in edited_gpipe()) {
+            if validate(&plan).is_empty() {
+                let run = pipeweave_sim::simulate(&plan, &pipeweave_sim::UnitCosts);
+                prop_assert!(run.is_ok(), "{:?}", run.err());
+            }
+        }
+    }
 }

@@ -37,7 +37,7 @@ pub fn render(
         summary.push_str(&format!(
             "{}: makespan {}, bubble fraction {}\n",
             d.name,
-            costing.unit().format(d.run.timeline.makespan),
+            costing.unit().format(d.run.timeline.timing.makespan),
             percent(d.run.timeline.bubble_fraction, 2)
         ));
     }

@@ -5,8 +5,6 @@ use crate::args::{CostArgs, PlanArgs};
 use crate::session::Session;
 use crate::single::{on_spec, simulate};
 use clap::ValueEnum;
-use pipeweave_export::{Interval, Timing};
-use pipeweave_sim::Timeline;
 use pipeweave_source::Failure;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -22,24 +20,6 @@ pub enum ExportFormat {
     PytorchComms,
     /// A Chrome / Perfetto trace of the simulated step
     ChromeTrace,
-}
-
-fn timing(t: &Timeline) -> Timing {
-    Timing {
-        intervals: t
-            .intervals
-            .iter()
-            .map(|r| {
-                r.iter()
-                    .map(|iv| Interval {
-                        start: iv.start,
-                        end: iv.end,
-                    })
-                    .collect()
-            })
-            .collect(),
-        makespan: t.makespan,
-    }
 }
 
 /// Writes the plan named by `plan` in `format`; returns the text.
@@ -64,14 +44,14 @@ pub fn run(
         };
         (loaded, t, 1e3)
     };
-    let timing = timeline.as_ref().map(timing);
+    let timing = timeline.as_ref().map(|t| &t.timing);
     let written = match format {
         ExportFormat::Actions => Ok(pipeweave_export::write_actions(&loaded.plan)),
-        ExportFormat::Json => pipeweave_export::write_json(&loaded.plan, timing.as_ref()),
+        ExportFormat::Json => pipeweave_export::write_json(&loaded.plan, timing),
         ExportFormat::Pytorch => pipeweave_export::write_pytorch(&loaded.plan),
         ExportFormat::PytorchComms => pipeweave_export::write_pytorch_comms(&loaded.plan),
         // Always simulated above for a trace.
-        ExportFormat::ChromeTrace => match &timing {
+        ExportFormat::ChromeTrace => match timing {
             Some(t) => pipeweave_export::write_chrome_trace(&loaded.plan, t, us_per_unit),
             None => Err(pipeweave_diagnostics::Diagnostic::error(
                 "a Chrome trace needs a simulated timeline",

@@ -75,7 +75,7 @@ impl Resolver {
         visible.dedup();
         if let Some(best) = visible
             .iter()
-            .map(|n| (distance(n, name), *n))
+            .map(|n| (strsim::levenshtein(n, name), *n))
             .filter(|&(d, n)| d <= 2 && d < n.len().max(name.len()))
             .min()
         {
@@ -245,26 +245,6 @@ impl Resolver {
             span: a.span.clone(),
         }
     }
-}
-
-/// Levenshtein distance, for "did you mean" hints on short names.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (k, cb) in b.iter().enumerate() {
-            let cur = row[k + 1];
-            row[k + 1] = if ca == *cb {
-                prev
-            } else {
-                1 + prev.min(cur).min(row[k])
-            };
-            prev = cur;
-        }
-    }
-    row[b.len()]
 }
 
 /// Resolves a parsed schedule. Returns `None` (with diagnostics) when something essential is

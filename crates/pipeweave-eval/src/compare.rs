@@ -255,7 +255,7 @@ pub fn evaluate_row(
             let makespan_units = if units {
                 pipeweave_sim::simulate(plan, &pipeweave_sim::UnitCosts)
                     .ok()
-                    .map(|t| t.makespan)
+                    .map(|t| t.timing.makespan)
             } else {
                 None
             };

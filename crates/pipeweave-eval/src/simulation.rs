@@ -154,7 +154,7 @@ impl Simulation {
             } else {
                 TimeUnit::Units
             },
-            makespan: timeline.makespan,
+            makespan: timeline.timing.makespan,
             bubble_fraction: timeline.bubble_fraction,
             exposed_comm: timeline.exposed_comm,
             spec: report.cloned(),

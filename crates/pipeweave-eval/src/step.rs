@@ -105,7 +105,7 @@ impl StepReport {
     pub fn new(spec: &Spec, plan: &Plan, costs: &CostTable, timeline: &Timeline) -> StepReport {
         let gpus = spec.cluster.gpus();
         let g = gpus as f64;
-        let step = timeline.makespan;
+        let step = timeline.timing.makespan;
         let m = plan.num_microbatches();
         let tokens =
             f64::from(m) * spec.training.tokens_per_microbatch() * f64::from(spec.parallelism.dp);

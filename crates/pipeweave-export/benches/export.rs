@@ -2,8 +2,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use pipeweave_export::{
-    Interval, Timing, write_actions, write_chrome_trace, write_json, write_pytorch,
-    write_pytorch_comms,
+    write_actions, write_chrome_trace, write_json, write_pytorch, write_pytorch_comms,
 };
 use pipeweave_plan::{Action, Kind, Op, Plan};
 use std::hint::black_box;
@@ -32,22 +31,9 @@ fn one_f_one_b(p: u32, m: u32) -> Plan {
 
 fn bench(c: &mut Criterion) {
     let plan = one_f_one_b(32, 1024);
-    let timing = pipeweave_sim::simulate(&plan, &pipeweave_sim::UnitCosts).expect("simulates");
-    let timing = Timing {
-        makespan: timing.makespan,
-        intervals: timing
-            .intervals
-            .iter()
-            .map(|r| {
-                r.iter()
-                    .map(|i| Interval {
-                        start: i.start,
-                        end: i.end,
-                    })
-                    .collect()
-            })
-            .collect(),
-    };
+    let timing = pipeweave_sim::simulate(&plan, &pipeweave_sim::UnitCosts)
+        .expect("simulates")
+        .timing;
     let mut g = c.benchmark_group("export_1f1b_32x1024");
     g.sample_size(20);
     g.bench_function("actions", |b| {

@@ -9,46 +9,8 @@
 
 use std::io::Write as _;
 
-/// "00", "01", … "99": two digits per division, half the divisions of one digit at a time.
-const DIGIT_PAIRS: &[u8; 200] = b"\
-    0001020304050607080910111213141516171819\
-    2021222324252627282930313233343536373839\
-    4041424344454647484950515253545556575859\
-    6061626364656667686970717273747576777879\
-    8081828384858687888990919293949596979899";
-
-/// Appends an unsigned integer in decimal.
-#[inline]
-pub(crate) fn push_uint(out: &mut Vec<u8>, v: u64) {
-    // Small numbers (ranks, stages, most micro-batches) directly.
-    if v < 10 {
-        out.push(b'0' + v as u8);
-        return;
-    }
-    // Digits from the last ones into the end of a buffer long enough for u64::MAX, two per
-    // division, then pushed one by one: a copy of a variable length would call memcpy, which costs
-    // more than the few pushes numbers here need.
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    let mut n = v;
-    while n >= 100 {
-        let d = (n % 100) as usize * 2;
-        n /= 100;
-        i -= 2;
-        buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS[d..d + 2]);
-    }
-    if n >= 10 {
-        let d = n as usize * 2;
-        i -= 2;
-        buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS[d..d + 2]);
-    } else {
-        i -= 1;
-        buf[i] = b'0' + n as u8;
-    }
-    for &digit in &buf[i..] {
-        out.push(digit);
-    }
-}
+/// Integers are written by the cell writer's `push_uint` (why not `itoa`: see there).
+pub(crate) use pipeweave_plan::cell::push_uint;
 
 /// Below this magnitude serde_json writes a whole number as its digits and `.0`.
 const PLAIN_INTEGRAL_BELOW: f64 = 1e15;

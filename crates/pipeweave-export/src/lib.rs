@@ -5,15 +5,12 @@
 //! when a format cannot express the plan, a diagnostic saying why and what to use instead.
 
 pub mod actions;
-mod cells;
 pub mod json;
 mod json_text;
 pub mod pytorch;
-pub mod timing;
 pub mod trace;
 
 pub use actions::{ActionsFile, read_actions, write_actions};
 pub use json::{PlanJson, read_json, write_json};
 pub use pytorch::{write_pytorch, write_pytorch_comms};
-pub use timing::{Interval, Timing};
 pub use trace::write_chrome_trace;

@@ -14,8 +14,8 @@
 //! `0..M`; plans outside that (Chimera, bidirectional DualPipe) are refused with the reason.
 
 use crate::actions::write_actions;
-use crate::cells::push_step;
 use pipeweave_diagnostics::Diagnostic;
+use pipeweave_plan::cell::push_step;
 use pipeweave_plan::{Dir, Plan, Step, lower};
 
 /// Checks that PyTorch's runtime can hold the plan.
@@ -97,6 +97,10 @@ pub fn write_pytorch(plan: &Plan) -> Result<String, Diagnostic> {
 /// A pipeline message: direction, sending stage, micro-batch.
 type Message = (Dir, u32, u32);
 
+/// The message a receive expects: as [`Message`], with no sending stage where none sends to the
+/// receiving one (no send matches it; a lowered plan has no such receive).
+type Expected = (Dir, Option<u32>, u32);
+
 /// One rank's messages to each peer it talks to: (peer, messages in posting order).
 type Peers<T> = Vec<(u32, Vec<T>)>;
 
@@ -126,6 +130,7 @@ fn messages_to<T>(by_rank: &mut Vec<Peers<T>>, from: u32, to: u32) -> &mut Vec<T
 /// receiver may post its receives in another order than the sender posts the sends, and PyTorch
 /// would then hand one micro-batch's tensor to another. Such plans are refused.
 fn check_pair_order<P: IntoIterator<Item = Step>>(
+    plan: &Plan,
     programs: impl IntoIterator<Item = P>,
 ) -> Result<(), Diagnostic> {
     // For each sending rank, per receiving rank: the messages in posting order (direction,
@@ -133,7 +138,7 @@ fn check_pair_order<P: IntoIterator<Item = Step>>(
     // short list per rank found by a scan (rather than a map keyed by the pair, one lookup per
     // step of a big plan).
     let mut sent: Vec<Peers<Message>> = Vec::new();
-    let mut received: Vec<Peers<(Message, Step)>> = Vec::new();
+    let mut received: Vec<Peers<(Expected, Step)>> = Vec::new();
     for (r, steps) in programs.into_iter().enumerate() {
         let r = r as u32;
         for step in steps {
@@ -152,10 +157,7 @@ fn check_pair_order<P: IntoIterator<Item = Step>>(
                     mb,
                     peer,
                 } => {
-                    let sender = match dir {
-                        Dir::Fwd => stage.wrapping_sub(1),
-                        Dir::Bwd => stage + 1,
-                    };
+                    let sender = plan.sending_stage(dir, stage);
                     messages_to(&mut received, peer, r).push(((dir, sender, mb), step));
                 }
                 _ => {}
@@ -180,7 +182,7 @@ fn check_pair_order<P: IntoIterator<Item = Step>>(
             let Some(&(sdir, sstage, smb)) = sends.get(i) else {
                 break;
             };
-            if (sdir, sstage, smb) != (dir, stage, mb) {
+            if (sdir, Some(sstage), smb) != (dir, stage, mb) {
                 let send = Step::Send {
                     dir: sdir,
                     stage: sstage,
@@ -207,8 +209,8 @@ fn check_pair_order<P: IntoIterator<Item = Step>>(
 pub fn write_pytorch_comms(plan: &Plan) -> Result<String, Diagnostic> {
     check_expressible(plan)?;
     let lowered = lower(plan);
-    check_pair_order(lowered.programs())?;
-    // Cells written from their parts (see `cells`): through `Display` they were most of the time.
+    check_pair_order(plan, lowered.programs())?;
+    // Cells written into one buffer (see `pipeweave_plan::cell`), not through `Display`.
     let mut out: Vec<u8> = Vec::with_capacity(lowered.num_steps() * 12 + lowered.ranks() as usize);
     for steps in lowered.programs() {
         for (i, step) in steps.enumerate() {

@@ -12,11 +12,10 @@
 //! Times come from a [`Timing`] (the simulator's, filled in by the caller); `us_per_unit` says how
 //! many microseconds one unit of the timeline is (1e6 for a timeline in seconds).
 
-use crate::cells::{dir_letter, push_action, push_op};
 use crate::json_text::{push_f64, push_str, push_uint};
-use crate::timing::Timing;
 use pipeweave_diagnostics::Diagnostic;
-use pipeweave_plan::{Action, Dir, Kind, Plan, Step, lower};
+use pipeweave_plan::cell::{push_action, push_op, push_step};
+use pipeweave_plan::{Action, Dir, Kind, LoweredPlan, Plan, Sent, Step, Timing, lower};
 use std::collections::HashMap;
 
 // The trace is written by hand rather than through serde: a large plan has hundreds of thousands
@@ -42,16 +41,6 @@ fn kind_name(kind: Kind) -> &'static str {
         Kind::B => "full backward",
         Kind::I => "backward for inputs",
         Kind::W => "backward for weights",
-    }
-}
-
-/// The category of an op's slice: its kind's letter.
-fn kind_letter(kind: Kind) -> &'static str {
-    match kind {
-        Kind::F => "F",
-        Kind::B => "B",
-        Kind::I => "I",
-        Kind::W => "W",
     }
 }
 
@@ -146,8 +135,9 @@ enum Comm {
     Reduce { stage: u32, part: u32 },
 }
 
-/// A communication slice before lanes are assigned. Small and `Copy`: there are two per transfer,
-/// and they are sorted; names are written from these parts at the end.
+/// A communication slice before lanes are assigned. Small and `Copy` (40 bytes: a field more made
+/// the trace 9% slower): there are two per transfer, and they are sorted; names are written from
+/// these parts at the end.
 #[derive(Clone, Copy)]
 struct CommSlice {
     rank: u32,
@@ -155,6 +145,9 @@ struct CommSlice {
     end: f64,
     comm: Comm,
 }
+
+// Kept at 40 bytes: see `CommSlice`.
+const _: () = assert!(std::mem::size_of::<CommSlice>() == 40);
 
 impl CommSlice {
     fn base_tid(&self) -> u32 {
@@ -166,89 +159,113 @@ impl CommSlice {
     }
 }
 
+/// A flow arrow: from (rank, time) of the producing slice to (rank, time) of the consuming one.
+type Flow = (u32, f64, u32, f64);
+
 /// Writes the Chrome trace of a plan run along `timing`.
 pub fn write_chrome_trace(
     plan: &Plan,
     timing: &Timing,
     us_per_unit: f64,
 ) -> Result<String, Diagnostic> {
-    timing.check(plan)?;
+    timing
+        .check(plan)
+        .map_err(|e| Diagnostic::error(e.to_string()))?;
     if !(us_per_unit.is_finite() && us_per_unit > 0.0) {
         return Err(Diagnostic::error(format!(
             "the time scale must be a positive number of microseconds per unit, not {us_per_unit}"
         )));
     }
     let lowered = lower(plan);
+    let (mut comms, flows) = transfers(plan, &lowered, timing);
+    push_reductions(plan, &lowered, timing, &mut comms);
+    let order = comm_order(&comms);
+    let (tids, lanes_of) = lanes(&comms, &order);
+
+    let mut w = Trace {
+        out: Vec::with_capacity(plan.num_ops() * 160 + comms.len() * 180 + flows.len() * 150),
+        us_per_unit,
+        empty: true,
+    };
+    w.raw("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
+    w.metadata(plan, &lanes_of);
+    w.compute(plan, timing);
+    for (&i, &tid) in order.iter().zip(&tids) {
+        w.comm(plan, &comms[i], tid);
+    }
+    for (id, &(from, from_ts, to, to_ts)) in flows.iter().enumerate() {
+        w.flow(id, from, from_ts, to, to_ts);
+    }
+    w.raw("\n]}\n");
+    String::from_utf8(w.out).map_err(|e| Diagnostic::error(format!("cannot write the trace: {e}")))
+}
+
+/// Both sides of every send, from the end of the action that produced the data to the start of
+/// the one that uses it on the peer, and the flow arrow between those actions.
+fn transfers(plan: &Plan, lowered: &LoweredPlan, timing: &Timing) -> (Vec<CommSlice>, Vec<Flow>) {
     let runs = Runs::new(plan);
-    let consumer = |dir: Dir, stage: u32, mb: u32| -> Option<(u32, usize)> {
-        match dir {
-            Dir::Fwd => runs.get(stage + 1, Kind::F, mb),
-            Dir::Bwd => {
-                let prev = stage.checked_sub(1)?;
-                runs.get(prev, Kind::B, mb)
-                    .or_else(|| runs.get(prev, Kind::I, mb))
-            }
+    // The action that uses what a send carries: the receiving stage's forward, or its B or I.
+    let consumer = |send: &Sent| -> Option<(u32, usize)> {
+        let (stage, mb) = (send.to_stage, send.mb);
+        match send.dir {
+            Dir::Fwd => runs.get(stage, Kind::F, mb),
+            Dir::Bwd => runs
+                .get(stage, Kind::B, mb)
+                .or_else(|| runs.get(stage, Kind::I, mb)),
         }
     };
-
-    // The moment every rank starts each stage's gradient reduction (end of the action before it).
-    let mut reduce_at: Vec<Option<f64>> = vec![None; plan.num_stages() as usize];
     let mut comms: Vec<CommSlice> = Vec::new();
-    let mut flows: Vec<(u32, f64, u32, f64)> = Vec::new();
-    for (r, steps) in lowered.programs().enumerate() {
-        let r = r as u32;
-        let mut last_compute: Option<usize> = None;
-        for step in steps {
-            match step {
-                Step::Compute(_) => last_compute = Some(last_compute.map_or(0, |i| i + 1)),
-                Step::Send {
-                    dir,
-                    stage,
-                    mb,
-                    peer,
-                } => {
-                    let Some(i) = last_compute else { continue };
-                    let sent = timing.intervals[r as usize][i];
-                    let Some((to_rank, j)) = consumer(dir, stage, mb) else {
-                        continue;
-                    };
-                    let used = timing.intervals[to_rank as usize][j].start;
-                    let end = used.max(sent.end);
-                    let (from, to) = (r, peer);
-                    comms.push(CommSlice {
-                        rank: r,
-                        start: sent.end,
-                        end,
-                        comm: Comm::Send {
-                            dir,
-                            stage,
-                            mb,
-                            from,
-                            to,
-                        },
-                    });
-                    comms.push(CommSlice {
-                        rank: peer,
-                        start: sent.end,
-                        end,
-                        comm: Comm::Recv {
-                            dir,
-                            stage,
-                            mb,
-                            from,
-                            to,
-                        },
-                    });
-                    flows.push((r, sent.start, to_rank, used));
-                }
-                Step::ReduceGrad { stage } => {
-                    if let (Some(i), Some(slot)) = (last_compute, reduce_at.get_mut(stage as usize))
-                    {
-                        *slot = Some(timing.intervals[r as usize][i].end);
-                    }
-                }
-                Step::Recv { .. } | Step::WaitSend { .. } | Step::WaitReduceGrad { .. } => {}
-            }
+    let mut flows: Vec<Flow> = Vec::new();
+    for send in lowered.sends() {
+        let sent = timing.intervals[send.rank as usize][send.action];
+        let Some((to_rank, j)) = consumer(&send) else {
+            continue;
+        };
+        let used = timing.intervals[to_rank as usize][j].start;
+        let end = used.max(sent.end);
+        let Sent { dir, stage, mb, .. } = send;
+        let (from, to) = (send.rank, send.peer);
+        comms.push(CommSlice {
+            rank: from,
+            start: sent.end,
+            end,
+            comm: Comm::Send {
+                dir,
+                stage,
+                mb,
+                from,
+                to,
+            },
+        });
+        comms.push(CommSlice {
+            rank: to,
+            start: sent.end,
+            end,
+            comm: Comm::Recv {
+                dir,
+                stage,
+                mb,
+                from,
+                to,
+            },
+        });
+        flows.push((from, sent.start, to_rank, used));
+    }
+    (comms, flows)
+}
+
+/// Appends every stage's gradient reduction on its rank, from the moment the rank starts it (the
+/// end of the action before it) to the moment the last replica of the same model part starts it.
+fn push_reductions(
+    plan: &Plan,
+    lowered: &LoweredPlan,
+    timing: &Timing,
+    comms: &mut Vec<CommSlice>,
+) {
+    let mut reduce_at: Vec<Option<f64>> = vec![None; plan.num_stages() as usize];
+    for reduction in lowered.reductions() {
+        if let Some(slot) = reduce_at.get_mut(reduction.stage as usize) {
+            *slot = Some(timing.intervals[reduction.rank as usize][reduction.action].end);
         }
     }
     let s = plan.stages_per_pipeline();
@@ -267,10 +284,13 @@ pub fn write_chrome_trace(
             comm: Comm::Reduce { stage, part },
         });
     }
+}
 
-    let order = comm_order(&comms);
-    // Lanes: slices of one rank and kind that overlap in time go to separate tracks.
-    let mut lanes_of: Vec<(u32, u32, usize)> = Vec::new(); // (rank, base tid, lanes used)
+/// The track of every slice, taken in `order`: slices of one rank and kind that overlap in time go
+/// to separate numbered tracks. Returns the tracks in that order and, per rank and kind, how many
+/// there are: `(rank, base track, lanes)`.
+fn lanes(comms: &[CommSlice], order: &[usize]) -> (Vec<u32>, Vec<(u32, u32, usize)>) {
+    let mut lanes_of: Vec<(u32, u32, usize)> = Vec::new();
     let mut tids: Vec<u32> = Vec::with_capacity(comms.len());
     let mut lane_end: Vec<f64> = Vec::new();
     let mut group: Option<(u32, u32)> = None;
@@ -296,23 +316,7 @@ pub fn write_chrome_trace(
     if let Some((rank, base)) = group {
         lanes_of.push((rank, base, lane_end.len()));
     }
-
-    let mut w = Trace {
-        out: Vec::with_capacity(plan.num_ops() * 160 + comms.len() * 180 + flows.len() * 150),
-        us_per_unit,
-        empty: true,
-    };
-    w.raw("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
-    w.metadata(plan, &lanes_of);
-    w.compute(plan, timing);
-    for (&i, &tid) in order.iter().zip(&tids) {
-        w.comm(plan, &comms[i], tid);
-    }
-    for (id, &(from, from_ts, to, to_ts)) in flows.iter().enumerate() {
-        w.flow(id, from, from_ts, to, to_ts);
-    }
-    w.raw("\n]}\n");
-    String::from_utf8(w.out).map_err(|e| Diagnostic::error(format!("cannot write the trace: {e}")))
+    (tids, lanes_of)
 }
 
 /// The order of the slices: by rank, kind (send, receive, reduce), start, end, and then the order
@@ -471,7 +475,8 @@ impl Trace {
                 match *a {
                     Action::One(op) => {
                         self.raw(",\"cat\":\"");
-                        self.raw(kind_letter(op.kind));
+                        // The category: the kind's letter (ASCII).
+                        self.out.push(op.kind.letter() as u8);
                         self.raw("\",\"args\":{\"stage\":");
                         push_uint(&mut self.out, op.stage.into());
                         self.uint(",\"mb\":", op.mb);
@@ -497,15 +502,18 @@ impl Trace {
     /// One communication slice on track `tid` of its rank.
     fn comm(&mut self, plan: &Plan, c: &CommSlice, tid: u32) {
         self.open();
-        // The name, from its parts (digits and fixed words: no escape needed).
+        // The name: the step's cell and the peer (digits and fixed words: no escape needed).
         let cat = match c.comm {
             Comm::Send {
                 dir, stage, mb, to, ..
             } => {
-                push_uint(&mut self.out, stage.into());
-                self.raw("SEND_");
-                self.out.push(dir_letter(dir));
-                push_uint(&mut self.out, mb.into());
+                let send = Step::Send {
+                    dir,
+                    stage,
+                    mb,
+                    peer: to,
+                };
+                push_step(&mut self.out, &send);
                 self.raw(" to rank ");
                 push_uint(&mut self.out, to.into());
                 "send"
@@ -517,22 +525,21 @@ impl Trace {
                 from,
                 ..
             } => {
-                // Named after the receiving stage, as PyTorch's RECV_F / RECV_B are.
-                let receiver = match dir {
-                    Dir::Fwd => stage + 1,
-                    Dir::Bwd => stage.saturating_sub(1),
+                // Named after the receiving stage, as PyTorch's RECV_F / RECV_B are (there is one:
+                // the slice comes from a send).
+                let recv = Step::Recv {
+                    dir,
+                    stage: plan.receiving_stage(dir, stage).unwrap_or(stage),
+                    mb,
+                    peer: from,
                 };
-                push_uint(&mut self.out, receiver.into());
-                self.raw("RECV_");
-                self.out.push(dir_letter(dir));
-                push_uint(&mut self.out, mb.into());
+                push_step(&mut self.out, &recv);
                 self.raw(" from rank ");
                 push_uint(&mut self.out, from.into());
                 "recv"
             }
             Comm::Reduce { stage, .. } => {
-                push_uint(&mut self.out, stage.into());
-                self.raw("REDUCE_GRAD");
+                push_step(&mut self.out, &Step::ReduceGrad { stage });
                 "reduce"
             }
         };

@@ -1,5 +1,6 @@
 //! Compute actions: F, B, I, W on one stage and micro-batch, and overlapped F&B pairs.
 
+use crate::cell;
 use std::fmt;
 
 /// The kind of a compute action.
@@ -16,6 +17,8 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The kind's letter in cells (`F`, `B`, `I`, `W`).
+    #[inline]
     pub fn letter(self) -> char {
         match self {
             Kind::F => 'F',
@@ -25,6 +28,7 @@ impl Kind {
         }
     }
 
+    /// The kind a cell's letter names.
     pub fn from_letter(c: char) -> Option<Kind> {
         match c {
             'F' => Some(Kind::F),
@@ -58,9 +62,9 @@ impl Op {
 }
 
 impl fmt::Display for Op {
-    /// PyTorch's cell form: `<stage><kind><micro-batch>`, e.g. `3I0`.
+    /// PyTorch's cell form: `<stage><kind><micro-batch>`, e.g. `3I0` (see [`crate::cell`]).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}{}{}", self.stage, self.kind.letter(), self.mb)
+        cell::fmt_cell(f, |out| cell::push_op(out, *self))
     }
 }
 
@@ -113,11 +117,8 @@ impl From<Op> for Action {
 }
 
 impl fmt::Display for Action {
-    /// PyTorch's cell form; a pair is `(<F op>;<B or I op>)OVERLAP_F_B`.
+    /// PyTorch's cell form; a pair is `(<F op>;<B or I op>)OVERLAP_F_B` (see [`crate::cell`]).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Action::One(op) => op.fmt(f),
-            Action::Pair { f: fw, b } => write!(f, "({fw};{b})OVERLAP_F_B"),
-        }
+        cell::fmt_cell(f, |out| cell::push_action(out, self))
     }
 }

@@ -1,18 +1,27 @@
 //! The step-plan model: pipelines, stage placement, replicas, the ordered actions of every rank, and
 //! the lowering pass that adds communication.
 //!
-//! This crate does no IO and knows no file format; readers and writers live in `pipeweave-export`.
+//! This crate does no IO and knows no file format, only the cell text of one action or step
+//! ([`cell`]) that every format shares; files are read and written in `pipeweave-export`.
 //! A [`Plan`] is structurally sound by construction (every pipeline has the same number of stages,
 //! every stage sits on an existing rank, micro-batches belong to one pipeline each) but its programs
 //! may still be wrong: deciding that is the job of `pipeweave-check`.
 
 mod action;
+pub mod cell;
 mod lower;
+mod lowered;
 mod plan;
+mod timing;
 
 pub use action::{Action, Kind, Op, Ops};
-pub use lower::{Dir, LoweredPlan, Step, Steps, lower};
+pub use lower::lower;
+pub use lowered::{Dir, LoweredPlan, Reduction, Sent, Step, Steps};
 pub use plan::{Pipeline, Plan, PlanError};
+pub use timing::{Interval, Timing, TimingError};
+
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 #[cfg(test)]
 mod tests;

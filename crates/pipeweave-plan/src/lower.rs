@@ -28,277 +28,13 @@
 //! on; the wait for a send blocks until the peer has posted the matching receive.
 
 use crate::action::{Action, Kind, Op};
+use crate::lowered::{LoweredPlan, NONE, code};
 use crate::plan::Plan;
-use std::fmt;
 
-/// The direction of a transfer: activations flow forward, gradients backward.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Dir {
-    Fwd,
-    Bwd,
-}
-
-/// One entry of a lowered program.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Step {
-    Compute(Action),
-    /// Receive the input of `stage` for `mb` from `peer` (PyTorch `RECV_F` / `RECV_B`: the stage is
-    /// the receiving one).
-    Recv {
-        dir: Dir,
-        stage: u32,
-        mb: u32,
-        peer: u32,
-    },
-    /// Send the output of `stage` for `mb` to `peer` (PyTorch `SEND_F` / `SEND_B`: the stage is the
-    /// sending one).
-    Send {
-        dir: Dir,
-        stage: u32,
-        mb: u32,
-        peer: u32,
-    },
-    /// Wait until the send with the same fields has been matched by the peer.
-    WaitSend {
-        dir: Dir,
-        stage: u32,
-        mb: u32,
-        peer: u32,
-    },
-    /// Launch the reduction of the gradients of `stage` (across the replicas of its part, and
-    /// data-parallel ranks).
-    ReduceGrad {
-        stage: u32,
-    },
-    /// Wait for that reduction (PyTorch `WAIT_REDUCE_GRAD`, right after the launch by default).
-    WaitReduceGrad {
-        stage: u32,
-    },
-}
-
-impl fmt::Display for Step {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let d = |dir: &Dir| match dir {
-            Dir::Fwd => 'F',
-            Dir::Bwd => 'B',
-        };
-        match self {
-            Step::Compute(a) => a.fmt(f),
-            Step::Recv { dir, stage, mb, .. } => write!(f, "{stage}RECV_{}{mb}", d(dir)),
-            Step::Send { dir, stage, mb, .. } => write!(f, "{stage}SEND_{}{mb}", d(dir)),
-            Step::WaitSend { dir, stage, mb, .. } => write!(f, "{stage}WAIT_SEND_{}{mb}", d(dir)),
-            Step::ReduceGrad { stage } => write!(f, "{stage}REDUCE_GRAD"),
-            Step::WaitReduceGrad { stage } => write!(f, "{stage}WAIT_REDUCE_GRAD"),
-        }
-    }
-}
-
-/// A plan's programs with communication added.
-///
-/// Stored compactly, 8 bytes a step in one allocation (a plan of a million actions lowers to about
-/// four million steps), and read back as [`Step`]s: [`LoweredPlan::program`] decodes rank r's
-/// program, taking the compute actions and the peers from the plan it borrows.
-#[derive(Clone)]
-pub struct LoweredPlan<'p> {
-    plan: &'p Plan,
-    /// Rank r's steps are `codes[starts[r]..starts[r + 1]]`.
-    starts: Vec<usize>,
-    codes: Vec<u64>,
-}
-
-impl<'p> LoweredPlan<'p> {
-    /// The plan this is the lowering of.
-    pub fn plan(&self) -> &'p Plan {
-        self.plan
-    }
-
-    /// The number of ranks (programs).
-    pub fn ranks(&self) -> u32 {
-        self.plan.ranks()
-    }
-
-    /// All steps of all ranks.
-    pub fn num_steps(&self) -> usize {
-        self.codes.len()
-    }
-
-    /// Rank r's lowered program, in order. Panics when the rank does not exist.
-    pub fn program(&self, rank: u32) -> Steps<'_> {
-        let r = rank as usize;
-        Steps {
-            program: self.plan.program(rank),
-            hosts: self.plan.hosts(),
-            codes: self.codes[self.starts[r]..self.starts[r + 1]].iter(),
-        }
-    }
-
-    /// Every rank's lowered program, in rank order.
-    pub fn programs(&self) -> impl ExactSizeIterator<Item = Steps<'_>> + '_ {
-        (0..self.plan.ranks()).map(|r| self.program(r))
-    }
-
-    /// Every rank's lowered program as a vector of steps.
-    pub fn to_vecs(&self) -> Vec<Vec<Step>> {
-        self.programs().map(Iterator::collect).collect()
-    }
-}
-
-impl fmt::Debug for LoweredPlan<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.programs()).finish()
-    }
-}
-
-impl PartialEq for LoweredPlan<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.ranks() == other.ranks() && self.programs().zip(other.programs()).all(|(a, b)| a.eq(b))
-    }
-}
-
-/// One rank's lowered program, decoded step by step (see [`LoweredPlan::program`]).
-#[derive(Clone)]
-pub struct Steps<'a> {
-    program: &'a [Action],
-    hosts: &'a [u32],
-    codes: std::slice::Iter<'a, u64>,
-}
-
-impl Steps<'_> {
-    #[inline]
-    fn decode(&self, code: u64) -> Step {
-        let (dir, other) = match code::tag(code) {
-            code::COMPUTE => return Step::Compute(self.program[code::index(code)]),
-            code::REDUCE_GRAD => {
-                return Step::ReduceGrad {
-                    stage: code::stage(code),
-                };
-            }
-            code::WAIT_REDUCE_GRAD => {
-                return Step::WaitReduceGrad {
-                    stage: code::stage(code),
-                };
-            }
-            // Which way the data goes, and whether the peer hosts the next stage (or the
-            // previous one): the other side of the transfer.
-            code::RECV_F => (Dir::Fwd, false),
-            code::RECV_B => (Dir::Bwd, true),
-            code::SEND_F | code::WAIT_SEND_F => (Dir::Fwd, true),
-            _ => (Dir::Bwd, false),
-        };
-        let (stage, mb) = (code::stage(code), code::mb(code));
-        let peer = self.hosts[if other { stage + 1 } else { stage - 1 } as usize];
-        match code::tag(code) {
-            code::RECV_F | code::RECV_B => Step::Recv {
-                dir,
-                stage,
-                mb,
-                peer,
-            },
-            code::SEND_F | code::SEND_B => Step::Send {
-                dir,
-                stage,
-                mb,
-                peer,
-            },
-            _ => Step::WaitSend {
-                dir,
-                stage,
-                mb,
-                peer,
-            },
-        }
-    }
-}
-
-impl Iterator for Steps<'_> {
-    type Item = Step;
-
-    #[inline]
-    fn next(&mut self) -> Option<Step> {
-        let code = *self.codes.next()?;
-        Some(self.decode(code))
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        self.codes.size_hint()
-    }
-}
-
-impl ExactSizeIterator for Steps<'_> {}
-
-impl DoubleEndedIterator for Steps<'_> {
-    fn next_back(&mut self) -> Option<Step> {
-        let code = *self.codes.next_back()?;
-        Some(self.decode(code))
-    }
-}
-
-impl fmt::Debug for Steps<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.clone()).finish()
-    }
-}
-
-/// The 64-bit form of a step: a tag in the top 4 bits; below it the index of a compute action in
-/// its rank's program, or the stage (32 bits) over the micro-batch (28 bits: `Plan` keeps
-/// micro-batch ids below 2^28, and ops naming unknown ones get no communication).
-mod code {
-    pub const COMPUTE: u64 = 0;
-    pub const RECV_F: u64 = 1;
-    pub const RECV_B: u64 = 2;
-    pub const SEND_F: u64 = 3;
-    pub const SEND_B: u64 = 4;
-    /// `SEND_* + WAIT`: the wait for that send.
-    pub const WAIT: u64 = 2;
-    pub const WAIT_SEND_F: u64 = SEND_F + WAIT;
-    pub const WAIT_SEND_B: u64 = SEND_B + WAIT;
-    pub const REDUCE_GRAD: u64 = 7;
-    pub const WAIT_REDUCE_GRAD: u64 = 8;
-
-    const TAG_SHIFT: u32 = 60;
-    const STAGE_SHIFT: u32 = 28;
-    const MB_MASK: u64 = (1 << STAGE_SHIFT) - 1;
-
-    #[inline(always)]
-    pub fn new(tag: u64, stage: u32, mb: u32) -> u64 {
-        debug_assert!(u64::from(mb) <= MB_MASK);
-        tag << TAG_SHIFT | u64::from(stage) << STAGE_SHIFT | u64::from(mb)
-    }
-
-    #[inline(always)]
-    pub fn compute(index: usize) -> u64 {
-        index as u64
-    }
-
-    #[inline(always)]
-    pub fn tag(code: u64) -> u64 {
-        code >> TAG_SHIFT
-    }
-
-    #[inline(always)]
-    pub fn with_tag(code: u64, tag: u64) -> u64 {
-        code & ((1 << TAG_SHIFT) - 1) | tag << TAG_SHIFT
-    }
-
-    #[inline(always)]
-    pub fn stage(code: u64) -> u32 {
-        (code >> STAGE_SHIFT) as u32
-    }
-
-    #[inline(always)]
-    pub fn mb(code: u64) -> u32 {
-        (code & MB_MASK) as u32
-    }
-
-    #[inline(always)]
-    pub fn index(code: u64) -> usize {
-        (code & ((1 << TAG_SHIFT) - 1)) as usize
-    }
-}
-
-const NONE: u32 = u32::MAX;
-
-/// Per-stage tables, so the hot loop does no modulo and no `Option` chain per op.
+/// Per-stage tables, so the hot loop does no modulo and no `Option` chain per op. They are built
+/// from [`Plan::prev_stage`] and [`Plan::next_stage`]; where those say a neighbour exists, it is
+/// stage s−1 or s+1 (stages are numbered pipeline by pipeline), which is what the hot loop
+/// writes into receives and slots.
 struct Tables {
     mb_bound: usize,
     stages: usize,
@@ -659,47 +395,14 @@ impl Sizing {
             self.sizes[peer as usize] += 1;
         }
     }
-}
 
-/// Lowers every rank's program. Works on any plan; ops on unknown stages or micro-batches, or on a
-/// rank that does not host their stage, get no communication.
-pub fn lower(plan: &Plan) -> LoweredPlan<'_> {
-    let ranks = plan.ranks() as usize;
-    let programs = plan.programs();
-    let t = Tables::new(plan);
-
-    // With replicas, a reduction pairs ranks that may reach it far apart: waiting right after the
-    // launch would stall one on the other (or deadlock), so the waits go to the end.
-    let replicated = plan.pipelines().len() > 1;
-    // One pass over the programs finds, per rank, the reductions (after each stage's last B or W,
-    // by position then stage) and every program's exact length, so all are allocated at once: its
-    // actions, a send and its wait for every output to another rank, the peers' receives, and a
-    // launch and a wait per reduction.
-    let mut reductions: Vec<Vec<(usize, u64)>> = Vec::with_capacity(ranks);
-    let mut z = Sizing {
-        sizes: vec![0usize; ranks],
-        bwd_sends: vec![0usize; ranks],
-        last_weight: vec![usize::MAX; t.after.len()],
-        touched: Vec::new(),
-    };
-    for (r, program) in programs.iter().enumerate() {
-        for (i, a) in program.iter().enumerate() {
-            // A match rather than `ops()`: this runs for every action.
-            match *a {
-                Action::One(op) => z.count(&t, r, i, op),
-                Action::Pair { f, b } => {
-                    z.count(&t, r, i, f);
-                    z.count(&t, r, i, b);
-                }
-            }
-        }
-        let Sizing {
-            sizes,
-            last_weight,
-            touched,
-            ..
-        } = &mut z;
-        let mut after: Vec<(usize, u32)> = touched
+    /// The reduction entries of the rank just counted (the position after which each is due,
+    /// and its code), by position then stage: a launch after each stage's last B or W and,
+    /// without replicas, its wait right after. Clears the per-stage counts for the next rank.
+    fn reductions(&mut self, replicated: bool) -> Vec<(usize, u64)> {
+        let last_weight = &mut self.last_weight;
+        let mut after: Vec<(usize, u32)> = self
+            .touched
             .drain(..)
             .map(|s| {
                 (
@@ -716,7 +419,48 @@ pub fn lower(plan: &Plan) -> LoweredPlan<'_> {
                 list.push((i, code::new(code::WAIT_REDUCE_GRAD, stage, 0)));
             }
         }
-        sizes[r] += program.len()
+        list
+    }
+}
+
+/// Where every program goes in the one allocation, found by a pass over the plan before lowering.
+struct Layout {
+    /// Per rank, its reduction entries (see [`Sizing::reductions`]).
+    reductions: Vec<Vec<(usize, u64)>>,
+    /// Rank r's steps are `starts[r]..starts[r + 1]`, and its end waits start at `tail_starts[r]`.
+    starts: Vec<usize>,
+    tail_starts: Vec<usize>,
+}
+
+/// One pass over the programs finds, per rank, the reductions and every program's exact length,
+/// so all are allocated at once: its actions, a send and its wait for every output to another
+/// rank, the peers' receives, and a launch and a wait per reduction.
+///
+/// A program ends with its end waits: in posting order, those of the forward sends no local
+/// backward released (none in a valid plan) and of all backward sends; then, with replicas, the
+/// waits of the reductions in launch order.
+fn layout(programs: &[Vec<Action>], t: &Tables, replicated: bool) -> Layout {
+    let ranks = programs.len();
+    let mut reductions: Vec<Vec<(usize, u64)>> = Vec::with_capacity(ranks);
+    let mut z = Sizing {
+        sizes: vec![0usize; ranks],
+        bwd_sends: vec![0usize; ranks],
+        last_weight: vec![usize::MAX; t.after.len()],
+        touched: Vec::new(),
+    };
+    for (r, program) in programs.iter().enumerate() {
+        for (i, a) in program.iter().enumerate() {
+            // A match rather than `ops()`: this runs for every action.
+            match *a {
+                Action::One(op) => z.count(t, r, i, op),
+                Action::Pair { f, b } => {
+                    z.count(t, r, i, f);
+                    z.count(t, r, i, b);
+                }
+            }
+        }
+        let list = z.reductions(replicated);
+        z.sizes[r] += program.len()
             + if replicated {
                 2 * list.len()
             } else {
@@ -729,18 +473,34 @@ pub fn lower(plan: &Plan) -> LoweredPlan<'_> {
     for size in &z.sizes {
         starts.push(starts[starts.len() - 1] + size);
     }
-
-    // A program ends with its end waits: in posting order, those of the forward sends no local
-    // backward released (none in a valid plan) and of all backward sends; then, with replicas,
-    // the waits of the reductions in launch order. The backward sends' waits are written into
-    // that tail as the sends are; where a forward send is left over, the program's tail is
-    // written again from its sends.
     let tail_starts: Vec<usize> = (0..ranks)
         .map(|r| {
             let reduction_waits = if replicated { reductions[r].len() } else { 0 };
             starts[r + 1] - z.bwd_sends[r] - reduction_waits
         })
         .collect();
+    Layout {
+        reductions,
+        starts,
+        tail_starts,
+    }
+}
+
+/// Lowers every rank's program. Works on any plan; ops on unknown stages or micro-batches, or on a
+/// rank that does not host their stage, get no communication.
+pub fn lower(plan: &Plan) -> LoweredPlan<'_> {
+    let ranks = plan.ranks() as usize;
+    let programs = plan.programs();
+    let t = Tables::new(plan);
+    // With replicas, a reduction pairs ranks that may reach it far apart: waiting right after the
+    // launch would stall one on the other (or deadlock), so the waits go to the end.
+    let replicated = plan.pipelines().len() > 1;
+    let Layout {
+        reductions,
+        mut starts,
+        tail_starts,
+    } = layout(programs, &t, replicated);
+    // The backward sends' waits are written into the programs' tails as the sends are.
     let mut l = Lowering {
         t: &t,
         codes: vec![0; starts[ranks]],
@@ -749,64 +509,84 @@ pub fn lower(plan: &Plan) -> LoweredPlan<'_> {
         flags: vec![0; t.slots],
     };
     l.run(programs, &reductions);
-
-    let Lowering {
-        mut codes,
-        cursor,
-        tail,
-        mut flags,
-        ..
-    } = l;
-    let mut ends = Vec::with_capacity(ranks);
-    for r in 0..ranks {
-        let mut at = if cursor[r] == tail_starts[r] {
-            // Every forward send was released: the tail holds the end waits already.
-            tail[r]
-        } else {
-            let mut at = cursor[r];
-            for i in starts[r]..cursor[r] {
-                let c = codes[i];
-                let still_pending = match code::tag(c) {
-                    code::SEND_F => {
-                        let x = code::mb(c) as usize * t.stages + code::stage(c) as usize;
-                        let pending = flags[x] & PENDING != 0;
-                        flags[x] &= !PENDING;
-                        pending
-                    }
-                    code::SEND_B => true,
-                    _ => false,
-                };
-                if still_pending {
-                    codes[at] = code::with_tag(c, code::tag(c) + code::WAIT);
-                    at += 1;
-                }
-            }
-            at
-        };
-        if replicated {
-            for &(_, c) in &reductions[r] {
-                codes[at] = code::with_tag(c, code::WAIT_REDUCE_GRAD);
-                at += 1;
-            }
-        }
-        ends.push(at);
-    }
-    // Every send gets one wait, except a repeated forward send of the same stage and micro-batch
-    // (an invalid plan): its wait was counted but is not written. Close such gaps.
-    if ends[..] != starts[1..] {
-        let mut to = 0;
-        for r in 0..ranks {
-            let from = starts[r];
-            codes.copy_within(from..ends[r], to);
-            starts[r] = to;
-            to += ends[r] - from;
-        }
-        starts[ranks] = to;
-        codes.truncate(to);
-    }
+    let ends = l.finish_tails(&starts, &tail_starts, &reductions, replicated);
+    let mut codes = l.codes;
+    close_gaps(&mut codes, &mut starts, &ends);
+    let peers = t.after.iter().zip(&t.before).map(|(&a, &b)| [b, a]);
     LoweredPlan {
         plan,
         starts,
         codes,
+        peers: peers.collect(),
     }
+}
+
+impl Lowering<'_> {
+    /// Completes every program's end waits after the run: where a forward send was left over,
+    /// the tail is written again from the program's sends; then, with replicas, the reductions'
+    /// waits. Returns where each program ends.
+    fn finish_tails(
+        &mut self,
+        starts: &[usize],
+        tail_starts: &[usize],
+        reductions: &[Vec<(usize, u64)>],
+        replicated: bool,
+    ) -> Vec<usize> {
+        let stages = self.t.stages;
+        let (codes, flags) = (&mut self.codes, &mut self.flags);
+        let mut ends = Vec::with_capacity(reductions.len());
+        for (r, list) in reductions.iter().enumerate() {
+            let mut at = if self.cursor[r] == tail_starts[r] {
+                // Every forward send was released: the tail holds the end waits already.
+                self.tail[r]
+            } else {
+                let mut at = self.cursor[r];
+                for i in starts[r]..self.cursor[r] {
+                    let c = codes[i];
+                    let still_pending = match code::tag(c) {
+                        code::SEND_F => {
+                            let x = code::mb(c) as usize * stages + code::stage(c) as usize;
+                            let pending = flags[x] & PENDING != 0;
+                            flags[x] &= !PENDING;
+                            pending
+                        }
+                        code::SEND_B => true,
+                        _ => false,
+                    };
+                    if still_pending {
+                        codes[at] = code::with_tag(c, code::tag(c) + code::WAIT);
+                        at += 1;
+                    }
+                }
+                at
+            };
+            if replicated {
+                for &(_, c) in list {
+                    codes[at] = code::with_tag(c, code::WAIT_REDUCE_GRAD);
+                    at += 1;
+                }
+            }
+            ends.push(at);
+        }
+        ends
+    }
+}
+
+/// Every send gets one wait, except a repeated forward send of the same stage and micro-batch (an
+/// invalid plan): its wait was counted but is not written. Closes such gaps between the programs'
+/// `ends` and the next program's start.
+fn close_gaps(codes: &mut Vec<u64>, starts: &mut [usize], ends: &[usize]) {
+    let ranks = ends.len();
+    if ends[..] == starts[1..] {
+        return;
+    }
+    let mut to = 0;
+    for r in 0..ranks {
+        let from = starts[r];
+        codes.copy_within(from..ends[r], to);
+        starts[r] = to;
+        to += ends[r] - from;
+    }
+    starts[ranks] = to;
+    codes.truncate(to);
 }

@@ -1,6 +1,7 @@
 //! The plan: ranks, pipelines with their placement and micro-batches, and one program per rank.
 
 use crate::action::Action;
+use crate::lowered::Dir;
 use std::fmt;
 
 /// A chain of stages that carries its own micro-batches.
@@ -298,6 +299,26 @@ impl Plan {
     #[inline]
     pub fn prev_stage(&self, stage: u32) -> Option<u32> {
         (!stage.is_multiple_of(self.stages_per_pipeline)).then(|| stage - 1)
+    }
+
+    /// The stage that receives what `stage` sends in direction `dir`: the next stage for
+    /// activations, the previous one for gradients.
+    #[inline]
+    pub fn receiving_stage(&self, dir: Dir, stage: u32) -> Option<u32> {
+        match dir {
+            Dir::Fwd => self.next_stage(stage),
+            Dir::Bwd => self.prev_stage(stage),
+        }
+    }
+
+    /// The stage that sends what `stage` receives in direction `dir`: the previous stage for
+    /// activations, the next one for gradients.
+    #[inline]
+    pub fn sending_stage(&self, dir: Dir, stage: u32) -> Option<u32> {
+        match dir {
+            Dir::Fwd => self.prev_stage(stage),
+            Dir::Bwd => self.next_stage(stage),
+        }
     }
 
     /// The model part a stage computes (its position in its pipeline).

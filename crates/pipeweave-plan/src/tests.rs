@@ -81,6 +81,10 @@ fn numbering_is_pipeline_major() {
     assert_eq!(plan.next_stage(3), None);
     assert_eq!(plan.next_stage(4), Some(5));
     assert_eq!(plan.prev_stage(4), None);
+    assert_eq!(plan.receiving_stage(Dir::Fwd, 4), Some(5));
+    assert_eq!(plan.receiving_stage(Dir::Bwd, 4), None);
+    assert_eq!(plan.sending_stage(Dir::Fwd, 4), None);
+    assert_eq!(plan.sending_stage(Dir::Bwd, 6), Some(7));
     assert_eq!(plan.mb_pipeline(3), Some(1));
     assert_eq!(plan.stages_on_rank(0), vec![0, 7]);
     assert_eq!(plan.model_copies(), 2);
@@ -103,6 +107,41 @@ fn lowering_places_comms_and_reductions() {
         .map(|(i, _)| i)
         .collect();
     assert_eq!(computes, vec![1, 3, 5, 6]);
+}
+
+#[test]
+fn sends_and_reductions_come_with_their_actions() {
+    let plan = two_rank_1f1b();
+    let lowered = lower(&plan);
+    let sends: Vec<(u32, usize, Dir, u32, u32, u32)> = lowered
+        .sends()
+        .map(|s| (s.rank, s.action, s.dir, s.stage, s.to_stage, s.peer))
+        .collect();
+    assert_eq!(
+        sends,
+        [
+            (0, 0, Dir::Fwd, 0, 1, 1),
+            (0, 1, Dir::Fwd, 0, 1, 1),
+            (1, 1, Dir::Bwd, 1, 0, 0),
+            (1, 3, Dir::Bwd, 1, 0, 0),
+        ]
+    );
+    let reductions: Vec<Reduction> = lowered.reductions().collect();
+    assert_eq!(
+        reductions,
+        [
+            Reduction {
+                rank: 0,
+                action: 3,
+                stage: 0
+            },
+            Reduction {
+                rank: 1,
+                action: 3,
+                stage: 1
+            },
+        ]
+    );
 }
 
 #[test]
@@ -214,49 +253,13 @@ mod any_plan {
     use super::*;
     use proptest::prelude::*;
 
-    fn op_strategy() -> impl Strategy<Value = Op> {
-        (0u32..7, 0u8..4, 0u32..5).prop_map(|(stage, kind, mb)| {
-            Op::new(
-                stage,
-                [Kind::F, Kind::B, Kind::I, Kind::W][kind as usize],
-                mb,
-            )
-        })
-    }
-
-    fn action_strategy() -> impl Strategy<Value = Action> {
-        prop_oneof![
-            4 => op_strategy().prop_map(Action::One),
-            1 => (op_strategy(), op_strategy()).prop_map(|(f, b)| Action::Pair { f, b }),
-        ]
-    }
-
-    fn plan_strategy() -> impl Strategy<Value = Plan> {
-        (1u32..4, 1usize..4, 1usize..3, 1u32..4).prop_flat_map(|(ranks, s, k, m)| {
-            let placement = proptest::collection::vec(proptest::collection::vec(0..ranks, s), k);
-            let programs = proptest::collection::vec(
-                proptest::collection::vec(action_strategy(), 0..12),
-                ranks as usize,
-            );
-            (placement, programs).prop_map(move |(placement, programs)| {
-                let pipelines = placement
-                    .into_iter()
-                    .enumerate()
-                    .map(|(j, placement)| Pipeline {
-                        placement,
-                        microbatches: (0..m).map(|i| j as u32 * m + i).collect(),
-                    })
-                    .collect();
-                Plan::new(ranks, pipelines, programs).expect("structure")
-            })
-        })
-    }
-
     fn check(plan: &Plan) -> Result<(), TestCaseError> {
         let lowered = lower(plan);
         let mut sends = std::collections::BTreeMap::new();
         let mut recvs = std::collections::BTreeMap::new();
         let mut total = 0;
+        // Each send with the last action before it, each reduction likewise, walked step by step.
+        let (mut walked, mut reduced) = (Vec::new(), Vec::new());
         for r in 0..plan.ranks() {
             let steps: Vec<Step> = lowered.program(r).collect();
             prop_assert_eq!(steps.len(), lowered.program(r).len());
@@ -270,8 +273,10 @@ mod any_plan {
                 .collect();
             prop_assert_eq!(&computes[..], plan.program(r));
             let mut posted = Vec::new();
+            let mut last_action = None;
             for s in &steps {
                 match *s {
+                    Step::Compute(_) => last_action = Some(last_action.map_or(0, |i| i + 1)),
                     Step::Send {
                         dir,
                         stage,
@@ -280,7 +285,23 @@ mod any_plan {
                     } => {
                         posted.push((dir, stage, mb, peer));
                         *sends.entry((r, peer, dir, stage, mb)).or_insert(0) += 1;
+                        let to_stage = plan.receiving_stage(dir, stage);
+                        prop_assert!(to_stage.is_some(), "rank {r}: {s} has no receiver");
+                        walked.push(Sent {
+                            rank: r,
+                            action: last_action.unwrap_or(usize::MAX),
+                            dir,
+                            stage,
+                            to_stage: to_stage.unwrap_or_default(),
+                            mb,
+                            peer,
+                        });
                     }
+                    Step::ReduceGrad { stage } => reduced.push(Reduction {
+                        rank: r,
+                        action: last_action.unwrap_or(usize::MAX),
+                        stage,
+                    }),
                     Step::WaitSend {
                         dir,
                         stage,
@@ -297,11 +318,11 @@ mod any_plan {
                         mb,
                         peer,
                     } => {
-                        let sender = match dir {
-                            Dir::Fwd => stage - 1,
-                            Dir::Bwd => stage + 1,
-                        };
-                        *recvs.entry((peer, r, dir, sender, mb)).or_insert(0) += 1;
+                        let sender = plan.sending_stage(dir, stage);
+                        prop_assert!(sender.is_some(), "rank {r}: {s} has no sender");
+                        *recvs
+                            .entry((peer, r, dir, sender.unwrap_or_default(), mb))
+                            .or_insert(0) += 1;
                     }
                     _ => {}
                 }
@@ -309,6 +330,8 @@ mod any_plan {
         }
         prop_assert_eq!(total, lowered.num_steps());
         prop_assert_eq!(sends, recvs);
+        prop_assert_eq!(lowered.sends().collect::<Vec<_>>(), walked);
+        prop_assert_eq!(lowered.reductions().collect::<Vec<_>>(), reduced);
         Ok(())
     }
 
@@ -316,7 +339,7 @@ mod any_plan {
         #![proptest_config(ProptestConfig::with_cases(3000))]
 
         #[test]
-        fn lowering_any_plan_keeps_its_invariants(plan in plan_strategy()) {
+        fn lowering_any_plan_keeps_its_invariants(plan in crate::testing::any_plan()) {
             check(&plan)?;
         }
     }

@@ -31,7 +31,8 @@
 //! Unknown kinds and keys are errors: a newer message is refused instead of half read. The codec
 //! converts explicitly to and from the core types; nothing in `pipeweave-plan` is serializable.
 
-use pipeweave_plan::{Action, Kind, Op, Pipeline, Plan, PlanError};
+use pipeweave_plan::cell::{parse_action, push_action, push_uint};
+use pipeweave_plan::{Action, Pipeline, Plan, PlanError};
 use std::fmt::{self, Write as _};
 
 /// The version of the message format, written on the first line of every message.
@@ -348,48 +349,13 @@ fn escape(text: &str) -> String {
     s
 }
 
-/// Appends a number's decimal digits (plans hold many; `write!` costs several times more).
-fn push_number(out: &mut Vec<u8>, mut n: u32) {
-    let mut digits = [0u8; 10];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
-}
-
-fn push_op(out: &mut Vec<u8>, op: Op) {
-    push_number(out, op.stage);
-    // Kind letters are ASCII.
-    out.push(op.kind.letter() as u8);
-    push_number(out, op.mb);
-}
-
-/// Appends an action in the actions format (the same text as its `Display`).
-fn push_action(out: &mut Vec<u8>, action: &Action) {
-    match *action {
-        Action::One(op) => push_op(out, op),
-        Action::Pair { f, b } => {
-            out.push(b'(');
-            push_op(out, f);
-            out.push(b';');
-            push_op(out, b);
-            out.extend_from_slice(b")OVERLAP_F_B");
-        }
-    }
-}
-
+/// Appends numbers separated by commas (plans hold many; `write!` costs several times more).
 fn join_numbers(out: &mut Vec<u8>, numbers: &[u32]) {
     for (i, &n) in numbers.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        push_number(out, n);
+        push_uint(out, n.into());
     }
 }
 
@@ -808,7 +774,8 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, DecodeError> {
                 let mut program = Vec::new();
                 if !value.is_empty() {
                     for cell in value.split(',') {
-                        program.push(parse_cell(cell).ok_or_else(|| {
+                        // Any micro-batch id: `Plan::new` bounds the plan's tables.
+                        program.push(parse_action(cell, u32::MAX).map_err(|_| {
                             err(n, format!("`{}` is not an action", shorten(cell)))
                         })?);
                     }
@@ -837,42 +804,4 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, DecodeError> {
         pipelines,
         programs,
     }))
-}
-
-/// Reads a run of ASCII digits as a `u32`; `None` when empty or too large.
-fn parse_digits(bytes: &[u8]) -> Option<u32> {
-    if bytes.is_empty() {
-        return None;
-    }
-    bytes.iter().try_fold(0u32, |n, &b| {
-        if b.is_ascii_digit() {
-            n.checked_mul(10)?.checked_add(u32::from(b - b'0'))
-        } else {
-            None
-        }
-    })
-}
-
-fn parse_op(text: &str) -> Option<Op> {
-    let bytes = text.as_bytes();
-    let split = bytes.iter().position(|b| !b.is_ascii_digit())?;
-    let kind = Kind::from_letter(char::from(bytes[split]))?;
-    Some(Op::new(
-        parse_digits(&bytes[..split])?,
-        kind,
-        parse_digits(&bytes[split + 1..])?,
-    ))
-}
-
-/// Reads one cell of the actions format; `None` unless it is canonical.
-fn parse_cell(cell: &str) -> Option<Action> {
-    if let Some(inner) = cell
-        .strip_prefix('(')
-        .and_then(|c| c.strip_suffix(")OVERLAP_F_B"))
-    {
-        let (f, b) = inner.split_once(';')?;
-        let (f, b) = (parse_op(f)?, parse_op(b)?);
-        return (f.kind == Kind::F && b.kind.is_input_backward()).then_some(Action::Pair { f, b });
-    }
-    parse_op(cell).map(Action::One)
 }

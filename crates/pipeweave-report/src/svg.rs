@@ -8,7 +8,7 @@
 
 use crate::format::{TimeFormat, num, sig};
 use pipeweave_eval::TimeUnit;
-use pipeweave_plan::{Action, Dir, Kind, Op, Plan, Step, lower};
+use pipeweave_plan::{Action, Dir, Interval, Kind, Op, Plan, lower};
 use pipeweave_sim::{CostModel, Timeline};
 use std::fmt::Write;
 
@@ -63,45 +63,25 @@ pub struct Transfer {
     pub end: f64,
 }
 
-/// The transfers of a simulated plan, from its lowering (each send stands right after the action
-/// that produced it) and the cost model's transfer latency.
+/// The transfers of a simulated plan: each send of its lowering, from the end of the action that
+/// produced the data, taking the cost model's transfer latency.
 pub fn transfers(plan: &Plan, timeline: &Timeline, costs: &dyn CostModel) -> Vec<Transfer> {
-    let lowered = lower(plan);
-    let mut out = Vec::new();
-    for (rank, steps) in lowered.programs().enumerate() {
-        let intervals = timeline.intervals.get(rank).map_or(&[][..], Vec::as_slice);
-        let mut last_compute: Option<usize> = None;
-        for step in steps {
-            match step {
-                Step::Compute(_) => last_compute = Some(last_compute.map_or(0, |i| i + 1)),
-                Step::Send {
-                    dir,
-                    stage,
-                    mb,
-                    peer,
-                } => {
-                    let Some(iv) = last_compute.and_then(|i| intervals.get(i)) else {
-                        continue;
-                    };
-                    let to = match dir {
-                        Dir::Fwd => stage + 1,
-                        Dir::Bwd => stage.saturating_sub(1),
-                    };
-                    out.push(Transfer {
-                        from_rank: rank as u32,
-                        to_rank: peer,
-                        dir,
-                        stage,
-                        mb,
-                        start: iv.end,
-                        end: iv.end + costs.transfer(stage, to),
-                    });
-                }
-                _ => {}
-            }
-        }
-    }
-    out
+    let intervals = &timeline.timing.intervals;
+    lower(plan)
+        .sends()
+        .filter_map(|send| {
+            let iv = intervals.get(send.rank as usize)?.get(send.action)?;
+            Some(Transfer {
+                from_rank: send.rank,
+                to_rank: send.peer,
+                dir: send.dir,
+                stage: send.stage,
+                mb: send.mb,
+                start: iv.end,
+                end: iv.end + costs.transfer(send.stage, send.to_stage),
+            })
+        })
+        .collect()
 }
 
 /// One schedule's timeline to draw.
@@ -150,40 +130,64 @@ const RIGHT: f64 = 132.0;
 const TOP: f64 = 8.0;
 const CHAR_W: f64 = 6.2;
 const IDLE_FILL: &str = "#f1f1f1";
+const SEND_FWD_FILL: &str = "#b5651d";
+const SEND_BWD_FILL: &str = "#3f7a2a";
 
+/// Where things go: one time scale for every chart, and the lane under each rank.
 struct Layout {
     /// Pixels per time unit.
     scale: f64,
     plot_w: f64,
+    /// The height of the transfer lane under each rank (0 when no chart has transfers).
+    lane: f64,
 }
 
-fn layout(charts: &[TimelineChart]) -> Layout {
-    let makespan = charts
-        .iter()
-        .map(|c| c.timeline.makespan)
-        .fold(0.0f64, f64::max);
-    let shortest = charts
-        .iter()
-        .flat_map(|c| c.timeline.intervals.iter().flatten())
-        .map(|iv| iv.end - iv.start)
-        .filter(|d| *d > 0.0)
-        .fold(f64::INFINITY, f64::min);
-    if !(makespan > 0.0 && makespan.is_finite()) {
-        return Layout {
-            scale: 1.0,
-            plot_w: 900.0,
+impl Layout {
+    fn new(charts: &[TimelineChart]) -> Layout {
+        let lane = if charts.iter().any(|c| c.transfers.is_some()) {
+            LANE_H
+        } else {
+            0.0
         };
+        let makespan = charts
+            .iter()
+            .map(|c| c.timeline.timing.makespan)
+            .fold(0.0f64, f64::max);
+        let shortest = charts
+            .iter()
+            .flat_map(|c| c.timeline.timing.intervals.iter().flatten())
+            .map(|iv| iv.end - iv.start)
+            .filter(|d| *d > 0.0)
+            .fold(f64::INFINITY, f64::min);
+        if !(makespan > 0.0 && makespan.is_finite()) {
+            return Layout {
+                scale: 1.0,
+                plot_w: 900.0,
+                lane,
+            };
+        }
+        // Wide enough that the shortest cell holds a two-digit label, within 900..2400 pixels.
+        let want = if shortest.is_finite() {
+            22.0 / shortest
+        } else {
+            0.0
+        };
+        let scale = want.max(900.0 / makespan).min(2400.0 / makespan);
+        Layout {
+            scale,
+            plot_w: makespan * scale,
+            lane,
+        }
     }
-    // Wide enough that the shortest cell holds a two-digit label, within 900..2400 pixels.
-    let want = if shortest.is_finite() {
-        22.0 / shortest
-    } else {
-        0.0
-    };
-    let scale = want.max(900.0 / makespan).min(2400.0 / makespan);
-    Layout {
-        scale,
-        plot_w: makespan * scale,
+
+    /// The x of a time.
+    fn x(&self, t: f64) -> f64 {
+        LEFT + t * self.scale
+    }
+
+    /// The width the picture needs: the plot and the idle times right of it, at least 900.
+    fn width(&self) -> f64 {
+        (LEFT + self.plot_w + RIGHT).max(900.0)
     }
 }
 
@@ -199,15 +203,137 @@ fn local_mb(plan: &Plan, op: Op) -> (usize, u32) {
     (j as usize, local)
 }
 
-struct Writer<'a> {
+/// What the charts drew, for the legend to explain.
+#[derive(Default)]
+struct Seen {
+    /// By [`Kind`] as an index.
+    kinds: [bool; 4],
+    pairs: bool,
+    two_shades: bool,
+}
+
+/// The rows of every chart, written one after the other.
+struct Rows<'a> {
     out: String,
     id: &'a str,
+    unit: TimeUnit,
+    lay: &'a Layout,
     /// The width the chart's longest label needs: a cell gets its label only if it has that
     /// room, so whether a cell is labelled depends on its size, not on its number's digits.
     label_w: f64,
+    seen: Seen,
 }
 
-impl Writer<'_> {
+impl Rows<'_> {
+    /// A chart's heading and rows from `y` down; returns the y below them.
+    fn chart(&mut self, chart: &TimelineChart, mut y: f64) -> f64 {
+        let t = chart.timeline;
+        let plan = chart.plan;
+        let longest = plan
+            .pipelines()
+            .iter()
+            .map(|p| p.microbatches.len().saturating_sub(1).to_string().len())
+            .max()
+            .unwrap_or(1);
+        self.label_w = longest as f64 * CHAR_W + 3.0;
+        self.seen.two_shades |= plan.pipelines().len() > 1;
+        let _ = writeln!(
+            self.out,
+            r##"<text x="{}" y="{}" font-size="13" font-weight="bold">{}</text><text x="{}" y="{}" font-size="11" fill="#444" text-anchor="end">makespan {}, bubble {:.2}%</text>"##,
+            num(LEFT),
+            num(y + 16.0),
+            esc(&chart.title),
+            num(LEFT + self.lay.plot_w),
+            num(y + 16.0),
+            esc(&self.unit.format(t.timing.makespan)),
+            t.bubble_fraction * 100.0
+        );
+        y += TITLE_H;
+        for rank in 0..plan.programs().len() {
+            self.rank_row(chart, rank, y);
+            y += ROW_H;
+            if let Some(transfers) = &chart.transfers {
+                self.lane(transfers, rank, y + 1.0);
+                y += self.lay.lane;
+            }
+            y += ROW_GAP;
+        }
+        y
+    }
+
+    /// A rank's row at `row_y`: its name, the idle background, its actions and its idle time.
+    fn rank_row(&mut self, chart: &TimelineChart, rank: usize, row_y: f64) {
+        let t = chart.timeline;
+        let _ = writeln!(
+            self.out,
+            r#"<text x="{}" y="{}" font-size="11" text-anchor="end" dominant-baseline="central">rank {rank}</text><rect x="{}" y="{}" width="{}" height="{}" fill="{IDLE_FILL}"/>"#,
+            num(LEFT - 6.0),
+            num(row_y + ROW_H / 2.0),
+            num(LEFT),
+            num(row_y),
+            num(t.timing.makespan * self.lay.scale),
+            num(ROW_H),
+        );
+        let program = &chart.plan.programs()[rank];
+        let intervals = t.timing.intervals.get(rank).map_or(&[][..], Vec::as_slice);
+        for (a, iv) in program.iter().zip(intervals) {
+            self.action(chart.plan, rank, a, iv, row_y);
+        }
+        if let Some(m) = t.ranks.get(rank) {
+            let share = if t.timing.makespan > 0.0 {
+                m.idle / t.timing.makespan * 100.0
+            } else {
+                0.0
+            };
+            let _ = writeln!(
+                self.out,
+                r##"<text x="{}" y="{}" font-size="10" fill="#555" dominant-baseline="central">idle {} ({share:.0}%)</text>"##,
+                num(LEFT + self.lay.plot_w + 8.0),
+                num(row_y + ROW_H / 2.0),
+                esc(&self.unit.format(m.idle)),
+            );
+        }
+    }
+
+    /// One action's cell (two halves and a frame for a pair), with its tooltip and border.
+    fn action(&mut self, plan: &Plan, rank: usize, a: &Action, iv: &Interval, row_y: f64) {
+        let x = self.lay.x(iv.start);
+        let w = (iv.end - iv.start) * self.lay.scale;
+        let tip = tooltip(rank, a, plan, iv.start, iv.end, self.unit);
+        match *a {
+            Action::One(op) => {
+                self.seen.kinds[op.kind as usize] = true;
+                self.cell(plan, op, [x, row_y, w, ROW_H], &tip);
+            }
+            Action::Pair { f, b } => {
+                self.seen.pairs = true;
+                self.seen.kinds[f.kind as usize] = true;
+                self.seen.kinds[b.kind as usize] = true;
+                let half = ROW_H / 2.0;
+                self.cell(plan, f, [x, row_y, w, half], &tip);
+                self.cell(plan, b, [x, row_y + half, w, half], &tip);
+                let _ = writeln!(
+                    self.out,
+                    r##"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#222" stroke-width="1.2"/>"##,
+                    num(x + 0.6),
+                    num(row_y + 0.6),
+                    num((w - 1.2).max(0.0)),
+                    num(ROW_H - 1.2)
+                );
+            }
+        }
+        // Cell borders drawn last so neighbouring cells stay apart.
+        let _ = writeln!(
+            self.out,
+            r##"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#fff" stroke-width="0.8"/>"##,
+            num(x),
+            num(row_y),
+            num(w),
+            num(ROW_H)
+        );
+    }
+
+    /// One op's coloured cell, hatched for odd pipelines, labelled where the label fits.
     fn cell(&mut self, plan: &Plan, op: Op, [x, y, w, h]: [f64; 4], tip: &str) {
         let (j, local) = local_mb(plan, op);
         let shade = j % 2;
@@ -246,6 +372,35 @@ impl Writer<'_> {
         }
         self.out.push_str("</g>\n");
     }
+
+    /// The lane at `lane_y` under a rank: the transfers it sends, from the send to the arrival.
+    fn lane(&mut self, transfers: &[Transfer], rank: usize, lane_y: f64) {
+        for tr in transfers.iter().filter(|tr| tr.from_rank as usize == rank) {
+            let x = self.lay.x(tr.start);
+            let w = ((tr.end - tr.start) * self.lay.scale).max(2.0);
+            let (colour, what) = match tr.dir {
+                Dir::Fwd => (SEND_FWD_FILL, "activation"),
+                Dir::Bwd => (SEND_BWD_FILL, "gradient"),
+            };
+            let _ = writeln!(
+                self.out,
+                r#"<rect class="comm" x="{}" y="{}" width="{}" height="{}" fill="{colour}"><title>{}</title></rect>"#,
+                num(x),
+                num(lane_y),
+                num(w),
+                num(LANE_H - 2.0),
+                esc(&format!(
+                    "rank {} to rank {}: {what} of stage {} for micro-batch {}, {} to {}",
+                    tr.from_rank,
+                    tr.to_rank,
+                    tr.stage,
+                    tr.mb,
+                    self.unit.format(tr.start),
+                    self.unit.format(tr.end)
+                ))
+            );
+        }
+    }
 }
 
 fn tooltip(rank: usize, a: &Action, plan: &Plan, start: f64, end: f64, unit: TimeUnit) -> String {
@@ -269,151 +424,16 @@ fn tooltip(rank: usize, a: &Action, plan: &Plan, start: f64, end: f64, unit: Tim
     )
 }
 
-/// Draws the timelines of `charts` stacked on one time scale, with one shared axis and a legend.
-///
-/// `id` prefixes every element id of the document (use a different one for each SVG of a page).
-pub fn timelines_svg(charts: &[TimelineChart], unit: TimeUnit, id: &str) -> String {
-    let lay = layout(charts);
-    let lane = if charts.iter().any(|c| c.transfers.is_some()) {
-        LANE_H
-    } else {
-        0.0
-    };
+/// The time axis under the plot (`plot_top` to `plot_bottom`), with its ticks and name, and the
+/// gridlines behind the rows: `(grid, axis, the axis's y)`.
+fn time_axis(
+    lay: &Layout,
+    unit: TimeUnit,
+    plot_top: f64,
+    plot_bottom: f64,
+) -> (String, String, f64) {
     let makespan = lay.plot_w / lay.scale;
     let (axis_name, factor) = unit.axis(makespan);
-    let tick_values = nice_ticks(0.0, makespan * factor, 12);
-    let mut body = Writer {
-        out: String::new(),
-        id,
-        label_w: 0.0,
-    };
-    let mut y = TOP;
-    let mut kinds_seen = [false; 4];
-    let (mut pairs_seen, mut two_shades) = (false, false);
-    let plot_top = y;
-    for chart in charts {
-        let t = chart.timeline;
-        let plan = chart.plan;
-        let longest = plan
-            .pipelines()
-            .iter()
-            .map(|p| p.microbatches.len().saturating_sub(1).to_string().len())
-            .max()
-            .unwrap_or(1);
-        body.label_w = longest as f64 * CHAR_W + 3.0;
-        two_shades |= plan.pipelines().len() > 1;
-        let _ = writeln!(
-            body.out,
-            r##"<text x="{}" y="{}" font-size="13" font-weight="bold">{}</text><text x="{}" y="{}" font-size="11" fill="#444" text-anchor="end">makespan {}, bubble {:.2}%</text>"##,
-            num(LEFT),
-            num(y + 16.0),
-            esc(&chart.title),
-            num(LEFT + lay.plot_w),
-            num(y + 16.0),
-            esc(&unit.format(t.makespan)),
-            t.bubble_fraction * 100.0
-        );
-        y += TITLE_H;
-        for (rank, program) in plan.programs().iter().enumerate() {
-            let row_y = y;
-            let _ = writeln!(
-                body.out,
-                r#"<text x="{}" y="{}" font-size="11" text-anchor="end" dominant-baseline="central">rank {rank}</text><rect x="{}" y="{}" width="{}" height="{}" fill="{IDLE_FILL}"/>"#,
-                num(LEFT - 6.0),
-                num(row_y + ROW_H / 2.0),
-                num(LEFT),
-                num(row_y),
-                num(t.makespan * lay.scale),
-                num(ROW_H),
-            );
-            let intervals = t.intervals.get(rank).map_or(&[][..], Vec::as_slice);
-            for (a, iv) in program.iter().zip(intervals) {
-                let x = LEFT + iv.start * lay.scale;
-                let w = (iv.end - iv.start) * lay.scale;
-                let tip = tooltip(rank, a, plan, iv.start, iv.end, unit);
-                match *a {
-                    Action::One(op) => {
-                        kinds_seen[op.kind as usize] = true;
-                        body.cell(plan, op, [x, row_y, w, ROW_H], &tip);
-                    }
-                    Action::Pair { f, b } => {
-                        pairs_seen = true;
-                        kinds_seen[f.kind as usize] = true;
-                        kinds_seen[b.kind as usize] = true;
-                        let half = ROW_H / 2.0;
-                        body.cell(plan, f, [x, row_y, w, half], &tip);
-                        body.cell(plan, b, [x, row_y + half, w, half], &tip);
-                        let _ = writeln!(
-                            body.out,
-                            r##"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#222" stroke-width="1.2"/>"##,
-                            num(x + 0.6),
-                            num(row_y + 0.6),
-                            num((w - 1.2).max(0.0)),
-                            num(ROW_H - 1.2)
-                        );
-                    }
-                }
-                // Cell borders drawn last so neighbouring cells stay apart.
-                let _ = writeln!(
-                    body.out,
-                    r##"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#fff" stroke-width="0.8"/>"##,
-                    num(x),
-                    num(row_y),
-                    num(w),
-                    num(ROW_H)
-                );
-            }
-            if let Some(m) = t.ranks.get(rank) {
-                let share = if t.makespan > 0.0 {
-                    m.idle / t.makespan * 100.0
-                } else {
-                    0.0
-                };
-                let _ = writeln!(
-                    body.out,
-                    r##"<text x="{}" y="{}" font-size="10" fill="#555" dominant-baseline="central">idle {} ({share:.0}%)</text>"##,
-                    num(LEFT + lay.plot_w + 8.0),
-                    num(row_y + ROW_H / 2.0),
-                    esc(&unit.format(m.idle)),
-                );
-            }
-            y += ROW_H;
-            if let Some(transfers) = &chart.transfers {
-                let lane_y = y + 1.0;
-                for tr in transfers.iter().filter(|tr| tr.from_rank as usize == rank) {
-                    let x = LEFT + tr.start * lay.scale;
-                    let w = ((tr.end - tr.start) * lay.scale).max(2.0);
-                    let (colour, what) = match tr.dir {
-                        Dir::Fwd => ("#b5651d", "activation"),
-                        Dir::Bwd => ("#3f7a2a", "gradient"),
-                    };
-                    let _ = writeln!(
-                        body.out,
-                        r#"<rect class="comm" x="{}" y="{}" width="{}" height="{}" fill="{colour}"><title>{}</title></rect>"#,
-                        num(x),
-                        num(lane_y),
-                        num(w),
-                        num(LANE_H - 2.0),
-                        esc(&format!(
-                            "rank {} to rank {}: {what} of stage {} for micro-batch {}, {} to {}",
-                            tr.from_rank,
-                            tr.to_rank,
-                            tr.stage,
-                            tr.mb,
-                            unit.format(tr.start),
-                            unit.format(tr.end)
-                        ))
-                    );
-                }
-                y += lane;
-            }
-            y += ROW_GAP;
-        }
-        y += BLOCK_GAP;
-    }
-    let plot_bottom = y - BLOCK_GAP;
-
-    // Axis with gridlines behind the rows.
     let mut grid = String::new();
     let mut axis = String::new();
     let axis_y = plot_bottom + 4.0;
@@ -425,8 +445,8 @@ pub fn timelines_svg(charts: &[TimelineChart], unit: TimeUnit, id: &str) -> Stri
         num(LEFT + lay.plot_w),
         num(axis_y)
     );
-    for v in &tick_values {
-        let x = LEFT + v / factor * lay.scale;
+    for v in nice_ticks(0.0, makespan * factor, 12) {
+        let x = lay.x(v / factor);
         let _ = writeln!(
             grid,
             r##"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#ddd" stroke-width="0.8"/>"##,
@@ -444,7 +464,7 @@ pub fn timelines_svg(charts: &[TimelineChart], unit: TimeUnit, id: &str) -> Stri
             num(axis_y + 4.0),
             num(x),
             num(axis_y + 15.0),
-            sig(*v)
+            sig(v)
         );
     }
     let _ = writeln!(
@@ -453,16 +473,19 @@ pub fn timelines_svg(charts: &[TimelineChart], unit: TimeUnit, id: &str) -> Stri
         num(LEFT + lay.plot_w / 2.0),
         num(axis_y + 30.0)
     );
+    (grid, axis, axis_y)
+}
 
-    // Legend: the kinds present, the pair form, the shades, idle and communication.
+/// The legend's entries: the kinds drawn, the pair form, the shades, idle and the lanes.
+fn legend_items(seen: &Seen, lanes: bool, id: &str) -> Vec<LegendItem> {
     let mut items: Vec<LegendItem> = Vec::new();
     let solid = |fill: String| vec![(0.0, 12.0, fill, "")];
     for kind in [Kind::F, Kind::B, Kind::I, Kind::W] {
-        if kinds_seen[kind as usize] {
+        if seen.kinds[kind as usize] {
             items.push((solid(fill(kind, 0).into()), kind_name(kind)));
         }
     }
-    if pairs_seen {
+    if seen.pairs {
         items.push((
             vec![
                 (0.0, 6.0, fill(Kind::F, 0).into(), ""),
@@ -477,7 +500,7 @@ pub fn timelines_svg(charts: &[TimelineChart], unit: TimeUnit, id: &str) -> Stri
             "overlapped F&B (forward above)",
         ));
     }
-    if two_shades {
+    if seen.two_shades {
         items.push((solid(fill(Kind::F, 0).into()), "pipeline 0 (light)"));
         items.push((
             vec![
@@ -491,19 +514,24 @@ pub fn timelines_svg(charts: &[TimelineChart], unit: TimeUnit, id: &str) -> Stri
         vec![(0.0, 12.0, IDLE_FILL.into(), r##" stroke="#bbb""##)],
         "idle",
     ));
-    if lane > 0.0 {
+    if lanes {
         items.push((
-            solid("#b5651d".into()),
+            solid(SEND_FWD_FILL.into()),
             "send: activation (lane under rank)",
         ));
-        items.push((solid("#3f7a2a".into()), "send: gradient"));
+        items.push((solid(SEND_BWD_FILL.into()), "send: gradient"));
     }
+    items
+}
+
+/// The legend from `top` down, its entries wrapping onto further lines rather than widening the
+/// picture: `(legend, the y of its last line)`.
+fn legend(items: &[LegendItem], lay: &Layout, top: f64) -> (String, f64) {
     let mut legend = String::new();
     let mut lx = LEFT;
-    let mut ly = axis_y + 42.0;
-    // Items wrap onto further lines rather than widening the picture.
-    let max_w = (LEFT + lay.plot_w + RIGHT).max(900.0);
-    for (swatch, text) in &items {
+    let mut ly = top;
+    let max_w = lay.width();
+    for (swatch, text) in items {
         let item_w = 18.0 + text.chars().count() as f64 * CHAR_W + 16.0;
         if lx > LEFT && lx + item_w > max_w {
             lx = LEFT;
@@ -528,9 +556,32 @@ pub fn timelines_svg(charts: &[TimelineChart], unit: TimeUnit, id: &str) -> Stri
         );
         lx += item_w;
     }
+    (legend, ly)
+}
 
-    let width = max_w.ceil();
-    let height = (ly + 22.0).ceil();
+/// Draws the timelines of `charts` stacked on one time scale, with one shared axis and a legend.
+///
+/// `id` prefixes every element id of the document (use a different one for each SVG of a page).
+pub fn timelines_svg(charts: &[TimelineChart], unit: TimeUnit, id: &str) -> String {
+    let lay = Layout::new(charts);
+    let mut rows = Rows {
+        out: String::new(),
+        id,
+        unit,
+        lay: &lay,
+        label_w: 0.0,
+        seen: Seen::default(),
+    };
+    let mut y = TOP;
+    for chart in charts {
+        y = rows.chart(chart, y) + BLOCK_GAP;
+    }
+    let (grid, axis, axis_y) = time_axis(&lay, unit, TOP, y - BLOCK_GAP);
+    let items = legend_items(&rows.seen, lay.lane > 0.0, id);
+    let (legend, last_line) = legend(&items, &lay, axis_y + 42.0);
+
+    let width = lay.width().ceil();
+    let height = (last_line + 22.0).ceil();
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -545,10 +596,9 @@ pub fn timelines_svg(charts: &[TimelineChart], unit: TimeUnit, id: &str) -> Stri
         w = num(width),
         h = num(height)
     );
-    out.push_str(&grid);
-    out.push_str(&body.out);
-    out.push_str(&axis);
-    out.push_str(&legend);
+    for part in [&grid, &rows.out, &axis, &legend] {
+        out.push_str(part);
+    }
     out.push_str("</svg>\n");
     out
 }

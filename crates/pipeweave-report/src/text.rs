@@ -18,6 +18,7 @@ fn label(a: &Action) -> String {
 /// Renders the timeline of `plan`; `timeline` must come from simulating that plan.
 pub fn text_timeline(plan: &Plan, timeline: &Timeline) -> String {
     let durations = timeline
+        .timing
         .intervals
         .iter()
         .flatten()
@@ -28,13 +29,13 @@ pub fn text_timeline(plan: &Plan, timeline: &Timeline) -> String {
     // Characters per quantum: wide enough for every label with its brackets.
     let mut cw = 1usize;
     for (rank, program) in plan.programs().iter().enumerate() {
-        for (a, iv) in program.iter().zip(&timeline.intervals[rank]) {
+        for (a, iv) in program.iter().zip(&timeline.timing.intervals[rank]) {
             let units = ((iv.end - iv.start) / quantum).round().max(1.0) as usize;
             cw = cw.max((label(a).len() + 2).div_ceil(units));
         }
     }
     let col = |t: f64| ((t / quantum) * cw as f64).round() as usize;
-    let width = col(timeline.makespan);
+    let width = col(timeline.timing.makespan);
     let name_width = format!("rank {}", plan.ranks().saturating_sub(1)).len();
 
     let mut out = String::new();
@@ -68,7 +69,7 @@ pub fn text_timeline(plan: &Plan, timeline: &Timeline) -> String {
     let _ = writeln!(out, "{:name_width$}  {marks}", "");
     for (rank, program) in plan.programs().iter().enumerate() {
         let mut row = vec![b'.'; width];
-        for (a, iv) in program.iter().zip(&timeline.intervals[rank]) {
+        for (a, iv) in program.iter().zip(&timeline.timing.intervals[rank]) {
             let (s, e) = (col(iv.start), col(iv.end).min(width));
             if e <= s {
                 continue;
@@ -95,7 +96,7 @@ pub fn text_timeline(plan: &Plan, timeline: &Timeline) -> String {
     let _ = writeln!(
         out,
         "makespan {}, bubble fraction {}",
-        format_time(timeline.makespan),
+        format_time(timeline.timing.makespan),
         percent(timeline.bubble_fraction, 2)
     );
     out

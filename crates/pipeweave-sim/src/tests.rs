@@ -1,17 +1,9 @@
 use crate::*;
-use pipeweave_plan::{Action, Kind, Op, Plan};
+use pipeweave_plan::{Action, Interval, Kind, Op, Plan};
 
 fn ops(line: &str) -> Vec<Action> {
     line.split(',')
-        .map(|c| {
-            let k = c.find(|ch: char| ch.is_ascii_alphabetic()).expect("kind");
-            let kind = Kind::from_letter(c[k..].chars().next().expect("kind")).expect("kind");
-            Action::One(Op::new(
-                c[..k].parse().expect("stage"),
-                kind,
-                c[k + 1..].parse().expect("mb"),
-            ))
-        })
+        .map(|c| pipeweave_plan::cell::parse_action(c, u32::MAX).expect("a cell"))
         .collect()
 }
 
@@ -26,12 +18,18 @@ fn two_stage_1f1b_unit_costs() {
     .expect("structure");
     let t = simulate(&plan, &UnitCosts).expect("runs");
     // Rank 1: F0 [1,2] B0 [2,4] F1 [4,5] B1 [5,7]; rank 0's backwards wait for rank 1's.
-    let spans: Vec<(f64, f64)> = t.intervals[0].iter().map(|i| (i.start, i.end)).collect();
+    let spans: Vec<(f64, f64)> = t.timing.intervals[0]
+        .iter()
+        .map(|i| (i.start, i.end))
+        .collect();
     assert_eq!(spans, [(0.0, 1.0), (1.0, 2.0), (4.0, 6.0), (7.0, 9.0)]);
-    let spans: Vec<(f64, f64)> = t.intervals[1].iter().map(|i| (i.start, i.end)).collect();
+    let spans: Vec<(f64, f64)> = t.timing.intervals[1]
+        .iter()
+        .map(|i| (i.start, i.end))
+        .collect();
     assert_eq!(spans, [(1.0, 2.0), (2.0, 4.0), (4.0, 5.0), (5.0, 7.0)]);
     // (P − 1)(F + B) = 3 idle per rank.
-    assert_eq!(t.makespan, 9.0);
+    assert_eq!(t.timing.makespan, 9.0);
     assert_eq!(t.ranks[0].busy, 6.0);
     assert_eq!(t.ranks[0].idle, 3.0);
     assert_eq!(t.ranks[0].longest_idle, 2.0);
@@ -64,20 +62,20 @@ fn pair_starts_when_both_inputs_arrive() {
     .expect("structure");
     let t = simulate(&plan, &UnitCosts).expect("runs");
     assert_eq!(
-        t.intervals[0][3],
+        t.timing.intervals[0][3],
         Interval {
             start: 3.0,
             end: 6.0
         }
     );
-    assert_eq!(t.makespan, 12.0);
+    assert_eq!(t.timing.makespan, 12.0);
     let costs = UniformCosts {
         pair: Some(2.5),
         ..UniformCosts::default()
     };
     let t = simulate(&plan, &costs).expect("runs");
     assert_eq!(
-        t.intervals[0][3],
+        t.timing.intervals[0][3],
         Interval {
             start: 3.0,
             end: 5.5
@@ -95,14 +93,14 @@ fn transfer_latency_delays_the_consumer() {
     };
     let t = simulate(&plan, &costs).expect("runs");
     assert_eq!(
-        t.intervals[1][0],
+        t.timing.intervals[1][0],
         Interval {
             start: 1.5,
             end: 2.5
         }
     );
     assert_eq!(
-        t.intervals[0][1],
+        t.timing.intervals[0][1],
         Interval {
             start: 5.0,
             end: 7.0
@@ -140,7 +138,6 @@ mod against_a_naive_run {
     //! on random plans, valid or not (work on the wrong rank, unknown stages, pairs, missing or
     //! misordered work).
     use super::*;
-    use pipeweave_plan::Pipeline;
     use proptest::prelude::*;
     use std::collections::HashMap;
 
@@ -231,73 +228,11 @@ mod against_a_naive_run {
         Ok(intervals)
     }
 
-    fn op_strategy() -> impl Strategy<Value = Op> {
-        (0u32..7, 0u8..4, 0u32..4).prop_map(|(stage, kind, mb)| {
-            Op::new(
-                stage,
-                [Kind::F, Kind::B, Kind::I, Kind::W][kind as usize],
-                mb,
-            )
-        })
-    }
-
-    /// GPipe on every pipeline (valid), then a few random edits.
-    fn plan_strategy() -> impl Strategy<Value = Plan> {
-        (1u32..4, 1usize..4, 1usize..3, 1u32..4).prop_flat_map(|(ranks, s, k, m)| {
-            let placement = proptest::collection::vec(proptest::collection::vec(0..ranks, s), k);
-            let edits = proptest::collection::vec(
-                (0usize..64, 0usize..64, 0u8..4, op_strategy(), op_strategy()),
-                0..3,
-            );
-            (placement, edits).prop_map(move |(placement, edits)| {
-                let mut programs = vec![Vec::new(); ranks as usize];
-                for (j, p) in placement.iter().enumerate() {
-                    for mb in 0..m {
-                        for (q, &r) in p.iter().enumerate() {
-                            let stage = (j * s + q) as u32;
-                            let mb = j as u32 * m + mb;
-                            programs[r as usize].push(Action::One(Op::new(stage, Kind::F, mb)));
-                        }
-                    }
-                    for mb in 0..m {
-                        for (q, &r) in p.iter().enumerate().rev() {
-                            let stage = (j * s + q) as u32;
-                            let mb = j as u32 * m + mb;
-                            programs[r as usize].push(Action::One(Op::new(stage, Kind::B, mb)));
-                        }
-                    }
-                }
-                for (rank, at, what, x, y) in edits {
-                    let p = &mut programs[rank % ranks as usize];
-                    let i = at % (p.len() + 1);
-                    match what {
-                        0 => p.insert(i, Action::One(x)),
-                        1 if i < p.len() => {
-                            p.remove(i);
-                        }
-                        2 => p.insert(i, Action::Pair { f: x, b: y }),
-                        _ if i + 1 < p.len() => p.swap(i, i + 1),
-                        _ => {}
-                    }
-                }
-                let pipelines = placement
-                    .into_iter()
-                    .enumerate()
-                    .map(|(j, placement)| Pipeline {
-                        placement,
-                        microbatches: (0..m).map(|i| j as u32 * m + i).collect(),
-                    })
-                    .collect();
-                Plan::new(ranks, pipelines, programs).expect("structure")
-            })
-        })
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(3000))]
 
         #[test]
-        fn event_driven_equals_naive(plan in plan_strategy(), transfer in 0u8..3) {
+        fn event_driven_equals_naive(plan in pipeweave_plan::testing::edited_gpipe(), transfer in 0u8..3) {
             // An op done twice ends twice, and which end its consumer sees depends on the order
             // the ranks run in: such plans (invalid) have no one timeline.
             let mut produced = std::collections::HashSet::new();
@@ -309,7 +244,7 @@ mod against_a_naive_run {
                 transfer: f64::from(transfer) * 0.5,
                 ..UniformCosts::default()
             };
-            let ours = simulate(&plan, &costs).map(|t| t.intervals);
+            let ours = simulate(&plan, &costs).map(|t| t.timing.intervals);
             prop_assert_eq!(ours, naive(&plan, &costs));
         }
     }

@@ -1,5 +1,6 @@
 use super::*;
 use pipeweave_plan::Kind::*;
+use pipeweave_plan::Op;
 
 fn read(source: &str, k: u32) -> Result<ActionsFile, Vec<Diagnostic>> {
     read_actions(source, FileId(0), k)

@@ -72,7 +72,7 @@ fn messages_between_two_ranks_pair_up_in_order() {
         .map(|(i, _)| i)
         .collect();
     lowered[1].swap(recvs[2], recvs[3]);
-    let d = check_pair_order(lowered).expect_err("refused");
+    let d = check_pair_order(&p, lowered).expect_err("refused");
     assert!(
         d.message.starts_with(
             "PyTorch's runtime would deliver the wrong tensor: message 3 from rank 0 to rank 1"

@@ -1,7 +1,7 @@
 use super::*;
 use crate::actions::read_actions;
-use crate::timing::Interval;
 use pipeweave_diagnostics::FileId;
+use pipeweave_plan::Interval;
 
 #[test]
 fn events_cover_compute_transfers_and_reductions() {

@@ -1,8 +1,9 @@
 //! The actions format: round trips and robustness.
 
-use crate::common::{arb_plan, reference_vectors};
+use crate::common::reference_vectors;
 use pipeweave_diagnostics::FileId;
 use pipeweave_export::{read_actions, write_actions};
+use pipeweave_plan::testing::expressible_plan;
 use proptest::prelude::*;
 
 #[test]
@@ -33,7 +34,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
-    fn random_plans_round_trip(plan in arb_plan()) {
+    fn random_plans_round_trip(plan in expressible_plan()) {
         let text = write_actions(&plan);
         let back = read_actions(&text, FileId(0), plan.model_copies());
         prop_assert_eq!(back.map(|f| f.plan), Ok(plan), "text:\n{}", text);

@@ -1,7 +1,6 @@
-//! Shared helpers: the reference vectors and a generator of random plans.
+//! Shared helpers: the reference vectors, timelines and the plan schema.
 
-use pipeweave_plan::{Action, Kind, Op, Pipeline, Plan};
-use proptest::prelude::*;
+use pipeweave_plan::{Interval, Plan, Timing};
 use std::path::PathBuf;
 
 pub fn reference_dir() -> PathBuf {
@@ -31,66 +30,14 @@ pub fn reference_vectors() -> Vec<(String, String, u32)> {
     out
 }
 
-/// Random plans whose every stage appears in its rank's program and whose every pipeline carries
-/// at least one micro-batch: exactly the plans the actions format can express.
-pub fn arb_plan() -> impl Strategy<Value = Plan> {
-    (1u32..5, 1u32..4, 1u32..4, 1u32..4).prop_flat_map(|(ranks, k, s, m)| {
-        let placements = proptest::collection::vec(0..ranks, (k * s) as usize);
-        let extra = proptest::collection::vec(
-            (0u32..k * s, 0u32..4, 0u32..m, any::<bool>(), 0u32..k * s),
-            0..12,
-        );
-        let seed = any::<u64>();
-        (Just((ranks, k, s, m)), placements, extra, seed).prop_map(
-            |((ranks, k, s, m), placement, extra, seed)| {
-                let mut programs: Vec<Vec<Action>> = vec![Vec::new(); ranks as usize];
-                let mb = |j: u32, i: u32| j * m + i;
-                for stage in 0..k * s {
-                    for i in 0..m {
-                        programs[placement[stage as usize] as usize].push(Action::One(Op::new(
-                            stage,
-                            Kind::F,
-                            mb(stage / s, i),
-                        )));
-                    }
-                }
-                for (stage, kind, i, pair, other) in extra {
-                    let kind = [Kind::F, Kind::B, Kind::I, Kind::W][kind as usize];
-                    let rank = placement[stage as usize];
-                    let op = Op::new(stage, kind, mb(stage / s, i));
-                    let action =
-                        if pair && kind.is_input_backward() && placement[other as usize] == rank {
-                            Action::Pair {
-                                f: Op::new(other, Kind::F, mb(other / s, i)),
-                                b: op,
-                            }
-                        } else {
-                            Action::One(op)
-                        };
-                    let program = &mut programs[rank as usize];
-                    let at = (seed as usize).wrapping_add(stage as usize) % (program.len() + 1);
-                    program.insert(at, action);
-                }
-                let pipelines = (0..k)
-                    .map(|j| Pipeline {
-                        placement: placement[(j * s) as usize..((j + 1) * s) as usize].to_vec(),
-                        microbatches: (0..m).map(|i| mb(j, i)).collect(),
-                    })
-                    .collect();
-                Plan::new(ranks, pipelines, programs).expect("generated structure is valid")
-            },
-        )
-    })
-}
-
 /// A timeline where every action of a rank runs one unit after the previous one.
-pub fn unit_timing(plan: &Plan) -> pipeweave_export::Timing {
-    let intervals: Vec<Vec<pipeweave_export::Interval>> = plan
+pub fn unit_timing(plan: &Plan) -> Timing {
+    let intervals: Vec<Vec<Interval>> = plan
         .programs()
         .iter()
         .map(|p| {
             (0..p.len())
-                .map(|i| pipeweave_export::Interval {
+                .map(|i| Interval {
                     start: i as f64 * 1.5,
                     end: i as f64 * 1.5 + 1.0,
                 })
@@ -101,7 +48,7 @@ pub fn unit_timing(plan: &Plan) -> pipeweave_export::Timing {
         .iter()
         .filter_map(|r| r.last().map(|i| i.end))
         .fold(0.0, f64::max);
-    pipeweave_export::Timing {
+    Timing {
         intervals,
         makespan,
     }
@@ -127,23 +74,9 @@ pub fn reference_plan(name: &str) -> Plan {
         .plan
 }
 
-/// The simulator's unit-cost timeline of a plan, as the export's plain mirror.
-pub fn simulated_timing(plan: &Plan) -> pipeweave_export::Timing {
-    let t =
-        pipeweave_sim::simulate(plan, &pipeweave_sim::UnitCosts).expect("reference plans simulate");
-    pipeweave_export::Timing {
-        makespan: t.makespan,
-        intervals: t
-            .intervals
-            .iter()
-            .map(|r| {
-                r.iter()
-                    .map(|i| pipeweave_export::Interval {
-                        start: i.start,
-                        end: i.end,
-                    })
-                    .collect()
-            })
-            .collect(),
-    }
+/// The simulator's unit-cost timing of a plan.
+pub fn simulated_timing(plan: &Plan) -> Timing {
+    pipeweave_sim::simulate(plan, &pipeweave_sim::UnitCosts)
+        .expect("reference plans simulate")
+        .timing
 }

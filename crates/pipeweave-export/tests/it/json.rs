@@ -1,8 +1,9 @@
 //! The JSON plan: exact round trips and the JSON Schema in `schemas/`.
 
-use crate::common::{arb_plan, reference_vectors, schema_validator, unit_timing};
+use crate::common::{reference_vectors, schema_validator, unit_timing};
 use pipeweave_diagnostics::FileId;
 use pipeweave_export::{read_actions, read_json, write_json};
+use pipeweave_plan::testing::expressible_plan;
 use proptest::prelude::*;
 
 fn assert_valid(text: &str, what: &str) {
@@ -65,7 +66,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
     #[test]
-    fn random_plans_round_trip_through_json(plan in arb_plan(), with_timing in any::<bool>()) {
+    fn random_plans_round_trip_through_json(plan in expressible_plan(), with_timing in any::<bool>()) {
         let timing = with_timing.then(|| unit_timing(&plan));
         let json = write_json(&plan, timing.as_ref()).expect("writes");
         assert_valid(&json, "a random plan");
@@ -75,7 +76,7 @@ proptest! {
     }
 
     #[test]
-    fn mutated_json_never_panics(plan in arb_plan(), at in any::<prop::sample::Index>(), c in prop::sample::select(vec!['0', '9', '"', ',', '{', '}', '[', ']', 'x', '-', '.', 'e'])) {
+    fn mutated_json_never_panics(plan in expressible_plan(), at in any::<prop::sample::Index>(), c in prop::sample::select(vec!['0', '9', '"', ',', '{', '}', '[', ']', 'x', '-', '.', 'e'])) {
         let json = write_json(&plan, None).expect("writes");
         let mut chars: Vec<char> = json.chars().collect();
         let i = at.index(chars.len());

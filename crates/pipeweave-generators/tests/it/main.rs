@@ -214,7 +214,7 @@ fn dualpipe_bubble_is_the_published_one_on_every_rank() {
         &UnitCosts,
     )
     .unwrap();
-    assert_eq!(t.makespan, 66.0);
+    assert_eq!(t.timing.makespan, 66.0);
 }
 
 #[test]
@@ -251,7 +251,7 @@ fn chimera_bubble_is_d_minus_two_slots_when_f_equals_b() {
         for units in 1..=3 {
             let m = d * units;
             let t = simulate(&chimera(d, m, ChimeraOptions::default()).unwrap(), &costs).unwrap();
-            assert_eq!(t.makespan, f64::from(2 * m + d - 2), "D={d} M={m}");
+            assert_eq!(t.timing.makespan, f64::from(2 * m + d - 2), "D={d} M={m}");
             for (r, rank) in t.ranks.iter().enumerate() {
                 assert_eq!(rank.idle, f64::from(d - 2), "D={d} M={m} worker {r}");
             }
@@ -290,7 +290,7 @@ fn snapshots_of_small_orders() {
         let t = simulate(&plan, &UnitCosts).unwrap();
         text.push_str(&format!(
             "makespan {} bubble {:.4}\n\n",
-            t.makespan, t.bubble_fraction
+            t.timing.makespan, t.bubble_fraction
         ));
     };
     section(

@@ -399,6 +399,6 @@ fn relative_entries_of_the_plugin_path_are_refused_and_named() {
 fn plans_from_plugins_simulate_with_the_published_bubble() {
     let plan = generate("dualpipe", 8, 20, &[]).unwrap();
     let t = pipeweave_sim::simulate(&plan, &pipeweave_sim::UnitCosts).unwrap();
-    assert_eq!(t.makespan, 66.0);
+    assert_eq!(t.timing.makespan, 66.0);
     assert!(t.ranks.iter().all(|r| r.idle == 6.0));
 }

@@ -1,0 +1,358 @@
+//! Reading the JSON plan: the header first (to say plainly what a file is when it is not a plan
+//! of this version), then the wire form, converted to the core types and checked against them.
+
+use super::*;
+
+/// Only the header, to say clearly when a file is not a plan or has another version.
+#[derive(Debug, Deserialize)]
+struct Header {
+    format: Option<serde_json::Value>,
+    version: Option<serde_json::Value>,
+}
+
+// ---- wire → core ----
+
+fn kind_from_wire(kind: WireKind) -> Kind {
+    match kind {
+        WireKind::F => Kind::F,
+        WireKind::B => Kind::B,
+        WireKind::I => Kind::I,
+        WireKind::W => Kind::W,
+    }
+}
+
+fn op_from_wire(op: WireOp) -> Op {
+    Op::new(op.stage, kind_from_wire(op.kind), op.mb)
+}
+
+fn action_from_wire(action: WireAction) -> Action {
+    match action {
+        WireAction::F { stage, mb } => Action::One(Op::new(stage, Kind::F, mb)),
+        WireAction::B { stage, mb } => Action::One(Op::new(stage, Kind::B, mb)),
+        WireAction::I { stage, mb } => Action::One(Op::new(stage, Kind::I, mb)),
+        WireAction::W { stage, mb } => Action::One(Op::new(stage, Kind::W, mb)),
+        WireAction::Pair { f, b } => Action::Pair {
+            f: op_from_wire(f),
+            b: op_from_wire(b),
+        },
+    }
+}
+
+/// Reads a JSON plan, checking that its derived sections agree with its actions.
+pub fn read_json(source: &str, file: FileId) -> Result<PlanJson, Vec<Diagnostic>> {
+    let header: Header =
+        serde_json::from_str(source).map_err(|e| vec![syntax(source, file, &e)])?;
+    match header.format.as_ref().and_then(|f| f.as_str()) {
+        Some(FORMAT_NAME) => {}
+        Some(other) => {
+            return Err(vec![
+                Diagnostic::error(format!(
+                    "this is not a pipeweave plan: its format is `{other}`"
+                ))
+                .with_help(format!(
+                    "a plan starts with `\"format\": \"{FORMAT_NAME}\"`"
+                )),
+            ]);
+        }
+        None => {
+            return Err(vec![
+                Diagnostic::error("this is not a pipeweave plan: it has no `format` field")
+                    .with_help(format!(
+                        "a plan starts with `\"format\": \"{FORMAT_NAME}\"`"
+                    )),
+            ]);
+        }
+    }
+    match header.version.as_ref().and_then(serde_json::Value::as_u64) {
+        Some(v) if v == u64::from(FORMAT_VERSION) => {}
+        Some(v) => {
+            return Err(vec![Diagnostic::error(format!(
+                "unsupported plan version {v}: this pipeweave reads version {FORMAT_VERSION}"
+            ))]);
+        }
+        None => {
+            return Err(vec![Diagnostic::error(
+                "the plan has no `version` field holding a whole number",
+            )]);
+        }
+    }
+    let wire: WirePlan =
+        serde_json::from_str(source).map_err(|e| vec![syntax(source, file, &e)])?;
+    from_wire(wire)
+}
+
+/// A serde_json error as a diagnostic pointing at its line and column.
+fn syntax(source: &str, file: FileId, e: &serde_json::Error) -> Diagnostic {
+    let offset = offset_of(source, e.line(), e.column());
+    // serde_json appends " at line L column C"; the span says that already.
+    let text = e.to_string();
+    let message = match text.rfind(" at line ") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    };
+    let end = source[offset..]
+        .chars()
+        .next()
+        .map_or(offset, |c| offset + c.len_utf8());
+    Diagnostic::error(format!("invalid JSON plan: {message}"))
+        .with_span(Span::new(file, offset..end))
+}
+
+/// The byte offset of serde_json's 1-based line and byte column (column 0 = start of the line).
+fn offset_of(source: &str, line: usize, column: usize) -> usize {
+    let mut start = 0;
+    for _ in 1..line.max(1) {
+        match source[start..].find('\n') {
+            Some(i) => start += i + 1,
+            None => return source.len(),
+        }
+    }
+    let mut at = (start + column.saturating_sub(1)).min(source.len());
+    while !source.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+fn from_wire(wire: WirePlan) -> Result<PlanJson, Vec<Diagnostic>> {
+    let mut diags = Vec::new();
+    let pipelines: Vec<Pipeline> = wire
+        .pipelines
+        .into_iter()
+        .map(|p| Pipeline {
+            placement: p.placement,
+            microbatches: p.microbatches,
+        })
+        .collect();
+    for (j, p) in pipelines.iter().enumerate() {
+        if p.placement.len() != wire.stages_per_pipeline as usize {
+            diags.push(Diagnostic::error(format!(
+                "pipeline {j} places {} stages but `stages_per_pipeline` is {}",
+                p.placement.len(),
+                wire.stages_per_pipeline
+            )));
+        }
+        if p.microbatches.windows(2).any(|w| w[0] >= w[1]) {
+            diags.push(Diagnostic::error(format!(
+                "the micro-batches of pipeline {j} are not strictly ascending"
+            )));
+        }
+    }
+    if wire.programs.len() != wire.ranks as usize {
+        diags.push(Diagnostic::error(format!(
+            "the plan has {} ranks but {} programs",
+            wire.ranks,
+            wire.programs.len()
+        )));
+    }
+    for (r, p) in wire.programs.iter().enumerate() {
+        if p.rank as usize != r {
+            diags.push(Diagnostic::error(format!(
+                "program {r} says it is rank {}; programs are listed in rank order",
+                p.rank
+            )));
+        }
+    }
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    let mut programs = Vec::with_capacity(wire.programs.len());
+    let mut steps = Vec::with_capacity(wire.programs.len());
+    for p in wire.programs {
+        programs.push(
+            p.actions
+                .into_iter()
+                .map(action_from_wire)
+                .collect::<Vec<_>>(),
+        );
+        steps.push(p.steps);
+    }
+    let plan = Plan::new(wire.ranks, pipelines, programs)
+        .map_err(|e| vec![Diagnostic::error(e.to_string())])?;
+
+    for (r, program) in plan.programs().iter().enumerate() {
+        for (i, a) in program.iter().enumerate() {
+            if let Action::Pair { f, b } = a
+                && (f.kind != Kind::F || !b.kind.is_input_backward())
+            {
+                diags.push(Diagnostic::error(format!(
+                    "rank {r} action {i} is an overlapped pair `{a}`; a pair is a forward and then a B or an I"
+                )));
+            }
+        }
+    }
+    let parts = parts_of(&plan);
+    if parts != wire.parts {
+        diags.push(
+            Diagnostic::error("the `parts` section does not match the pipelines")
+                .with_note("part q is computed by stage j·S+q of every pipeline j, on the rank the placement says")
+                .with_help("the section is derived; write it again with `pipeweave convert --to json`"),
+        );
+    }
+    let lowered = lower(&plan);
+    for (r, (expected, found)) in lowered.programs().zip(&steps).enumerate() {
+        if let Some(d) = compare_steps(&plan, r, &expected.collect::<Vec<_>>(), found) {
+            diags.push(d);
+        }
+    }
+    let timing = match wire.timeline {
+        None => None,
+        Some(t) => {
+            let timing = Timing {
+                makespan: t.makespan,
+                intervals: t
+                    .ranks
+                    .into_iter()
+                    .map(|times| {
+                        times
+                            .into_iter()
+                            .map(|[start, end]| Interval { start, end })
+                            .collect()
+                    })
+                    .collect(),
+            };
+            if let Err(e) = timing.check(&plan) {
+                diags.push(Diagnostic::error(e.to_string()));
+            }
+            Some(timing)
+        }
+    };
+    if diags.is_empty() {
+        Ok(PlanJson { plan, timing })
+    } else {
+        Err(diags)
+    }
+}
+
+/// Reports the first place where a rank's steps differ from what lowering its actions gives.
+fn compare_steps(
+    plan: &Plan,
+    r: usize,
+    expected: &[Step],
+    found: &[WireStep],
+) -> Option<Diagnostic> {
+    let program = plan.program(r as u32);
+    let mut compute = 0;
+    for (i, e) in expected.iter().enumerate() {
+        let want = step_to_wire(e, compute);
+        if matches!(e, Step::Compute(_)) {
+            compute += 1;
+        }
+        let Some(got) = found.get(i) else {
+            return Some(steps_differ(format!(
+                "rank {r} has {} steps but lowering its actions gives {} (the first missing one is `{}`)",
+                found.len(),
+                expected.len(),
+                describe_step(&want, program)
+            )));
+        };
+        if !same_step(&want, got) {
+            return Some(steps_differ(format!(
+                "rank {r} step {i} is `{}` but lowering its actions gives `{}`",
+                describe_step(got, program),
+                describe_step(&want, program)
+            )));
+        }
+    }
+    (found.len() > expected.len()).then(|| {
+        steps_differ(format!(
+            "rank {r} has {} steps but lowering its actions gives {}",
+            found.len(),
+            expected.len()
+        ))
+    })
+}
+
+fn steps_differ(message: String) -> Diagnostic {
+    Diagnostic::error(message)
+        .with_note(
+            "the steps are the lowering of the actions (communication, waits, gradient reduction)",
+        )
+        .with_help("edit the actions and write the steps again with `pipeweave convert --to json`")
+}
+
+fn same_step(a: &WireStep, b: &WireStep) -> bool {
+    use WireStep::*;
+    match (*a, *b) {
+        (Compute { action: x }, Compute { action: y }) => x == y,
+        (ReduceGrad { stage: x }, ReduceGrad { stage: y }) => x == y,
+        (WaitReduceGrad { stage: x }, WaitReduceGrad { stage: y }) => x == y,
+        (
+            Recv {
+                dir,
+                stage,
+                mb,
+                peer,
+            },
+            Recv {
+                dir: d2,
+                stage: s2,
+                mb: m2,
+                peer: p2,
+            },
+        )
+        | (
+            Send {
+                dir,
+                stage,
+                mb,
+                peer,
+            },
+            Send {
+                dir: d2,
+                stage: s2,
+                mb: m2,
+                peer: p2,
+            },
+        )
+        | (
+            WaitSend {
+                dir,
+                stage,
+                mb,
+                peer,
+            },
+            WaitSend {
+                dir: d2,
+                stage: s2,
+                mb: m2,
+                peer: p2,
+            },
+        ) => dir == d2 && stage == s2 && mb == m2 && peer == p2,
+        _ => false,
+    }
+}
+
+/// A wire step in the PyTorch-like words the messages use.
+fn describe_step(step: &WireStep, program: &[Action]) -> String {
+    let d = |dir: WireDir| match dir {
+        WireDir::Fwd => 'F',
+        WireDir::Bwd => 'B',
+    };
+    match *step {
+        WireStep::Compute { action } => match program.get(action) {
+            Some(a) => a.to_string(),
+            None => format!("compute action {action} (there is no such action)"),
+        },
+        WireStep::Recv {
+            dir,
+            stage,
+            mb,
+            peer,
+        } => format!("{stage}RECV_{}{mb} from rank {peer}", d(dir)),
+        WireStep::Send {
+            dir,
+            stage,
+            mb,
+            peer,
+        } => format!("{stage}SEND_{}{mb} to rank {peer}", d(dir)),
+        WireStep::WaitSend {
+            dir,
+            stage,
+            mb,
+            peer,
+        } => format!("{stage}WAIT_SEND_{}{mb} to rank {peer}", d(dir)),
+        WireStep::ReduceGrad { stage } => format!("{stage}REDUCE_GRAD"),
+        WireStep::WaitReduceGrad { stage } => format!("{stage}WAIT_REDUCE_GRAD"),
+    }
+}
