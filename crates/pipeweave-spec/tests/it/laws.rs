@@ -59,6 +59,6 @@ proptest! {
         let plan = one_f_one_b(p, m.max(1));
         let slow = run(&spec, &plan);
         let fast = run(&scale_network(&spec, 2.0), &plan);
-        prop_assert!(fast.makespan <= slow.makespan * (1.0 + 1e-12));
+        prop_assert!(fast.timing.makespan <= slow.timing.makespan * (1.0 + 1e-12));
     }
 }
