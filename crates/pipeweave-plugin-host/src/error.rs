@@ -32,6 +32,9 @@ pub enum PluginError {
         expected: u32,
     },
 
+    #[error("{} has no `{field}` function in its entry table (a null pointer); it is not a usable plugin", .path.display())]
+    NullFunction { path: PathBuf, field: String },
+
     #[error("the plugin {} panicked while {during}: {message}", .path.display())]
     Panicked {
         path: PathBuf,
@@ -57,6 +60,9 @@ pub enum PluginError {
         message: String,
     },
 
+    #[error("the plugin {} returned a plan of the wrong shape: {detail}", .path.display())]
+    WrongShape { path: PathBuf, detail: String },
+
     #[error("the plugin {} returned an invalid plan: {}", .path.display(), problems_text(.problems))]
     InvalidPlan {
         path: PathBuf,
@@ -72,10 +78,12 @@ impl PluginError {
             PluginError::NotLoadable { path, .. }
             | PluginError::MissingEntry { path, .. }
             | PluginError::AbiMismatch { path, .. }
+            | PluginError::NullFunction { path, .. }
             | PluginError::Panicked { path, .. }
             | PluginError::Malformed { path, .. }
             | PluginError::Refused { path, .. }
             | PluginError::BadSetting { path, .. }
+            | PluginError::WrongShape { path, .. }
             | PluginError::InvalidPlan { path, .. } => Some(path),
         }
     }
