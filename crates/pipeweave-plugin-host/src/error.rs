@@ -2,6 +2,7 @@
 
 use pipeweave_check::Problem;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// A plugin failure. Every variant names the plugin file (or the places searched for it).
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +64,35 @@ pub enum PluginError {
     #[error("the plugin {} returned a plan of the wrong shape: {detail}", .path.display())]
     WrongShape { path: PathBuf, detail: String },
 
+    #[error("the plugin {} crashed while {during}: {how}", .path.display())]
+    Crashed {
+        path: PathBuf,
+        during: &'static str,
+        /// The signal or exit status, in words.
+        how: String,
+    },
+
+    #[error("the plugin {} did not finish {during} within the time limit of {}; it was stopped", .path.display(), seconds(*.limit))]
+    TimedOut {
+        path: PathBuf,
+        during: &'static str,
+        limit: Duration,
+    },
+
+    #[error("the plugin {} is not asked again: it exceeded the time limit of {} earlier in this run", .path.display(), seconds(*.limit))]
+    TimedOutBefore { path: PathBuf, limit: Duration },
+
+    #[error("the plugin {} sent a reply of {} while {during}, more than the limit of {}; it was stopped", .path.display(), bytes(*.size), bytes(*.limit))]
+    ReplyTooLarge {
+        path: PathBuf,
+        during: &'static str,
+        size: u64,
+        limit: u64,
+    },
+
+    #[error("the worker process for the plugin {} failed: {detail}", .path.display())]
+    Worker { path: PathBuf, detail: String },
+
     #[error("the plugin {} returned an invalid plan: {}", .path.display(), problems_text(.problems))]
     InvalidPlan {
         path: PathBuf,
@@ -84,6 +114,11 @@ impl PluginError {
             | PluginError::Refused { path, .. }
             | PluginError::BadSetting { path, .. }
             | PluginError::WrongShape { path, .. }
+            | PluginError::Crashed { path, .. }
+            | PluginError::TimedOut { path, .. }
+            | PluginError::TimedOutBefore { path, .. }
+            | PluginError::ReplyTooLarge { path, .. }
+            | PluginError::Worker { path, .. }
             | PluginError::InvalidPlan { path, .. } => Some(path),
         }
     }
@@ -115,5 +150,19 @@ fn problems_text(problems: &[Problem]) -> String {
         0 | 1 => first,
         2 => format!("{first} (and 1 more problem)"),
         n => format!("{first} (and {} more problems)", n - 1),
+    }
+}
+
+/// A duration in seconds as people write it: `10 s`, `0.5 s`.
+fn seconds(d: Duration) -> String {
+    format!("{} s", d.as_secs_f64())
+}
+
+/// A size as people read it: whole MiB when it is one, else bytes.
+fn bytes(n: u64) -> String {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
+        format!("{} MiB", n >> 20)
+    } else {
+        format!("{n} bytes")
     }
 }

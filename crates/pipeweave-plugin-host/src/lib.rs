@@ -1,9 +1,16 @@
-//! Finding and loading pipeweave schedule plugins, and turning their replies into validated plans.
+//! Finding and loading pipeweave schedule plugins, running them in a worker process, and turning
+//! their replies into validated plans.
 //!
-//! This crate holds the only `unsafe` code for loading (in `library`). It reads no environment:
-//! the caller gives it the places to look ([`SearchPath::standard`]). Libraries are never unloaded
-//! (a `dlclose` can run thread-local destructors of code that is gone), so a loaded plugin lives
-//! for the rest of its process.
+//! A plugin runs in a worker process ([`Worker`]): a program that calls [`serve_stdio`] loads the
+//! library and answers requests over its standard input and output, and the host enforces a time
+//! limit on every request and a bound on every reply, so that a crash, an abort or a hang of
+//! the plugin is an error naming the plugin file, never the host's end. [`Plugin`] calls a plugin
+//! in this process (what the worker does, and what the benchmarks compare the worker with).
+//!
+//! This crate holds the only `unsafe` code for loading (in `library`) and for the worker's pipes.
+//! It reads no environment: the caller gives it the places to look ([`SearchPath::standard`]) and
+//! the worker command. Libraries are never unloaded (a `dlclose` can run thread-local destructors
+//! of code that is gone), so a loaded plugin lives for the rest of its process.
 //!
 //! Every plan a plugin returns is checked before it is handed out: its shape against the request
 //! (ranks, micro-batches, stages spread over every rank), its structure
@@ -14,10 +21,12 @@ mod library;
 mod plugin;
 mod reply;
 mod search;
+mod worker;
 
 pub use error::PluginError;
 pub use plugin::Plugin;
 pub use search::{Found, Origin, SearchPath, discover, file_name, find, is_plugin_name};
+pub use worker::{Worker, WorkerOptions, serve, serve_stdio};
 
 /// The file name prefix of a plugin (before the platform's `lib`/`.so` decoration): the plugin
 /// `dualpipe` is the file `libpipeweave_plugin_dualpipe.so` on Linux.

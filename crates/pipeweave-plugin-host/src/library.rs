@@ -6,7 +6,8 @@
 //! null; the entry point returns a table; the table's first field is our ABI version (read before
 //! any other field); no function pointer of the table is null. Only then is anything called.
 //! The plugin catches its own panics (the export macro does) and reports them as
-//! [`Fault::Panicked`]; a crash or a hang here takes this process with it.
+//! [`Fault::Panicked`]; a crash or a hang here takes this process with it, which is why the
+//! command line calls plugins in a worker process ([`crate::Worker`]).
 #![allow(unsafe_code)]
 
 use pipeweave_plugin_api::abi::{ABI_VERSION, Buffer, ENTRY_SYMBOL, EntryFn, PluginEntry, Status};

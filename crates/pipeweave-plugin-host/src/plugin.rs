@@ -1,4 +1,6 @@
-//! A plugin called in this process: its library loaded, its replies checked.
+//! A plugin called in this process: fast, but a crash, an abort or a hang of the plugin is this
+//! process's. The command line uses [`crate::Worker`] instead; this is what the worker runs, and
+//! what the benchmarks hold the worker against.
 
 use crate::library::Library;
 use crate::{PluginError, reply};

@@ -1,7 +1,10 @@
-//! Loads the real plugins and the fault fixtures from the build directory.
+//! Loads the real plugins and the fault fixtures from the build directory, in this process and in
+//! worker processes (`worker.rs`, with the crate's example worker).
 //!
 //! `cargo test` does not build `cdylib` crates: build the workspace first (`cargo build
 //! --workspace`, as the test script does). A missing library fails with that hint.
+
+mod worker;
 
 use pipeweave_plan::{Action, Plan};
 use pipeweave_plugin_host::{Origin, Plugin, PluginError, SearchPath, discover, find, load_named};
