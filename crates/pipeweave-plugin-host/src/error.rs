@@ -20,6 +20,15 @@ pub enum PluginError {
         refused: Vec<PathBuf>,
     },
 
+    #[error("no plugin file `{file}` in {}{}; give a path (`./{file}`) to load a file from elsewhere", searched_text(.searched), refused_text(.refused))]
+    FileNotFound {
+        file: String,
+        /// The directories searched, in order, with why each was searched.
+        searched: Vec<(PathBuf, String)>,
+        /// The entries of `PIPEWEAVE_PLUGIN_PATH` that were not searched (not absolute).
+        refused: Vec<PathBuf>,
+    },
+
     #[error("{} is not a loadable library: {reason}", .path.display())]
     NotLoadable { path: PathBuf, reason: String },
 
@@ -104,7 +113,9 @@ impl PluginError {
     /// The plugin file concerned, when there is one.
     pub fn path(&self) -> Option<&std::path::Path> {
         match self {
-            PluginError::BadName { .. } | PluginError::NotFound { .. } => None,
+            PluginError::BadName { .. }
+            | PluginError::NotFound { .. }
+            | PluginError::FileNotFound { .. } => None,
             PluginError::NotLoadable { path, .. }
             | PluginError::MissingEntry { path, .. }
             | PluginError::AbiMismatch { path, .. }

@@ -25,7 +25,7 @@ mod worker;
 
 pub use error::PluginError;
 pub use plugin::Plugin;
-pub use search::{Found, Origin, SearchPath, discover, file_name, find, is_plugin_name};
+pub use search::{Found, Origin, SearchPath, discover, file_name, find, find_file, is_plugin_name};
 pub use worker::{Worker, WorkerOptions, serve, serve_stdio};
 
 /// The file name prefix of a plugin (before the platform's `lib`/`.so` decoration): the plugin
