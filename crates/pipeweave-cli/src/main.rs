@@ -157,6 +157,13 @@ enum Command {
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Serve one plugin library over standard input and output: the worker process pipeweave
+    /// runs each plugin in (`host::WORKER_SUBCOMMAND`); not for people
+    #[command(name = "__plugin-worker", hide = true)]
+    PluginWorker {
+        /// The plugin library
+        library: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -174,8 +181,13 @@ fn main() -> ExitCode {
             }
         }
     };
+    // The worker process prints nothing of its own and has no session.
+    let command = match cli.command {
+        Command::PluginWorker { library } => return host::serve_worker(&library),
+        command => command,
+    };
     let mut session = Session::default();
-    let result = run(cli.command, &mut session);
+    let result = run(command, &mut session);
     output::finish(result, &session.files)
 }
 
@@ -225,6 +237,11 @@ fn run(command: Command, session: &mut Session) -> Result<(), Failure> {
         } => {
             let text = export::run(&plan, to, &costs, session)?;
             output::emit(output.as_deref(), &text)
+        }
+        // Served before a session exists (see `main`).
+        Command::PluginWorker { library } => {
+            let _ = host::serve_worker(&library);
+            Ok(())
         }
     }
 }
