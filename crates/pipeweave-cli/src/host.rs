@@ -56,7 +56,7 @@ impl CliHost {
                 search
                     .warnings()
                     .iter()
-                    .for_each(|w| eprintln!("warning: {w}"))
+                    .for_each(|w| crate::output::warning(w))
             });
             search
         })

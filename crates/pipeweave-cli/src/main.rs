@@ -6,6 +6,7 @@ mod args;
 mod compare;
 mod diagnostics;
 mod draw;
+mod excerpt;
 mod export;
 mod host;
 mod list;
@@ -32,6 +33,14 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Show at most N diagnostics, then count the rest (0: show all)
+    #[arg(
+        long,
+        global = true,
+        value_name = "N",
+        default_value_t = diagnostics::DEFAULT_MAX_DIAGNOSTICS
+    )]
+    max_diagnostics: usize,
 }
 
 #[derive(Debug, Subcommand)]
@@ -168,15 +177,16 @@ fn main() -> ExitCode {
             match ours {
                 Some(ours) => {
                     let usage = Err(Failure::usage(ours.to_string()));
-                    return output::finish(usage, &Default::default());
+                    let max = diagnostics::DEFAULT_MAX_DIAGNOSTICS;
+                    return output::finish(usage, &Default::default(), max);
                 }
                 None => e.exit(),
             }
         }
     };
-    let mut session = Session::default();
+    let mut session = Session::new(cli.max_diagnostics);
     let result = run(cli.command, &mut session);
-    output::finish(result, &session.files)
+    output::finish(result, &session.files, cli.max_diagnostics)
 }
 
 fn run(command: Command, session: &mut Session) -> Result<(), Failure> {

@@ -34,11 +34,11 @@ pub fn warning(message: &str) {
 }
 
 /// The exit code of a command's result, its failure rendered on standard error.
-pub fn finish(result: Result<(), Failure>, files: &Files) -> ExitCode {
+pub fn finish(result: Result<(), Failure>, files: &Files, max_diagnostics: usize) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            let text = Renderer::new(files).failure(&f);
+            let text = Renderer::new(files, max_diagnostics).failure(&f);
             let _ = std::io::stderr().lock().write_all(text.as_bytes());
             ExitCode::from(f.exit_code())
         }

@@ -3,5 +3,6 @@
 mod commands;
 mod compare;
 mod draw;
+mod hostile;
 mod plugins;
 mod schemas;
