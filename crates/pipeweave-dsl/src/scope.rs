@@ -16,6 +16,10 @@ pub(crate) struct Names {
 /// would cost as much as the names for every unknown one).
 const MAX_SUGGESTION_NAMES: usize = 256;
 
+/// A name longer than this gets no "did you mean" (the edit distance costs the product of the
+/// lengths).
+const MAX_SUGGESTION_LEN: usize = 64;
+
 /// At most this many names are listed in a note.
 const MAX_LISTED: usize = 32;
 
@@ -64,12 +68,15 @@ impl Names {
     }
 
     /// A visible name at most two edits from `name` (the closest, then the first in order), when
-    /// there are few enough names to search.
+    /// there are few enough names to search and `name` is short enough.
     pub(crate) fn suggestion(&self, name: &str, distance: fn(&str, &str) -> usize) -> Option<&str> {
-        if self.by_name.len() > MAX_SUGGESTION_NAMES {
+        if self.by_name.len() > MAX_SUGGESTION_NAMES || name.len() > 4 * MAX_SUGGESTION_LEN {
             return None;
         }
         let len = name.chars().count();
+        if len > MAX_SUGGESTION_LEN {
+            return None;
+        }
         self.by_name
             .keys()
             .filter(|n| n.chars().count().abs_diff(len) <= 2)

@@ -34,6 +34,11 @@ fn suggestions_and_notes_stay_small() {
         names.listed().as_deref(),
         Some("names defined here: P, rounds, stage")
     );
+    // A very long name is not compared (the distance costs the product of the lengths).
+    let long = "r".repeat(1_000_000);
+    names.bind(&long, 3);
+    assert!(names.suggestion(&(long.clone() + "s"), edits).is_none());
+    names.truncate(3);
     // Thousands of names: counted, not listed, and not searched for a suggestion.
     for i in 0..1000 {
         names.bind(&format!("x{i}"), 10 + i);
