@@ -4,7 +4,8 @@
 
 use pipeweave_plan::Plan;
 use pipeweave_plugin_host::{Plugin, PluginError, SearchPath, discover, find, load_found};
-use pipeweave_source::{Failure, Host, PluginId, PluginInfo, PluginRequest, PluginTarget};
+use pipeweave_source::{Failure, Host, PluginId, PluginInfo, PluginRequest, PluginTarget, STDIN};
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 /// The environment variable listing plugin directories (separated like `PATH`).
@@ -13,6 +14,8 @@ pub const ENV_PATH: &str = "PIPEWEAVE_PLUGIN_PATH";
 /// Files and plugins for the resolver.
 #[derive(Default)]
 pub struct CliHost {
+    /// Standard input, once read (every `-` of a command sees the same text).
+    stdin: Option<String>,
     plugin_dirs: Vec<PathBuf>,
     search: Option<SearchPath>,
     /// Every plugin loaded so far, by the path it was loaded from; a [`PluginId`] is an index.
@@ -33,6 +36,56 @@ fn failure(e: PluginError) -> Failure {
     match e {
         PluginError::BadSetting { .. } => Failure::usage(e.to_string()),
         e => Failure::invalid(e.to_string()),
+    }
+}
+
+/// The bytes of the regular file at `path`. Anything else (a FIFO, a device, a socket, a folder)
+/// is refused before a byte is read: reading a FIFO waits for a writer, a device may never end.
+/// The file is opened without blocking (so opening a FIFO returns at once) and its kind is asked
+/// of the open file, so swapping the path in between changes nothing.
+fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let mut file = options.open(path)?;
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        return Err(std::io::Error::other(format!(
+            "not a regular file but {}; give a file, or `-` with the text on standard input",
+            kind_name(&kind)
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// What a file that is not a regular file is, in words.
+fn kind_name(kind: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if kind.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    if kind.is_dir() {
+        "a folder"
+    } else {
+        "something else"
     }
 }
 
@@ -86,15 +139,34 @@ impl CliHost {
 
 impl Host for CliHost {
     fn is_file(&self, path: &str) -> bool {
-        Path::new(path).is_file()
+        path == STDIN || std::fs::metadata(path).is_ok_and(|m| !m.is_dir())
     }
 
     fn read(&mut self, path: &str) -> Result<String, Failure> {
+        if path == STDIN
+            && let Some(text) = &self.stdin
+        {
+            return Ok(text.clone());
+        }
+        let name = pipeweave_source::shown_name(path);
         let cannot =
-            |e: &dyn std::fmt::Display| Failure::invalid(format!("cannot read `{path}`: {e}"));
-        let bytes = std::fs::read(path).map_err(|e| cannot(&e))?;
-        pipeweave_diagnostics::text_from_bytes(bytes, pipeweave_diagnostics::FileId(0))
-            .map_err(|d| cannot(&d.message))
+            |e: &dyn std::fmt::Display| Failure::invalid(format!("cannot read `{name}`: {e}"));
+        let bytes = if path == STDIN {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .lock()
+                .read_to_end(&mut bytes)
+                .map_err(|e| cannot(&e))?;
+            bytes
+        } else {
+            read_regular(Path::new(path)).map_err(|e| cannot(&e))?
+        };
+        let text = pipeweave_diagnostics::text_from_bytes(bytes, pipeweave_diagnostics::FileId(0))
+            .map_err(|d| cannot(&d.message))?;
+        if path == STDIN {
+            self.stdin = Some(text.clone());
+        }
+        Ok(text)
     }
 
     fn has_plugin(&mut self, name: &str) -> bool {

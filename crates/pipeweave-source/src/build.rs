@@ -3,7 +3,7 @@
 
 use crate::failure::Failure;
 use crate::files::Files;
-use crate::host::{Host, PLUGIN_PREFIX, PluginInfo, PluginRequest};
+use crate::host::{Host, PLUGIN_PREFIX, PluginInfo, PluginRequest, shown_name};
 use crate::params::Params;
 use pipeweave_check::{Problem, ProblemKind};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
@@ -113,10 +113,11 @@ pub(crate) fn plugin(
     })
 }
 
-/// Reads a plan file: a JSON plan, or the actions text with `params.pipelines` pipelines.
+/// Reads a plan file: a JSON plan, or the actions text with `params.pipelines` pipelines (`json`
+/// `None`: a JSON plan when the text starts with `{`).
 pub(crate) fn plan_file(
     path: &str,
-    json: bool,
+    json: Option<bool>,
     params: &Params,
     host: &mut dyn Host,
     files: &mut Files,
@@ -127,11 +128,12 @@ pub(crate) fn plan_file(
         )));
     }
     let text = host.read(path)?;
-    let file = files.add(path, text);
+    let name = shown_name(path);
+    let file = files.add(name, text);
     let text = files.text(file).unwrap_or_default();
-    if json {
+    if json.unwrap_or_else(|| text.trim_start().starts_with('{')) {
         let read = pipeweave_export::read_json(text, file).map_err(Failure::from_diagnostics)?;
-        return validated(read.plan, None, path.to_owned());
+        return validated(read.plan, None, name.to_owned());
     }
     let read = pipeweave_export::read_actions(text, file, params.pipelines)
         .map_err(Failure::from_diagnostics)?;
@@ -140,7 +142,7 @@ pub(crate) fn plan_file(
         .into_iter()
         .map(|r| r.into_iter().map(|range| Span::new(file, range)).collect())
         .collect();
-    validated(read.plan, Some(origins), path.to_owned())
+    validated(read.plan, Some(origins), name.to_owned())
 }
 
 /// Turns validator problems into diagnostics that point at the actions' sources.

@@ -119,3 +119,65 @@ fn thousands_of_unknown_spec_keys_on_one_line_are_bounded() {
     assert_eq!(out.status.code(), Some(1));
     insta::assert_snapshot!("spec_keys_one_diagnostic", text(&out.stderr));
 }
+
+/// A FIFO or a device as any input: refused before a byte is read, naming the file and what it
+/// is (before: `check` on a FIFO waited forever for a writer).
+#[cfg(unix)]
+#[test]
+fn fifos_and_devices_are_refused() {
+    let dir = Scratch::new("fifo");
+    let made = Command::new("mkfifo")
+        .arg(dir.path("pipe"))
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let refusal = "not a regular file but a FIFO (named pipe); give a file, or `-` with the text \
+                   on standard input\n";
+    for args in [
+        &["check", "pipe"][..],
+        &["validate", "pipe"],
+        &["simulate", "1f1b", "-p", "2", "-m", "2", "--spec", "pipe"],
+        &["compare", "1f1b", "--spec", "pipe"],
+    ] {
+        let out = dir.run(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(
+            text(&out.stderr),
+            format!("error: cannot read `pipe`: {refusal}"),
+            "{args:?}"
+        );
+    }
+    let out = dir.run(&["validate", "/dev/zero"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("`/dev/zero`: not a regular file but a character device"));
+}
+
+/// `-` reads standard input: a plan file (actions, or JSON when it starts with `{`) where a PLAN
+/// is expected, a schedule for `check`, a spec for `--spec`; diagnostics call it `<stdin>`.
+#[test]
+fn a_dash_reads_standard_input() {
+    let dir = Scratch::new("stdin");
+    let run = |args: &[&str], input: &str| {
+        let out = run_in(&dir.0, args, Some(input.as_bytes()));
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let (code, out, _) = run(&["validate", "-"], "0F0,0B0\n");
+    assert_eq!(code, Some(0));
+    assert!(out.starts_with("<stdin>: valid and deadlock free"), "{out}");
+    let (_, json, _) = run(&["convert", "-", "--to", "json"], "0F0,0B0\n1F0,1B0\n");
+    let (code, actions, _) = run(&["convert", "-", "--to", "actions"], &json);
+    assert_eq!((code, actions.as_str()), (Some(0), "0F0,0B0\n1F0,1B0\n"));
+    let (code, _, err) = run(&["check", "-"], "stages P\nprogram { F B x }\n");
+    assert_eq!(code, Some(1));
+    assert!(err.contains("┌─ <stdin>:2:15"), "{err}");
+    let spec = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../specs/unit.toml"),
+    )
+    .expect("the unit spec");
+    let (code, out, err) = run(&["simulate", "1f1b", "--spec", "-"], &spec);
+    assert_eq!((code, err.as_str()), (Some(0), ""));
+    assert!(out.contains("spec unit:"), "{out}");
+    let (code, _, err) = run(&["validate", "-"], "0F0,0X0\n");
+    assert_eq!(code, Some(1));
+    assert!(err.contains("┌─ <stdin>:1:6"), "{err}");
+}

@@ -206,3 +206,25 @@ fn specs_by_file_and_by_name() {
     );
     assert!(!bad.expect_err("syntax").diagnostics.is_empty());
 }
+
+/// `-` is standard input: a plan file whose form its text tells (JSON starts with `{`), named
+/// `<stdin>` in messages.
+#[test]
+fn a_dash_is_a_plan_file_on_standard_input() {
+    let mut files = Files::default();
+    for (text, ranks) in [("0F0,0B0\n1F0,1B0\n", 2), ("{ \"format\": 1 }", 0)] {
+        let mut host = MemoryHost::with(&[("-", text)]);
+        let source = resolve("-", &mut host, &mut files);
+        assert_eq!(source.kind(), SourceKind::PlanFile);
+        match source.build(&Params::default(), &mut host, &mut files) {
+            Ok(built) => {
+                assert_eq!(
+                    (built.plan.ranks(), built.name.as_str()),
+                    (ranks, "<stdin>")
+                );
+            }
+            // Read as JSON: the reader's own complaint, not the actions reader's.
+            Err(f) => assert!(f.reason().contains("pipeweave plan"), "{f:?}"),
+        }
+    }
+}
