@@ -86,7 +86,7 @@ enum Command {
         /// Target format
         #[arg(long, value_enum, default_value_t = ConvertTo::Actions)]
         to: ConvertTo,
-        /// Write to this file instead of standard output
+        /// Write to this file instead of standard output (`-`: standard output)
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
@@ -112,7 +112,7 @@ enum Command {
         /// What to measure
         #[arg(long, value_enum, default_value_t = MetricArg::Bubble)]
         metric: MetricArg,
-        /// Also draw the sweep as a line chart in this SVG file
+        /// Also draw the sweep as a line chart in this SVG file (the table goes to standard output)
         #[arg(long, value_name = "FILE")]
         svg: Option<PathBuf>,
         /// Format of the table on standard output
@@ -123,7 +123,7 @@ enum Command {
     Report {
         #[command(flatten)]
         many: ManyArgs,
-        /// The HTML file to write
+        /// The HTML file to write (`-`: standard output)
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
         /// The sweep to chart (default: micro-batches from P to 16P)
@@ -151,7 +151,7 @@ enum Command {
         to: export::ExportFormat,
         #[command(flatten)]
         costs: CostArgs,
-        /// Write to this file instead of standard output
+        /// Write to this file instead of standard output (`-`: standard output)
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
@@ -162,14 +162,14 @@ enum Command {
         /// Target format
         #[arg(long, value_enum)]
         to: ConvertTo,
-        /// Write to this file instead of standard output
+        /// Write to this file instead of standard output (`-`: standard output)
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(arguments()) {
         Ok(cli) => cli,
         Err(e) => {
             // Our value parsers' errors read like every other usage error of ours.
@@ -180,13 +180,38 @@ fn main() -> ExitCode {
                     let max = diagnostics::DEFAULT_MAX_DIAGNOSTICS;
                     return output::finish(usage, &Default::default(), max);
                 }
-                None => e.exit(),
+                None => return clap_exit(&e),
             }
         }
     };
     let mut session = Session::new(cli.max_diagnostics);
     let result = run(cli.command, &mut session);
     output::finish(result, &session.files, cli.max_diagnostics)
+}
+
+/// The command line, with `help --help` read as `help` (clap's help subcommand takes the name of
+/// a subcommand, and would refuse `--help` as one).
+fn arguments() -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "help") {
+        args.retain(|a| a != "--help" && a != "-h");
+    }
+    args
+}
+
+/// Prints clap's own message (help, version, or a usage error) and gives its exit code; help that
+/// cannot be written to standard output is an error like any other lost output.
+fn clap_exit(e: &clap::Error) -> ExitCode {
+    let printed = e
+        .print()
+        .and_then(|()| std::io::Write::flush(&mut std::io::stdout()));
+    match printed {
+        Err(err) if !e.use_stderr() && err.kind() != std::io::ErrorKind::BrokenPipe => {
+            output::warn(&format!("error: cannot write to standard output: {err}\n"));
+            ExitCode::from(1)
+        }
+        _ => ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)),
+    }
 }
 
 fn run(command: Command, session: &mut Session) -> Result<(), Failure> {

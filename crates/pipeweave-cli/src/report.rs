@@ -8,7 +8,7 @@
 
 use crate::args::ManyArgs;
 use crate::many::{Drawn, Many, costing, draw, timelines};
-use crate::output::emit;
+use crate::output::{emit, is_stdout};
 use crate::session::Session;
 use crate::sweep::sweep;
 use pipeweave_eval::{Comparison, Costing, Metric, Over, Param};
@@ -191,7 +191,7 @@ fn page(args: &ManyArgs, options: &Options, session: &mut Session) -> Result<Str
     Ok(html_page(&page))
 }
 
-/// `pipeweave report`: writes the page to `output`.
+/// `pipeweave report`: writes the page to `output` (`-`: standard output).
 pub fn run(
     args: &ManyArgs,
     output: &Path,
@@ -200,5 +200,8 @@ pub fn run(
 ) -> Result<(), Failure> {
     let html = page(args, options, session)?;
     emit(Some(output), &html)?;
+    if is_stdout(output) {
+        return Ok(());
+    }
     emit(None, &format!("wrote {}\n", output.display()))
 }

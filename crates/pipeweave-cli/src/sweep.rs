@@ -4,7 +4,7 @@
 
 use crate::args::{ManyArgs, MetricArg};
 use crate::many::{Many, costing};
-use crate::output::emit;
+use crate::output::{emit, is_stdout};
 use crate::progress::Progress;
 use crate::session::Session;
 use clap::ValueEnum;
@@ -52,6 +52,11 @@ pub fn run(
     format: TableFormat,
     session: &mut Session,
 ) -> Result<(), Failure> {
+    if svg.is_some_and(|p| is_stdout(p)) {
+        return Err(Failure::usage(
+            "--svg -: the table goes to standard output; write the chart to a file",
+        ));
+    }
     let costing = costing(args.spec.as_deref(), session)?;
     let many = Many::resolve(&args.schedules, &args.params, session)?;
     let result = sweep(&many, over, metric.into(), &costing, session)?;

@@ -181,3 +181,127 @@ fn a_dash_reads_standard_input() {
     assert_eq!(code, Some(1));
     assert!(err.contains("┌─ <stdin>:1:6"), "{err}");
 }
+
+/// Runs `pipeweave` in `dir` with standard output going into `/dev/full`.
+#[cfg(target_os = "linux")]
+fn run_into_full_disk(dir: &Path, args: &[&str]) -> Output {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full opens");
+    Command::new(env!("CARGO_BIN_EXE_pipeweave"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(full)
+        .stderr(Stdio::piped())
+        .output()
+        .expect("the pipeweave binary runs")
+}
+
+/// Every command that writes to standard output says so when it cannot, and exits 1 (before:
+/// every command exited 0 with its output lost).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_disk_on_standard_output_is_an_error() {
+    let dir = Scratch::new("full-stdout");
+    dir.write("plan.actions", "0F0,0B0\n1F0,1B0\n");
+    dir.write("s.weave", "stages P\nprogram { F B }\n");
+    let commands: [&[&str]; 15] = [
+        &["validate", "plan.actions"],
+        &["simulate", "plan.actions"],
+        &["show", "plan.actions"],
+        &["list"],
+        &["check", "s.weave"],
+        &["compile", "1f1b", "-p", "32", "-m", "256"],
+        &["convert", "plan.actions", "--to", "json"],
+        &["export", "plan.actions", "--to", "chrome-trace"],
+        &["compare", "1f1b", "zb-h1", "--spec", "unit"],
+        &["sweep", "1f1b", "-p", "4", "--over", "m=4,8"],
+        &["recommend", "--spec", "unit"],
+        &["render", "1f1b", "-p", "2", "-m", "2", "--svg", "-"],
+        &["report", "1f1b", "-p", "2", "-m", "2", "-o", "-"],
+        &["--help"],
+        &["help", "--help"],
+    ];
+    for args in commands {
+        let out = run_into_full_disk(&dir.0, args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            text(&out.stderr).ends_with(
+                "error: cannot write to standard output: No space left on device (os error 28)\n"
+            ),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+}
+
+/// `-o FILE` writes a new file beside the target and renames it: a failed write leaves an
+/// existing file as it was and no temporary file behind; `-o -` is standard output.
+#[cfg(target_os = "linux")]
+#[test]
+fn output_files_are_whole_or_untouched() {
+    let dir = Scratch::new("output-files");
+    let good = "0F0,0B0\n";
+    dir.write("good.actions", good);
+    // A file size limit makes the write fail half way (EFBIG; the signal ignored as a shell can).
+    let limited = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "trap '' XFSZ; ulimit -f 8; exec '{}' compile 1f1b -p 32 -m 256 -o good.actions",
+            env!("CARGO_BIN_EXE_pipeweave")
+        ))
+        .current_dir(&dir.0)
+        .output()
+        .expect("sh runs");
+    assert_eq!(limited.status.code(), Some(1));
+    assert_eq!(
+        text(&limited.stderr),
+        "error: cannot write `good.actions`: File too large (os error 27)\n"
+    );
+    let left: Vec<String> = std::fs::read_dir(&dir.0)
+        .expect("the folder")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    assert_eq!(left, ["good.actions"]);
+    assert_eq!(
+        std::fs::read_to_string(dir.path("good.actions")).expect("reads"),
+        good
+    );
+
+    for args in [
+        &["compile", "1f1b", "-p", "2", "-m", "2", "-o"][..],
+        &["export", "1f1b", "-p", "2", "-m", "2", "--to", "json", "-o"],
+        &["render", "1f1b", "-p", "2", "-m", "2", "--svg"],
+        &["report", "1f1b", "-p", "2", "-m", "2", "-o"],
+    ] {
+        // A folder nobody can write into, root included.
+        let out = dir.run(&[args, &["/proc/pipeweave.out"]].concat());
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(
+            text(&out.stderr),
+            "error: cannot write `/proc/pipeweave.out`: cannot create a file in `/proc`: \
+             No such file or directory (os error 2)\n",
+            "{args:?}"
+        );
+        let out = dir.run(&[args, &["/dev/full"]].concat());
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(text(&out.stderr).contains("cannot write `/dev/full`: No space left"));
+        // `-`: standard output, and no file named `-`.
+        let out = dir.run(&[args, &["-"]].concat());
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert!(
+            !out.stdout.is_empty() && !dir.path("-").exists(),
+            "{args:?}"
+        );
+        assert!(!text(&out.stdout).contains("wrote"), "{args:?}");
+    }
+    let out = dir.run(&["sweep", "1f1b", "-p", "2", "--over", "m=2,4", "--svg", "-"]);
+    assert_eq!(out.status.code(), Some(2));
+}
