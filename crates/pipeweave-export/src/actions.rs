@@ -84,6 +84,10 @@ pub fn read_actions(
     while lines.last().is_some_and(|(_, t)| t.trim().is_empty()) {
         lines.pop();
     }
+    if let Some(&(start, text)) = lines.get(pipeweave_plan::MAX_RANKS as usize) {
+        diags.push(too_many_ranks(Span::new(file, start..start + text.len())));
+        return Err(diags);
+    }
 
     let mut programs: Vec<Vec<Action>> = Vec::with_capacity(lines.len());
     let mut spans: Vec<Vec<Range<usize>>> = Vec::with_capacity(lines.len());
@@ -523,6 +527,16 @@ fn parse_id(digits: &str, at: usize, what: &str) -> Result<u32, CellError> {
             format!("{what} number `{digits}` is too large"),
         )
     })
+}
+
+/// A file of more lines than a plan may have ranks, pointing at the first line too many.
+fn too_many_ranks(line: Span) -> Diagnostic {
+    let max = pipeweave_plan::MAX_RANKS;
+    Diagnostic::error(format!(
+        "the file has more than {max} ranks (lines); a plan has at most {max} ranks"
+    ))
+    .with_span_label(line, format!("rank {max} (line {})", max + 1))
+    .with_note("every line is a rank, an empty one too (only empty lines at the end are not)")
 }
 
 #[cfg(test)]

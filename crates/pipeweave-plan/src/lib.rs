@@ -14,5 +14,8 @@ pub use action::{Action, Kind, Op, Ops};
 pub use lower::{Dir, LoweredPlan, Step, Steps, lower};
 pub use plan::{Pipeline, Plan, PlanError};
 
+/// The most ranks a plan may have: every reader, builder and command line refuses more.
+pub const MAX_RANKS: u32 = 1 << 16;
+
 #[cfg(test)]
 mod tests;

@@ -333,6 +333,21 @@ fn read_parallelism(
     model: Option<&Model>,
 ) -> Option<Parallelism> {
     let pp = t.u32_int(cx, "pp", 1, "pipeline-parallel ranks");
+    let pp = pp.and_then(|pp| {
+        if pp <= pipeweave_plan::MAX_RANKS {
+            return Some(pp);
+        }
+        let span = cx.spans.get("parallelism.pp").cloned().unwrap_or(0..0);
+        cx.error(
+            &span,
+            format!(
+                "`parallelism.pp` is {pp}; a plan has at most {} ranks",
+                pipeweave_plan::MAX_RANKS
+            ),
+            "too many ranks",
+        );
+        None
+    });
     let tp = t.u32_int(cx, "tp", 1, "tensor-parallel ranks");
     let ep = t.u32_int(cx, "ep", 1, "expert-parallel ranks (1 for a dense model)");
     let dp = t.u32_int(cx, "dp", 1, "data-parallel replicas");
