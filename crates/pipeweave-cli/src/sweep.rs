@@ -68,5 +68,17 @@ pub fn run(
         TableFormat::Csv => pipeweave_report::sweep_csv(&result),
         TableFormat::Json => pipeweave_report::sweep_json(&result),
     };
-    emit(None, &table)
+    emit(None, &table)?;
+    // As `compare`: the table shows why, and the exit code says nothing could run.
+    let ran = result
+        .series
+        .iter()
+        .any(|s| s.points.iter().any(|p| p.value.is_ok()));
+    if ran {
+        Ok(())
+    } else {
+        Err(Failure::invalid(
+            "no schedule could be simulated at any value",
+        ))
+    }
 }

@@ -123,8 +123,8 @@ impl Source {
     ) -> Result<Built, Failure> {
         match &self.inner {
             Inner::Weave(read) => {
-                let (file, _) = read.as_ref().map_err(Clone::clone)?;
-                build::weave(&self.name, *file, params, files)
+                let (file, declared) = read.as_ref().map_err(Clone::clone)?;
+                build::weave(&self.name, *file, declared, params, files)
             }
             Inner::Plugin(plugin) => {
                 let (info, _) = plugin.as_ref().map_err(Clone::clone)?;

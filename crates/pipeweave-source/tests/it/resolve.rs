@@ -112,9 +112,25 @@ fn building_checks_parameters() {
     );
     let mut bad = params(4, 8);
     bad.settings.push("x=maybe".parse().expect("NAME=VALUE"));
+    // A parameter the schedule does not declare is the command line's mistake, as for plugins.
+    let f = gpipe.build(&bad, &mut host, &mut files).expect_err("usage");
+    assert!(f.is_usage());
+    assert_eq!(
+        f.diagnostics[0].message,
+        "--set x=maybe: `gpipe` has no such parameter (it takes only P and M)"
+    );
+    let interleaved = resolve("interleaved-1f1b", &mut host, &mut files);
+    let mut bad = params(4, 8);
+    bad.settings.push("v=maybe".parse().expect("NAME=VALUE"));
+    assert_eq!(
+        usage(interleaved.build(&bad, &mut host, &mut files)),
+        "--set v=maybe: the value must be an integer, true or false"
+    );
+    let mut bad = params(4, 8);
+    bad.stages_per_rank = Some(2);
     assert_eq!(
         usage(gpipe.build(&bad, &mut host, &mut files)),
-        "--set x=maybe: the value must be an integer, true or false"
+        "-v 2: `gpipe` has no such parameter (it takes only P and M)"
     );
     let file = resolve("plan.actions", &mut host, &mut files);
     let f = file
