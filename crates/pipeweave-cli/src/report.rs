@@ -7,7 +7,7 @@
 //! timelines.
 
 use crate::args::ManyArgs;
-use crate::many::{Drawn, Many, costing, draw, timelines};
+use crate::many::{Drawn, Many, costing, draw, reason, timelines};
 use crate::output::{emit, is_stdout};
 use crate::session::Session;
 use crate::sweep::sweep;
@@ -131,7 +131,7 @@ fn page(args: &ManyArgs, options: &Options, session: &mut Session) -> Result<Str
         let name = source.name();
         let d = b
             .as_ref()
-            .map_err(Failure::reason)
+            .map_err(|f| reason(source, f, &session.files))
             .and_then(|b| draw(name, &b.plan, &costing));
         match d {
             Ok(d) => drawn.push(d),

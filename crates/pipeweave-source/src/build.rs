@@ -165,17 +165,30 @@ pub(crate) fn plan_file(
     let file = files.add(name, text);
     let text = files.text(file).unwrap_or_default();
     if json.unwrap_or_else(|| text.trim_start().starts_with('{')) {
-        let read = pipeweave_export::read_json(text, file).map_err(Failure::from_diagnostics)?;
+        let read = pipeweave_export::read_json(text, file).map_err(|d| in_file(d, file))?;
         return validated(read.plan, None, name.to_owned());
     }
     let read = pipeweave_export::read_actions(text, file, params.pipelines)
-        .map_err(Failure::from_diagnostics)?;
+        .map_err(|d| in_file(d, file))?;
     let origins = read
         .spans
         .into_iter()
         .map(|r| r.into_iter().map(|range| Span::new(file, range)).collect())
         .collect();
     validated(read.plan, Some(origins), name.to_owned())
+}
+
+/// A reader's problems, each in `file`: one about the whole file (it is empty, it holds no
+/// actions) points at its start, so that the message names the file.
+fn in_file(diagnostics: Vec<Diagnostic>, file: FileId) -> Failure {
+    let placed = diagnostics
+        .into_iter()
+        .map(|d| match d.span {
+            Some(_) => d,
+            None => d.with_span(Span::new(file, 0..0)),
+        })
+        .collect();
+    Failure::from_diagnostics(placed)
 }
 
 /// Turns validator problems into diagnostics that point at the actions' sources.

@@ -244,3 +244,18 @@ fn a_dash_is_a_plan_file_on_standard_input() {
         }
     }
 }
+
+/// A row that could not run says where, for a file the user wrote (before: "not run: unknown name
+/// `r2`" without the file or the line).
+#[test]
+fn located_reasons() {
+    let mut host = MemoryHost::with(&[("bad.weave", "stages P\nprogram { F B r2 }\n")]);
+    let mut files = Files::default();
+    let source = resolve("bad.weave", &mut host, &mut files);
+    let f = source
+        .build(&params(4, 8), &mut host, &mut files)
+        .expect_err("a syntax error");
+    let reason = f.located_reason(&files);
+    assert!(reason.starts_with("bad.weave:2:15: expected an action"), "{reason}");
+    assert_eq!(Failure::invalid("no place").located_reason(&files), "no place");
+}
