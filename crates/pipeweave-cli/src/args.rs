@@ -208,6 +208,10 @@ fn parse_setting(text: &str) -> Result<Setting, ArgError> {
         .map_err(|e: pipeweave_source::SettingError| ArgError(e.to_string()))
 }
 
+/// The largest duration `--costs` takes: a step of the largest plan (about 10^13 actions) still
+/// lasts a finite time, far below `f64::MAX`.
+const MAX_COST: f64 = 1e12;
+
 /// `--costs F=1,B=2,...`: uniform costs; B defaults to I + W, a pair to F + B.
 fn parse_costs(text: &str) -> Result<UniformCosts, ArgError> {
     let mut c = UniformCosts::default();
@@ -229,6 +233,14 @@ fn parse_costs(text: &str) -> Result<UniformCosts, ArgError> {
                     v.trim()
                 ))
             })?;
+        if value > MAX_COST {
+            return Err(ArgError(format!(
+                "--costs: {}={} is too large (at most {MAX_COST:e}, so that every figure of a \
+                 step stays a finite number)",
+                k.trim(),
+                v.trim()
+            )));
+        }
         match k.trim() {
             "F" | "f" => c.stage.f = value,
             "I" | "i" => c.stage.i = value,
@@ -245,6 +257,12 @@ fn parse_costs(text: &str) -> Result<UniformCosts, ArgError> {
     }
     c.stage.b = b.unwrap_or(c.stage.i + c.stage.w);
     c.pair = pair;
+    if c.stage.f <= 0.0 {
+        // Every plan has forwards: with F > 0 a step has a length, and the bubble a ratio.
+        return Err(ArgError(
+            "--costs: F must be greater than 0 (a step of instant forwards has no length)".into(),
+        ));
+    }
     Ok(c)
 }
 
@@ -407,5 +425,23 @@ mod tests {
         );
         assert!(parse_costs("Q=1").expect_err("unknown").0.contains("`Q`"));
         assert!(parse_costs("F").expect_err("no =").0.contains("KEY=VALUE"));
+        assert_eq!(
+            parse_costs("F=1e308,B=1e308").expect_err("too large").0,
+            "--costs: F=1e308 is too large (at most 1e12, so that every figure of a step stays \
+             a finite number)"
+        );
+        assert!(
+            parse_costs("B=1e13")
+                .expect_err("too large")
+                .0
+                .contains("B=1e13")
+        );
+        assert!(
+            parse_costs("F=0,B=1")
+                .expect_err("no forward")
+                .0
+                .contains("F must be")
+        );
+        assert!(parse_costs("F=1e12,transfer=1e12").is_ok());
     }
 }

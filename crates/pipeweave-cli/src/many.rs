@@ -224,10 +224,18 @@ pub struct Drawn {
 /// Simulates `plan`, the SCHEDULE argument `name`'s, under `costing`; fails, with the reason,
 /// when the spec cannot take the plan.
 pub fn draw(name: &str, plan: &Plan, costing: &Costing) -> Result<Drawn, String> {
+    let run = costing.run(plan)?;
+    let sim = pipeweave_eval::Simulation::new(name, plan, &run.timeline, None);
+    if let Some((path, x)) = pipeweave_eval::non_finite(&sim) {
+        return Err(format!(
+            "the figure `{path}` came out as {x}, not a finite number; an input is too large or \
+             too small for pipeweave to compute with"
+        ));
+    }
     Ok(Drawn {
         name: name.to_owned(),
         plan: plan.clone(),
-        run: costing.run(plan)?,
+        run,
     })
 }
 

@@ -95,6 +95,11 @@ fn sweep_blocks(
         Ok(result) => result,
         Err(f) => return vec![Block::Paragraph(format!("no sweep: {}", f.reason()))],
     };
+    if let Some((path, x)) = pipeweave_eval::non_finite(&result.series) {
+        return vec![Block::Paragraph(format!(
+            "no sweep: the figure `{path}` came out as {x}, not a finite number"
+        ))];
+    }
     let table = sweep_table(&result);
     let mut blocks = vec![
         Block::Figure {
@@ -157,6 +162,7 @@ fn page(args: &ManyArgs, options: &Options, session: &mut Session) -> Result<Str
     // The plans built for the timelines serve the comparison when it has the same P and M.
     let prebuilt = Some((&request, &built[..]));
     let compared = many.compare(&spec, default, &request, units, prebuilt, session);
+    crate::output::finite("report", pipeweave_eval::non_finite(&compared))?;
 
     let over = options
         .over

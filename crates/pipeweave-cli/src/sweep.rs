@@ -60,6 +60,7 @@ pub fn run(
     let costing = costing(args.spec.as_deref(), session)?;
     let many = Many::resolve(&args.schedules, &args.params, session)?;
     let result = sweep(&many, over, metric.into(), &costing, session)?;
+    crate::output::finite("sweep", pipeweave_eval::non_finite(&result.series))?;
     if let Some(path) = svg {
         emit(Some(path), &pipeweave_report::sweep_svg(&result))?;
     }

@@ -305,3 +305,61 @@ fn output_files_are_whole_or_untouched() {
     let out = dir.run(&["sweep", "1f1b", "-p", "2", "--over", "m=2,4", "--svg", "-"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Inputs that would make a figure infinite or NaN are refused where they are read: a spec's key
+/// with its place, a cost by its name (before: `inf`, `NaN%` and JSON `null`, exit 0).
+#[test]
+fn figures_stay_finite() {
+    let dir = Scratch::new("numbers");
+    let unit = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../specs/unit.toml"),
+    )
+    .expect("the unit spec");
+    dir.write(
+        "tiny.toml",
+        unit.replace("peak_tflops = 100.0", "peak_tflops = 5e-324"),
+    );
+    dir.write(
+        "slow.toml",
+        unit.replace(
+            "intra_node_latency_us = 1.0",
+            "intra_node_latency_us = 1e308",
+        ),
+    );
+    let out = dir.run(&["simulate", "1f1b", "--spec", "tiny.toml"]);
+    assert_eq!((out.status.code(), out.stdout.is_empty()), (Some(1), true));
+    insta::assert_snapshot!("peak_too_small", text(&out.stderr));
+    let out = dir.run(&["compare", "1f1b", "--spec", "slow.toml", "--format", "json"]);
+    assert_eq!((out.status.code(), out.stdout.is_empty()), (Some(1), true));
+    assert!(text(&out.stderr).starts_with(
+        "error: `cluster.intra_node_latency_us` must be at most 1000000000, found 1e308\n   \
+         ┌─ slow.toml:15:25\n"
+    ));
+    let out = dir.run(&[
+        "simulate",
+        "1f1b",
+        "-p",
+        "4",
+        "-m",
+        "8",
+        "--costs",
+        "F=1e308,B=1e308",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "error: --costs: F=1e308 is too large (at most 1e12, so that every figure of a step stays \
+         a finite number)\n"
+    );
+    let out = dir.run(&[
+        "simulate",
+        "1f1b",
+        "-p",
+        "4",
+        "-m",
+        "8",
+        "--costs",
+        "F=0,B=0,W=0",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -256,6 +256,12 @@ fn located_reasons() {
         .build(&params(4, 8), &mut host, &mut files)
         .expect_err("a syntax error");
     let reason = f.located_reason(&files);
-    assert!(reason.starts_with("bad.weave:2:15: expected an action"), "{reason}");
-    assert_eq!(Failure::invalid("no place").located_reason(&files), "no place");
+    assert!(
+        reason.starts_with("bad.weave:2:15: expected an action"),
+        "{reason}"
+    );
+    assert_eq!(
+        Failure::invalid("no place").located_reason(&files),
+        "no place"
+    );
 }
