@@ -16,6 +16,7 @@ mod progress;
 mod recommend;
 mod report;
 mod session;
+mod show;
 mod single;
 mod sweep;
 
@@ -66,6 +67,8 @@ enum Command {
         plan: PlanArgs,
         #[command(flatten)]
         costs: CostArgs,
+        #[command(flatten)]
+        window: show::WindowArgs,
     },
     /// List the schedules available by name, with their origin and parameters
     List {
@@ -222,7 +225,11 @@ fn run(command: Command, session: &mut Session) -> Result<(), Failure> {
             costs,
             format,
         } => single::run_simulate(&plan, &costs, format, session),
-        Command::Show { plan, costs } => single::show(&plan, &costs, session),
+        Command::Show {
+            plan,
+            costs,
+            window,
+        } => show::run(&plan, &costs, &window, session),
         Command::Check { file } => list::check(&file, session),
         Command::List { plugin_dirs } => list::list(&plugin_dirs, session),
         Command::Render { many, svg, comms } => draw::render(&many, &svg, comms, session),

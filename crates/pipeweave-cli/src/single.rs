@@ -1,12 +1,12 @@
-//! The commands on one plan: `validate`, `simulate`, `show`, `convert` and `compile`, and the
-//! steps `export` shares with them (the plan on a spec, the plan simulated).
+//! The commands on one plan: `validate`, `simulate`, `convert` and `compile`, and the steps
+//! `show` and `export` share with them (the plan on a spec, the plan simulated).
 
 use crate::args::{ConvertTo, CostArgs, Format, PlanArgs};
 use crate::output::{self, emit};
 use crate::session::Session;
 use pipeweave_eval::{Evaluation, Shape, Simulation, evaluate, non_finite};
 use pipeweave_plan::Plan;
-use pipeweave_sim::{CostModel, Timeline, UniformCosts};
+use pipeweave_sim::{CostModel, Timeline};
 use pipeweave_source::{Built, Failure, LoadedSpec};
 use std::path::PathBuf;
 
@@ -97,25 +97,6 @@ pub fn run_simulate(
             Format::Json => pipeweave_report::simulation_json(&sim),
         },
     )
-}
-
-/// `pipeweave show`: the text timeline (on a spec, with its step time first).
-pub fn show(plan: &PlanArgs, costs: &CostArgs, session: &mut Session) -> Result<(), Failure> {
-    if let Some(spec) = &costs.spec {
-        let spec = session.spec(Some(spec))?;
-        let (built, e) = on_spec(session, plan, &spec)?;
-        let head = format!(
-            "spec {}: step time {}, times in seconds\n",
-            e.report.spec,
-            pipeweave_report::seconds(e.report.step_time_s)
-        );
-        let timeline = pipeweave_report::text_timeline(&built.plan, &e.timeline);
-        return emit(None, &(head + &timeline));
-    }
-    let built = session.load(plan)?;
-    let costs: UniformCosts = costs.costs.unwrap_or_default();
-    let t = simulate(&built, &costs)?;
-    emit(None, &pipeweave_report::text_timeline(&built.plan, &t))
 }
 
 /// `pipeweave convert` and `pipeweave compile`.
