@@ -8,7 +8,7 @@
 
 use crate::json_text::{push_f64, push_uint};
 use crate::timing::{Interval, Timing};
-use locate::{Seg, index, key, locate};
+use locate::{Found, index, key, place};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_plan::{Action, Dir, Kind, LoweredPlan, Op, Pipeline, Plan, Step, lower};
 use serde::{Deserialize, Serialize};
@@ -521,9 +521,6 @@ fn push_intervals(out: &mut Vec<u8>, times: &[Interval]) {
 
 // ---- reading ----
 
-/// Problems of a parsed plan, each with the path of the value it is about.
-type Found = Vec<(Diagnostic, Vec<Seg>)>;
-
 /// Reads a JSON plan, checking that its derived sections agree with its actions. Every problem
 /// points at the value it is about.
 pub fn read_json(source: &str, file: FileId) -> Result<PlanJson, Vec<Diagnostic>> {
@@ -566,27 +563,6 @@ pub fn read_json(source: &str, file: FileId) -> Result<PlanJson, Vec<Diagnostic>
     let wire: WirePlan =
         serde_json::from_str(source).map_err(|e| vec![syntax(source, file, &e)])?;
     from_wire(wire).map_err(|found| place(source, file, found))
-}
-
-/// Points every problem at its value, or at the nearest value around it that the document has.
-fn place(source: &str, file: FileId, found: Found) -> Vec<Diagnostic> {
-    let mut paths = Vec::new();
-    for (_, p) in &found {
-        paths.extend((0..=p.len()).rev().map(|n| p[..n].to_vec()));
-    }
-    let ranges = locate(source, &paths);
-    let mut at = 0;
-    found
-        .into_iter()
-        .map(|(d, p)| {
-            let range = ranges[at..=at + p.len()].iter().flatten().next().cloned();
-            at += p.len() + 1;
-            match range {
-                Some(r) => d.with_span(Span::new(file, r)),
-                None => d,
-            }
-        })
-        .collect()
 }
 
 /// A serde_json error as a diagnostic pointing at its line and column.

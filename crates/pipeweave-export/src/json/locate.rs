@@ -3,10 +3,36 @@
 //! after parsing (a step that differs from the lowering, a rank out of order) points at its place.
 //!
 //! The text is one serde_json has already parsed: the scan only follows its structure (strings
-//! with their escapes, containers, scalars), without a stack of its own beyond the path.
+//! with their escapes, containers, scalars), keeping the path and the open containers, without
+//! recursion.
 
+use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use std::collections::BTreeMap;
 use std::ops::Range;
+
+/// Problems of a parsed document, each with the path of the value it is about.
+pub(crate) type Found = Vec<(Diagnostic, Vec<Seg>)>;
+
+/// Points every problem at its value, or at the nearest value around it that the document has.
+pub(crate) fn place(source: &str, file: FileId, found: Found) -> Vec<Diagnostic> {
+    let mut paths = Vec::new();
+    for (_, p) in &found {
+        paths.extend((0..=p.len()).rev().map(|n| p[..n].to_vec()));
+    }
+    let ranges = locate(source, &paths);
+    let mut at = 0;
+    found
+        .into_iter()
+        .map(|(d, p)| {
+            let range = ranges[at..=at + p.len()].iter().flatten().next().cloned();
+            at += p.len() + 1;
+            match range {
+                Some(r) => d.with_span(Span::new(file, r)),
+                None => d,
+            }
+        })
+        .collect()
+}
 
 /// One step of a path: a member of an object or an element of an array.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
