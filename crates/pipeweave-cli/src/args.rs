@@ -27,7 +27,8 @@ impl std::error::Error for ArgError {}
 /// Which plan to work on.
 #[derive(Debug, Args)]
 pub struct PlanArgs {
-    /// A plan file (actions text, PyTorch compute-only CSV, or JSON plan)
+    /// A schedule, or a plan file (actions text, PyTorch compute-only CSV, or JSON plan; `-`:
+    /// standard input)
     #[arg(value_name = "PLAN")]
     pub plan: String,
     #[command(flatten)]
@@ -85,7 +86,8 @@ pub struct CostArgs {
         value_parser = parse_costs
     )]
     pub costs: Option<UniformCosts>,
-    /// Costs from a cluster spec: a TOML file, a shipped spec's name, or `default`; its
+    /// Costs from a cluster spec: a TOML file (`-`: standard input), a shipped spec's name, or
+    /// `default`; its
     /// `parallelism.pp` and `training.microbatches` are the defaults of -p and -m
     #[arg(long, value_name = "FILE|NAME", conflicts_with = "costs")]
     pub spec: Option<String>,

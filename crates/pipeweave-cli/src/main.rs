@@ -78,7 +78,7 @@ enum Command {
     },
     /// Check a schedule file (syntax and names) without compiling a plan
     Check {
-        /// A `.weave` file or a library schedule name
+        /// A `.weave` file (`-`: standard input) or a library schedule name
         #[arg(value_name = "SCHEDULE")]
         file: String,
     },
