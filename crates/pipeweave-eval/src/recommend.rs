@@ -194,6 +194,12 @@ fn pp_problem(spec: &Spec, pp: u64, global: u64) -> Option<String> {
         // exchange that would then dominate is not in the cost model.
         return Some("no pipeline (the cost model leaves out data-parallel communication)".into());
     }
+    if pp > u64::from(pipeweave_plan::MAX_RANKS) {
+        return Some(format!(
+            "more pipeline ranks than the {} a plan may have",
+            pipeweave_plan::MAX_RANKS
+        ));
+    }
     if pp > layers {
         return Some(format!(
             "more pipeline ranks than the model's {layers} layers"
