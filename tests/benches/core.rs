@@ -2,34 +2,9 @@
 //! 64 × 4,096 (about a million compute operations). Target: under 100 ns per operation.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use pipeweave_plan::{Action, Kind, Op, Plan};
+use pipeweave_plan::testing::one_f_one_b;
 use pipeweave_sim::UnitCosts;
 use std::hint::black_box;
-
-/// The textbook 1F1B order: rank r warms up with P − r − 1 forwards, then alternates.
-fn one_f_one_b(p: u32, m: u32) -> Plan {
-    let programs = (0..p)
-        .map(|r| {
-            let warm = (p - r - 1).min(m);
-            let mut prog = Vec::with_capacity(2 * m as usize);
-            let (mut f, mut b) = (0, 0);
-            for _ in 0..warm {
-                prog.push(Action::One(Op::new(r, Kind::F, f)));
-                f += 1;
-            }
-            while b < m {
-                if f < m {
-                    prog.push(Action::One(Op::new(r, Kind::F, f)));
-                    f += 1;
-                }
-                prog.push(Action::One(Op::new(r, Kind::B, b)));
-                b += 1;
-            }
-            prog
-        })
-        .collect();
-    Plan::single(p, (0..p).collect(), m, programs).expect("valid structure")
-}
 
 fn end_to_end(c: &mut Criterion) {
     let mut group = c.benchmark_group("validate+lower+simulate");

@@ -8,26 +8,8 @@
 
 use pipeweave_eval::{evaluate, gpu_hours_recovered_per_million_tokens};
 use pipeweave_generators::{DualOptions, dualpipe};
-use pipeweave_plan::{Action, Kind, Op, Plan};
+use pipeweave_plan::testing::one_f_one_b;
 use pipeweave_spec::default_spec;
-
-fn one_f_one_b(p: u32, m: u32) -> Plan {
-    let programs = (0..p)
-        .map(|r| {
-            let warmup = (p - r - 1).min(m);
-            let f = |mb| Action::One(Op::new(r, Kind::F, mb));
-            let b = |mb| Action::One(Op::new(r, Kind::B, mb));
-            let mut prog: Vec<Action> = (0..warmup).map(f).collect();
-            for i in 0..m - warmup {
-                prog.push(f(warmup + i));
-                prog.push(b(i));
-            }
-            prog.extend((m - warmup..m).map(b));
-            prog
-        })
-        .collect();
-    Plan::single(p, (0..p).collect(), m, programs).expect("1F1B has a valid structure")
-}
 
 #[test]
 fn dualpipe_recovers_gpu_hours_over_1f1b_at_p8_m16() {
