@@ -8,7 +8,7 @@ use pipeweave_plan::testing::one_f_one_b;
 use std::hint::black_box;
 
 fn bench(c: &mut Criterion) {
-    let plan = one_f_one_b(32, 1024);
+    let plan = pipeweave_check::validate(one_f_one_b(32, 1024)).expect("1F1B is valid");
     let timing = pipeweave_sim::simulate(&plan, &pipeweave_sim::UnitCosts)
         .expect("simulates")
         .timing;

@@ -13,6 +13,7 @@
 //! many microseconds one unit of the timeline is (1e6 for a timeline in seconds).
 
 use crate::json_text::{push_f64, push_str, push_uint};
+use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::cell::{push_action, push_op, push_step};
 use pipeweave_plan::{Action, Dir, Kind, LoweredPlan, Plan, Sent, Step, Timing, lower};
@@ -164,7 +165,7 @@ type Flow = (u32, f64, u32, f64);
 
 /// Writes the Chrome trace of a plan run along `timing`.
 pub fn write_chrome_trace(
-    plan: &Plan,
+    plan: &ValidPlan,
     timing: &Timing,
     us_per_unit: f64,
 ) -> Result<String, Diagnostic> {

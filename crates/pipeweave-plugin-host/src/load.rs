@@ -168,7 +168,7 @@ impl Plugin {
         let plan = message
             .into_plan()
             .map_err(|e| malformed(format!("an impossible plan: {e}")))?;
-        let problems = pipeweave_check::validate(&plan);
+        let problems = pipeweave_check::problems(&plan);
         if !problems.is_empty() {
             return Err(PluginError::InvalidPlan {
                 path: self.path.clone(),

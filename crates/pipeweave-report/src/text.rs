@@ -122,6 +122,7 @@ mod tests {
             ],
         )
         .expect("structure");
+        let plan = pipeweave_check::validate(plan).expect("1F1B is valid");
         let t = simulate(&plan, &UnitCosts).expect("runs");
         assert_eq!(
             text_timeline(&plan, &t),

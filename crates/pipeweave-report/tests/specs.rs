@@ -20,6 +20,7 @@ fn shipped_spec(path: &Path, source: String) -> datatest_stable::Result<()> {
     }
     let spec = spec.ok_or("no spec without diagnostics")?;
     let plan = one_f_one_b(spec.parallelism.pp, spec.training.microbatches);
+    let plan = pipeweave_check::validate(plan).map_err(|p| format!("{p:?}"))?;
     let evaluation = evaluate(&spec, &plan).map_err(|d| format!("{d:?}"))?;
     insta::with_settings!({
         input_file => path,

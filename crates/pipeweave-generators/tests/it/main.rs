@@ -3,8 +3,15 @@
 
 use pipeweave_generators::{ChimeraOptions, DualOptions, chimera, dualpipe, dualpipev};
 use pipeweave_plan::{Action, Plan};
-use pipeweave_sim::{StageCosts, UniformCosts, UnitCosts, simulate};
+use pipeweave_sim::{CostModel, SimError, StageCosts, Timeline, UniformCosts, UnitCosts};
 use std::path::{Path, PathBuf};
+
+/// `plan` through the validator (a generated plan must pass it), then simulated under `costs`.
+fn simulate(plan: &Plan, costs: &dyn CostModel) -> Result<Timeline, SimError> {
+    let plan = pipeweave_check::validate(plan.clone())
+        .unwrap_or_else(|problems| panic!("an invalid plan: {problems:?}"));
+    pipeweave_sim::simulate(&plan, costs)
+}
 
 fn reference_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/reference")
@@ -88,7 +95,7 @@ fn every_reference_vector_is_reproduced_exactly() {
                 assert_eq!(a, e, "{stem}: rank {r} differs");
             }
             assert!(
-                pipeweave_check::validate(&plan).is_empty(),
+                pipeweave_check::problems(&plan).is_empty(),
                 "{stem}: invalid"
             );
             checked.push(stem);
@@ -108,7 +115,7 @@ fn all_dual_options() -> [DualOptions; 4] {
 }
 
 fn assert_valid(plan: &Plan, what: &str) {
-    let problems = pipeweave_check::validate(plan);
+    let problems = pipeweave_check::problems(plan);
     assert!(
         problems.is_empty(),
         "{what}: {}",
