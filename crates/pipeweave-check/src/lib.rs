@@ -3,12 +3,14 @@
 //! [`validate`] turns a plan into a [`ValidPlan`], the type the simulator and the exporters take,
 //! or gives every problem it finds in it ([`problems`] gives the list alone), each naming the
 //! rank, the position in that rank's program and the action: unknown stages or micro-batches,
-//! actions on a rank that does not host their stage, malformed overlapped pairs, duplicated, missing or misordered work. When the
-//! work itself is complete and well ordered it decides deadlock freedom under blocking
-//! point-to-point semantics (see `deadlock.rs` for why the lowered plan progresses exactly when its
-//! compute actions do) and reports the wait cycle if there is one.
+//! actions on a rank that does not host their stage, malformed overlapped pairs, duplicated,
+//! missing or misordered work. When the work itself is complete and well ordered it decides
+//! deadlock freedom under blocking point-to-point semantics (see `deadlock.rs` for why the lowered
+//! plan progresses exactly when its compute actions do) and reports the wait cycle if there is one.
 //!
 //! No IO; problems are values. Positions are 0-based in the data and shown 1-based in messages.
+
+#![warn(missing_docs)]
 
 mod deadlock;
 mod problem;

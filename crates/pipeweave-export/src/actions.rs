@@ -35,6 +35,7 @@ pub const MAX_MICROBATCH_ID: u32 = (1 << 24) - 1;
 /// A plan read from an actions file, with where each action came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ActionsFile {
+    /// The plan, not yet validated.
     pub plan: Plan,
     /// `spans[r][i]` is the byte range of the cell holding rank r's i-th action.
     pub spans: Vec<Vec<Range<usize>>>,

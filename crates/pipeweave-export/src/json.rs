@@ -23,7 +23,9 @@ pub const FORMAT_VERSION: u32 = 1;
 /// A plan read from JSON, with its timeline when the file has one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanJson {
+    /// The plan, not yet validated.
     pub plan: Plan,
+    /// The timeline the file carries, in its time unit, checked to fit the plan.
     pub timing: Option<Timing>,
 }
 

@@ -6,6 +6,8 @@
 //! the text or, when a format cannot express the plan, a diagnostic saying why and what to use
 //! instead. [`unvalidated`] has the two plan formats' writers for plans not known to be valid.
 
+#![warn(missing_docs)]
+
 pub mod actions;
 pub mod json;
 mod json_text;

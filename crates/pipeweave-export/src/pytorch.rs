@@ -206,7 +206,7 @@ fn check_pair_order<P: IntoIterator<Item = Step>>(
 /// Writes the lowered CSV (`format="compute_comms"`) that 2.15's runtime executes as written.
 ///
 /// Refused when the plan has several pipelines, micro-batches not numbered from 0, or messages
-/// that PyTorch's per-rank-pair matching would mix up (see [`check_pair_order`]).
+/// that PyTorch's per-rank-pair matching would mix up (see `check_pair_order`).
 pub fn write_pytorch_comms(plan: &ValidPlan) -> Result<String, Diagnostic> {
     check_expressible(plan)?;
     let lowered = lower(plan);

@@ -49,12 +49,16 @@ impl Kind {
 /// One compute operation: a kind on a global stage for a global micro-batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Op {
+    /// The global stage (pipeline j's position q is stage j·S + q).
     pub stage: u32,
+    /// What it computes.
     pub kind: Kind,
+    /// The global micro-batch.
     pub mb: u32,
 }
 
 impl Op {
+    /// The `kind` op of `stage` for micro-batch `mb`.
     #[inline]
     pub fn new(stage: u32, kind: Kind, mb: u32) -> Op {
         Op { stage, kind, mb }
@@ -75,7 +79,12 @@ pub enum Action {
     One(Op),
     /// A forward and a backward (B or I) of other micro-batches started together and overlapped,
     /// as DualPipe's F&B: the pair starts once the inputs of both halves have arrived.
-    Pair { f: Op, b: Op },
+    Pair {
+        /// The forward.
+        f: Op,
+        /// The backward (B or I).
+        b: Op,
+    },
 }
 
 impl Action {
@@ -88,6 +97,7 @@ impl Action {
         }
     }
 
+    /// Whether this is an overlapped pair.
     #[inline]
     pub fn is_pair(&self) -> bool {
         matches!(self, Action::Pair { .. })

@@ -193,35 +193,73 @@ impl Id {
 /// What is wrong in a cell.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CellErrorKind {
-    /// No digits where an op starts; `found` is what stands there (`None`: the end of the cell).
-    ExpectedStage { found: Option<char> },
+    /// No digits where an op starts.
+    ExpectedStage {
+        /// What stands there (`None`: the end of the cell).
+        found: Option<char>,
+    },
     /// A number that does not fit in 32 bits.
-    TooLarge { id: Id, digits: String },
+    TooLarge {
+        /// Which number.
+        id: Id,
+        /// Its digits as written.
+        digits: String,
+    },
     /// A micro-batch id above the reader's bound.
-    MicrobatchAbove { mb: u32, max: u32 },
+    MicrobatchAbove {
+        /// The id.
+        mb: u32,
+        /// The largest id the reader takes.
+        max: u32,
+    },
     /// The cell ends after the stage.
-    ExpectedKind { stage: u32 },
-    /// One of PyTorch's communication or sharding actions, where a compute action belongs.
-    NotCompute { name: &'static str },
-    /// A letter that is not F, B, I or W.
-    UnknownKind { letter: char },
-    /// No digits after the kind; `found` as for [`CellErrorKind::ExpectedStage`].
-    ExpectedMicrobatch {
+    ExpectedKind {
+        /// The stage read.
         stage: u32,
+    },
+    /// One of PyTorch's communication or sharding actions, where a compute action belongs.
+    NotCompute {
+        /// The action's name (`SEND_F`, `UNSHARD`, ...).
+        name: &'static str,
+    },
+    /// A letter that is not F, B, I or W.
+    UnknownKind {
+        /// The letter.
         letter: char,
+    },
+    /// No digits after the kind.
+    ExpectedMicrobatch {
+        /// The stage read.
+        stage: u32,
+        /// The kind's letter read.
+        letter: char,
+        /// What stands there, as for [`CellErrorKind::ExpectedStage`].
         found: Option<char>,
     },
     /// Text after a whole op.
-    Trailing { rest: String, op: String },
-    /// A cell starting with `(` that does not end with [`PAIR_SUFFIX`]; `found` is the text from
-    /// its first `)` on, if it has one.
-    PairEnd { found: Option<String> },
+    Trailing {
+        /// The text after the op.
+        rest: String,
+        /// The op read, as written.
+        op: String,
+    },
+    /// A cell starting with `(` that does not end with [`PAIR_SUFFIX`].
+    PairEnd {
+        /// The text from the cell's first `)` on, if it has one.
+        found: Option<String>,
+    },
     /// A pair without the `;` between its ops.
     PairSeparator,
     /// A pair whose first op is not a forward.
-    PairForwardFirst { found: Kind },
+    PairForwardFirst {
+        /// The first op's kind.
+        found: Kind,
+    },
     /// A pair whose second op is not a B or an I.
-    PairBackwardSecond { found: Kind },
+    PairBackwardSecond {
+        /// The second op's kind.
+        found: Kind,
+    },
 }
 
 /// `` `c` `` or "the end of the cell".

@@ -7,6 +7,8 @@
 //! every stage sits on an existing rank, micro-batches belong to one pipeline each) but its programs
 //! may still be wrong: deciding that is the job of `pipeweave-check`.
 
+#![warn(missing_docs)]
+
 mod action;
 pub mod cell;
 mod lower;

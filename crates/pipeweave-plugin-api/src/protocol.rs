@@ -59,21 +59,31 @@ pub struct Metadata {
 /// One parameter: its name, type, default and constraints.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParamSpec {
+    /// The name, as `--set NAME=VALUE` takes it.
     pub name: String,
+    /// One line saying what it changes (may be empty).
     pub help: String,
+    /// Its type, default and constraints.
     pub kind: ParamKind,
 }
 
 /// The type of a parameter with its default and constraints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParamKind {
+    /// `true` or `false`.
     Bool {
+        /// The value when the user sets none.
         default: bool,
     },
+    /// A whole number (64-bit, may be negative).
     Int {
+        /// The value when the user sets none.
         default: i64,
+        /// The least value allowed, if any.
         min: Option<i64>,
+        /// The greatest value allowed, if any.
         max: Option<i64>,
+        /// Values must be multiples of this, if set (0 allows any).
         multiple_of: Option<i64>,
     },
 }
@@ -81,7 +91,9 @@ pub enum ParamKind {
 /// A parameter value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Value {
+    /// The value of a `bool` parameter.
     Bool(bool),
+    /// The value of an `int` parameter.
     Int(i64),
 }
 
@@ -95,6 +107,7 @@ impl fmt::Display for Value {
 }
 
 impl ParamSpec {
+    /// A `bool` parameter `name` with its `default` and `help`.
     pub fn bool(name: &str, default: bool, help: &str) -> ParamSpec {
         ParamSpec {
             name: name.to_owned(),
@@ -103,6 +116,7 @@ impl ParamSpec {
         }
     }
 
+    /// An `int` parameter `name` with its `default` and `help`, unconstrained (see [`ParamSpec::constrained`]).
     pub fn int(name: &str, default: i64, help: &str) -> ParamSpec {
         ParamSpec {
             name: name.to_owned(),
@@ -134,6 +148,7 @@ impl ParamSpec {
         self
     }
 
+    /// The value when the user sets none.
     pub fn default_value(&self) -> Value {
         match self.kind {
             ParamKind::Bool { default } => Value::Bool(default),
@@ -238,6 +253,7 @@ impl ParamSpec {
 }
 
 impl Metadata {
+    /// The declared parameter called `name`, if any.
     pub fn param(&self, name: &str) -> Option<&ParamSpec> {
         self.params.iter().find(|p| p.name == name)
     }
@@ -246,13 +262,16 @@ impl Metadata {
 /// What the host asks a plugin to build.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
+    /// P: the number of ranks.
     pub ranks: u32,
+    /// M: micro-batches per step, over all pipelines.
     pub microbatches: u32,
     /// One value per declared parameter (the host fills in defaults), in declaration order.
     pub params: Vec<(String, Value)>,
 }
 
 impl Request {
+    /// The value the request carries for `name`, if any.
     pub fn value(&self, name: &str) -> Option<Value> {
         self.params.iter().find(|(n, _)| n == name).map(|&(_, v)| v)
     }
@@ -281,12 +300,16 @@ impl Request {
 /// A plan as it travels: the same content as a [`Plan`], before its structure is checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanMessage {
+    /// The number of ranks.
     pub ranks: u32,
+    /// The pipelines with their placement and micro-batches.
     pub pipelines: Vec<Pipeline>,
+    /// Every rank's program, in rank order.
     pub programs: Vec<Vec<Action>>,
 }
 
 impl PlanMessage {
+    /// The message carrying `plan`.
     pub fn from_plan(plan: &Plan) -> PlanMessage {
         PlanMessage {
             ranks: plan.ranks(),
@@ -304,6 +327,7 @@ impl PlanMessage {
 /// A plugin's answer to a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Response {
+    /// The plan built for the request.
     Plan(PlanMessage),
     /// The plugin refused, in plain words (e.g. an unmet requirement).
     Error(String),
@@ -314,6 +338,7 @@ pub enum Response {
 pub struct DecodeError {
     /// 1-based line number (0 when the message is not text at all).
     pub line: usize,
+    /// What is wrong, lowercase without a trailing period.
     pub message: String,
 }
 
@@ -359,6 +384,7 @@ fn join_numbers(out: &mut Vec<u8>, numbers: &[u32]) {
     }
 }
 
+/// The `metadata` message of `meta`.
 pub fn encode_metadata(meta: &Metadata) -> Vec<u8> {
     let mut out = String::new();
     header(&mut out, "metadata");
@@ -398,6 +424,7 @@ pub fn encode_metadata(meta: &Metadata) -> Vec<u8> {
     out.into_bytes()
 }
 
+/// The `request` message of `req`.
 pub fn encode_request(req: &Request) -> Vec<u8> {
     let mut out = String::new();
     header(&mut out, "request");
@@ -413,6 +440,7 @@ pub fn encode_request(req: &Request) -> Vec<u8> {
     out.into_bytes()
 }
 
+/// The `plan` or `error` message of `resp`.
 pub fn encode_response(resp: &Response) -> Vec<u8> {
     let mut out = String::new();
     match resp {
@@ -613,6 +641,7 @@ fn number_list(n: usize, what: &str, text: &str) -> Result<Vec<u32>, DecodeError
     text.split(',').map(|t| number(n, what, t)).collect()
 }
 
+/// Reads a `metadata` message, refusing anything the format does not allow (with its line).
 pub fn decode_metadata(bytes: &[u8]) -> Result<Metadata, DecodeError> {
     let mut r = Reader::new(bytes, "metadata")?;
     let (n, name) = r.expect("name")?;
@@ -694,6 +723,7 @@ pub fn decode_metadata(bytes: &[u8]) -> Result<Metadata, DecodeError> {
     })
 }
 
+/// Reads a `request` message, refusing anything the format does not allow (with its line).
 pub fn decode_request(bytes: &[u8]) -> Result<Request, DecodeError> {
     let mut r = Reader::new(bytes, "request")?;
     let (n, v) = r.expect("ranks")?;

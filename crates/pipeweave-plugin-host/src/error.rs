@@ -6,12 +6,19 @@ use std::path::PathBuf;
 /// A plugin failure. Every variant names the plugin file (or the places searched for it).
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {
+    /// A name that cannot be a plugin's (it would not be a file name the search can build).
     #[error("`{name}` is not a plugin name (use letters, digits, `-` and `_`)")]
-    BadName { name: String },
+    BadName {
+        /// The name as given.
+        name: String,
+    },
 
     #[error("no plugin named `{name}`: looked for {file} in {}{}", searched_text(.searched), refused_text(.refused))]
+    /// No plugin of that name on the search path.
     NotFound {
+        /// The name looked for.
         name: String,
+        /// The library file name it stands for on this platform (`libpipeweave_plugin_dualpipe.so`).
         file: String,
         /// The directories searched, in order, with why each was searched.
         searched: Vec<(PathBuf, String)>,
@@ -19,47 +26,84 @@ pub enum PluginError {
         refused: Vec<PathBuf>,
     },
 
+    /// The file could not be loaded as a dynamic library.
     #[error("{} is not a loadable library: {reason}", .path.display())]
-    NotLoadable { path: PathBuf, reason: String },
+    NotLoadable {
+        /// The file.
+        path: PathBuf,
+        /// The loader's reason.
+        reason: String,
+    },
 
+    /// The library does not export the plugin entry point.
     #[error("{} has no entry point `{symbol}`; it is not a pipeweave plugin", .path.display())]
-    MissingEntry { path: PathBuf, symbol: &'static str },
+    MissingEntry {
+        /// The library.
+        path: PathBuf,
+        /// The symbol looked for.
+        symbol: &'static str,
+    },
 
     #[error("{} speaks plugin ABI version {found}, but this pipeweave speaks version {expected}; rebuild the plugin against this pipeweave", .path.display())]
+    /// The plugin was built for another ABI version.
     AbiMismatch {
+        /// The library.
         path: PathBuf,
+        /// The version the plugin speaks.
         found: u32,
+        /// The version this host speaks.
         expected: u32,
     },
 
     #[error("the plugin {} panicked while {during}: {message}", .path.display())]
+    /// The plugin panicked inside a call (caught at its boundary).
     Panicked {
+        /// The library.
         path: PathBuf,
+        /// What the host had asked for (`building a plan`).
         during: &'static str,
+        /// The panic's message.
         message: String,
     },
 
+    /// The plugin's reply breaks the protocol or describes an impossible plan.
     #[error("the plugin {} returned malformed output: {detail}", .path.display())]
-    Malformed { path: PathBuf, detail: String },
+    Malformed {
+        /// The library.
+        path: PathBuf,
+        /// What is wrong with the reply.
+        detail: String,
+    },
 
     /// The plugin declined the request (an unmet requirement); its message names the schedule.
     #[error("{message}")]
     Refused {
+        /// The library.
         path: PathBuf,
+        /// The plugin's schedule name.
         name: String,
+        /// The plugin's reason.
         message: String,
     },
 
+    /// A `--set NAME=VALUE` the plugin does not declare, one set twice, or a value its parameter
+    /// does not take.
     #[error("{name}: {message}")]
     BadSetting {
+        /// The library.
         path: PathBuf,
+        /// The plugin's schedule name.
         name: String,
+        /// What is wrong with the setting.
         message: String,
     },
 
     #[error("the plugin {} returned an invalid plan: {}", .path.display(), problems_text(.problems))]
+    /// The plugin returned a plan the validator rejects.
     InvalidPlan {
+        /// The library.
         path: PathBuf,
+        /// Every problem the validator found.
         problems: Vec<Problem>,
     },
 }

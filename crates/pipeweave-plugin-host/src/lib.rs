@@ -1,12 +1,14 @@
 //! Finding and loading pipeweave schedule plugins, and turning their replies into validated plans.
 //!
-//! This crate holds the only `unsafe` code for loading (in [`load`]). It reads no environment: the
+//! This crate holds the only `unsafe` code for loading (in `load.rs`). It reads no environment: the
 //! CLI gives it the places to look ([`SearchPath::standard`]). Libraries are never unloaded (a
 //! `dlclose` can run thread-local destructors of code that is gone), so a loaded plugin lives for
 //! the rest of the process.
 //!
 //! Every plan a plugin returns is checked twice before it is handed out: its structure when it is
 //! built ([`pipeweave_plan::Plan::new`]) and its programs by [`pipeweave_check::validate`].
+
+#![warn(missing_docs)]
 
 mod error;
 mod load;

@@ -87,10 +87,12 @@ impl Plugin {
         })
     }
 
+    /// The library file the plugin was loaded from.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// What the plugin said about itself when it was loaded.
     pub fn metadata(&self) -> &Metadata {
         &self.metadata
     }

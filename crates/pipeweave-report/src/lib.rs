@@ -3,7 +3,9 @@
 //! charts) and the self-contained HTML report, as text, Markdown, CSV, JSON, SVG and HTML.
 //!
 //! Pure functions from values to strings: the figures come from `pipeweave-eval`, the command line
-//! decides where the text goes. [`format`] holds the one rule per quantity that every view uses.
+//! decides where the text goes. [`format`](mod@format) holds the one rule per quantity that every view uses.
+
+#![warn(missing_docs)]
 
 mod compare;
 pub mod format;

@@ -53,13 +53,19 @@ pub(crate) fn nice_ticks(min: f64, max: f64, target: usize) -> Vec<f64> {
 /// arrives at the peer.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Transfer {
+    /// The sending rank.
     pub from_rank: u32,
+    /// The receiving rank.
     pub to_rank: u32,
+    /// Activations or gradients.
     pub dir: Dir,
     /// The sending stage.
     pub stage: u32,
+    /// The micro-batch.
     pub mb: u32,
+    /// When the producing action ends, in the timeline's time unit.
     pub start: f64,
+    /// When the data arrives: `start` plus the cost model's transfer latency.
     pub end: f64,
 }
 
@@ -89,6 +95,7 @@ pub fn transfers(plan: &Plan, timeline: &Timeline, costs: &dyn CostModel) -> Vec
 pub struct TimelineChart<'a> {
     /// The heading above the rows (e.g. the schedule's name); metrics are added after it.
     pub title: String,
+    /// The plan drawn.
     pub plan: &'a Plan,
     /// A simulation of `plan`.
     pub timeline: &'a Timeline,

@@ -12,6 +12,8 @@
 //! [`simulate`] takes a [`ValidPlan`]: the plan went through the validator first.
 //! No IO. Costs come from a [`CostModel`]; the default is [`UnitCosts`].
 
+#![warn(missing_docs)]
+
 mod costs;
 mod memory;
 
@@ -22,7 +24,7 @@ use pipeweave_check::ValidPlan;
 use pipeweave_plan::{Action, Interval, Kind, Op, Plan, Timing};
 use std::fmt;
 
-/// Per-rank results.
+/// Per-rank results, times in the cost model's unit (seconds on a spec, units otherwise).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RankMetrics {
     /// Time spent computing.
@@ -37,11 +39,12 @@ pub struct RankMetrics {
     pub exposed_comm: f64,
 }
 
-/// The simulated step.
+/// The simulated step, times in the cost model's unit.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Timeline {
     /// When every action runs (`timing.intervals[r][i]`: rank r's i-th action) and the makespan.
     pub timing: Timing,
+    /// Each rank's totals, indexed by rank.
     pub ranks: Vec<RankMetrics>,
     /// `1 − Σ busy / (ranks × makespan)`.
     pub bubble_fraction: f64,
