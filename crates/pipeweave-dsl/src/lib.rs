@@ -11,6 +11,7 @@
 
 mod compile;
 mod eval;
+mod grammar;
 mod ir;
 pub mod library;
 mod nesting;
