@@ -115,7 +115,7 @@ enum WireDir {
     Bwd,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 enum WireStep {
     /// Runs `actions[action]` of the same rank.

@@ -152,6 +152,22 @@ pub fn push_step(out: &mut Vec<u8>, step: &Step) {
     }
 }
 
+/// Writes `step`'s cell followed by its peer, as messages and traces name a transfer:
+/// `0SEND_F0 to rank 1`, `0WAIT_SEND_F0 to rank 1`, `1RECV_F0 from rank 0`; any other step as its
+/// cell alone.
+// Always inlined, as `push_step` is: each call site folds the match for the step it builds.
+#[inline(always)]
+pub fn push_step_with_peer(out: &mut Vec<u8>, step: &Step) {
+    push_step(out, step);
+    let (words, peer): (&[u8], u32) = match *step {
+        Step::Recv { peer, .. } => (b" from rank ", peer),
+        Step::Send { peer, .. } | Step::WaitSend { peer, .. } => (b" to rank ", peer),
+        _ => return,
+    };
+    out.extend_from_slice(words);
+    push_uint(out, peer.into());
+}
+
 /// Writes a cell to a formatter through the writer (the `Display` of ops, actions and steps).
 pub(crate) fn fmt_cell(
     f: &mut fmt::Formatter<'_>,
