@@ -22,7 +22,9 @@ pub use compare::{
     compare_csv, compare_json, compare_markdown, compare_notes, compare_text, compare_title,
     figures_table, traits_table,
 };
-pub use format::{TimeFormat, format_time, gib, gib_text, percent, seconds, si};
+pub use format::{
+    TimeFormat, format_time, gib, gib_number, gib_text, gpu_hours, percent, seconds, si,
+};
 pub use html::{Block, HtmlReport, Section, html_page};
 pub use json::json;
 pub use pipeweave_eval::TimeUnit;

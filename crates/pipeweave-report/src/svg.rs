@@ -6,7 +6,7 @@
 //! Output is deterministic: numbers are written with at most two decimals, ids come from a prefix
 //! the caller chooses (so several charts can share one HTML page), and nothing depends on hashing.
 
-use crate::format::{TimeFormat, num, sig};
+use crate::format::{TimeFormat, num, percent, sig};
 use pipeweave_eval::TimeUnit;
 use pipeweave_plan::{Action, Dir, Interval, Kind, Op, Plan, lower};
 use pipeweave_sim::{CostModel, Timeline};
@@ -246,14 +246,14 @@ impl Rows<'_> {
         self.seen.two_shades |= plan.pipelines().len() > 1;
         let _ = writeln!(
             self.out,
-            r##"<text x="{}" y="{}" font-size="13" font-weight="bold">{}</text><text x="{}" y="{}" font-size="11" fill="#444" text-anchor="end">makespan {}, bubble {:.2}%</text>"##,
+            r##"<text x="{}" y="{}" font-size="13" font-weight="bold">{}</text><text x="{}" y="{}" font-size="11" fill="#444" text-anchor="end">makespan {}, bubble {}</text>"##,
             num(LEFT),
             num(y + 16.0),
             esc(&chart.title),
             num(LEFT + self.lay.plot_w),
             num(y + 16.0),
             esc(&self.unit.format(t.timing.makespan)),
-            t.bubble_fraction * 100.0
+            percent(t.bubble_fraction, 2)
         );
         y += TITLE_H;
         for rank in 0..plan.programs().len() {
@@ -288,16 +288,17 @@ impl Rows<'_> {
         }
         if let Some(m) = t.ranks.get(rank) {
             let share = if t.timing.makespan > 0.0 {
-                m.idle / t.timing.makespan * 100.0
+                m.idle / t.timing.makespan
             } else {
                 0.0
             };
             let _ = writeln!(
                 self.out,
-                r##"<text x="{}" y="{}" font-size="10" fill="#555" dominant-baseline="central">idle {} ({share:.0}%)</text>"##,
+                r##"<text x="{}" y="{}" font-size="10" fill="#555" dominant-baseline="central">idle {} ({})</text>"##,
                 num(LEFT + self.lay.plot_w + 8.0),
                 num(row_y + ROW_H / 2.0),
                 esc(&self.unit.format(m.idle)),
+                percent(share, 0),
             );
         }
     }
