@@ -102,6 +102,20 @@ pub fn one_f_one_b(p: u32, m: u32) -> Plan {
     Plan::single(p, (0..p).collect(), m, programs).expect("1F1B has a valid structure")
 }
 
+/// Each rank's program as one line of comma-separated cells, as the actions format writes it
+/// (without the newlines): what tests compare orders with.
+pub fn program_lines(plan: &Plan) -> Vec<String> {
+    plan.programs()
+        .iter()
+        .map(|p| {
+            p.iter()
+                .map(Action::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect()
+}
+
 /// GPipe's programs on `ranks` ranks for pipelines placed by `placement`, with `m` micro-batches
 /// each.
 fn gpipe(ranks: u32, placement: &[Vec<u32>], m: u32) -> Vec<Vec<Action>> {

@@ -2,6 +2,7 @@
 //! the published bubbles under unit costs, DualPipeV as half of DualPipe, and snapshots.
 
 use pipeweave_generators::{ChimeraOptions, DualOptions, chimera, dualpipe, dualpipev};
+use pipeweave_plan::testing::program_lines;
 use pipeweave_plan::{Action, Plan};
 use pipeweave_sim::{CostModel, SimError, StageCosts, Timeline, UniformCosts, UnitCosts};
 use std::path::{Path, PathBuf};
@@ -15,18 +16,6 @@ fn simulate(plan: &Plan, costs: &dyn CostModel) -> Result<Timeline, SimError> {
 
 fn reference_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/reference")
-}
-
-fn rows(plan: &Plan) -> Vec<String> {
-    plan.programs()
-        .iter()
-        .map(|p| {
-            p.iter()
-                .map(Action::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .collect()
 }
 
 /// Reads `<prefix><a><sep><b>` numbers out of a vector's file name.
@@ -89,7 +78,7 @@ fn every_reference_vector_is_reproduced_exactly() {
             };
             let text = std::fs::read_to_string(&path).unwrap();
             let expected: Vec<&str> = text.lines().collect();
-            let actual = rows(&plan);
+            let actual = program_lines(&plan);
             assert_eq!(actual.len(), expected.len(), "{stem}: rank count");
             for (r, (a, e)) in actual.iter().zip(&expected).enumerate() {
                 assert_eq!(a, e, "{stem}: rank {r} differs");
@@ -291,7 +280,7 @@ fn snapshots_of_small_orders() {
     let mut text = String::new();
     let mut section = |title: &str, plan: Plan| {
         text.push_str(&format!("# {title}\n"));
-        for (r, row) in rows(&plan).iter().enumerate() {
+        for (r, row) in program_lines(&plan).iter().enumerate() {
             text.push_str(&format!("rank {r}: {row}\n"));
         }
         let t = simulate(&plan, &UnitCosts).unwrap();
