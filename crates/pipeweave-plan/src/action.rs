@@ -1,7 +1,5 @@
-//! Compute actions: F, B, I, W on one stage and micro-batch, and overlapped F&B pairs.
-
-use crate::cell;
-use std::fmt;
+//! Compute actions: F, B, I, W on one stage and micro-batch, and overlapped F&B pairs (their cell
+//! text, and `Display`, in `cell.rs`).
 
 /// The kind of a compute action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -65,13 +63,6 @@ impl Op {
     }
 }
 
-impl fmt::Display for Op {
-    /// PyTorch's cell form: `<stage><kind><micro-batch>`, e.g. `3I0` (see [`crate::cell`]).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        cell::fmt_cell(f, |out| cell::push_op(out, *self))
-    }
-}
-
 /// One entry of a rank's program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Action {
@@ -123,12 +114,5 @@ impl Iterator for Ops {
 impl From<Op> for Action {
     fn from(op: Op) -> Action {
         Action::One(op)
-    }
-}
-
-impl fmt::Display for Action {
-    /// PyTorch's cell form; a pair is `(<F op>;<B or I op>)OVERLAP_F_B` (see [`crate::cell`]).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        cell::fmt_cell(f, |out| cell::push_action(out, self))
     }
 }

@@ -11,7 +11,8 @@
 //! diagnostics. Ids are decimal; leading zeros are accepted and never written.
 
 use crate::action::{Action, Kind, Op};
-use crate::lowered::{Dir, Step};
+use crate::lowered::Step;
+use crate::plan::Dir;
 use std::fmt;
 use std::ops::Range;
 
@@ -168,11 +169,29 @@ pub fn push_step_with_peer(out: &mut Vec<u8>, step: &Step) {
     push_uint(out, peer.into());
 }
 
+impl fmt::Display for Op {
+    /// PyTorch's cell form: `<stage><kind><micro-batch>`, e.g. `3I0`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt_cell(f, |out| push_op(out, *self))
+    }
+}
+
+impl fmt::Display for Action {
+    /// PyTorch's cell form; a pair is `(<F op>;<B or I op>)OVERLAP_F_B`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt_cell(f, |out| push_action(out, self))
+    }
+}
+
+impl fmt::Display for Step {
+    /// PyTorch's `compute_comms` cell form (see [`push_step`]).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt_cell(f, |out| push_step(out, self))
+    }
+}
+
 /// Writes a cell to a formatter through the writer (the `Display` of ops, actions and steps).
-pub(crate) fn fmt_cell(
-    f: &mut fmt::Formatter<'_>,
-    write: impl FnOnce(&mut Vec<u8>),
-) -> fmt::Result {
+fn fmt_cell(f: &mut fmt::Formatter<'_>, write: impl FnOnce(&mut Vec<u8>)) -> fmt::Result {
     let mut buf = Vec::with_capacity(MAX_CELL_LEN);
     write(&mut buf);
     // Cells are ASCII.

@@ -5,18 +5,8 @@
 //! Built by [`crate::lower`]; the rules of where each step goes are there.
 
 use crate::action::Action;
-use crate::cell;
-use crate::plan::Plan;
+use crate::plan::{Dir, Plan};
 use std::fmt;
-
-/// The direction of a transfer: activations flow forward, gradients backward.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Dir {
-    /// Activations, from a stage to the next.
-    Fwd,
-    /// Gradients, from a stage to the previous one.
-    Bwd,
-}
 
 /// One entry of a lowered program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -69,13 +59,6 @@ pub enum Step {
         /// The stage whose reduction is waited for.
         stage: u32,
     },
-}
-
-impl fmt::Display for Step {
-    /// PyTorch's `compute_comms` cell form (see [`crate::cell::push_step`]).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        cell::fmt_cell(f, |out| cell::push_step(out, self))
-    }
 }
 
 /// A plan's programs with communication added.

@@ -1,7 +1,6 @@
 //! The plan: ranks, pipelines with their placement and micro-batches, and one program per rank.
 
 use crate::action::Action;
-use crate::lowered::Dir;
 use std::fmt;
 
 /// A chain of stages that carries its own micro-batches.
@@ -14,6 +13,15 @@ pub struct Pipeline {
     pub placement: Vec<u32>,
     /// The global micro-batch ids this pipeline carries, ascending.
     pub microbatches: Vec<u32>,
+}
+
+/// The direction of a transfer: activations flow forward, gradients backward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Dir {
+    /// Activations, from a stage to the next.
+    Fwd,
+    /// Gradients, from a stage to the previous one.
+    Bwd,
 }
 
 /// What makes a plan structurally impossible (independent of its programs).
