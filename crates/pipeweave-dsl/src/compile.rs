@@ -3,7 +3,7 @@
 
 use crate::eval::{Fail, Failure, check, eval, fail};
 use crate::ir::{Place, Resolved, SLOT_M, SLOT_P, TopStmt};
-use crate::program::{Carried, Layout, Rank};
+use crate::program::{Carried, Counters, Layout, Rank};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_plan::{Action, Pipeline, Plan};
 use std::ops::Range;
@@ -354,11 +354,13 @@ fn run_programs(
     let mut at = Vec::with_capacity(ranks as usize);
     let mut failures: Vec<(Fail, Vec<u32>, String)> = Vec::new();
     let mut steps = 0u64;
+    let mut counters = Counters::new(layout.stages);
     for rank in 0..ranks {
         env[resolved.slot_r] = i64::from(rank);
-        let mut state = Rank::new(rank, layout, &mut steps);
+        let mut state = Rank::new(rank, layout, &mut counters, &mut steps);
         let result = state.run(&resolved.program, env);
         let (out, origin) = (state.out, state.origin);
+        counters.clear();
         if let Err(f) = result {
             let stop = f.message.starts_with("the schedule runs more than");
             match failures.iter_mut().find(|(g, _, _)| g.span == f.span) {

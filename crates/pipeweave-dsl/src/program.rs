@@ -29,6 +29,40 @@ pub(crate) struct Layout<'a> {
     pub carried: &'a [Carried],
 }
 
+/// Every stage's next counted forward and backward (F; B or I) on the rank being run: one table
+/// for all the ranks, cleared after each of the few stages a rank touched (a table per rank made
+/// compiling quadratic in the ranks: 65,536 ranks of one stage each cleared 34 GB).
+pub(crate) struct Counters {
+    next: Vec<[u32; 2]>,
+    touched: Vec<u32>,
+}
+
+impl Counters {
+    pub(crate) fn new(stages: u32) -> Counters {
+        Counters {
+            next: vec![[0, 0]; stages as usize],
+            touched: Vec::new(),
+        }
+    }
+
+    /// The counter of `stage`'s forwards (`side` 0) or backwards (1).
+    fn get(&mut self, stage: u32, side: usize) -> &mut u32 {
+        let counts = &mut self.next[stage as usize];
+        if *counts == [0, 0] {
+            // First touched (or touched again without counting: listed twice, cleared twice).
+            self.touched.push(stage);
+        }
+        &mut counts[side]
+    }
+
+    /// Back to zero for the next rank.
+    pub(crate) fn clear(&mut self) {
+        for s in self.touched.drain(..) {
+            self.next[s as usize] = [0, 0];
+        }
+    }
+}
+
 /// Per-rank state of the program interpreter.
 pub(crate) struct Rank<'a> {
     rank: u32,
@@ -36,8 +70,7 @@ pub(crate) struct Rank<'a> {
     stages: u32,
     stages_per_pipeline: u32,
     carried: &'a [Carried],
-    next_f: Vec<u32>,
-    next_b: Vec<u32>,
+    counters: &'a mut Counters,
     pending_w: VecDeque<(u32, u32)>,
     /// The actions so far, and the origin of each.
     pub out: Vec<Action>,
@@ -47,15 +80,20 @@ pub(crate) struct Rank<'a> {
 }
 
 impl<'a> Rank<'a> {
-    pub(crate) fn new(rank: u32, layout: &Layout<'a>, steps: &'a mut u64) -> Rank<'a> {
+    /// Rank `rank`'s interpreter; `counters` must be clear.
+    pub(crate) fn new(
+        rank: u32,
+        layout: &Layout<'a>,
+        counters: &'a mut Counters,
+        steps: &'a mut u64,
+    ) -> Rank<'a> {
         Rank {
             rank,
             chunks: &layout.chunks[rank as usize],
             stages: layout.stages,
             stages_per_pipeline: layout.stages_per_pipeline,
             carried: layout.carried,
-            next_f: vec![0; layout.stages as usize],
-            next_b: vec![0; layout.stages as usize],
+            counters,
             pending_w: VecDeque::new(),
             out: Vec::new(),
             origin: Vec::new(),
@@ -197,11 +235,9 @@ impl<'a> Rank<'a> {
         } else {
             "backward"
         };
-        let counter = if a.kind == Kind::F {
-            &mut self.next_f[stage as usize]
-        } else {
-            &mut self.next_b[stage as usize]
-        };
+        let counter = self
+            .counters
+            .get(stage, if a.kind == Kind::F { 0 } else { 1 });
         if *counter >= count {
             if a.optional {
                 return Ok(None);
