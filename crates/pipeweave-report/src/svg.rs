@@ -90,6 +90,18 @@ pub fn transfers(plan: &Plan, timeline: &Timeline, costs: &dyn CostModel) -> Vec
         .collect()
 }
 
+/// The transfers sent by each of `ranks` ranks, in their order (one pass: a scan of all the
+/// transfers for every rank made drawing them quadratic in the ranks).
+fn by_sender(transfers: &[Transfer], ranks: usize) -> Vec<Vec<&Transfer>> {
+    let mut by_rank: Vec<Vec<&Transfer>> = vec![Vec::new(); ranks];
+    for tr in transfers {
+        if let Some(list) = by_rank.get_mut(tr.from_rank as usize) {
+            list.push(tr);
+        }
+    }
+    by_rank
+}
+
 /// One schedule's timeline to draw.
 #[derive(Debug, Clone)]
 pub struct TimelineChart<'a> {
@@ -256,11 +268,13 @@ impl Rows<'_> {
             percent(t.bubble_fraction, 2)
         );
         y += TITLE_H;
-        for rank in 0..plan.programs().len() {
+        let ranks = plan.programs().len();
+        let by_rank = chart.transfers.as_deref().map(|t| by_sender(t, ranks));
+        for rank in 0..ranks {
             self.rank_row(chart, rank, y);
             y += ROW_H;
-            if let Some(transfers) = &chart.transfers {
-                self.lane(transfers, rank, y + 1.0);
+            if let Some(transfers) = &by_rank {
+                self.lane(&transfers[rank], y + 1.0);
                 y += self.lay.lane;
             }
             y += ROW_GAP;
@@ -382,8 +396,8 @@ impl Rows<'_> {
     }
 
     /// The lane at `lane_y` under a rank: the transfers it sends, from the send to the arrival.
-    fn lane(&mut self, transfers: &[Transfer], rank: usize, lane_y: f64) {
-        for tr in transfers.iter().filter(|tr| tr.from_rank as usize == rank) {
+    fn lane(&mut self, transfers: &[&Transfer], lane_y: f64) {
+        for tr in transfers {
             let x = self.lay.x(tr.start);
             let w = ((tr.end - tr.start) * self.lay.scale).max(2.0);
             let (colour, what) = match tr.dir {

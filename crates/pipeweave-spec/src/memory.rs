@@ -53,7 +53,7 @@ impl MemoryUse {
 pub fn rank_weights(costs: &CostTable, plan: &Plan, rank: u32) -> (f64, f64) {
     let s = plan.stages_per_pipeline().max(1);
     plan.stages_on_rank(rank)
-        .into_iter()
+        .iter()
         .filter_map(|st| costs.parts.get((st % s) as usize))
         .fold((0.0, 0.0), |(d, e), p| {
             (d + p.dense_params, e + p.expert_params)
@@ -88,7 +88,7 @@ pub fn model_state(spec: &Spec, dense: f64, expert: f64) -> MemoryUse {
 pub fn rank_activation_unit(costs: &CostTable, plan: &Plan, rank: u32) -> f64 {
     let s = plan.stages_per_pipeline().max(1);
     plan.stages_on_rank(rank)
-        .into_iter()
+        .iter()
         .filter_map(|st| costs.parts.get((st % s) as usize))
         .map(|p| p.activation_bytes)
         .fold(0.0, f64::max)
@@ -99,7 +99,7 @@ pub fn rank_activation_unit(costs: &CostTable, plan: &Plan, rank: u32) -> f64 {
 pub fn rank_activation_working(costs: &CostTable, plan: &Plan, rank: u32) -> f64 {
     let s = plan.stages_per_pipeline().max(1);
     plan.stages_on_rank(rank)
-        .into_iter()
+        .iter()
         .filter_map(|st| costs.parts.get((st % s) as usize))
         .map(|p| p.activation_working_bytes)
         .fold(0.0, f64::max)
