@@ -1,4 +1,6 @@
 //! Export of a 32-rank × 1,024-micro-batch 1F1B plan (65,536 actions) to every format.
+//! And the trace of a plan with 20,000 transfers in flight at once (a rank of one stage feeding a
+//! rank of two: its sends pile up), whose tracks are assigned in n log n.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use pipeweave_export::{
@@ -29,6 +31,39 @@ fn bench(c: &mut Criterion) {
     g.bench_function("json+timeline", |b| {
         b.iter(|| black_box(write_json(black_box(&plan), Some(&timing))))
     });
+    g.bench_function("chrome-trace", |b| {
+        b.iter(|| black_box(write_chrome_trace(black_box(&plan), &timing, 1000.0)))
+    });
+    g.finish();
+
+    let m = 20_000;
+    let forwards = (0..m)
+        .map(|i| format!("0F{i}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let backwards = (0..m)
+        .map(|i| format!("0B{i}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let pairs = |a: &str, b: &str| {
+        (0..m)
+            .map(|i| format!("{a}{i},{b}{i}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let text = format!(
+        "{forwards},{backwards}\n{},{}\n",
+        pairs("1F", "2F"),
+        pairs("2B", "1B")
+    );
+    let read =
+        pipeweave_export::read_actions(&text, pipeweave_diagnostics::FileId(0), 1).expect("a plan");
+    let plan = pipeweave_check::validate(read.plan).expect("valid");
+    let timing = pipeweave_sim::simulate(&plan, &pipeweave_sim::UnitCosts)
+        .expect("simulates")
+        .timing;
+    let mut g = c.benchmark_group("export_in_flight_2x20000");
+    g.sample_size(10);
     g.bench_function("chrome-trace", |b| {
         b.iter(|| black_box(write_chrome_trace(black_box(&plan), &timing, 1000.0)))
     });

@@ -17,7 +17,8 @@ use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::cell::{push_action, push_op, push_step, push_step_with_peer};
 use pipeweave_plan::{Action, Dir, Kind, LoweredPlan, Plan, Sent, Step, Timing, lower};
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 
 // The trace is written by hand rather than through serde: a large plan has hundreds of thousands
 // of small events, and serde's generic map serialization cost thousands of instructions each.
@@ -288,36 +289,71 @@ fn push_reductions(
 }
 
 /// The track of every slice, taken in `order`: slices of one rank and kind that overlap in time go
-/// to separate numbered tracks. Returns the tracks in that order and, per rank and kind, how many
-/// there are: `(rank, base track, lanes)`.
+/// to separate numbered tracks, each slice to the lowest-numbered track free at its start. Returns
+/// the tracks in that order and, per rank and kind, how many there are: `(rank, base track,
+/// lanes)`.
+///
+/// A group's slices come by start time, so a track free at one slice's start stays free for the
+/// next ones until it is taken: the busy tracks wait in a heap by end time and move to a heap of
+/// free ones as the starts pass their ends (a scan of every track per slice was quadratic when
+/// thousands of transfers are in flight at once).
 fn lanes(comms: &[CommSlice], order: &[usize]) -> (Vec<u32>, Vec<(u32, u32, usize)>) {
     let mut lanes_of: Vec<(u32, u32, usize)> = Vec::new();
     let mut tids: Vec<u32> = Vec::with_capacity(comms.len());
-    let mut lane_end: Vec<f64> = Vec::new();
+    let mut busy: BinaryHeap<Reverse<(TotalF64, usize)>> = BinaryHeap::new();
+    let mut free: BinaryHeap<Reverse<usize>> = BinaryHeap::new();
+    let mut count = 0;
     let mut group: Option<(u32, u32)> = None;
     for c in order.iter().map(|&i| &comms[i]) {
         let base_tid = c.base_tid();
         if group != Some((c.rank, base_tid)) {
             if let Some((rank, base)) = group {
-                lanes_of.push((rank, base, lane_end.len()));
+                lanes_of.push((rank, base, count));
             }
             group = Some((c.rank, base_tid));
-            lane_end.clear();
+            busy.clear();
+            free.clear();
+            count = 0;
         }
-        let lane = match lane_end.iter().position(|&e| e <= c.start) {
-            Some(l) => l,
+        while let Some(&Reverse((TotalF64(end), lane))) = busy.peek()
+            && end <= c.start
+        {
+            busy.pop();
+            free.push(Reverse(lane));
+        }
+        let lane = match free.pop() {
+            Some(Reverse(lane)) => lane,
             None => {
-                lane_end.push(f64::NEG_INFINITY);
-                lane_end.len() - 1
+                count += 1;
+                count - 1
             }
         };
-        lane_end[lane] = c.end;
+        busy.push(Reverse((TotalF64(c.end), lane)));
         tids.push(base_tid + lane as u32);
     }
     if let Some((rank, base)) = group {
-        lanes_of.push((rank, base, lane_end.len()));
+        lanes_of.push((rank, base, count));
     }
     (tids, lanes_of)
+}
+
+/// A time ordered by [`f64::total_cmp`], for the heaps of [`lanes`] (times are finite: the timing
+/// was checked).
+#[derive(Clone, Copy, PartialEq)]
+struct TotalF64(f64);
+
+impl Eq for TotalF64 {}
+
+impl PartialOrd for TotalF64 {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for TotalF64 {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
 }
 
 /// The order of the slices: by rank, kind (send, receive, reduce), start, end, and then the order
