@@ -299,7 +299,7 @@ fn more_ranks_than_a_plan_may_have() {
 fn micro_batch_ids_have_the_limit_of_every_format() {
     // The actions format refuses ids above MAX_MICROBATCH_ID: so does JSON, before any table is
     // sized by them (268,435,455 took seconds and gigabytes).
-    let text = write_json(&plan(ONE_F_ONE_B, 1), None).expect("writes");
+    let text = write_plan_json(&plan(ONE_F_ONE_B, 1), None).expect("writes");
     let huge = text
         .replacen(
             "\"microbatches\":[0,1]",
