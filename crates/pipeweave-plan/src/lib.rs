@@ -15,12 +15,14 @@ mod lower;
 mod lowered;
 mod plan;
 mod timing;
+mod transfers;
 
 pub use action::{Action, Kind, Op, Ops};
 pub use lower::lower;
 pub use lowered::{LoweredPlan, Reduction, Sent, Step, Steps};
 pub use plan::{Dir, MAX_MICROBATCH_ID, Pipeline, Plan, PlanError};
 pub use timing::{Interval, Timing, TimingError};
+pub use transfers::{Sends, reductions, sends};
 
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

@@ -248,8 +248,9 @@ fn work_on_a_rank_that_does_not_host_its_stage_sends_nothing() {
 
 mod any_plan {
     //! Lowering works on any plan, valid or not: it never panics, keeps every compute action in
-    //! order, and pairs every receive with a send and every wait with an earlier send of its own
-    //! rank.
+    //! order, pairs every receive with a send and every wait with an earlier send of its own rank,
+    //! and posts the receives of every pair of ranks in the order of the sends (what launchers that
+    //! match messages in posting order, PyTorch's untagged channel among them, need).
     use super::*;
     use proptest::prelude::*;
 
@@ -257,6 +258,10 @@ mod any_plan {
         let lowered = lower(plan);
         let mut sends = std::collections::BTreeMap::new();
         let mut recvs = std::collections::BTreeMap::new();
+        // Per (sender, receiver): the messages in the order the sender posts them, and in the
+        // order the receiver posts its receives.
+        let mut sent_in_order = std::collections::BTreeMap::<_, Vec<_>>::new();
+        let mut received_in_order = std::collections::BTreeMap::<_, Vec<_>>::new();
         let mut total = 0;
         // Each send with the last action before it, each reduction likewise, walked step by step.
         let (mut walked, mut reduced) = (Vec::new(), Vec::new());
@@ -285,6 +290,10 @@ mod any_plan {
                     } => {
                         posted.push((dir, stage, mb, peer));
                         *sends.entry((r, peer, dir, stage, mb)).or_insert(0) += 1;
+                        sent_in_order
+                            .entry((r, peer))
+                            .or_default()
+                            .push((dir, Some(stage), mb));
                         let to_stage = plan.receiving_stage(dir, stage);
                         prop_assert!(to_stage.is_some(), "rank {r}: {s} has no receiver");
                         walked.push(Sent {
@@ -323,6 +332,10 @@ mod any_plan {
                         *recvs
                             .entry((peer, r, dir, sender.unwrap_or_default(), mb))
                             .or_insert(0) += 1;
+                        received_in_order
+                            .entry((peer, r))
+                            .or_default()
+                            .push((dir, sender, mb));
                     }
                     _ => {}
                 }
@@ -330,8 +343,12 @@ mod any_plan {
         }
         prop_assert_eq!(total, lowered.num_steps());
         prop_assert_eq!(sends, recvs);
-        prop_assert_eq!(lowered.sends().collect::<Vec<_>>(), walked);
-        prop_assert_eq!(lowered.reductions().collect::<Vec<_>>(), reduced);
+        prop_assert_eq!(sent_in_order, received_in_order);
+        prop_assert_eq!(&lowered.sends().collect::<Vec<_>>(), &walked);
+        prop_assert_eq!(&lowered.reductions().collect::<Vec<_>>(), &reduced);
+        // The same, found from the plan without lowering it.
+        prop_assert_eq!(crate::sends(plan).collect::<Vec<_>>(), walked);
+        prop_assert_eq!(crate::reductions(plan), reduced);
         Ok(())
     }
 
