@@ -9,13 +9,15 @@
 #![warn(missing_docs)]
 
 pub mod actions;
+mod document;
 pub mod json;
 mod json_text;
 pub mod pytorch;
 pub mod trace;
 pub mod unvalidated;
 
-pub use actions::{ActionsFile, read_actions, write_actions};
-pub use json::{PlanJson, read_json, write_json};
-pub use pytorch::{write_pytorch, write_pytorch_comms};
-pub use trace::write_chrome_trace;
+pub use actions::{ActionsFile, ActionsText, actions_text, read_actions, write_actions};
+pub use document::{CHUNK, Document};
+pub use json::{JsonText, PlanJson, json_text, read_json, write_json};
+pub use pytorch::{CommsCsv, pytorch_comms_csv, pytorch_csv, write_pytorch, write_pytorch_comms};
+pub use trace::{ChromeTrace, chrome_trace, write_chrome_trace};
