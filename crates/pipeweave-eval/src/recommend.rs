@@ -15,7 +15,7 @@ use crate::compare::Figures;
 use crate::fit::fit_spec;
 use crate::planner::{PlanRequest, Planner, Unbuilt};
 use crate::step::evaluate;
-use pipeweave_plan::Plan;
+use pipeweave_check::ValidPlan;
 use pipeweave_spec::Spec;
 use serde::Serialize;
 use std::cmp::Ordering;
@@ -164,7 +164,7 @@ fn candidate(
     schedule: &str,
     v: Option<u32>,
     mbs: u64,
-    plan: &Plan,
+    plan: &ValidPlan,
 ) -> Result<Candidate, String> {
     let mut base = spec.clone();
     base.training.micro_batch_size = mbs;
