@@ -275,8 +275,11 @@ pub enum CellErrorKind {
     /// No digits after a transfer's name (`1SEND_F`); `found` as for
     /// [`CellErrorKind::ExpectedStage`].
     ExpectedStepMicrobatch {
+        /// The stage read.
         stage: u32,
+        /// The transfer's name read (`SEND_F`, ...).
         name: &'static str,
+        /// What stands there.
         found: Option<char>,
     },
     /// Text after a whole op.
@@ -398,39 +401,53 @@ pub fn parse_action(cell: &str, max_mb: u32) -> Result<Action, Vec<CellError>> {
 /// placement gives that.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum StepCell {
+    /// A compute action (`0F1`, `(0F3;7B5)OVERLAP_F_B`).
     Compute(Action),
     /// `<stage>RECV_F<mb>`, `<stage>RECV_B<mb>`.
     Recv {
+        /// Activations (`F`) or gradients (`B`).
         dir: Dir,
+        /// The receiving stage.
         stage: u32,
+        /// The micro-batch.
         mb: u32,
     },
     /// `<stage>SEND_F<mb>`, `<stage>SEND_B<mb>`.
     Send {
+        /// Activations (`F`) or gradients (`B`).
         dir: Dir,
+        /// The sending stage.
         stage: u32,
+        /// The micro-batch.
         mb: u32,
     },
-    /// `<stage>WAIT_SEND_F<mb>`, `<stage>WAIT_SEND_B<mb>`.
+    /// `<stage>WAIT_SEND_F<mb>`, `<stage>WAIT_SEND_B<mb>`: the wait for that send.
     WaitSend {
+        /// Activations (`F`) or gradients (`B`).
         dir: Dir,
+        /// The sending stage.
         stage: u32,
+        /// The micro-batch.
         mb: u32,
     },
     /// `<stage>REDUCE_GRAD`.
     ReduceGrad {
+        /// The stage whose gradients are reduced.
         stage: u32,
     },
     /// `<stage>WAIT_REDUCE_GRAD`.
     WaitReduceGrad {
+        /// The stage whose reduction is waited for.
         stage: u32,
     },
     /// `<stage>UNSHARD`: FSDP gathers the stage's parameters before it computes.
     Unshard {
+        /// The stage.
         stage: u32,
     },
     /// `<stage>RESHARD`: FSDP frees them again.
     Reshard {
+        /// The stage.
         stage: u32,
     },
 }
