@@ -68,7 +68,21 @@ pub fn read_actions(
         ));
         return Err(diags);
     }
-    let first = place_stages(&programs, &spans, file, &mut diags);
+    let plan = plan_of(programs, &spans, pipelines, file, diags)?;
+    Ok(ActionsFile { plan, spans })
+}
+
+/// The plan of `pipelines` pipelines the programs read from a file describe, `spans` being where
+/// each action's cell is; `diags` holds the problems found so far (the plan is built only when
+/// there are none). Used by every reader of cells.
+pub(crate) fn plan_of(
+    programs: Vec<Vec<Action>>,
+    spans: &[Vec<Range<usize>>],
+    pipelines: u32,
+    file: FileId,
+    mut diags: Vec<Diagnostic>,
+) -> Result<Plan, Vec<Diagnostic>> {
+    let first = place_stages(&programs, spans, file, &mut diags);
     if !diags.is_empty() {
         return Err(diags);
     }
@@ -88,7 +102,7 @@ pub fn read_actions(
     let k = pipelines;
     let s = (u64::from(max_stage) + 1) / u64::from(k);
     let s = s as u32;
-    let mbs = pipeline_microbatches(&programs, &spans, k, s, file, &mut diags);
+    let mbs = pipeline_microbatches(&programs, spans, k, s, file, &mut diags);
     if !diags.is_empty() {
         return Err(diags);
     }
@@ -99,10 +113,8 @@ pub fn read_actions(
             microbatches: mbs[j].keys().copied().collect(),
         })
         .collect();
-    match Plan::new(lines.len() as u32, pipelines, programs) {
-        Ok(plan) => Ok(ActionsFile { plan, spans }),
-        Err(e) => Err(vec![Diagnostic::error(e.to_string())]),
-    }
+    Plan::new(programs.len() as u32, pipelines, programs)
+        .map_err(|e| vec![Diagnostic::error(e.to_string())])
 }
 
 /// The lines of the file that are ranks, each with the byte where it starts: `\r` before `\n`
@@ -148,7 +160,11 @@ fn read_programs(
                     cell_spans.push(at..at + cell.len());
                 }
                 Err(errors) => {
-                    diags.extend(errors.into_iter().map(|e| cell_diagnostic(file, at, e)));
+                    diags.extend(
+                        errors
+                            .into_iter()
+                            .map(|e| cell_diagnostic(file, at, e, Cells::Actions)),
+                    );
                 }
             }
         }
@@ -298,7 +314,7 @@ fn pipeline_stages(j: u32, s: u32) -> String {
     }
 }
 
-fn is_blank(c: char) -> bool {
+pub(crate) fn is_blank(c: char) -> bool {
     c == ' ' || c == '\t' || c == '\r'
 }
 
@@ -333,18 +349,31 @@ pub(crate) fn write_plan(plan: &Plan) -> String {
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
+/// Which cells a file holds: compute actions only, or the steps of a `compute_comms` CSV too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cells {
+    Actions,
+    Steps,
+}
+
 /// A problem the cell reader found in the cell starting at byte `at`, as a located diagnostic
-/// with the words of this format.
-fn cell_diagnostic(file: FileId, at: usize, e: CellError) -> Diagnostic {
+/// with the words of the format.
+pub(crate) fn cell_diagnostic(file: FileId, at: usize, e: CellError, cells: Cells) -> Diagnostic {
     const PAIR_HELP: &str = "write an overlapped pair as `(0F1;3B0)OVERLAP_F_B`";
     let span = Span::new(file, at + e.range.start..at + e.range.end);
     let d = Diagnostic::error(e.to_string());
     match e.kind {
-        CellErrorKind::ExpectedStage { .. } => d
-            .with_span(span)
-            .with_help("a cell is `<stage><F|B|I|W><micro-batch>`, e.g. `0F1`"),
+        CellErrorKind::ExpectedStage { .. } => d.with_span(span).with_help(match cells {
+            Cells::Actions => "a cell is `<stage><F|B|I|W><micro-batch>`, e.g. `0F1`",
+            Cells::Steps => {
+                "a cell is `<stage><F|B|I|W><micro-batch>`, e.g. `0F1`, or a step such as `0SEND_F1` or `0REDUCE_GRAD`"
+            }
+        }),
+        CellErrorKind::NotCompute { .. } if cells == Cells::Steps => {
+            d.with_span(span).with_help(PAIR_HELP)
+        }
         CellErrorKind::NotCompute { .. } => d.with_span(span).with_help(
-            "the actions format holds compute actions only (F, B, I, W and overlapped pairs); communication is added by lowering",
+            "the actions format holds compute actions only (F, B, I, W and overlapped pairs); communication is added by lowering, and a PyTorch compute_comms CSV is read as `pytorch-comms`",
         ),
         CellErrorKind::Trailing { .. } => d
             .with_span_label(span, "not part of the action")
@@ -362,7 +391,8 @@ fn cell_diagnostic(file: FileId, at: usize, e: CellError) -> Diagnostic {
         | CellErrorKind::MicrobatchAbove { .. }
         | CellErrorKind::ExpectedKind { .. }
         | CellErrorKind::UnknownKind { .. }
-        | CellErrorKind::ExpectedMicrobatch { .. } => d.with_span(span),
+        | CellErrorKind::ExpectedMicrobatch { .. }
+        | CellErrorKind::ExpectedStepMicrobatch { .. } => d.with_span(span),
     }
 }
 
@@ -376,7 +406,7 @@ fn kind_name(kind: Kind) -> &'static str {
 }
 
 /// A file of more lines than a plan may have ranks, pointing at the first line too many.
-fn too_many_ranks(line: Span) -> Diagnostic {
+pub(crate) fn too_many_ranks(line: Span) -> Diagnostic {
     let max = pipeweave_plan::MAX_RANKS;
     Diagnostic::error(format!(
         "the file has more than {max} ranks (lines); a plan has at most {max} ranks"

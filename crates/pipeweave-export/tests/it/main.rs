@@ -2,5 +2,6 @@
 
 mod actions;
 mod common;
+mod comms;
 mod formats;
 mod json;
