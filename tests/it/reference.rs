@@ -43,7 +43,7 @@ fn entries() -> Vec<Entry> {
 /// The vector's plan, through the validator.
 fn load(e: &Entry) -> ValidPlan {
     let text = std::fs::read_to_string(root().join(&e.path)).expect("vector file");
-    let file = pipeweave_export::read_actions(&text, FileId(0), e.pipelines)
+    let file = pipeweave_export::read_actions(&text, FileId(0), Some(e.pipelines))
         .unwrap_or_else(|d| panic!("{} does not load: {d:?}", e.path));
     pipeweave_check::validate(file.plan)
         .unwrap_or_else(|problems| panic!("{}: {problems:?}", e.path))

@@ -50,7 +50,7 @@ fn read(c: &mut Criterion) {
         b.iter(|| black_box(PlanFormat::detect(black_box(&actions))))
     });
     g.bench_function("actions", |b| {
-        b.iter(|| black_box(read_actions(black_box(&actions), FileId(0), 1)))
+        b.iter(|| black_box(read_actions(black_box(&actions), FileId(0), Some(1))))
     });
     g.bench_function("pytorch-comms", |b| {
         b.iter(|| black_box(read_pytorch_comms(black_box(&comms), FileId(0))))

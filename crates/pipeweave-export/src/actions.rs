@@ -10,7 +10,10 @@
 //!   (a blank line in the middle is an idle rank; an idle last rank is written as a line holding
 //!   a single `,`, which is a line of empty cells);
 //! - the number of stages is one more than the largest stage id, and must split into `pipelines`
-//!   pipelines of equal length;
+//!   pipelines of equal length; when the number of pipelines is not given, it is the most the
+//!   file's micro-batches allow: each micro-batch stays within the stages of one pipeline, so a
+//!   file of K pipelines written by pipeweave reads back as K pipelines, and a file whose
+//!   micro-batches each run through every stage is one pipeline (PyTorch's CSV);
 //! - a stage runs on the rank on whose line it appears (on exactly one);
 //! - a pipeline carries the micro-batches its stages mention.
 //!
@@ -41,16 +44,17 @@ pub struct ActionsFile {
     pub spans: Vec<Vec<Range<usize>>>,
 }
 
-/// Reads an actions file holding `pipelines` pipelines of equal length.
+/// Reads an actions file holding `pipelines` pipelines of equal length (`None`: as many as the
+/// file shows, see the module's documentation).
 ///
 /// Returns every problem found, never only the first.
 pub fn read_actions(
     source: &str,
     file: FileId,
-    pipelines: u32,
+    pipelines: Option<u32>,
 ) -> Result<ActionsFile, Vec<Diagnostic>> {
     let mut diags = Vec::new();
-    if pipelines == 0 {
+    if pipelines == Some(0) {
         diags.push(
             Diagnostic::error("the number of pipelines must be at least 1")
                 .with_help("a file of one ordinary pipeline is read with 1 pipeline"),
@@ -72,13 +76,14 @@ pub fn read_actions(
     Ok(ActionsFile { plan, spans })
 }
 
-/// The plan of `pipelines` pipelines the programs read from a file describe, `spans` being where
-/// each action's cell is; `diags` holds the problems found so far (the plan is built only when
-/// there are none). Used by every reader of cells.
+/// The plan of `pipelines` pipelines (`None`: as many as the micro-batches allow) the programs
+/// read from a file describe, `spans` being where each action's cell is; `diags` holds the
+/// problems found so far (the plan is built only when there are none). Used by every reader of
+/// cells.
 pub(crate) fn plan_of(
     programs: Vec<Vec<Action>>,
     spans: &[Vec<Range<usize>>],
-    pipelines: u32,
+    pipelines: Option<u32>,
     file: FileId,
     mut diags: Vec<Diagnostic>,
 ) -> Result<Plan, Vec<Diagnostic>> {
@@ -93,13 +98,13 @@ pub(crate) fn plan_of(
         );
         return Err(diags);
     };
-    check_stage_ids(&first, pipelines, file, &mut diags);
+    check_stage_ids(&first, pipelines.unwrap_or(1), file, &mut diags);
     if !diags.is_empty() {
         return Err(diags);
     }
 
     // The gap check bounds the number of stages by the number of cells, so these tables are small.
-    let k = pipelines;
+    let k = pipelines.unwrap_or_else(|| most_pipelines(&programs, max_stage + 1));
     let s = (u64::from(max_stage) + 1) / u64::from(k);
     let s = s as u32;
     let mbs = pipeline_microbatches(&programs, spans, k, s, file, &mut diags);
@@ -115,6 +120,37 @@ pub(crate) fn plan_of(
         .collect();
     Plan::new(programs.len() as u32, pipelines, programs)
         .map_err(|e| vec![Diagnostic::error(e.to_string())])
+}
+
+/// The most pipelines `n` stages split into with every micro-batch within one of them: the
+/// smallest pipeline length S dividing `n` such that no micro-batch runs on stages on both sides
+/// of a multiple of S. Linear in the actions and the stages: a boundary between stages b − 1 and b
+/// is crossed when some micro-batch's lowest stage is below b and its highest at or above it.
+fn most_pipelines(programs: &[Vec<Action>], n: u32) -> u32 {
+    let mut span: BTreeMap<u32, (u32, u32)> = BTreeMap::new();
+    for op in programs.iter().flatten().flat_map(Action::ops) {
+        let (lo, hi) = span.entry(op.mb).or_insert((op.stage, op.stage));
+        *lo = (*lo).min(op.stage);
+        *hi = (*hi).max(op.stage);
+    }
+    // crossings[b]: how many micro-batches run on both sides of the boundary before stage b.
+    let mut crossings = vec![0i64; n as usize + 1];
+    for &(lo, hi) in span.values() {
+        crossings[lo as usize + 1] += 1;
+        crossings[hi as usize + 1] -= 1;
+    }
+    let mut open = 0;
+    let crossed: Vec<bool> = crossings
+        .iter()
+        .map(|&d| {
+            open += d;
+            open > 0
+        })
+        .collect();
+    (1..=n)
+        .filter(|s| n.is_multiple_of(*s))
+        .find(|&s| (s..n).step_by(s as usize).all(|b| !crossed[b as usize]))
+        .map_or(1, |s| n / s)
 }
 
 /// The lines of the file that are ranks, each with the byte where it starts: `\r` before `\n`

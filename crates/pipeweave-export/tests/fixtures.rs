@@ -20,7 +20,7 @@ fn actions_fixture(path: &Path, source: String) -> datatest_stable::Result<()> {
         .split('.')
         .find_map(|part| part.strip_prefix('k').and_then(|n| n.parse::<u32>().ok()))
         .unwrap_or(1);
-    let text = match read_actions(&source, FileId(0), k) {
+    let text = match read_actions(&source, FileId(0), Some(k)) {
         Ok(_) => {
             return Err(format!("{name} is a bad-input fixture but it reads without error").into());
         }

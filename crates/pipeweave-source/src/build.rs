@@ -162,7 +162,7 @@ pub(crate) fn plan_file(
         let read = pipeweave_export::read_json(text, file).map_err(|d| in_file(d, file))?;
         return validated(read.plan, None, name.to_owned());
     }
-    let read = pipeweave_export::read_actions(text, file, params.pipelines)
+    let read = pipeweave_export::read_actions(text, file, Some(params.pipelines))
         .map_err(|d| in_file(d, file))?;
     let origins = read
         .spans

@@ -96,7 +96,7 @@ pub fn read_pytorch_comms(source: &str, file: FileId) -> Result<CommsFile, Vec<D
         spans.push(cell_spans);
         steps.push(others);
     }
-    let plan = plan_of(programs, &spans, 1, file, diags)?;
+    let plan = plan_of(programs, &spans, Some(1), file, diags)?;
     Ok(CommsFile {
         plan,
         spans,

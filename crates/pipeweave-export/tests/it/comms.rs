@@ -15,7 +15,7 @@ fn written() -> &'static [(String, String)] {
         reference_vectors()
             .into_iter()
             .filter_map(|(path, text, k)| {
-                let plan = read_actions(&text, FileId(0), k).ok()?.plan;
+                let plan = read_actions(&text, FileId(0), Some(k)).ok()?.plan;
                 let plan = pipeweave_check::validate(plan).ok()?;
                 Some((path, write_pytorch_comms(&plan).ok()?))
             })
