@@ -6,4 +6,5 @@ mod draw;
 mod exit_codes;
 mod hostile;
 mod plugins;
+mod roundtrip;
 mod schemas;

@@ -5,3 +5,4 @@ mod common;
 mod comms;
 mod formats;
 mod json;
+mod roundtrip;
