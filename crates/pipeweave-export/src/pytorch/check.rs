@@ -23,116 +23,13 @@
 //! over the file looks each cell up, and the checks read the table.
 
 mod hang;
+mod table;
 
 use super::read::{CommsFile, StepAt};
 use pipeweave_diagnostics::{Diagnostic, Span};
+use pipeweave_plan::Dir;
 use pipeweave_plan::cell::StepCell;
-use pipeweave_plan::{Dir, Kind, Plan, Step, lower};
-use std::collections::HashMap;
-use std::collections::hash_map::Entry;
-
-/// A step of the lowering, and where the file has it.
-struct Expected {
-    rank: u32,
-    step: StepCell,
-    /// The action of the rank's program it goes with: a send's producer, a receive's consumer, the
-    /// stage's last backward before a reduction.
-    action: Option<usize>,
-    /// For a transfer: its channel end and its place among the channel's messages.
-    order: Option<(usize, u32)>,
-    /// The other rank of a transfer.
-    peer: u32,
-    /// Its index among the rank's steps in the file.
-    found: Option<usize>,
-}
-
-/// The lowering's steps, looked up by rank and cell.
-struct Table {
-    expected: Vec<Expected>,
-    index: HashMap<(u32, StepCell), usize>,
-    /// Channel ends: (sending rank, receiving rank, the receiving end).
-    channels: Vec<(u32, u32, bool)>,
-}
-
-impl Table {
-    fn new(plan: &Plan) -> Table {
-        let lowered = lower(plan);
-        let mut t = Table {
-            expected: Vec::with_capacity(lowered.num_steps().saturating_sub(plan.num_ops())),
-            index: HashMap::new(),
-            channels: Vec::new(),
-        };
-        let mut channel_ids: HashMap<(u32, u32, bool), usize> = HashMap::new();
-        let mut counts: Vec<u32> = Vec::new();
-        for (r, steps) in (0u32..).zip(lowered.programs()) {
-            let (mut last, mut i) = (None, 0usize);
-            for step in steps {
-                let (action, channel, peer) = match step {
-                    Step::Compute(_) => {
-                        last = Some(i);
-                        i += 1;
-                        continue;
-                    }
-                    Step::Send { peer, .. } => (last, Some((r, peer, false)), peer),
-                    Step::Recv { peer, .. } => (None, Some((peer, r, true)), peer),
-                    Step::WaitSend { peer, .. } => (None, None, peer),
-                    Step::ReduceGrad { .. } => (last, None, r),
-                    Step::WaitReduceGrad { .. } => (None, None, r),
-                };
-                let order = channel.map(|c| {
-                    let id = *channel_ids.entry(c).or_insert_with(|| {
-                        t.channels.push(c);
-                        counts.push(0);
-                        counts.len() - 1
-                    });
-                    counts[id] += 1;
-                    (id, counts[id] - 1)
-                });
-                let step = StepCell::from(step);
-                if let Entry::Vacant(slot) = t.index.entry((r, step)) {
-                    slot.insert(t.expected.len());
-                    t.expected.push(Expected {
-                        rank: r,
-                        step,
-                        action,
-                        order,
-                        peer,
-                        found: None,
-                    });
-                }
-            }
-        }
-        // A receive goes with the first action of its rank that computes its stage and
-        // micro-batch in its direction.
-        for (r, program) in (0u32..).zip(plan.programs()) {
-            for (i, a) in program.iter().enumerate() {
-                for op in a.ops() {
-                    let dir = match op.kind {
-                        Kind::F => Dir::Fwd,
-                        Kind::B | Kind::I => Dir::Bwd,
-                        Kind::W => continue,
-                    };
-                    let recv = StepCell::Recv {
-                        dir,
-                        stage: op.stage,
-                        mb: op.mb,
-                    };
-                    if let Some(&e) = t.index.get(&(r, recv)) {
-                        t.expected[e].action.get_or_insert(i);
-                    }
-                }
-            }
-        }
-        t
-    }
-
-    /// Where the file has `step` of rank r, when the lowering has it.
-    fn found(&self, r: u32, step: StepCell) -> Option<usize> {
-        self.index
-            .get(&(r, step))
-            .and_then(|&e| self.expected[e].found)
-    }
-}
+use table::{Expected, Table};
 
 fn is_sharding(step: StepCell) -> bool {
     matches!(step, StepCell::Unshard { .. } | StepCell::Reshard { .. })
@@ -148,7 +45,14 @@ impl CommsFile {
     /// in file order. Meant for a valid plan (the validator's problems come first; an invalid
     /// plan's lowering says little).
     pub fn check(&self) -> Vec<Diagnostic> {
-        let mut t = Table::new(&self.plan);
+        let Some(mut t) = Table::new(&self.plan) else {
+            return vec![
+                Diagnostic::error(
+                    "the plan is not valid (a stage misses micro-batches), so its communication is not checked",
+                )
+                .with_help("the validator names what is missing"),
+            ];
+        };
         let talks = self.steps.iter().flatten().any(|s| !is_sharding(s.step));
         if !talks && !t.expected.is_empty() {
             return vec![
@@ -203,7 +107,7 @@ impl CommsFile {
                     }
                     continue;
                 }
-                let Some(&e) = t.index.get(&(r, s.step)) else {
+                let Some(e) = t.lookup(r, s.step) else {
                     out.push(
                         Diagnostic::error(format!(
                             "{}: `{}` is not a step of this plan",
@@ -461,7 +365,7 @@ impl CommsFile {
         let mut reported = vec![false; t.channels.len()];
         for (r, steps) in (0u32..).zip(&self.steps) {
             for (k, s) in steps.iter().enumerate() {
-                let Some(&e) = t.index.get(&(r, s.step)) else {
+                let Some(e) = t.lookup(r, s.step) else {
                     continue;
                 };
                 let e = &t.expected[e];

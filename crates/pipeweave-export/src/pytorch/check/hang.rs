@@ -48,9 +48,7 @@ impl CommsFile {
         while let Some(r) = ready.pop() {
             blocked[r as usize] = None;
             while let Some(cell) = self.next_cell(r, cursors[r as usize]) {
-                if let Some((on, step)) = self.needs(t, r, cell)
-                    && cursors[on as usize].step <= step
-                {
+                if let Some((on, step)) = self.needs(t, r, cell, &cursors) {
                     blocked[r as usize] = Some(Blocked { cell, on, step });
                     waiting.insert((on, step), r);
                     break;
@@ -83,10 +81,12 @@ impl CommsFile {
         steps.get(c.step).map(|_| Cell::Step(c.step))
     }
 
-    /// The step of another rank `cell` of rank r waits for, as (rank, index among its steps): an
-    /// action waits for the sends of its inputs, a `WAIT_SEND` for the peer's receive.
-    fn needs(&self, t: &Table, r: u32, cell: Cell) -> Option<(u32, usize)> {
+    /// The step of another rank that `cell` of rank r still waits for, as (rank, index among its
+    /// steps): an action waits for the sends of its inputs (an overlapped pair for two), a
+    /// `WAIT_SEND` for the peer's receive.
+    fn needs(&self, t: &Table, r: u32, cell: Cell, cursors: &[Cursor]) -> Option<(u32, usize)> {
         let plan = &self.plan;
+        let waits = |&(on, step): &(u32, usize)| cursors[on as usize].step <= step;
         let find = |step: StepCell, stage: u32| {
             let host = plan.hosts()[stage as usize];
             (host != r)
@@ -94,24 +94,27 @@ impl CommsFile {
                 .flatten()
         };
         match cell {
-            Cell::Action(i) => plan.program(r)[i].ops().find_map(|op| {
-                let dir = match op.kind {
-                    Kind::F => Dir::Fwd,
-                    Kind::B | Kind::I => Dir::Bwd,
-                    Kind::W => return None,
-                };
-                let from = plan.sending_stage(dir, op.stage)?;
-                let send = StepCell::Send {
-                    dir,
-                    stage: from,
-                    mb: op.mb,
-                };
-                find(send, from)
-            }),
+            Cell::Action(i) => plan.program(r)[i]
+                .ops()
+                .filter_map(|op| {
+                    let dir = match op.kind {
+                        Kind::F => Dir::Fwd,
+                        Kind::B | Kind::I => Dir::Bwd,
+                        Kind::W => return None,
+                    };
+                    let from = plan.sending_stage(dir, op.stage)?;
+                    let send = StepCell::Send {
+                        dir,
+                        stage: from,
+                        mb: op.mb,
+                    };
+                    find(send, from)
+                })
+                .find(waits),
             Cell::Step(k) => match self.steps[r as usize][k].step {
                 StepCell::WaitSend { dir, stage, mb } => {
                     let to = plan.receiving_stage(dir, stage)?;
-                    find(StepCell::Recv { dir, stage: to, mb }, to)
+                    find(StepCell::Recv { dir, stage: to, mb }, to).filter(waits)
                 }
                 _ => None,
             },
