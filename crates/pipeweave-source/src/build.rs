@@ -206,13 +206,14 @@ pub(crate) fn plan_file(
         PlanFormat::PytorchComms => {
             let read =
                 pipeweave_export::read_pytorch_comms(text, file).map_err(|d| in_file(d, file))?;
+            // The validator's problems first: the check compares with the lowering of a valid plan.
+            let origins = Some(spans_in(read.spans.clone()));
+            let mut built = validated(read.plan.clone(), origins, name.to_owned())?;
             let comms = read.check();
-            let notes = read.notes();
-            let mut built = validated(read.plan, Some(spans_in(read.spans)), name.to_owned())?;
             if !comms.is_empty() {
                 return Err(in_file(comms, file));
             }
-            built.notes = notes;
+            built.notes = read.notes();
             Ok(built)
         }
     }

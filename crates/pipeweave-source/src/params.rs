@@ -59,7 +59,7 @@ impl Setting {
 }
 
 /// What a schedule is built with; a plan file takes only `format` and `pipelines`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Params {
     /// Ranks P.
     pub ranks: Option<u32>,
@@ -75,19 +75,6 @@ pub struct Params {
     /// The form of a plan file; `None`: `.json` files are JSON plans, others are told apart by
     /// their text ([`PlanFormat::detect`]).
     pub format: Option<PlanFormat>,
-}
-
-impl Default for Params {
-    fn default() -> Params {
-        Params {
-            ranks: None,
-            microbatches: None,
-            stages_per_rank: None,
-            settings: Vec::new(),
-            pipelines: None,
-            format: None,
-        }
-    }
 }
 
 impl Params {
