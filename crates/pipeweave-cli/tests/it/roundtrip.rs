@@ -85,20 +85,22 @@ fn pytorch_comms_converts_back_to_the_compute_only_csv() {
     assert!(checked >= 9 * 7 + 30, "{checked}");
 }
 
+/// A `--set` parameter and the values the property tries.
+type Setting = (&'static str, &'static [&'static str]);
+
 /// The schedules of the property: the library's and the plugins', each with the `--set`
-/// parameters it takes, as (name, [(parameter, its values)]).
-fn schedules() -> Vec<(String, Vec<(&'static str, &'static [&'static str])>)> {
-    let mut out: Vec<(String, Vec<(&'static str, &'static [&'static str])>)> =
-        pipeweave_dsl::library::all()
-            .map(|e| {
-                let sets: Vec<(&'static str, &'static [&'static str])> = match e.name {
-                    "dualpipev" => vec![("weight_split", &["0", "1"]), ("overlap", &["0", "1"])],
-                    _ => Vec::new(),
-                };
-                (e.name.to_owned(), sets)
-            })
-            .collect();
-    let dual: Vec<(&'static str, &'static [&'static str])> = vec![
+/// parameters it takes.
+fn schedules() -> Vec<(String, Vec<Setting>)> {
+    let mut out: Vec<(String, Vec<Setting>)> = pipeweave_dsl::library::all()
+        .map(|e| {
+            let sets: Vec<Setting> = match e.name {
+                "dualpipev" => vec![("weight_split", &["0", "1"]), ("overlap", &["0", "1"])],
+                _ => Vec::new(),
+            };
+            (e.name.to_owned(), sets)
+        })
+        .collect();
+    let dual: Vec<Setting> = vec![
         ("weight_split", &["false", "true"]),
         ("overlap", &["false", "true"]),
     ];
