@@ -19,8 +19,8 @@
 //! consumers, which on a V schedule can reorder the messages between two ranks: that is reported
 //! (and is a real fault: PyTorch then hands one micro-batch's tensor to another).
 //!
-//! Linear in the cells: one pass over the lowering fills a table keyed by rank and cell, one pass
-//! over the file looks each cell up, and the checks read the table.
+//! Linear in the cells: one pass over the lowering fills a dense table of its steps (`table.rs`),
+//! one pass over the file looks each cell up, and the checks read the table.
 
 mod hang;
 mod table;
