@@ -69,10 +69,13 @@ fn timeline_blocks(
 ) -> Vec<Block> {
     let mut blocks = vec![Block::Figure {
         svg: timelines(drawn, costing, options.comms, "timelines"),
+        zoom: true,
         caption: format!(
-            "One row per rank on a shared time axis ({}); cells are labelled with the \
-             micro-batch (numbered within its pipeline); grey is idle time. Hover a cell for its \
-             action and times.",
+            "One row per rank on a shared time axis ({}); cells are coloured by kind, shaded by \
+             chunk or pipeline as the legend says, and labelled with the micro-batch (numbered \
+             within its pipeline); grey is idle time; a chart too dense to label is drawn in \
+             bands. The figure fits the page; the zoom above it enlarges it. Hover a cell for \
+             its action and times.",
             costing_text(costing)
         ),
     }];
@@ -104,6 +107,7 @@ fn sweep_blocks(
     let mut blocks = vec![
         Block::Figure {
             svg: sweep_svg(&result),
+            zoom: false,
             caption: format!(
                 "{} against {}; a gap is a value the schedule cannot take (see the notes under \
                  the table).",
