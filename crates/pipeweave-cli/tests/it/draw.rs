@@ -471,3 +471,202 @@ fn report_on_a_spec_holds_compare_tables() {
     );
     assert!(html.contains("time (s)"));
 }
+
+/// The cells of an SVG timeline: (tooltip, fill of the first rectangle).
+fn cells(svg: &str) -> Vec<(String, String)> {
+    let doc = roxmltree::Document::parse(svg).expect("well-formed XML");
+    doc.descendants()
+        .filter(|n| n.has_tag_name("g") && n.attribute("class") == Some("cell"))
+        .map(|g| {
+            let title = g
+                .children()
+                .find(|c| c.has_tag_name("title"))
+                .and_then(|t| t.text())
+                .unwrap_or_default();
+            let fill = g
+                .children()
+                .find(|c| c.has_tag_name("rect"))
+                .and_then(|r| r.attribute("fill"))
+                .unwrap_or_default();
+            (title.to_owned(), fill.to_owned())
+        })
+        .collect()
+}
+
+/// The fill of the cell whose tooltip starts with `prefix`.
+fn fill_of<'a>(cells: &'a [(String, String)], prefix: &str) -> &'a str {
+    cells
+        .iter()
+        .find(|(title, _)| title.starts_with(prefix))
+        .map(|(_, fill)| fill.as_str())
+        .unwrap_or_else(|| panic!("no cell `{prefix}`"))
+}
+
+#[test]
+fn render_tells_chunks_and_directions_apart() {
+    let dir = scratch("render-shades");
+    let (code, _, err) = pipeweave(
+        &dir,
+        &[
+            "render",
+            "zb-v",
+            "dualpipe",
+            "interleaved-1f1b",
+            "-v",
+            "4",
+            "-p",
+            "4",
+            "-m",
+            "8",
+            "--svg",
+            "shades.svg",
+        ],
+    );
+    assert_eq!((code, err.as_str()), (0, ""));
+    let svg = read(&dir.join("shades.svg"));
+    let all = cells(&svg);
+    // ZB-V's rank 0 hosts stages 0 and 7: the two forwards of micro-batch 0 are two shades of
+    // the forward's colour.
+    let chunk0 = fill_of(&all, "rank 0: 0F0: forward (F) of stage 0 (chunk 0)");
+    let chunk1 = fill_of(&all, "rank 0: 7F0: forward (F) of stage 7 (chunk 1)");
+    assert_ne!(chunk0, chunk1);
+    // DualPipe's second direction is the dark shade, hatched; interleaved 1F1B's four chunks
+    // alternate the two shades.
+    let down = fill_of(&all, "rank 0: 0F0:");
+    assert_eq!(down, chunk0);
+    let up = fill_of(
+        &all,
+        "rank 0: 7F4: forward (F) of stage 7 for micro-batch 4",
+    );
+    assert_eq!(up, chunk1);
+    let loops: Vec<&str> = (0..4)
+        .map(|k| {
+            let stage = 4 * k;
+            fill_of(
+                &all,
+                &format!("rank 0: {stage}F0: forward (F) of stage {stage} (chunk {k})"),
+            )
+        })
+        .collect();
+    assert_eq!(loops, [chunk0, chunk1, chunk0, chunk1]);
+    for says in [
+        "chunk 0 (light)",
+        "chunk 1 (dark)",
+        "pipeline 0 (light)",
+        "pipeline 1 (dark, hatched)",
+        "chunks 0, 2, … (light)",
+        "chunks 1, 3, … (dark)",
+    ] {
+        assert!(svg.contains(&format!(">{says}</text>")), "legend: {says}");
+    }
+}
+
+#[test]
+fn dense_timelines_draw_bands_and_a_window_draws_cells() {
+    let dir = scratch("render-dense");
+    let args = [
+        "render",
+        "1f1b",
+        "-p",
+        "16",
+        "-m",
+        "120",
+        "--comms",
+        "--svg",
+        "dense.svg",
+    ];
+    let (code, _, err) = pipeweave(&dir, &args);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let svg = read(&dir.join("dense.svg"));
+    assert_eq!(count(&svg, "svg"), 1);
+    // Too dense to label: bands, no cells, no labels. Each rank's warm-up forwards run back to
+    // back, so at least the 120 of them merge.
+    assert_eq!(svg.matches(r#"<g class="cell">"#).count(), 0);
+    assert!(!svg.contains(r#"text-anchor="middle" dominant-baseline="central""#));
+    let bands = svg.matches(r#"<g class="band">"#).count();
+    assert!(bands > 16 && bands <= 16 * 240 - 120, "{bands} bands");
+    assert!(svg.contains(">band: a run of cells of one look (too dense to label)</text>"));
+    // The lanes show how densely sends fill them (these take no time, yet show), not ticks.
+    assert_eq!(svg.matches(r#"class="comm""#).count(), 0);
+    assert!(svg.matches(r#"class="comm-busy""#).count() > 16);
+    let (code, _, _) = pipeweave(&dir, &args);
+    assert_eq!(code, 0);
+    assert_eq!(svg, read(&dir.join("dense.svg")), "render is deterministic");
+
+    // A window of 40 units: cells and labels again, all inside the plot.
+    let (code, _, err) = pipeweave(
+        &dir,
+        &[
+            "render",
+            "1f1b",
+            "-p",
+            "16",
+            "-m",
+            "120",
+            "--from",
+            "100",
+            "--to",
+            "140",
+            "--svg",
+            "window.svg",
+        ],
+    );
+    assert_eq!((code, err.as_str()), (0, ""));
+    let svg = read(&dir.join("window.svg"));
+    assert_eq!(svg.matches(r#"<g class="band">"#).count(), 0);
+    // 16 ranks in 1F1B's steady state: a forward and a backward every 3 units, about 27 cells
+    // a rank, the first and the last of a row cut by the window.
+    let shown = cells(&svg).len();
+    assert!((16 * 26..=16 * 30).contains(&shown), "{shown} cells");
+    assert!(svg.contains(r#"text-anchor="middle" dominant-baseline="central""#));
+    assert!(svg.contains(">time (units), from 100 to 140</text>"));
+    let doc = roxmltree::Document::parse(&svg).expect("well-formed XML");
+    for rect in doc.descendants().filter(|n| {
+        n.has_tag_name("rect") && n.parent().and_then(|p| p.attribute("class")) == Some("cell")
+    }) {
+        let x: f64 = rect.attribute("x").and_then(|v| v.parse().ok()).expect("x");
+        let w: f64 = rect
+            .attribute("width")
+            .and_then(|v| v.parse().ok())
+            .expect("width");
+        assert!(x >= 66.0 && x + w <= 66.0 + 900.0 + 0.01, "{x} + {w}");
+    }
+}
+
+#[test]
+fn window_errors_exit_2() {
+    let dir = scratch("render-window");
+    for (args, says) in [
+        (
+            &[
+                "render", "1f1b", "-p", "2", "-m", "2", "--from", "3", "--to", "3",
+            ][..],
+            "--from 3 --to 3: the window must end after it starts",
+        ),
+        (
+            &["render", "1f1b", "-p", "2", "-m", "2", "--from", "9"][..],
+            "--from 9: the step ends at 9",
+        ),
+        (
+            &[
+                "render", "1f1b", "gpipe", "-p", "2", "-m", "2", "--from", "40",
+            ][..],
+            "--from 40: the longest step ends at 9",
+        ),
+        (
+            &["render", "1f1b", "-p", "2", "-m", "2", "--from=-1"][..],
+            "is not a time",
+        ),
+        (
+            &["report", "1f1b", "-p", "2", "-m", "2", "--to", "nan"][..],
+            "is not a time",
+        ),
+    ] {
+        let mut args = args.to_vec();
+        args.extend([if args[0] == "report" { "-o" } else { "--svg" }, "x.out"]);
+        let (code, _, err) = pipeweave(&dir, &args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!dir.join("x.out").exists());
+    }
+}
