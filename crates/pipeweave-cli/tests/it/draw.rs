@@ -1,12 +1,10 @@
-//! `render`, `sweep` and `report` driven as a user would: files written, tables printed, exit
-//! codes, and the HTML report opened in headless Chromium.
+//! `render` and `sweep` driven as a user would: files written, tables printed, exit codes.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 /// A fresh folder for one test's files, under Cargo's per-target temporary directory.
-fn scratch(test: &str) -> PathBuf {
+pub fn scratch(test: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("draw")
         .join(test);
@@ -16,7 +14,7 @@ fn scratch(test: &str) -> PathBuf {
 }
 
 /// Runs `pipeweave` in `dir` (so output names files relative to it): (exit code, stdout, stderr).
-fn pipeweave(dir: &Path, args: &[&str]) -> (i32, String, String) {
+pub fn pipeweave(dir: &Path, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_pipeweave"))
         .args(args)
         .current_dir(dir)
@@ -30,12 +28,12 @@ fn pipeweave(dir: &Path, args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn read(path: &Path) -> String {
+pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// Parses `text` as XML (SVG, or the report page without its doctype) and counts elements by name.
-fn count(text: &str, name: &str) -> usize {
+pub fn count(text: &str, name: &str) -> usize {
     let text = text.trim_start_matches("<!DOCTYPE html>\n");
     let doc = roxmltree::Document::parse(text).expect("well-formed XML");
     doc.descendants()
@@ -214,185 +212,6 @@ fn sweep_usage_errors_exit_2() {
     }
 }
 
-/// The Chromium binary: `PIPEWEAVE_CHROMIUM`, else `chromium` (Debian's package) or
-/// `chromium-browser` on the PATH.
-fn chromium() -> PathBuf {
-    if let Some(p) = std::env::var_os("PIPEWEAVE_CHROMIUM") {
-        return PathBuf::from(p);
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    for dir in std::env::split_paths(&path) {
-        for name in ["chromium", "chromium-browser"] {
-            let candidate = dir.join(name);
-            if candidate.is_file() {
-                return candidate;
-            }
-        }
-    }
-    panic!(
-        "the report's browser test needs headless Chromium and none is on the PATH: \
-         install it with `apt-get update && apt-get install -y chromium` (CI's .ci/run does), \
-         or point PIPEWEAVE_CHROMIUM at a Chromium binary"
-    );
-}
-
-/// Runs headless Chromium on `page` with `args`, in a fresh profile, with no network and a
-/// generous limit so a wedged browser fails the test instead of hanging it: (stdout, stderr).
-fn headless(page: &Path, profile: &Path, args: &[String]) -> (String, String) {
-    let _ = std::fs::remove_dir_all(profile);
-    let out_path = profile.with_extension("out");
-    let err_path = profile.with_extension("err");
-    let out = std::fs::File::create(&out_path).expect("stdout file");
-    let err = std::fs::File::create(&err_path).expect("stderr file");
-    let mut child = Command::new(chromium())
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-dev-shm-usage",
-            "--hide-scrollbars",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(args)
-        .arg(format!("file://{}", page.display()))
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .spawn()
-        .expect("chromium starts");
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("chromium runs") {
-            break status;
-        }
-        if started.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("chromium did not finish within 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let stderr = read(&err_path);
-    assert!(status.success(), "chromium failed ({status}):\n{stderr}");
-    (read(&out_path), stderr)
-}
-
-/// The console messages Chromium logged for the page (errors, CSP violations, script output):
-/// the page has no script, so any is a fault.
-fn console_messages(stderr: &str) -> Vec<&str> {
-    stderr
-        .lines()
-        .filter(|l| l.contains(":CONSOLE") || l.contains("Uncaught"))
-        .collect()
-}
-
-#[test]
-fn report_renders_in_headless_chromium() {
-    let dir = scratch("report");
-    let (code, out, err) = pipeweave(
-        &dir,
-        &[
-            "report",
-            "1f1b",
-            "dualpipe",
-            "zb-h1",
-            "chimera",
-            "-p",
-            "4",
-            "-m",
-            "8",
-            "-o",
-            "report.html",
-        ],
-    );
-    assert_eq!((code, err.as_str()), (0, ""));
-    assert_eq!(out, "wrote report.html\n");
-    let page = dir.join("report.html");
-    let html = read(&page);
-    assert_eq!(count(&html, "svg"), 2, "timelines and sweep chart");
-    for forbidden in ["<script", "<link", "src=", "@import", "url(http"] {
-        assert!(
-            !html.contains(forbidden),
-            "the page must not load anything: {forbidden}"
-        );
-    }
-
-    // The DOM as Chromium built it: the tables and both figures with their content.
-    let (dom, stderr) = headless(&page, &dir.join("profile-dom"), &["--dump-dom".into()]);
-    assert_eq!(console_messages(&stderr), Vec::<&str>::new());
-    assert!(dom.contains("<h1>pipeweave report: 1f1b, dualpipe, zb-h1, chimera</h1>"));
-    assert!(
-        dom.matches("<table>").count() >= 2,
-        "comparison and sweep tables"
-    );
-    assert_eq!(dom.matches("<svg ").count(), 2);
-    assert_eq!(
-        dom.matches(r#"<g class="cell">"#).count(),
-        64 + 74 + 96 + 64
-    );
-    assert_eq!(dom.matches(r#"<g class="series""#).count(), 4);
-    for name in ["1f1b", "dualpipe", "zb-h1", "chimera"] {
-        assert!(
-            dom.contains(&format!(r#"data-schedule="{name}""#)),
-            "{name}"
-        );
-    }
-
-    // A screenshot: a PNG of the requested size, drawn without console errors.
-    let shot = dir.join("report.png");
-    let (_, stderr) = headless(
-        &page,
-        &dir.join("profile-shot"),
-        &[
-            format!("--screenshot={}", shot.display()),
-            "--window-size=1400,2600".into(),
-        ],
-    );
-    assert_eq!(console_messages(&stderr), Vec::<&str>::new());
-    let png = std::fs::read(&shot).expect("the screenshot was written");
-    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
-    let width = u32::from_be_bytes([png[16], png[17], png[18], png[19]]);
-    let height = u32::from_be_bytes([png[20], png[21], png[22], png[23]]);
-    assert_eq!((width, height), (1400, 2600));
-    // A blank page compresses to a few kilobytes; the tables and figures make it far larger.
-    assert!(png.len() > 100_000, "screenshot of {} bytes", png.len());
-}
-
-#[test]
-fn console_errors_are_caught() {
-    // The check above must see what this Chromium logs for a faulty page: a script error and a
-    // blocked request.
-    let dir = scratch("console");
-    let page = dir.join("faulty.html");
-    std::fs::write(
-        &page,
-        "<!DOCTYPE html><html><head><meta http-equiv=\"Content-Security-Policy\" \
-         content=\"default-src 'none'; script-src 'unsafe-inline'\"></head><body>\
-         <img src=\"https://example.invalid/x.png\"><script>undefinedFunction();</script>\
-         </body></html>",
-    )
-    .expect("page written");
-    let (_, stderr) = headless(&page, &dir.join("profile"), &["--dump-dom".into()]);
-    let messages = console_messages(&stderr);
-    assert!(
-        messages
-            .iter()
-            .any(|m| m.contains("Uncaught ReferenceError")),
-        "{stderr}"
-    );
-    assert!(
-        messages.iter().any(|m| m.contains("example.invalid")),
-        "{stderr}"
-    );
-}
-
 #[test]
 fn render_and_sweep_on_a_spec() {
     let dir = scratch("spec");
@@ -441,35 +260,6 @@ fn render_and_sweep_on_a_spec() {
     32            10.626 s    7.686 s
     [1] dualpipev, microbatches = 16: DualPipeV needs at least 2P micro-batches (M >= 2P), got M = 16 for P = 16
     ");
-}
-
-#[test]
-fn report_on_a_spec_holds_compare_tables() {
-    let dir = scratch("report-spec");
-    let (code, out, err) = pipeweave(
-        &dir,
-        &[
-            "report",
-            "chimera",
-            "dualpipe",
-            "--spec",
-            "deepseek-v3-h800-pp16-ep64",
-            "--over",
-            "microbatches=32,64",
-            "-o",
-            "ds.html",
-        ],
-    );
-    assert_eq!((code, err.as_str()), (0, ""));
-    assert_eq!(out, "wrote ds.html\n");
-    let html = read(&dir.join("ds.html"));
-    assert_eq!(count(&html, "table"), 3, "figures, traits, sweep");
-    assert!(html.contains("<caption>figures per step"));
-    assert!(
-        html.contains("22.641 s"),
-        "DualPipe's step time as compare shows it"
-    );
-    assert!(html.contains("time (s)"));
 }
 
 /// The cells of an SVG timeline: (tooltip, fill of the first rectangle).
