@@ -210,10 +210,11 @@ fn check_stage_ids(
     diags: &mut Vec<Diagnostic>,
 ) {
     let span = |range: &Range<usize>| Span::new(file, range.clone());
-    let mut expected = 0u32;
+    // The next stage id without a gap, in u64: the largest id, u32::MAX, has no next one in u32.
+    let mut expected = 0u64;
     for (&stage, (_, cell)) in first {
-        if stage > expected {
-            let what = if stage - expected == 1 {
+        if u64::from(stage) > expected {
+            let what = if u64::from(stage) - expected == 1 {
                 format!("stage {expected} appears on no rank")
             } else {
                 format!("stages {expected} to {} appear on no rank", stage - 1)
@@ -226,7 +227,7 @@ fn check_stage_ids(
                     ),
             );
         }
-        expected = stage + 1;
+        expected = u64::from(stage) + 1;
     }
     let Some((&max_stage, (_, cell))) = first.last_key_value() else {
         return;
