@@ -27,9 +27,8 @@ use pipeweave_plan::{Action, Kind, Pipeline, Plan};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
-/// Micro-batch ids at or above this bound are refused: the plan keeps a table indexed by id, and a
-/// one-line file must not be able to ask for gigabytes.
-pub const MAX_MICROBATCH_ID: u32 = (1 << 24) - 1;
+/// Micro-batch ids above this bound are refused, as by every reader (see the constant's page).
+pub use pipeweave_plan::MAX_MICROBATCH_ID;
 
 /// A plan read from an actions file, with where each action came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,7 +17,7 @@ mod timing;
 pub use action::{Action, Kind, Op, Ops};
 pub use lower::lower;
 pub use lowered::{Dir, LoweredPlan, Reduction, Sent, Step, Steps};
-pub use plan::{Pipeline, Plan, PlanError};
+pub use plan::{MAX_MICROBATCH_ID, Pipeline, Plan, PlanError};
 pub use timing::{Interval, Timing, TimingError};
 
 #[cfg(any(test, feature = "testing"))]

@@ -25,14 +25,16 @@
 //!   (position `q` of the placement list is the rank hosting stage `q`), then exactly one
 //!   `program <cells>` line per rank in rank order, cells in the actions format
 //!   (`3F0`, `7I4`, `(0F3;7B5)OVERLAP_F_B`: global stage, kind, global micro-batch), comma
-//!   separated, no empty cells.
+//!   separated, no empty cells. Micro-batch ids are at most `pipeweave_plan::MAX_MICROBATCH_ID`,
+//!   as in every plan file.
 //! - `error`: `message <text>`, the reason the plugin could not build a plan, in plain words.
 //!
 //! Unknown kinds and keys are errors: a newer message is refused instead of half read. The codec
 //! converts explicitly to and from the core types; nothing in `pipeweave-plan` is serializable.
 
+use pipeweave_plan::cell::CellErrorKind::MicrobatchAbove;
 use pipeweave_plan::cell::{parse_action, push_action, push_uint};
-use pipeweave_plan::{Action, Pipeline, Plan, PlanError};
+use pipeweave_plan::{Action, MAX_MICROBATCH_ID, Pipeline, Plan, PlanError};
 use std::fmt::{self, Write as _};
 
 /// The version of the message format, written on the first line of every message.
@@ -759,9 +761,17 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, DecodeError> {
                         "expected `microbatches=` after the placement".to_owned(),
                     ));
                 };
+                let placement = number_list(n, "a rank", placement)?;
+                let microbatches = number_list(n, "a micro-batch", mbs)?;
+                if let Some(mb) = microbatches.iter().find(|&&mb| mb > MAX_MICROBATCH_ID) {
+                    return Err(err(
+                        n,
+                        format!("micro-batch {mb} is too large (at most {MAX_MICROBATCH_ID})"),
+                    ));
+                }
                 pipelines.push(Pipeline {
-                    placement: number_list(n, "a rank", placement)?,
-                    microbatches: number_list(n, "a micro-batch", mbs)?,
+                    placement,
+                    microbatches,
                 });
             }
             "program" => {
@@ -774,9 +784,15 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, DecodeError> {
                 let mut program = Vec::new();
                 if !value.is_empty() {
                     for cell in value.split(',') {
-                        // Any micro-batch id: `Plan::new` bounds the plan's tables.
-                        program.push(parse_action(cell, u32::MAX).map_err(|_| {
-                            err(n, format!("`{}` is not an action", shorten(cell)))
+                        program.push(parse_action(cell, MAX_MICROBATCH_ID).map_err(|e| {
+                            // The one refusal that is not about the cell's syntax.
+                            let why = match e.first() {
+                                Some(e) if matches!(e.kind, MicrobatchAbove { .. }) => {
+                                    format!(": {e}")
+                                }
+                                _ => String::new(),
+                            };
+                            err(n, format!("`{}` is not an action{why}", shorten(cell)))
                         })?);
                     }
                 }
