@@ -196,3 +196,5 @@ fn metadata_with_a_default_breaking_its_constraints_is_refused() {
         "line 7: the default breaks the constraints: parameter `k` must be even, not 3"
     );
 }
+
+mod decode;
