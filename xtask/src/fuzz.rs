@@ -242,17 +242,56 @@ fn run_target(
         eprintln!("xtask: fuzz {target}: {}", summary(&log));
         return Ok(());
     }
-    let lines: Vec<&str> = log.lines().collect();
-    let tail = &lines[lines.len().saturating_sub(60)..];
     let reproducer = log
         .lines()
-        .find_map(|l| l.split_once("Test unit written to ").map(|(_, p)| p.trim()))
-        .unwrap_or("(none written: see the output above)");
-    Err(format!(
-        "fuzz {target} failed ({}):\n{}\nreproducer: {reproducer}\nreplay it with: cargo fuzz run -s none {target} {reproducer}",
-        output.status,
-        tail.join("\n")
-    ))
+        .find_map(|l| l.split_once("Test unit written to ").map(|(_, p)| p.trim()));
+    // The whole output beside the reproducer; here only what says what happened.
+    let saved = root().join("fuzz/artifacts").join(target).join("fuzz.log");
+    let saved = std::fs::create_dir_all(saved.parent().unwrap_or(&saved))
+        .and_then(|()| std::fs::write(&saved, &log))
+        .map_or_else(
+            |e| format!("(not saved: {e})"),
+            |()| saved.display().to_string(),
+        );
+    let mut report = vec![format!("fuzz {target} failed ({})", output.status)];
+    report.extend(what_happened(&log));
+    match reproducer {
+        Some(path) => {
+            report.push(format!("reproducer: {path}"));
+            report.push(format!(
+                "replay it with: cargo fuzz run -s none {target} {path}"
+            ));
+        }
+        None => report.push("no reproducer was written".to_owned()),
+    }
+    report.push(format!("libFuzzer's whole output: {saved}"));
+    Err(report.join("\n"))
+}
+
+/// The lines of a failed run that say what happened: a panic's place and message, libFuzzer's
+/// verdict (crash, timeout, out of memory), or, when there are none (a build that failed), the
+/// last lines.
+fn what_happened(log: &str) -> Vec<String> {
+    let lines: Vec<&str> = log.lines().collect();
+    let mut found = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if line.contains("panicked at") {
+            found.extend(
+                lines[i..(i + 2).min(lines.len())]
+                    .iter()
+                    .map(|l| l.to_string()),
+            );
+        } else if line.contains("ERROR: libFuzzer") || line.starts_with("SUMMARY: libFuzzer") {
+            found.push(line.to_string());
+        }
+    }
+    if found.is_empty() {
+        found = lines[lines.len().saturating_sub(40)..]
+            .iter()
+            .map(|l| l.to_string())
+            .collect();
+    }
+    found
 }
 
 /// `N runs in S second(s), corpus C inputs` from libFuzzer's last lines.
