@@ -4,8 +4,9 @@
 //! cargo-fuzz is installed from crates.io when missing, into a folder outside the checkout that
 //! later runs reuse. The targets are built without a sanitizer (`-s none`), whose flags a stable
 //! compiler takes; only the sanitizers need `RUSTC_BOOTSTRAP=1` (see `fuzz/README.md`). Quiet on
-//! success: one line per target. A crash, a timeout or running out of memory fails the step with
-//! libFuzzer's last words, the reproducer's path and the command that replays it.
+//! success: one line per target. A crash, a timeout or running out of memory in any target fails
+//! the step (after every target ran) with the panic or libFuzzer's verdict, the reproducer's path
+//! and the command that replays it.
 
 use crate::{cargo, root};
 use std::collections::BTreeMap;
@@ -18,7 +19,7 @@ pub const TARGETS: &[&str] = &["dsl", "spec", "actions", "json", "protocol"];
 /// The cargo-fuzz release installed when none is found.
 const CARGO_FUZZ_VERSION: &str = "0.13.2";
 
-/// How long each target runs, and libFuzzer's limits per input.
+/// How long each target runs.
 pub struct Budget {
     pub seconds_per_target: u32,
 }
@@ -46,11 +47,16 @@ pub fn fuzz(budget: &Budget) -> Result<(), String> {
         ));
     }
     let scratch = std::env::temp_dir().join(format!("pipeweave-fuzz-{}", std::process::id()));
-    let result = TARGETS
+    let failed: Vec<String> = TARGETS
         .iter()
-        .try_for_each(|target| run_target(&cargo_fuzz, target, &scratch, budget));
+        .filter_map(|target| run_target(&cargo_fuzz, target, &scratch, budget).err())
+        .collect();
     let _ = std::fs::remove_dir_all(&scratch);
-    result
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(failed.join("\n"))
+    }
 }
 
 /// `cargo fuzz` with the environment every call needs.
