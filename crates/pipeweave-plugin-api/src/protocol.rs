@@ -25,7 +25,8 @@
 //!   (position `q` of the placement list is the rank hosting stage `q`), then exactly one
 //!   `program <cells>` line per rank in rank order, cells in the actions format
 //!   (`3F0`, `7I4`, `(0F3;7B5)OVERLAP_F_B`: global stage, kind, global micro-batch), comma
-//!   separated, no empty cells.
+//!   separated, no empty cells. Micro-batch ids are at most `pipeweave_plan::MAX_MICROBATCH_ID`,
+//!   as in every plan file.
 //! - `error`: `message <text>`, the reason the plugin could not build a plan, in plain words.
 //!
 //! Unknown kinds and keys are errors: a newer message is refused instead of half read. The codec

@@ -132,6 +132,14 @@ fn malformed_responses_are_refused_with_a_line() {
             "line 4: `(0B0;1F1)OVERLAP_F_B` is not an action",
         ),
         (
+            b"pipeweave-plugin-protocol 1\nplan\nranks 1\nprogram 0F16777216\nend\n",
+            "line 4: `0F16777216` is not an action: micro-batch number `16777216` is too large (at most 16777215)",
+        ),
+        (
+            b"pipeweave-plugin-protocol 1\nplan\nranks 1\npipeline placement=0 microbatches=0,268435455\n",
+            "line 4: micro-batch 268435455 is too large (at most 16777215)",
+        ),
+        (
             b"pipeweave-plugin-protocol 1\nerror\nmessage bad \\q\nend\n",
             "line 3: unknown escape `\\q`",
         ),
@@ -188,3 +196,5 @@ fn metadata_with_a_default_breaking_its_constraints_is_refused() {
         "line 7: the default breaks the constraints: parameter `k` must be even, not 3"
     );
 }
+
+mod decode;

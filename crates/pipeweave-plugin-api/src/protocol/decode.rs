@@ -5,8 +5,9 @@ use super::{
     DecodeError, MAGIC, Metadata, PROTOCOL_VERSION, ParamKind, ParamSpec, PlanMessage, Request,
     Response, Value,
 };
-use pipeweave_plan::Pipeline;
+use pipeweave_plan::cell::CellErrorKind::MicrobatchAbove;
 use pipeweave_plan::cell::parse_action;
+use pipeweave_plan::{MAX_MICROBATCH_ID, Pipeline};
 
 struct Reader<'a> {
     lines: std::iter::Peekable<std::iter::Enumerate<std::str::Split<'a, char>>>,
@@ -318,9 +319,17 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, DecodeError> {
                         "expected `microbatches=` after the placement".to_owned(),
                     ));
                 };
+                let placement = number_list(n, "a rank", placement)?;
+                let microbatches = number_list(n, "a micro-batch", mbs)?;
+                if let Some(mb) = microbatches.iter().find(|&&mb| mb > MAX_MICROBATCH_ID) {
+                    return Err(err(
+                        n,
+                        format!("micro-batch {mb} is too large (at most {MAX_MICROBATCH_ID})"),
+                    ));
+                }
                 pipelines.push(Pipeline {
-                    placement: number_list(n, "a rank", placement)?,
-                    microbatches: number_list(n, "a micro-batch", mbs)?,
+                    placement,
+                    microbatches,
                 });
             }
             "program" => {
@@ -333,9 +342,15 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, DecodeError> {
                 let mut program = Vec::new();
                 if !value.is_empty() {
                     for cell in value.split(',') {
-                        // Any micro-batch id: `Plan::new` bounds the plan's tables.
-                        program.push(parse_action(cell, u32::MAX).map_err(|_| {
-                            err(n, format!("`{}` is not an action", shorten(cell)))
+                        program.push(parse_action(cell, MAX_MICROBATCH_ID).map_err(|e| {
+                            // The one refusal that is not about the cell's syntax.
+                            let why = match e.first() {
+                                Some(e) if matches!(e.kind, MicrobatchAbove { .. }) => {
+                                    format!(": {e}")
+                                }
+                                _ => String::new(),
+                            };
+                            err(n, format!("`{}` is not an action{why}", shorten(cell)))
                         })?);
                     }
                 }
