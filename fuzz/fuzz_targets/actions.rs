@@ -7,7 +7,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pipeweave_export::{read_actions, read_json, write_actions, write_json};
+use pipeweave_export::unvalidated::{write_actions, write_json};
+use pipeweave_export::{read_actions, read_json};
 use pipeweave_fuzz::{FILE, assert_located, check_plan, text};
 use pipeweave_plan::cell::parse_action;
 

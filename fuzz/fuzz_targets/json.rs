@@ -7,7 +7,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pipeweave_export::{read_json, write_json};
+use pipeweave_export::read_json;
+use pipeweave_export::unvalidated::write_json;
 use pipeweave_fuzz::{FILE, assert_located, check_plan, text};
 
 fuzz_target!(|data: &[u8]| {

@@ -79,7 +79,7 @@ pub fn check_plan(plan: &Plan) -> Option<Vec<Problem>> {
     if u64::from(plan.num_stages()) * u64::from(plan.mb_bound()) > MAX_SLOTS {
         return None;
     }
-    let problems = pipeweave_check::validate(plan);
+    let problems = pipeweave_check::problems(plan);
     for p in &problems {
         let _ = p.to_string();
     }
@@ -101,7 +101,11 @@ pub fn check_plan(plan: &Plan) -> Option<Vec<Problem>> {
     assert_eq!(lowered.sends().count(), sends);
     let _ = lowered.reductions().count();
     if problems.is_empty() {
-        let timeline = pipeweave_sim::simulate(plan, &UnitCosts);
+        let valid = match pipeweave_check::validate(plan.clone()) {
+            Ok(valid) => valid,
+            Err(p) => panic!("`problems` finds none but `validate` refuses: {p:?}\n{plan:?}"),
+        };
+        let timeline = pipeweave_sim::simulate(&valid, &UnitCosts);
         if let Err(e) = timeline {
             panic!("the validator accepts the plan but the simulator stops: {e}\n{plan:?}");
         }
