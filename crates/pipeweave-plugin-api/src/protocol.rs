@@ -1,12 +1,12 @@
 //! The versioned byte protocol spoken over the ABI: metadata, requests and responses as small,
 //! line-based UTF-8 text messages.
 //!
-//! # Format (version 1)
+//! # Format (version 2)
 //!
 //! Every message is UTF-8 text made of lines separated by `\n`:
 //!
 //! ```text
-//! pipeweave-plugin-protocol 1      magic and protocol version
+//! pipeweave-plugin-protocol 2      magic and protocol version
 //! <kind>                           metadata | request | plan | error
 //! <key> <value>                    zero or more fields, in the order listed below
 //! end                              nothing may follow except one final newline
@@ -14,13 +14,16 @@
 //!
 //! Text values (names, descriptions, messages) escape `\` as `\\`, a newline as `\n` and a carriage
 //! return as `\r`, so every field stays on one line. Numbers are unsigned decimal except parameter
-//! values of kind `int`, which may be negative.
+//! values of type `int`, which may be negative.
 //!
 //! - `metadata`: `name <text>`, `version <text>`, `description <text>`, `requires <text>` (the
 //!   schedule's requirements in plain words; may be empty), then per parameter
-//!   `param <name> bool <true|false>` or `param <name> int <default> [min=<n>] [max=<n>]
-//!   [multiple_of=<n>]`, each optionally followed by `param-help <text>`.
-//! - `request`: `ranks <n>`, `microbatches <n>`, then `set <name> <value>` per parameter.
+//!   `param <name> bool <true|false>`, `param <name> int <default> [min=<n>] [max=<n>]
+//!   [multiple_of=<n>]` or `param <name> choice <default> options=<a,b,...>`, each optionally
+//!   followed by `param-help <text>`. The types are `pipeweave-param`'s, the same as a `.weave`
+//!   schedule's; option names are letters, digits and `_`, never `true` or `false`.
+//! - `request`: `ranks <n>`, `microbatches <n>`, then `set <name> <value>` per parameter; a value is
+//!   `true`/`false`, a whole number or an option name, so its spelling says its type.
 //! - `plan`: `ranks <n>`, then per pipeline `pipeline placement=<r,r,...> microbatches=<m,m,...>`
 //!   (position `q` of the placement list is the rank hosting stage `q`), then exactly one
 //!   `program <cells>` line per rank in rank order, cells in the actions format
@@ -28,15 +31,30 @@
 //!   separated, no empty cells.
 //! - `error`: `message <text>`, the reason the plugin could not build a plan, in plain words.
 //!
+//! Versions: version 2 added `choice` parameters (and option values in requests); everything else
+//! is version 1's. Both are read. Every message is written in the oldest version that can carry it
+//! (version 1 unless it holds a choice), so a plugin built against version 1 still reads every
+//! request it can be sent (a version 1 plugin declares no choice), and a version 1 host still reads
+//! a newer plugin that declares none.
+//!
 //! Unknown kinds and keys are errors: a newer message is refused instead of half read. The codec
 //! converts explicitly to and from the core types; nothing in `pipeweave-plan` is serializable.
+
+mod params;
+
+pub use params::ParamSpec;
+pub use pipeweave_param::{IntRange, ParamType, Value};
 
 use pipeweave_plan::cell::{parse_action, push_action, push_uint};
 use pipeweave_plan::{Action, Pipeline, Plan, PlanError};
 use std::fmt::{self, Write as _};
 
-/// The version of the message format, written on the first line of every message.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// The newest version of the message format this crate reads and writes (on the first line of
+/// every message).
+pub const PROTOCOL_VERSION: u32 = 2;
+
+/// The oldest version it still reads.
+pub const OLDEST_PROTOCOL_VERSION: u32 = 1;
 
 /// The first word of every message.
 pub const MAGIC: &str = "pipeweave-plugin-protocol";
@@ -56,187 +74,6 @@ pub struct Metadata {
     pub params: Vec<ParamSpec>,
 }
 
-/// One parameter: its name, type, default and constraints.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParamSpec {
-    pub name: String,
-    pub help: String,
-    pub kind: ParamKind,
-}
-
-/// The type of a parameter with its default and constraints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ParamKind {
-    Bool {
-        default: bool,
-    },
-    Int {
-        default: i64,
-        min: Option<i64>,
-        max: Option<i64>,
-        multiple_of: Option<i64>,
-    },
-}
-
-/// A parameter value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Value {
-    Bool(bool),
-    Int(i64),
-}
-
-impl fmt::Display for Value {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Value::Bool(b) => write!(f, "{b}"),
-            Value::Int(n) => write!(f, "{n}"),
-        }
-    }
-}
-
-impl ParamSpec {
-    pub fn bool(name: &str, default: bool, help: &str) -> ParamSpec {
-        ParamSpec {
-            name: name.to_owned(),
-            help: help.to_owned(),
-            kind: ParamKind::Bool { default },
-        }
-    }
-
-    pub fn int(name: &str, default: i64, help: &str) -> ParamSpec {
-        ParamSpec {
-            name: name.to_owned(),
-            help: help.to_owned(),
-            kind: ParamKind::Int {
-                default,
-                min: None,
-                max: None,
-                multiple_of: None,
-            },
-        }
-    }
-
-    /// Sets the bounds and step of an `int` parameter (no effect on a `bool`).
-    pub fn constrained(
-        mut self,
-        min: Option<i64>,
-        max: Option<i64>,
-        multiple_of: Option<i64>,
-    ) -> ParamSpec {
-        if let ParamKind::Int { default, .. } = self.kind {
-            self.kind = ParamKind::Int {
-                default,
-                min,
-                max,
-                multiple_of,
-            };
-        }
-        self
-    }
-
-    pub fn default_value(&self) -> Value {
-        match self.kind {
-            ParamKind::Bool { default } => Value::Bool(default),
-            ParamKind::Int { default, .. } => Value::Int(default),
-        }
-    }
-
-    /// The type name shown to users.
-    pub fn type_name(&self) -> &'static str {
-        match self.kind {
-            ParamKind::Bool { .. } => "bool",
-            ParamKind::Int { .. } => "int",
-        }
-    }
-
-    /// The constraints in words (`even, at least 2`), empty when there are none.
-    pub fn constraint_text(&self) -> String {
-        let ParamKind::Int {
-            min,
-            max,
-            multiple_of,
-            ..
-        } = self.kind
-        else {
-            return String::new();
-        };
-        let mut parts = Vec::new();
-        match multiple_of {
-            Some(2) => parts.push("even".to_owned()),
-            Some(k) if k > 1 => parts.push(format!("a multiple of {k}")),
-            _ => {}
-        }
-        if let Some(lo) = min {
-            parts.push(format!("at least {lo}"));
-        }
-        if let Some(hi) = max {
-            parts.push(format!("at most {hi}"));
-        }
-        parts.join(", ")
-    }
-
-    /// Reads a value typed by a user (`true`, `false`, `4`) and checks it against the constraints.
-    pub fn parse(&self, text: &str) -> Result<Value, String> {
-        let value = match self.kind {
-            ParamKind::Bool { .. } => match text {
-                "true" => Value::Bool(true),
-                "false" => Value::Bool(false),
-                _ => {
-                    return Err(format!(
-                        "parameter `{}` takes true or false, not `{text}`",
-                        self.name
-                    ));
-                }
-            },
-            ParamKind::Int { .. } => match text.parse::<i64>() {
-                Ok(n) => Value::Int(n),
-                Err(_) => {
-                    return Err(format!(
-                        "parameter `{}` takes a whole number, not `{text}`",
-                        self.name
-                    ));
-                }
-            },
-        };
-        self.check(value)?;
-        Ok(value)
-    }
-
-    /// Checks a value's type and constraints.
-    pub fn check(&self, value: Value) -> Result<(), String> {
-        match (self.kind, value) {
-            (ParamKind::Bool { .. }, Value::Bool(_)) => Ok(()),
-            (
-                ParamKind::Int {
-                    min,
-                    max,
-                    multiple_of,
-                    ..
-                },
-                Value::Int(n),
-            ) => {
-                let ok = min.is_none_or(|lo| n >= lo)
-                    && max.is_none_or(|hi| n <= hi)
-                    && multiple_of.is_none_or(|k| k == 0 || n % k == 0);
-                if ok {
-                    Ok(())
-                } else {
-                    Err(format!(
-                        "parameter `{}` must be {}, not {n}",
-                        self.name,
-                        self.constraint_text()
-                    ))
-                }
-            }
-            (_, value) => Err(format!(
-                "parameter `{}` takes a {}, not `{value}`",
-                self.name,
-                self.type_name()
-            )),
-        }
-    }
-}
-
 impl Metadata {
     pub fn param(&self, name: &str) -> Option<&ParamSpec> {
         self.params.iter().find(|p| p.name == name)
@@ -253,16 +90,16 @@ pub struct Request {
 }
 
 impl Request {
-    pub fn value(&self, name: &str) -> Option<Value> {
-        self.params.iter().find(|(n, _)| n == name).map(|&(_, v)| v)
+    pub fn value(&self, name: &str) -> Option<&Value> {
+        self.params.iter().find(|(n, _)| n == name).map(|(_, v)| v)
     }
 
     /// The value of a `bool` parameter, or `default` when the request does not carry it.
     pub fn bool_or(&self, name: &str, default: bool) -> Result<bool, String> {
         match self.value(name) {
             None => Ok(default),
-            Some(Value::Bool(b)) => Ok(b),
-            Some(v) => Err(format!("parameter `{name}` takes true or false, not `{v}`")),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(v) => Err(ParamType::Bool.error(name, v).to_string()),
         }
     }
 
@@ -270,10 +107,17 @@ impl Request {
     pub fn int_or(&self, name: &str, default: i64) -> Result<i64, String> {
         match self.value(name) {
             None => Ok(default),
-            Some(Value::Int(n)) => Ok(n),
-            Some(v) => Err(format!(
-                "parameter `{name}` takes a whole number, not `{v}`"
-            )),
+            Some(Value::Int(n)) => Ok(*n),
+            Some(v) => Err(ParamType::int().error(name, v).to_string()),
+        }
+    }
+
+    /// The value of a `choice` parameter, or `default` when the request does not carry it.
+    pub fn choice_or<'a>(&'a self, name: &str, default: &'a str) -> Result<&'a str, String> {
+        match self.value(name) {
+            None => Ok(default),
+            Some(Value::Choice(option)) => Ok(option),
+            Some(v) => Err(format!("parameter `{name}` is a choice, not `{v}`")),
         }
     }
 }
@@ -332,8 +176,9 @@ impl std::error::Error for DecodeError {}
 // ---------------------------------------------------------------------------------------------
 // Encoding
 
-fn header(out: &mut String, kind: &str) {
-    let _ = writeln!(out, "{MAGIC} {PROTOCOL_VERSION}\n{kind}");
+/// The first two lines, for a message of `version`.
+fn header(out: &mut String, kind: &str, version: u32) {
+    let _ = writeln!(out, "{MAGIC} {version}\n{kind}");
 }
 
 fn escape(text: &str) -> String {
@@ -361,38 +206,18 @@ fn join_numbers(out: &mut Vec<u8>, numbers: &[u32]) {
 
 pub fn encode_metadata(meta: &Metadata) -> Vec<u8> {
     let mut out = String::new();
-    header(&mut out, "metadata");
+    let version = if meta.params.iter().any(ParamSpec::needs_version_2) {
+        2
+    } else {
+        OLDEST_PROTOCOL_VERSION
+    };
+    header(&mut out, "metadata", version);
     let _ = writeln!(out, "name {}", escape(&meta.name));
     let _ = writeln!(out, "version {}", escape(&meta.version));
     let _ = writeln!(out, "description {}", escape(&meta.description));
     let _ = writeln!(out, "requires {}", escape(&meta.requires));
     for p in &meta.params {
-        match p.kind {
-            ParamKind::Bool { default } => {
-                let _ = write!(out, "param {} bool {default}", escape(&p.name));
-            }
-            ParamKind::Int {
-                default,
-                min,
-                max,
-                multiple_of,
-            } => {
-                let _ = write!(out, "param {} int {default}", escape(&p.name));
-                if let Some(v) = min {
-                    let _ = write!(out, " min={v}");
-                }
-                if let Some(v) = max {
-                    let _ = write!(out, " max={v}");
-                }
-                if let Some(v) = multiple_of {
-                    let _ = write!(out, " multiple_of={v}");
-                }
-            }
-        }
-        out.push('\n');
-        if !p.help.is_empty() {
-            let _ = writeln!(out, "param-help {}", escape(&p.help));
-        }
+        params::encode(&mut out, p);
     }
     out.push_str("end\n");
     out.into_bytes()
@@ -400,7 +225,12 @@ pub fn encode_metadata(meta: &Metadata) -> Vec<u8> {
 
 pub fn encode_request(req: &Request) -> Vec<u8> {
     let mut out = String::new();
-    header(&mut out, "request");
+    let choice = req
+        .params
+        .iter()
+        .any(|(_, v)| matches!(v, Value::Choice(_)));
+    let version = if choice { 2 } else { OLDEST_PROTOCOL_VERSION };
+    header(&mut out, "request", version);
     let _ = writeln!(
         out,
         "ranks {}\nmicrobatches {}",
@@ -417,13 +247,13 @@ pub fn encode_response(resp: &Response) -> Vec<u8> {
     let mut out = String::new();
     match resp {
         Response::Error(message) => {
-            header(&mut out, "error");
+            header(&mut out, "error", OLDEST_PROTOCOL_VERSION);
             let _ = writeln!(out, "message {}", escape(message));
             out.push_str("end\n");
             out.into_bytes()
         }
         Response::Plan(plan) => {
-            header(&mut out, "plan");
+            header(&mut out, "plan", OLDEST_PROTOCOL_VERSION);
             let _ = writeln!(out, "ranks {}", plan.ranks);
             // Plans are large: the body is written as bytes, all ASCII.
             let mut out = out.into_bytes();
@@ -454,6 +284,8 @@ pub fn encode_response(resp: &Response) -> Vec<u8> {
 struct Reader<'a> {
     lines: std::iter::Peekable<std::iter::Enumerate<std::str::Split<'a, char>>>,
     last_line: usize,
+    /// The message's protocol version.
+    version: u32,
 }
 
 impl<'a> Reader<'a> {
@@ -470,6 +302,7 @@ impl<'a> Reader<'a> {
         let mut r = Reader {
             lines: text.split('\n').enumerate().peekable(),
             last_line: 0,
+            version: PROTOCOL_VERSION,
         };
         let (n, first) = r.line()?;
         let Some(version) = first.strip_prefix(MAGIC).and_then(|v| v.strip_prefix(' ')) else {
@@ -481,15 +314,18 @@ impl<'a> Reader<'a> {
                 ),
             ));
         };
-        if version != PROTOCOL_VERSION.to_string() {
-            return Err(err(
-                n,
-                format!(
-                    "protocol version `{}`, but this pipeweave reads version {PROTOCOL_VERSION}",
-                    shorten(version)
-                ),
-            ));
-        }
+        r.version = match version.parse::<u32>() {
+            Ok(v) if (OLDEST_PROTOCOL_VERSION..=PROTOCOL_VERSION).contains(&v) => v,
+            _ => {
+                return Err(err(
+                    n,
+                    format!(
+                        "protocol version `{}`, but this pipeweave reads versions {OLDEST_PROTOCOL_VERSION} to {PROTOCOL_VERSION}",
+                        shorten(version)
+                    ),
+                ));
+            }
+        };
         let (n, found) = r.line()?;
         if found != kind {
             return Err(err(
@@ -634,55 +470,17 @@ pub fn decode_metadata(bytes: &[u8]) -> Result<Metadata, DecodeError> {
                 format!("expected `param` or `end`, found `{}`", shorten(key)),
             ));
         }
-        let mut words = value.split(' ');
-        let name = unescape(n, words.next().unwrap_or(""))?;
-        if name.is_empty() {
-            return Err(err(n, "a parameter has no name".to_owned()));
+        let mut spec = params::decode(n, value, r.version)?;
+        if params.iter().any(|p| p.name == spec.name) {
+            return Err(err(
+                n,
+                format!("parameter `{}` is declared twice", spec.name),
+            ));
         }
-        if params.iter().any(|p| p.name == name) {
-            return Err(err(n, format!("parameter `{name}` is declared twice")));
-        }
-        let kind = match (words.next(), words.next()) {
-            (Some("bool"), Some("true")) => ParamKind::Bool { default: true },
-            (Some("bool"), Some("false")) => ParamKind::Bool { default: false },
-            (Some("int"), Some(d)) => {
-                let default = signed(n, "the default", d)?;
-                let (mut min, mut max, mut multiple_of) = (None, None, None);
-                for w in words.by_ref() {
-                    let (k, v) = w.split_once('=').unwrap_or((w, ""));
-                    let slot = match k {
-                        "min" => &mut min,
-                        "max" => &mut max,
-                        "multiple_of" => &mut multiple_of,
-                        _ => return Err(err(n, format!("unknown constraint `{}`", shorten(w)))),
-                    };
-                    *slot = Some(signed(n, k, v)?);
-                }
-                ParamKind::Int {
-                    default,
-                    min,
-                    max,
-                    multiple_of,
-                }
-            }
-            _ => {
-                return Err(err(
-                    n,
-                    format!("parameter `{name}` needs a type (bool or int) and a default"),
-                ));
-            }
-        };
-        if let Some(extra) = words.next() {
-            return Err(err(n, format!("unexpected `{}`", shorten(extra))));
-        }
-        let mut help = String::new();
         if r.peek_key() == Some("param-help") {
             let (n, text) = r.expect("param-help")?;
-            help = unescape(n, text)?;
+            spec.help = unescape(n, text)?;
         }
-        let spec = ParamSpec { name, help, kind };
-        spec.check(spec.default_value())
-            .map_err(|e| err(n, format!("the default breaks the constraints: {e}")))?;
         params.push(spec);
     }
     Ok(Metadata {
@@ -711,11 +509,7 @@ pub fn decode_request(bytes: &[u8]) -> Result<Request, DecodeError> {
         let Some((name, v)) = value.split_once(' ') else {
             return Err(err(n, "`set` needs a name and a value".to_owned()));
         };
-        let value = match v {
-            "true" => Value::Bool(true),
-            "false" => Value::Bool(false),
-            v => Value::Int(signed(n, "a parameter value", v)?),
-        };
+        let value = params::decode_value(n, v, r.version)?;
         params.push((unescape(n, name)?, value));
     }
     Ok(Request {

@@ -77,8 +77,13 @@ impl Declared {
                     name: p.name.clone(),
                     default: Some(p.default_value().to_string()),
                     help: Some(p.help.clone()),
-                    type_name: Some(p.type_name().to_owned()),
-                    constraints: p.constraint_text(),
+                    type_name: Some(p.ty.keyword().to_owned()),
+                    constraints: match &p.ty {
+                        pipeweave_plugin_api::ParamType::Int(r) if *r != Default::default() => {
+                            p.ty.allowed()
+                        }
+                        _ => String::new(),
+                    },
                 })
                 .collect(),
             requires: m.requires.clone(),
