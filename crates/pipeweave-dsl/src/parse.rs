@@ -10,6 +10,7 @@ use pest::Parser as _;
 use pest::iterators::Pair;
 use pest_derive::Parser;
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
+use pipeweave_param::{IntRange, ParamType};
 use pipeweave_plan::Kind;
 use std::ops::Range;
 
@@ -223,20 +224,27 @@ impl Builder<'_> {
             Rule::doc_item => ItemKind::Doc(self.string(inner.next()?)),
             Rule::param_item => {
                 let name = self.name(inner.next()?);
-                let mut default = None;
-                let mut help = None;
+                let mut decl = ParamDecl {
+                    name,
+                    ty: None,
+                    default: None,
+                    help: None,
+                };
                 for q in inner {
                     match q.as_rule() {
-                        Rule::expr => default = Some(self.expr(q)?),
-                        Rule::string => help = Some(self.string(q)),
+                        Rule::type_bool | Rule::type_int | Rule::type_choice => {
+                            decl.ty = Some(self.param_type(q)?);
+                        }
+                        Rule::expr => decl.default = Some(self.expr(q)?),
+                        Rule::string => decl.help = Some(self.string(q)),
                         _ => {}
                     }
                 }
-                ItemKind::Param {
-                    name,
-                    default,
-                    help,
-                }
+                ItemKind::Param(decl)
+            }
+            Rule::same_item => {
+                let plugin = inner.find(|q| q.as_rule() == Rule::plugin_name)?;
+                ItemKind::SameAs(self.name(plugin))
             }
             Rule::let_stmt => {
                 let name = self.name(inner.next()?);
@@ -259,6 +267,80 @@ impl Builder<'_> {
             _ => return None,
         };
         Some(Item { kind, span })
+    }
+
+    /// A parameter's type, checked (an empty range, a repeated option are errors here).
+    fn param_type(&mut self, p: Pair<'_, Rule>) -> Option<(ParamType, Range<usize>)> {
+        let span = self.span(&p);
+        let ty = match p.as_rule() {
+            Rule::type_bool => ParamType::Bool,
+            Rule::type_choice => ParamType::Choice(
+                p.into_inner()
+                    .filter(|q| q.as_rule() == Rule::option)
+                    .map(|q| q.as_str().to_owned())
+                    .collect(),
+            ),
+            _ => ParamType::Int(self.int_range(p)?),
+        };
+        if let Some(problem) = ty.problem() {
+            self.error(span, problem, "this type");
+            return None;
+        }
+        Some((ty, span))
+    }
+
+    /// `int`, `int in A..=B`, `int in A..B`, `int in A..`, `int in ..=B`, then `multiple of K`.
+    fn int_range(&mut self, p: Pair<'_, Rule>) -> Option<IntRange> {
+        let mut range = IntRange::default();
+        for q in p.into_inner() {
+            match q.as_rule() {
+                Rule::int_range => {
+                    let mut lower = true;
+                    let mut exclusive = false;
+                    for b in q.into_inner() {
+                        match b.as_rule() {
+                            Rule::range_incl => lower = false,
+                            Rule::range_excl => {
+                                lower = false;
+                                exclusive = true;
+                            }
+                            _ => {
+                                let n = self.bound(&b)?;
+                                if lower {
+                                    range.min = Some(n);
+                                } else if exclusive {
+                                    let span = self.span(&b);
+                                    let Some(n) = n.checked_sub(1) else {
+                                        self.error(span, "the bound is too small".into(), "here");
+                                        return None;
+                                    };
+                                    range.max = Some(n);
+                                } else {
+                                    range.max = Some(n);
+                                }
+                            }
+                        }
+                    }
+                }
+                Rule::multiple => {
+                    let k = q.into_inner().find(|b| b.as_rule() == Rule::bound)?;
+                    range.multiple_of = Some(self.bound(&k)?);
+                }
+                _ => {}
+            }
+        }
+        Some(range)
+    }
+
+    fn bound(&mut self, p: &Pair<'_, Rule>) -> Option<i64> {
+        match p.as_str().parse::<i64>() {
+            Ok(n) => Some(n),
+            Err(_) => {
+                let span = self.span(p);
+                self.error(span, "number is too large".into(), "too large");
+                None
+            }
+        }
     }
 
     fn require(&mut self, mut inner: pest::iterators::Pairs<'_, Rule>) -> Option<Require> {
@@ -509,19 +591,13 @@ impl Builder<'_> {
         true
     }
 
-    fn errors_here(&mut self, errors: Vec<(Range<usize>, String)>) {
-        for (range, message) in errors {
-            self.error(range, message, "here");
-        }
+    fn errors_here(&mut self, errors: Vec<Diagnostic>) {
+        self.diags.extend(errors);
     }
 
-    /// A primary of an expression, built by a builder of its own whose errors are collected
-    /// (labelled "here" by the caller).
-    fn part(
-        &mut self,
-        q: Pair<'_, Rule>,
-        errors: &mut Vec<(Range<usize>, String)>,
-    ) -> Option<Expr> {
+    /// A primary of an expression, built by a builder of its own whose errors are collected (and
+    /// reported by the caller once the expression is read).
+    fn part(&mut self, q: Pair<'_, Rule>, errors: &mut Vec<Diagnostic>) -> Option<Expr> {
         let mut diags = Vec::new();
         let whole = self.span(&q);
         let e = Builder {
@@ -531,7 +607,12 @@ impl Builder<'_> {
             nested: true,
         }
         .primary(q);
-        collect(diags, whole, errors);
+        for mut d in diags {
+            if d.span.is_none() {
+                d.span = Some(Span::new(self.file, whole.clone()));
+            }
+            errors.push(d);
+        }
         e
     }
 
@@ -540,6 +621,7 @@ impl Builder<'_> {
             Rule::expr => self.expr(p),
             Rule::conditional => self.conditional(p),
             Rule::call => self.call(p),
+            Rule::unknown_call => self.unknown_call(p),
             _ => self.leaf(p),
         }
     }
@@ -572,7 +654,32 @@ impl Builder<'_> {
         Some(Expr { kind, span })
     }
 
-    /// A number, `true`, `false` or a name.
+    /// A call of a function that does not exist: an error naming it and the functions there are.
+    /// It stands for 0 afterwards, so that the rest of the file is still read and resolved.
+    fn unknown_call(&mut self, p: Pair<'_, Rule>) -> Option<Expr> {
+        let span = self.span(&p);
+        let func = p.into_inner().next()?;
+        let at = self.span(&func);
+        let name = func.as_str();
+        let mut d = Diagnostic::error(format!(
+            "unknown function `{name}`; the functions are {}",
+            words::FUNCTIONS.join(" and ")
+        ))
+        .with_span_label(Span::new(self.file, at), "not a function");
+        if let Some(close) = words::FUNCTIONS
+            .iter()
+            .find(|f| strsim::levenshtein(f, name) <= 1)
+        {
+            d = d.with_help(format!("did you mean `{close}`?"));
+        }
+        self.diags.push(d);
+        Some(Expr {
+            kind: ExprKind::Int(0),
+            span,
+        })
+    }
+
+    /// A number, `true`, `false`, a quoted string or a name.
     fn leaf(&mut self, p: Pair<'_, Rule>) -> Option<Expr> {
         let span = self.span(&p);
         let kind = match p.as_rule() {
@@ -587,18 +694,12 @@ impl Builder<'_> {
                     return None;
                 }
             },
-            Rule::boolean => ExprKind::Int(i64::from(p.as_str() == "true")),
+            Rule::boolean => ExprKind::Bool(p.as_str() == "true"),
             Rule::name => ExprKind::Name(p.as_str().to_owned()),
+            Rule::string => ExprKind::Str(self.string(p)),
             _ => return None,
         };
         Some(Expr { kind, span })
-    }
-}
-
-/// A nested builder's diagnostics as (place, message) pairs, at `whole` when they have no span.
-fn collect(diags: Vec<Diagnostic>, whole: Range<usize>, errors: &mut Vec<(Range<usize>, String)>) {
-    for d in diags {
-        errors.push((d.span.map_or_else(|| whole.clone(), |s| s.range), d.message));
     }
 }
 

@@ -3,6 +3,7 @@
 //! Every node keeps the byte range it came from, so that every later diagnostic (an unknown name,
 //! a negative count, a validator problem) can point at the source.
 
+use pipeweave_param::ParamType;
 use pipeweave_plan::Kind;
 use std::ops::Range;
 
@@ -27,13 +28,17 @@ impl Schedule {
     }
 
     /// The declared parameters, in file order.
-    pub fn params(&self) -> impl Iterator<Item = (&Name, Option<&Expr>, Option<&str>)> {
+    pub fn params(&self) -> impl Iterator<Item = &ParamDecl> {
         self.items.iter().filter_map(|i| match &i.kind {
-            ItemKind::Param {
-                name,
-                default,
-                help,
-            } => Some((name, default.as_ref(), help.as_deref())),
+            ItemKind::Param(p) => Some(p),
+            _ => None,
+        })
+    }
+
+    /// The plugin of the first `same as plugin NAME` item.
+    pub fn same_as_plugin(&self) -> Option<&Name> {
+        self.items.iter().find_map(|i| match &i.kind {
+            ItemKind::SameAs(name) => Some(name),
             _ => None,
         })
     }
@@ -56,12 +61,10 @@ pub struct Item {
 pub enum ItemKind {
     /// `doc "text"`: shown by `pipeweave list`.
     Doc(String),
-    /// `param NAME [= default] ["help"]`.
-    Param {
-        name: Name,
-        default: Option<Expr>,
-        help: Option<String>,
-    },
+    /// `param NAME[: TYPE] [= default] ["help"]`.
+    Param(ParamDecl),
+    /// `same as plugin NAME`: the plugin builds the same plans as this schedule.
+    SameAs(Name),
     /// `let NAME = expr` at the top level: a constant over the parameters.
     Let { name: Name, value: Expr },
     /// `require cond else "message"`.
@@ -74,6 +77,26 @@ pub enum ItemKind {
     Place(Place),
     /// `program { ... }`: what every rank r runs.
     Program(Block),
+}
+
+/// `param NAME[: TYPE] [= default] ["help"]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamDecl {
+    pub name: Name,
+    /// The declared type and where it is written; `None` when the declaration gives none (an
+    /// `int` then).
+    pub ty: Option<(ParamType, Range<usize>)>,
+    pub default: Option<Expr>,
+    pub help: Option<String>,
+}
+
+impl ParamDecl {
+    /// The type: as declared, else an `int` without constraints.
+    pub fn param_type(&self) -> ParamType {
+        self.ty
+            .as_ref()
+            .map_or_else(ParamType::int, |(ty, _)| ty.clone())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -179,6 +202,10 @@ pub struct Expr {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExprKind {
     Int(i64),
+    /// `true` or `false` (1 or 0 in arithmetic).
+    Bool(bool),
+    /// A quoted string: an option of a choice parameter, compared with it.
+    Str(String),
     Name(String),
     Neg(Box<Expr>),
     Not(Box<Expr>),

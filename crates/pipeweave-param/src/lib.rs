@@ -93,6 +93,18 @@ impl fmt::Display for Value {
     }
 }
 
+impl From<bool> for Value {
+    fn from(b: bool) -> Value {
+        Value::Bool(b)
+    }
+}
+
+impl From<i64> for Value {
+    fn from(n: i64) -> Value {
+        Value::Int(n)
+    }
+}
+
 /// Whether `text` can be an option of a choice: a name (ASCII letters, digits and `_`, not
 /// starting with a digit) other than `true` and `false`, so that a value's spelling alone says
 /// whether it is a bool, an int or an option.
