@@ -24,6 +24,16 @@ impl fmt::Display for ArgError {
 
 impl std::error::Error for ArgError {}
 
+/// The help of `--set`: the one spelling rule of every schedule's values, in the words
+/// `pipeweave list` says it.
+fn set_help() -> String {
+    format!(
+        "Any other schedule parameter, repeatable (with several schedules, given to those that \
+         declare it); VALUE: {} (`pipeweave list` shows each schedule's)",
+        pipeweave_param::SPELLINGS
+    )
+}
+
 /// Which plan to work on.
 #[derive(Debug, Args)]
 pub struct PlanArgs {
@@ -48,9 +58,7 @@ pub struct ScheduleParams {
     /// Stages per rank v, for the schedules that take it
     #[arg(short = 'v', long = "stages-per-rank", value_name = "V")]
     pub stages_per_rank: Option<u32>,
-    /// Any other schedule parameter (repeatable; with several schedules, given to those that
-    /// declare it)
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_setting)]
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_setting, help = set_help())]
     pub set: Vec<Setting>,
     /// Pipelines in an actions file (of equal length; stage q of each computes the same model part)
     #[arg(long, value_name = "K", default_value_t = 1)]

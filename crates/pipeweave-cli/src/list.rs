@@ -1,5 +1,6 @@
-//! `pipeweave list` (every schedule available by name: the library, then the plugins, with their
-//! parameters) and `pipeweave check` (a schedule file's syntax and names).
+//! `pipeweave list` (every schedule available by name, the library, the plugins, as one table
+//! with their parameters and requirements) and `pipeweave check` (a schedule file's syntax and
+//! names, then its plans on a small grid of P and M).
 
 use crate::output::{emit, warning};
 use crate::session::Session;
@@ -7,71 +8,121 @@ use pipeweave_source::{Entry, Failure, Origin, Param};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-/// A library schedule's parameter: `-v` or `--set NAME=..`, its default and help.
-fn library_param(p: &Param) -> String {
+/// How a parameter is set and what it takes, the same line for every schedule:
+/// `--set NAME=<TYPE> (default D): help`, `-v <TYPE> ...` for `v`; TYPE as a `.weave` file
+/// declares it.
+fn param_line(p: &Param) -> String {
     let flag = if p.name == "v" {
-        "-v".to_owned()
+        format!("-v <{}>", p.ty)
     } else {
-        format!("--set {}=..", p.name)
+        format!("--set {}=<{}>", p.name, p.ty)
     };
-    let default = p
-        .default
-        .as_deref()
-        .map(|d| format!(" (default {d})"))
-        .unwrap_or_default();
+    let default = match &p.default {
+        Some(d) => format!("default {d}"),
+        None => "no default: give it".to_owned(),
+    };
     let help = p
         .help
         .as_deref()
         .map(|h| format!(": {h}"))
         .unwrap_or_default();
-    format!("{flag}{default}{help}")
+    format!("{flag} ({default}){help}")
 }
 
-/// A plugin's parameter: `--set NAME=<type> (default D, constraints): help`.
-fn plugin_param(p: &Param) -> String {
-    let constraints = if p.constraints.is_empty() {
-        String::new()
-    } else {
-        format!(", {}", p.constraints)
+/// A row of the table: the name to type, where it comes from, and the lines under it.
+struct Row {
+    name: String,
+    source: &'static str,
+    description: String,
+    details: Vec<String>,
+}
+
+/// The row of `e`; `twins` are the (library name, plugin name) pairs that build the same plans.
+fn row(e: &Entry, twins: &[(String, String)]) -> Row {
+    let mut details = Vec::new();
+    let source = match &e.origin {
+        Origin::Library => "library",
+        Origin::Plugin(path) => {
+            details.push(format!("file: {path}"));
+            "plugin"
+        }
     };
-    format!(
-        "--set {}=<{}> (default {}{constraints}): {}",
-        p.name,
-        p.type_name.as_deref().unwrap_or_default(),
-        p.default.as_deref().unwrap_or_default(),
-        p.help.as_deref().unwrap_or_default()
-    )
-}
-
-/// One block per schedule: name, origin and description, then one line per parameter.
-fn section(entries: &[Entry], out: &mut String) {
-    let width = entries.iter().map(|e| e.name.len()).max().unwrap_or(0);
-    for e in entries {
-        let (origin, param): (String, fn(&Param) -> String) = match &e.origin {
-            Origin::Library => ("library".to_owned(), library_param),
-            Origin::Plugin(path) => (format!("plugin ({path})"), plugin_param),
-        };
-        let _ = writeln!(
-            out,
-            "{:<width$}  {origin}  {}",
-            e.name, e.declared.description
-        );
-        for p in &e.declared.params {
-            let _ = writeln!(out, "{:<width$}    {}", "", param(p));
+    for (library, plugin) in twins {
+        match e.origin {
+            Origin::Library if *library == e.name => {
+                details.push(format!("same plans as plugin:{plugin}"));
+            }
+            Origin::Plugin(_) if *plugin == e.name => {
+                details.push(format!("same plans as the library's {library}"));
+            }
+            _ => {}
         }
     }
+    if !e.declared.requires.is_empty() {
+        details.push(format!("requires: {}", e.declared.requires));
+    }
+    details.extend(e.declared.params.iter().map(param_line));
+    Row {
+        name: e.resolvable_name(),
+        source,
+        description: e.declared.description.clone(),
+        details,
+    }
 }
 
-/// `pipeweave list`: the library, then the plugins (the ones that fail to load as warnings).
+/// The rows as one table: name, source and description aligned, details indented under the
+/// description.
+fn table(rows: &[Row]) -> String {
+    const HEADER: (&str, &str) = ("schedule", "source");
+    let name_width = rows
+        .iter()
+        .map(|r| r.name.chars().count())
+        .chain([HEADER.0.len()])
+        .max()
+        .unwrap_or(0);
+    let source_width = rows
+        .iter()
+        .map(|r| r.source.len())
+        .chain([HEADER.1.len()])
+        .max()
+        .unwrap_or(0);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<name_width$}  {:<source_width$}  description",
+        HEADER.0, HEADER.1
+    );
+    let indent = " ".repeat(name_width + source_width + 4 + 2);
+    for r in rows {
+        let line = format!(
+            "{:<name_width$}  {:<source_width$}  {}",
+            r.name, r.source, r.description
+        );
+        let _ = writeln!(out, "{}", line.trim_end());
+        for d in &r.details {
+            let _ = writeln!(out, "{indent}{d}");
+        }
+    }
+    out
+}
+
+/// `pipeweave list`: the library, then the plugins, as one table (the plugins that fail to load
+/// as warnings).
 pub fn list(plugin_dirs: &[PathBuf], session: &mut Session) -> Result<(), Failure> {
     session.host.with_plugin_dirs(plugin_dirs);
-    let mut text = String::new();
-    section(&pipeweave_source::library(), &mut text);
+    let library = pipeweave_source::library();
     let (plugins, errors) = pipeweave_source::plugins(&mut session.host);
-    section(&plugins, &mut text);
+    let twins = pipeweave_source::twins(&library, &plugins);
+    let rows: Vec<Row> = library
+        .iter()
+        .chain(&plugins)
+        .map(|e| row(e, &twins))
+        .collect();
+    let mut text = table(&rows);
     if plugins.is_empty() {
-        text.push_str("no schedules found\n");
+        text.push_str("(no plugins found)\n");
     }
+    let _ = writeln!(text, "\n--set NAME=VALUE: {}", pipeweave_param::SPELLINGS);
     for e in errors {
         warning(&e);
     }

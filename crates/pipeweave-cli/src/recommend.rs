@@ -76,17 +76,28 @@ impl Planner for Schedules<'_> {
 pub fn run(args: &RecommendArgs, session: &mut Session) -> Result<(), Failure> {
     let spec = session.spec(args.spec.as_deref())?;
     session.host.with_plugin_dirs(&args.plugin_dirs);
+    let library = pipeweave_source::library();
+    let (plugins, errors) = pipeweave_source::plugins(&mut session.host);
+    // A library schedule and the plugin that builds the same plans are one candidate, named
+    // after both and built from the library.
+    let twins = pipeweave_source::twins(&library, &plugins);
     let mut search = Vec::new();
     let mut schedules = Vec::new();
-    for e in pipeweave_source::library() {
+    for e in library {
+        let shown = match twins.iter().find(|(l, _)| *l == e.name) {
+            Some((_, plugin)) => format!("{} = {PLUGIN_PREFIX}{plugin}", e.name),
+            None => e.name.clone(),
+        };
         search.push(SearchSchedule {
-            name: e.name.clone(),
+            name: shown.clone(),
             takes_v: e.declared.takes("v"),
         });
-        schedules.push((e.name.clone(), e.name, None));
+        schedules.push((shown, e.name, None));
     }
-    let (plugins, errors) = pipeweave_source::plugins(&mut session.host);
     for e in plugins {
+        if twins.iter().any(|(_, p)| *p == e.name) {
+            continue;
+        }
         // A plugin that shares a library schedule's name is shown as `plugin:NAME`.
         let name = e.resolvable_name();
         if schedules.iter().any(|(n, _, _)| *n == name) {

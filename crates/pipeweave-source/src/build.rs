@@ -1,12 +1,14 @@
 //! Building a source's plan for given parameters, validated, with the place in the source of
 //! every action where there is one.
 
+use crate::declared::Declared;
 use crate::failure::Failure;
 use crate::files::Files;
 use crate::host::{Host, PLUGIN_PREFIX, PluginInfo, PluginRequest};
-use crate::params::Params;
+use crate::params::{Params, Setting};
 use pipeweave_check::{Problem, ProblemKind};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
+use pipeweave_param::Value;
 use pipeweave_plan::Plan;
 
 /// A validated plan and where its actions came from.
@@ -38,10 +40,31 @@ fn validated(plan: Plan, origins: Option<Vec<Vec<Span>>>, name: String) -> Resul
     }
 }
 
+/// The settings as given (with `-v` as `v`) and their values.
+type Settings = (Vec<Setting>, Vec<(String, Value)>);
+
+/// `--set` and `-v` (the setting `v`) as `name` declares them, read by the one rule of
+/// `pipeweave-param`, the same for a `.weave` schedule and a plugin: a setting it cannot take is a
+/// usage failure naming the parameter, its type and its values.
+fn settings(name: &str, declared: &Declared, params: &Params) -> Result<Settings, Failure> {
+    let mut settings = params.settings.clone();
+    if let Some(v) = params.stages_per_rank {
+        settings.push(Setting {
+            name: "v".to_owned(),
+            value: v.to_string(),
+        });
+    }
+    let values = declared
+        .read_settings(&settings)
+        .map_err(|e| Failure::usage(format!("{name}: {e}")))?;
+    Ok((settings, values))
+}
+
 /// Compiles the schedule in `file` for `params`.
 pub(crate) fn weave(
     name: &str,
     file: FileId,
+    declared: &Declared,
     params: &Params,
     files: &Files,
 ) -> Result<Built, Failure> {
@@ -50,12 +73,10 @@ pub(crate) fn weave(
             "`{name}` is a schedule: give --ranks/-p and --microbatches/-m"
         )));
     };
+    let (_, values) = settings(name, declared, params)?;
     let mut args = pipeweave_dsl::Args::new(ranks, microbatches);
-    if let Some(v) = params.stages_per_rank {
-        args = args.with("v", i64::from(v));
-    }
-    for s in &params.settings {
-        args = args.with(&s.name, s.integer()?);
+    for (n, v) in values {
+        args = args.with(&n, v);
     }
     let text = files.text(file).unwrap_or_default();
     let compiled = pipeweave_dsl::compile(file, text, &args).map_err(Failure::from_diagnostics)?;
@@ -77,6 +98,7 @@ pub(crate) fn weave(
 /// Asks the plugin for its plan (the host validates it).
 pub(crate) fn plugin(
     info: &PluginInfo,
+    declared: &Declared,
     params: &Params,
     host: &mut dyn Host,
 ) -> Result<Built, Failure> {
@@ -91,19 +113,11 @@ pub(crate) fn plugin(
     let microbatches = params
         .microbatches
         .ok_or_else(|| usage("--microbatches M"))?;
-    if params.stages_per_rank.is_some() {
-        return Err(Failure::usage(format!(
-            "the plugin schedule `{name}` fixes its own stages per rank; drop --stages-per-rank"
-        )));
-    }
+    let (settings, _) = settings(name, declared, params)?;
     let request = PluginRequest {
         ranks,
         microbatches,
-        settings: params
-            .settings
-            .iter()
-            .map(|s| (s.name.clone(), s.value.clone()))
-            .collect(),
+        settings: settings.into_iter().map(|s| (s.name, s.value)).collect(),
     };
     let plan = host.generate(info.id, &request)?;
     Ok(Built {

@@ -48,6 +48,23 @@ pub fn library() -> Vec<Entry> {
         .collect()
 }
 
+/// The pairs (library schedule, plugin) that build the same plans: the library schedule says so
+/// (`same as plugin NAME`), the plugin is there, and both declare the same parameters (names,
+/// types, defaults). The library's claim is proven by a test over a grid of P, M and every
+/// option; `compare` checks it again on the plans of its row.
+pub fn twins(library: &[Entry], plugins: &[Entry]) -> Vec<(String, String)> {
+    library
+        .iter()
+        .filter_map(|l| {
+            let name = l.declared.same_as_plugin.as_ref()?;
+            let plugin = plugins.iter().find(|p| p.name == *name)?;
+            l.declared
+                .same_params(&plugin.declared)
+                .then(|| (l.name.clone(), plugin.name.clone()))
+        })
+        .collect()
+}
+
 /// Every plugin on the host's search path, sorted by name, and the failures of those that could
 /// not be loaded (a broken plugin never hides the others).
 pub fn plugins(host: &mut dyn Host) -> (Vec<Entry>, Vec<String>) {

@@ -19,7 +19,7 @@ mod source;
 mod spec;
 
 pub use build::{Built, problem_diagnostics};
-pub use catalog::{Entry, Origin, library, plugins};
+pub use catalog::{Entry, Origin, library, plugins, twins};
 pub use declared::{Declared, Param};
 pub use failure::{Failure, FailureKind};
 pub use files::Files;

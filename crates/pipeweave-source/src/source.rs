@@ -97,6 +97,14 @@ impl Source {
         self.kind == SourceKind::PlanFile
     }
 
+    /// The plugin's own name, when it resolved to a plugin that loaded.
+    pub fn plugin_name(&self) -> Option<&str> {
+        match &self.inner {
+            Inner::Plugin(Ok((info, _))) => Some(&info.metadata.name),
+            _ => None,
+        }
+    }
+
     /// Its parameters and requirements; `None` for a plan file and for a schedule that could not
     /// be read or loaded.
     pub fn declared(&self) -> Option<&Declared> {
@@ -116,12 +124,12 @@ impl Source {
     ) -> Result<Built, Failure> {
         match &self.inner {
             Inner::Weave(read) => {
-                let (file, _) = read.as_ref().map_err(Clone::clone)?;
-                build::weave(&self.name, *file, params, files)
+                let (file, declared) = read.as_ref().map_err(Clone::clone)?;
+                build::weave(&self.name, *file, declared, params, files)
             }
             Inner::Plugin(plugin) => {
-                let (info, _) = plugin.as_ref().map_err(Clone::clone)?;
-                build::plugin(info, params, host)
+                let (info, declared) = plugin.as_ref().map_err(Clone::clone)?;
+                build::plugin(info, declared, params, host)
             }
             Inner::PlanFile { json } => build::plan_file(&self.name, *json, params, host, files),
         }

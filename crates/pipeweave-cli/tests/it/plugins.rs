@@ -336,7 +336,7 @@ fn list_shows_the_good_plugins_beside_broken_ones() {
     assert_eq!(code, 0, "{err}");
     let listed: Vec<&str> = out
         .lines()
-        .filter(|l| l.contains(" plugin ("))
+        .filter(|l| l.split_whitespace().nth(1) == Some("plugin"))
         .filter_map(|l| l.split_whitespace().next())
         .collect();
     assert_eq!(
@@ -344,7 +344,7 @@ fn list_shows_the_good_plugins_beside_broken_ones() {
         [
             "chimera",
             "dualpipe",
-            "dualpipev",
+            "plugin:dualpipev",
             "fault-loop",
             "fault-segfault"
         ]

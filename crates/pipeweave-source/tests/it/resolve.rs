@@ -1,6 +1,7 @@
 //! Resolving names, declaring, building.
 
 use crate::MemoryHost;
+use pipeweave_param::ParamType;
 use pipeweave_source::{
     Failure, FailureKind, Files, Origin, Params, Setting, Source, SourceKind, library, load_spec,
     looks_like_path, plugins,
@@ -63,17 +64,25 @@ fn sources_declare_parameters_and_requirements() {
     let mut files = Files::default();
     let dualpipev = resolve("dualpipev", &mut host, &mut files);
     let d = dualpipev.declared().expect("declares");
-    assert_eq!(d.requires, "M >= 2 * P");
+    // A requirement in the schedule's own words, never its condition.
+    assert_eq!(d.requires, "DualPipeV needs M ≥ 2P micro-batches");
+    assert_eq!(d.same_as_plugin.as_deref(), Some("dualpipev"));
     assert!(d.takes("overlap") && !d.takes("v"));
-    // Interleaved 1F1B's `v >= 1` is a sanity check, left out of its requirements.
+    assert_eq!(d.params[0].ty, ParamType::Bool);
+    assert_eq!(d.params[0].default.as_deref(), Some("true"));
+    // `v` is typed: at least 1.
     let interleaved = resolve("interleaved-1f1b", &mut host, &mut files);
     let d = interleaved.declared().expect("declares");
     assert!(d.takes("v"));
-    assert!(!d.requires.contains("v >="), "{}", d.requires);
+    assert_eq!(d.params[0].ty.to_string(), "int in 1..");
+    assert_eq!(
+        d.requires,
+        "M must be a multiple of the rounds, max(1, M / P), as in PyTorch"
+    );
     let plugin = resolve("dualpipe", &mut host, &mut files);
     let d = plugin.declared().expect("declares");
     assert_eq!(d.requires, "an even number of ranks P");
-    assert_eq!(d.params[0].type_name.as_deref(), Some("bool"));
+    assert_eq!(d.params[0].ty, ParamType::Bool);
     assert_eq!(d.params[0].default.as_deref(), Some("true"));
     // Library and plugins, as `list` shows them.
     assert!(library().iter().any(|e| e.name == "zb-v"));
@@ -114,7 +123,51 @@ fn building_checks_parameters() {
     bad.settings.push("x=maybe".parse().expect("NAME=VALUE"));
     assert_eq!(
         usage(gpipe.build(&bad, &mut host, &mut files)),
-        "--set x=maybe: the value must be an integer, true or false"
+        "gpipe: no parameter `x` (it takes no parameters)"
+    );
+    // One rule for every schedule: the library's and the plugin's bools read alike.
+    let dualpipev = resolve("dualpipev", &mut host, &mut files);
+    let plugin = resolve("plugin:dualpipe", &mut host, &mut files);
+    for (source, name) in [(&dualpipev, "dualpipev"), (&plugin, "dualpipe")] {
+        for text in ["2", "1", "yes"] {
+            let mut bad = params(4, 8);
+            bad.settings.push(Setting {
+                name: "overlap".into(),
+                value: text.into(),
+            });
+            let f = source
+                .build(&bad, &mut host, &mut files)
+                .expect_err("refused");
+            assert!(f.is_usage());
+            assert_eq!(
+                f.diagnostics[0].message,
+                format!("{name}: parameter `overlap` is a bool (true or false), not `{text}`")
+            );
+        }
+        let mut v = params(4, 8);
+        v.stages_per_rank = Some(2);
+        let f = source.build(&v, &mut host, &mut files).expect_err("no v");
+        assert!(f.is_usage());
+        assert!(
+            f.diagnostics[0]
+                .message
+                .starts_with(&format!("{name}: no parameter `v` (")),
+            "{}",
+            f.diagnostics[0].message
+        );
+    }
+    let interleaved = resolve("interleaved-1f1b", &mut host, &mut files);
+    let mut zero = params(4, 8);
+    zero.stages_per_rank = Some(0);
+    assert_eq!(
+        usage(interleaved.build(&zero, &mut host, &mut files)),
+        "interleaved-1f1b: parameter `v` is an int (a whole number of at least 1), not `0`"
+    );
+    let mut extra = params(4, 8);
+    extra.settings.push("v=true".parse().expect("NAME=VALUE"));
+    assert_eq!(
+        usage(interleaved.build(&extra, &mut host, &mut files)),
+        "interleaved-1f1b: parameter `v` is an int (a whole number of at least 1), not `true`"
     );
     let file = resolve("plan.actions", &mut host, &mut files);
     let f = file
@@ -169,7 +222,7 @@ fn failures_point_into_the_files_read() {
         .expect_err("M < 2P");
     assert_eq!(
         f.reason(),
-        "DualPipeV needs at least 2P micro-batches (M >= 2P), got M = 4 for P = 4"
+        "DualPipeV needs M ≥ 2P micro-batches (with P = 4, M = 4, weight_split = true, overlap = true)"
     );
     let span = f.diagnostics[0].span.clone().expect("a place");
     assert_eq!(files.name(span.file), Some("schedules/dualpipev.weave"));
