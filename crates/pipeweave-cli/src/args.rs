@@ -67,6 +67,24 @@ pub struct ScheduleParams {
     /// next to the executable)
     #[arg(long = "plugin-dir", value_name = "DIR")]
     pub plugin_dirs: Vec<PathBuf>,
+    /// A folder of `.weave` schedules, each named by its file name (repeatable; searched before
+    /// PIPEWEAVE_SCHEDULE_PATH; a library schedule's name comes first)
+    #[arg(long = "schedule-dir", value_name = "DIR")]
+    pub schedule_dirs: Vec<PathBuf>,
+}
+
+/// Where schedules are found besides the library, for the commands that look at all of them
+/// (`list`, `check`, `recommend`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct Dirs {
+    /// A directory to search for plugins first (repeatable; then PIPEWEAVE_PLUGIN_PATH, then
+    /// next to the executable)
+    #[arg(long = "plugin-dir", value_name = "DIR")]
+    pub plugin_dirs: Vec<PathBuf>,
+    /// A folder of `.weave` schedules, each named by its file name (repeatable; searched before
+    /// PIPEWEAVE_SCHEDULE_PATH; a library schedule's name comes first)
+    #[arg(long = "schedule-dir", value_name = "DIR")]
+    pub schedule_dirs: Vec<PathBuf>,
 }
 
 impl ScheduleParams {

@@ -1,12 +1,12 @@
-//! `pipeweave list` (every schedule available by name, the library, the plugins, as one table
-//! with their parameters and requirements) and `pipeweave check` (a schedule file's syntax and
+//! `pipeweave list` (every schedule available by name, the library, the user's schedule folders
+//! and the plugins, as one table with their parameters and requirements) and `pipeweave check` (a schedule file's syntax and
 //! names, then its plans on a small grid of P and M).
 
+use crate::args::Dirs;
 use crate::output::{emit, warning};
 use crate::session::Session;
-use pipeweave_source::{Entry, Failure, Origin, Param};
+use pipeweave_source::{Catalog, Entry, Failure, Origin, PLUGIN_PREFIX, Param};
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
 /// How a parameter is set and what it takes, the same line for every schedule:
 /// `--set NAME=<TYPE> (default D): help`, `-v <TYPE> ...` for `v`; TYPE as a `.weave` file
@@ -37,25 +37,30 @@ struct Row {
     details: Vec<String>,
 }
 
-/// The row of `e`; `twins` are the (library name, plugin name) pairs that build the same plans.
-fn row(e: &Entry, twins: &[(String, String)]) -> Row {
+/// The row of `e` in `catalog`.
+fn row(e: &Entry, catalog: &Catalog) -> Row {
     let mut details = Vec::new();
     let source = match &e.origin {
         Origin::Library => "library",
+        Origin::Folder(path) => {
+            details.push(format!("file: {path}"));
+            "folder"
+        }
         Origin::Plugin(path) => {
             details.push(format!("file: {path}"));
             "plugin"
         }
     };
-    for (library, plugin) in twins {
-        match e.origin {
-            Origin::Library if *library == e.name => {
-                details.push(format!("same plans as plugin:{plugin}"));
+    match &e.origin {
+        Origin::Plugin(_) => {
+            if let Some((schedule, _)) = catalog.twins.iter().find(|(_, p)| *p == e.name) {
+                details.push(format!("same plans as {schedule}"));
             }
-            Origin::Plugin(_) if *plugin == e.name => {
-                details.push(format!("same plans as the library's {library}"));
+        }
+        _ => {
+            if let Some(plugin) = catalog.twin_of(&e.name) {
+                details.push(format!("same plans as {PLUGIN_PREFIX}{plugin}"));
             }
-            _ => {}
         }
     }
     if !e.declared.requires.is_empty() {
@@ -63,7 +68,7 @@ fn row(e: &Entry, twins: &[(String, String)]) -> Row {
     }
     details.extend(e.declared.params.iter().map(param_line));
     Row {
-        name: e.resolvable_name(),
+        name: e.resolves_as.clone(),
         source,
         description: e.declared.description.clone(),
         details,
@@ -106,37 +111,56 @@ fn table(rows: &[Row]) -> String {
     out
 }
 
-/// `pipeweave list`: the library, then the plugins, as one table (the plugins that fail to load
-/// as warnings).
-pub fn list(plugin_dirs: &[PathBuf], session: &mut Session) -> Result<(), Failure> {
-    session.host.with_plugin_dirs(plugin_dirs);
-    let library = pipeweave_source::library();
-    let (plugins, errors) = pipeweave_source::plugins(&mut session.host);
-    let twins = pipeweave_source::twins(&library, &plugins);
-    let rows: Vec<Row> = library
-        .iter()
-        .chain(&plugins)
-        .map(|e| row(e, &twins))
-        .collect();
+/// How a name is looked up, as `list` says it.
+const NAMES: &str = "a name means the library's schedule, else the first schedule folder's file of that name (--schedule-dir, then PIPEWEAVE_SCHEDULE_PATH), else a plugin; plugin:NAME always means the plugin";
+
+/// `pipeweave list`: the library, the schedule folders and the plugins as one table (plugins
+/// that fail to load and folder files that cannot be read as warnings), then the files of the
+/// folders that a name does not reach.
+pub fn list(dirs: &Dirs, session: &mut Session) -> Result<(), Failure> {
+    session.host.with_plugin_dirs(&dirs.plugin_dirs);
+    session.host.with_schedule_dirs(&dirs.schedule_dirs);
+    let catalog = Catalog::read(&mut session.host);
+    let rows: Vec<Row> = catalog.entries.iter().map(|e| row(e, &catalog)).collect();
     let mut text = table(&rows);
-    if plugins.is_empty() {
+    if !catalog
+        .entries
+        .iter()
+        .any(|e| matches!(e.origin, Origin::Plugin(_)))
+    {
         text.push_str("(no plugins found)\n");
     }
-    let _ = writeln!(text, "\n--set NAME=VALUE: {}", pipeweave_param::SPELLINGS);
-    for e in errors {
-        warning(&e);
+    text.push('\n');
+    for s in &catalog.shadowed {
+        let _ = writeln!(
+            text,
+            "not reached by its name `{}`: {} ({} comes first; give the file's path)",
+            s.name, s.path, s.by
+        );
+    }
+    let _ = writeln!(text, "names: {NAMES}");
+    let _ = writeln!(text, "--set NAME=VALUE: {}", pipeweave_param::SPELLINGS);
+    for e in &catalog.errors {
+        warning(e);
     }
     emit(None, &text)
 }
 
-/// `pipeweave check FILE`: syntax and names, without compiling a plan.
-pub fn check(arg: &str, session: &mut Session) -> Result<(), Failure> {
+/// `pipeweave check FILE`: syntax and names, then the plans on a small grid of P and M.
+pub fn check(arg: &str, dirs: &Dirs, session: &mut Session) -> Result<(), Failure> {
+    session.host.with_schedule_dirs(&dirs.schedule_dirs);
     let file = pipeweave_source::weave_file(arg, &mut session.host, &mut session.files)?;
-    let text = session.files.text(file).unwrap_or_default();
-    let diags = pipeweave_dsl::check(file, text);
-    if diags.iter().any(|d| d.is_error()) {
-        return Err(Failure::from_diagnostics(diags));
-    }
+    let checked = pipeweave_source::check_schedule(arg, file, &session.files)?;
     let name = session.files.name(file).unwrap_or(arg);
-    emit(None, &format!("{name}: no problems found\n"))
+    let ranks = pipeweave_source::GRID_RANKS;
+    let text = match checked.nothing_compiled {
+        Some(why) => format!("{name}: no problems found in its text; {why}\n"),
+        None => format!(
+            "{name}: no problems found (compiled and validated at {} combinations of P = {}…{} and M ≤ 2P, parameters at their defaults)\n",
+            checked.combinations,
+            ranks.start(),
+            ranks.end()
+        ),
+    };
+    emit(None, &text)
 }

@@ -27,6 +27,7 @@ impl Many {
         session: &mut Session,
     ) -> Result<Many, Failure> {
         session.host.with_plugin_dirs(&params.plugin_dirs);
+        session.host.with_schedule_dirs(&params.schedule_dirs);
         let sources = names
             .iter()
             .map(|n| session.resolve(n))

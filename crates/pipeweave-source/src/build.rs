@@ -80,7 +80,14 @@ pub(crate) fn weave(
     }
     let text = files.text(file).unwrap_or_default();
     let compiled = pipeweave_dsl::compile(file, text, &args).map_err(Failure::from_diagnostics)?;
-    let origins = (0..compiled.plan.ranks())
+    let origins = weave_origins(&compiled, file);
+    validated(compiled.plan, Some(origins), name.to_owned())
+}
+
+/// Where every action of a compiled schedule was written, per rank (the file's start when the
+/// compiler knows no place).
+pub(crate) fn weave_origins(compiled: &pipeweave_dsl::Compiled, file: FileId) -> Vec<Vec<Span>> {
+    (0..compiled.plan.ranks())
         .map(|r| {
             (0..compiled.plan.program(r).len())
                 .map(|i| {
@@ -91,8 +98,7 @@ pub(crate) fn weave(
                 })
                 .collect()
         })
-        .collect();
-    validated(compiled.plan, Some(origins), name.to_owned())
+        .collect()
 }
 
 /// Asks the plugin for its plan (the host validates it).

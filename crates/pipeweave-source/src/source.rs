@@ -5,7 +5,7 @@ use crate::build::{self, Built};
 use crate::declared::Declared;
 use crate::failure::Failure;
 use crate::files::Files;
-use crate::host::{Host, PLUGIN_PREFIX, PluginInfo, PluginTarget, looks_like_path};
+use crate::host::{FolderFile, Host, PLUGIN_PREFIX, PluginInfo, PluginTarget, looks_like_path};
 use crate::params::Params;
 use pipeweave_diagnostics::FileId;
 
@@ -16,6 +16,8 @@ pub enum SourceKind {
     Library,
     /// A `.weave` file.
     WeaveFile,
+    /// A `.weave` file of the user's schedule folders, by its name.
+    Folder,
     /// A plugin, by name or library file.
     Plugin,
     /// A plan file: the actions text, or a JSON plan (`.json`).
@@ -45,14 +47,21 @@ pub struct Source {
 }
 
 impl Source {
-    /// Resolves `arg`, in this order: a library schedule's name; a `.weave` file; `plugin:NAME`
-    /// or `plugin:PATH`; an existing file (a plan file; `.json` is a JSON plan); a plugin's name on
-    /// the search path. Anything else is an error.
+    /// Resolves `arg`, in this order: a library schedule's name; a schedule in the user's
+    /// folders by its name; a `.weave` file; `plugin:NAME` or `plugin:PATH`; an existing file (a
+    /// plan file; `.json` is a JSON plan); a plugin's name on the search path. Anything else is an
+    /// error.
     pub fn resolve(arg: &str, host: &mut dyn Host, files: &mut Files) -> Result<Source, Failure> {
         let (kind, inner) = if let Some(entry) = pipeweave_dsl::library::get(arg) {
             let file = files.add(format!("schedules/{}.weave", entry.name), entry.source);
             let declared = Declared::of_weave(entry.source);
             (SourceKind::Library, Inner::Weave(Ok((file, declared))))
+        } else if let Some(found) = folder_file(arg, host) {
+            let read = host.read(&found.path).map(|text| {
+                let declared = Declared::of_weave(&text);
+                (files.add(found.path, text), declared)
+            });
+            (SourceKind::Folder, Inner::Weave(read))
         } else if arg.ends_with(".weave") {
             let read = host.read(arg).map(|text| {
                 let declared = Declared::of_weave(&text);
@@ -136,16 +145,30 @@ impl Source {
     }
 }
 
+/// The first file of the user's schedule folders named `arg` (a name, never a path or a file
+/// name).
+fn folder_file(arg: &str, host: &mut dyn Host) -> Option<FolderFile> {
+    if looks_like_path(arg) || arg.ends_with(".weave") || arg.starts_with(PLUGIN_PREFIX) {
+        return None;
+    }
+    host.schedule_files().into_iter().find(|f| f.name == arg)
+}
+
 fn plugin(host: &mut dyn Host, target: &PluginTarget) -> Result<(PluginInfo, Declared), Failure> {
     let info = host.plugin(target)?;
     let declared = Declared::of_plugin(&info.metadata);
     Ok((info, declared))
 }
 
-/// The text of a `.weave` schedule to check: a library schedule by name, else the file `arg`.
+/// The text of a `.weave` schedule to check: a library schedule by name, else one of the user's
+/// schedule folders by name, else the file `arg`.
 pub fn weave_file(arg: &str, host: &mut dyn Host, files: &mut Files) -> Result<FileId, Failure> {
     if let Some(entry) = pipeweave_dsl::library::get(arg) {
         return Ok(files.add(format!("schedules/{}.weave", entry.name), entry.source));
+    }
+    if let Some(found) = folder_file(arg, host) {
+        let text = host.read(&found.path)?;
+        return Ok(files.add(found.path, text));
     }
     let text = host.read(arg)?;
     Ok(files.add(arg, text))

@@ -3,5 +3,6 @@
 mod commands;
 mod compare;
 mod draw;
+mod language;
 mod plugins;
 mod schemas;

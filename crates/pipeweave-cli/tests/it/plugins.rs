@@ -21,7 +21,10 @@ fn pipeweave(args: &[&str]) -> (i32, String, String) {
 /// given; the exit code is -1 when a signal ended it. Paths in the output are filtered.
 fn pipeweave_in(args: &[&str], env: &[(&str, &str)], dir: Option<&Path>) -> (i32, String, String) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_pipeweave"));
-    command.args(args).env_remove("PIPEWEAVE_PLUGIN_PATH");
+    command
+        .args(args)
+        .env_remove("PIPEWEAVE_PLUGIN_PATH")
+        .env_remove("PIPEWEAVE_SCHEDULE_PATH");
     command.envs(env.iter().copied());
     if let Some(dir) = dir {
         command.current_dir(dir);

@@ -2,7 +2,9 @@
 
 use pipeweave_plan::Plan;
 use pipeweave_plugin_api::{Metadata, ParamSpec};
-use pipeweave_source::{Failure, Host, PluginId, PluginInfo, PluginRequest, PluginTarget};
+use pipeweave_source::{
+    Failure, FolderFile, Host, PluginId, PluginInfo, PluginRequest, PluginTarget,
+};
 
 /// Files by path; the plugin `dualpipe` on the search path and at `lib/libdualpipe.so`.
 #[derive(Debug, Default)]
@@ -12,6 +14,8 @@ pub struct MemoryHost {
     pub loads: usize,
     /// The requests it received.
     pub requests: Vec<PluginRequest>,
+    /// The `.weave` files of the schedule folders, in search order.
+    pub folders: Vec<FolderFile>,
 }
 
 impl MemoryHost {
@@ -51,6 +55,10 @@ impl Host for MemoryHost {
             .find(|(p, _)| p == path)
             .map(|(_, t)| t.clone())
             .ok_or_else(|| Failure::invalid(format!("cannot read `{path}`: not found")))
+    }
+
+    fn schedule_files(&mut self) -> Vec<FolderFile> {
+        self.folders.clone()
     }
 
     fn has_plugin(&mut self, name: &str) -> bool {

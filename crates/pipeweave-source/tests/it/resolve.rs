@@ -3,8 +3,8 @@
 use crate::MemoryHost;
 use pipeweave_param::ParamType;
 use pipeweave_source::{
-    Failure, FailureKind, Files, Origin, Params, Setting, Source, SourceKind, library, load_spec,
-    looks_like_path, plugins,
+    Catalog, Failure, FailureKind, Files, FolderFile, Origin, Params, Setting, Source, SourceKind,
+    library, load_spec, looks_like_path, plugins,
 };
 
 fn params(p: u32, m: u32) -> Params {
@@ -91,7 +91,7 @@ fn sources_declare_parameters_and_requirements() {
         entries[0].origin,
         Origin::Plugin("lib/libdualpipe.so".into())
     );
-    assert_eq!(entries[0].resolvable_name(), "dualpipe");
+    assert_eq!(entries[0].resolves_as, "dualpipe");
     assert_eq!(errors, ["a broken plugin"]);
 }
 
@@ -258,4 +258,85 @@ fn specs_by_file_and_by_name() {
         &mut files,
     );
     assert!(!bad.expect_err("syntax").diagnostics.is_empty());
+}
+
+#[test]
+fn schedule_folders_come_after_the_library_and_before_plugins() {
+    let mut host = MemoryHost::with(&[
+        (
+            "a/mine.weave",
+            "doc \"mine\"\nstages P\nprogram { repeat M { F } repeat M { B } }\n",
+        ),
+        (
+            "a/1f1b.weave",
+            "doc \"not the library's\"\nstages P\nprogram { }\n",
+        ),
+        (
+            "b/mine.weave",
+            "doc \"a second mine\"\nstages P\nprogram { }\n",
+        ),
+        (
+            "b/dualpipe.weave",
+            "doc \"shadows the plugin's name\"\nstages P\nprogram { repeat M { F } repeat M { B } }\n",
+        ),
+    ]);
+    host.folders = [
+        "a/mine.weave",
+        "a/1f1b.weave",
+        "b/mine.weave",
+        "b/dualpipe.weave",
+    ]
+    .iter()
+    .map(|path| FolderFile {
+        name: path[2..].trim_end_matches(".weave").to_owned(),
+        path: (*path).to_owned(),
+    })
+    .collect();
+    let mut files = Files::default();
+    let kind = |arg: &str, host: &mut MemoryHost, files: &mut Files| {
+        let s = resolve(arg, host, files);
+        (s.kind(), s.declared().map(|d| d.description.clone()))
+    };
+    use SourceKind::*;
+    assert_eq!(
+        kind("mine", &mut host, &mut files),
+        (Folder, Some("mine".to_owned()))
+    );
+    assert_eq!(kind("1f1b", &mut host, &mut files).0, Library);
+    assert_eq!(
+        kind("dualpipe", &mut host, &mut files),
+        (Folder, Some("shadows the plugin's name".to_owned()))
+    );
+    assert_eq!(kind("plugin:dualpipe", &mut host, &mut files).0, Plugin);
+    let built = resolve("mine", &mut host, &mut files)
+        .build(&params(2, 2), &mut host, &mut files)
+        .expect("builds");
+    assert_eq!(built.name, "mine");
+    let catalog = Catalog::read(&mut host);
+    let folder: Vec<(&str, &str)> = catalog
+        .entries
+        .iter()
+        .filter(|e| matches!(e.origin, Origin::Folder(_)))
+        .map(|e| (e.name.as_str(), e.resolves_as.as_str()))
+        .collect();
+    assert_eq!(folder, [("mine", "mine"), ("dualpipe", "dualpipe")]);
+    let plugin = catalog
+        .entries
+        .iter()
+        .find(|e| matches!(e.origin, Origin::Plugin(_)))
+        .expect("the plugin");
+    assert_eq!(plugin.resolves_as, "plugin:dualpipe");
+    let shadowed: Vec<(&str, &str)> = catalog
+        .shadowed
+        .iter()
+        .map(|s| (s.path.as_str(), s.by.as_str()))
+        .collect();
+    assert_eq!(
+        shadowed,
+        [
+            ("a/1f1b.weave", "the library's 1f1b"),
+            ("b/mine.weave", "a/mine.weave")
+        ]
+    );
+    assert_eq!(catalog.errors, ["a broken plugin"]);
 }
