@@ -155,10 +155,11 @@ pub fn info(source: &str) -> Info {
             .map(|p| ParamInfo {
                 name: p.name.text.clone(),
                 ty: p.param_type(),
-                default: p
-                    .default
-                    .as_ref()
-                    .and_then(|e| source.get(e.span.clone()).map(str::to_owned)),
+                default: p.default.as_ref().and_then(|e| match &e.kind {
+                    // An option written in quotes is shown as its name.
+                    syntax::ExprKind::Str(option) => Some(option.clone()),
+                    _ => source.get(e.span.clone()).map(str::to_owned),
+                }),
                 help: p.help.clone(),
             })
             .collect(),
