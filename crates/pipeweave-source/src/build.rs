@@ -54,9 +54,22 @@ fn settings(name: &str, declared: &Declared, params: &Params) -> Result<Settings
             value: v.to_string(),
         });
     }
-    let values = declared
-        .read_settings(&settings)
-        .map_err(|e| Failure::usage(format!("{name}: {e}")))?;
+    let values = declared.read_settings(&settings).map_err(|e| match e {
+        // `-v` is the setting `v`: say so to a schedule without it.
+        pipeweave_param::SettingError::Unknown { name: v, known }
+            if v == "v" && params.stages_per_rank.is_some() =>
+        {
+            let its = if known.is_empty() {
+                "it takes no parameters".to_owned()
+            } else {
+                format!("its parameters: {}", known.join(", "))
+            };
+            Failure::usage(format!(
+                "{name}: -v sets the parameter `v`, which it does not have ({its})"
+            ))
+        }
+        e => Failure::usage(format!("{name}: {e}")),
+    })?;
     Ok((settings, values))
 }
 

@@ -149,9 +149,9 @@ fn building_checks_parameters() {
         let f = source.build(&v, &mut host, &mut files).expect_err("no v");
         assert!(f.is_usage());
         assert!(
-            f.diagnostics[0]
-                .message
-                .starts_with(&format!("{name}: no parameter `v` (")),
+            f.diagnostics[0].message.starts_with(&format!(
+                "{name}: -v sets the parameter `v`, which it does not have ("
+            )),
             "{}",
             f.diagnostics[0].message
         );
