@@ -1,18 +1,19 @@
 //! The resolver's outside world for the command line: files through `std::fs`, the user's
 //! schedule folders (`--schedule-dir`, then the absolute entries of `PIPEWEAVE_SCHEDULE_PATH`),
 //! plugins through `pipeweave-plugin-host` on the search path of `--plugin-dir`,
-//! `PIPEWEAVE_PLUGIN_PATH` and the executable's place. Each plugin runs in a worker process of its own, this same executable
-//! started with the hidden `__plugin-worker` subcommand, kept for the whole run; a crash, an abort
-//! or a hang of a plugin is an error naming it, under a time limit per request
-//! (`PIPEWEAVE_PLUGIN_TIMEOUT`, seconds).
+//! `PIPEWEAVE_PLUGIN_PATH` and the executable's place. Each plugin runs in a worker process of its
+//! own, this same executable started with the hidden `__plugin-worker` subcommand, kept for the
+//! whole run; a crash, an abort or a hang of a plugin is an error naming it, under a time limit per
+//! request (`PIPEWEAVE_PLUGIN_TIMEOUT`, seconds).
 
 use pipeweave_plan::Plan;
 use pipeweave_plugin_host::{
     PluginError, SearchPath, Worker, WorkerOptions, discover, find, find_file,
 };
 use pipeweave_source::{
-    Failure, FolderFile, Host, PluginId, PluginInfo, PluginRequest, PluginTarget,
+    Failure, FolderFile, Host, PluginId, PluginInfo, PluginRequest, PluginTarget, STDIN,
 };
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Duration;
@@ -41,6 +42,8 @@ pub fn serve_worker(path: &Path) -> ExitCode {
 /// Files and plugins for the resolver.
 #[derive(Debug, Default)]
 pub struct CliHost {
+    /// Standard input, once read (every `-` of a command sees the same text).
+    stdin: Option<String>,
     plugin_dirs: Vec<PathBuf>,
     search: Option<SearchPath>,
     /// Every plugin started so far (or why it could not be), by its file; a [`PluginId`] is an
@@ -134,6 +137,56 @@ fn weave_files(dir: &Path) -> Vec<FolderFile> {
         .collect();
     files.sort_by(|a, b| a.name.cmp(&b.name));
     files
+}
+
+/// The bytes of the regular file at `path`. Anything else (a FIFO, a device, a socket, a folder)
+/// is refused before a byte is read: reading a FIFO waits for a writer, a device may never end.
+/// The file is opened without blocking (so opening a FIFO returns at once) and its kind is asked
+/// of the open file, so swapping the path in between changes nothing.
+fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let mut file = options.open(path)?;
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        return Err(std::io::Error::other(format!(
+            "not a regular file but {}; give a file, or `-` with the text on standard input",
+            kind_name(&kind)
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// What a file that is not a regular file is, in words.
+fn kind_name(kind: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if kind.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    if kind.is_dir() {
+        "a folder"
+    } else {
+        "something else"
+    }
 }
 
 impl CliHost {
@@ -243,7 +296,7 @@ impl CliHost {
 
 impl Host for CliHost {
     fn is_file(&self, path: &str) -> bool {
-        Path::new(path).is_file()
+        path == STDIN || std::fs::metadata(path).is_ok_and(|m| !m.is_dir())
     }
 
     fn schedule_files(&mut self) -> Vec<FolderFile> {
@@ -268,11 +321,30 @@ impl Host for CliHost {
     }
 
     fn read(&mut self, path: &str) -> Result<String, Failure> {
+        if path == STDIN
+            && let Some(text) = &self.stdin
+        {
+            return Ok(text.clone());
+        }
+        let name = pipeweave_source::shown_name(path);
         let cannot =
-            |e: &dyn std::fmt::Display| Failure::invalid(format!("cannot read `{path}`: {e}"));
-        let bytes = std::fs::read(path).map_err(|e| cannot(&e))?;
-        pipeweave_diagnostics::text_from_bytes(bytes, pipeweave_diagnostics::FileId(0))
-            .map_err(|d| cannot(&d.message))
+            |e: &dyn std::fmt::Display| Failure::invalid(format!("cannot read `{name}`: {e}"));
+        let bytes = if path == STDIN {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .lock()
+                .read_to_end(&mut bytes)
+                .map_err(|e| cannot(&e))?;
+            bytes
+        } else {
+            read_regular(Path::new(path)).map_err(|e| cannot(&e))?
+        };
+        let text = pipeweave_diagnostics::text_from_bytes(bytes, pipeweave_diagnostics::FileId(0))
+            .map_err(|d| cannot(&d.message))?;
+        if path == STDIN {
+            self.stdin = Some(text.clone());
+        }
+        Ok(text)
     }
 
     fn has_plugin(&mut self, name: &str) -> bool {

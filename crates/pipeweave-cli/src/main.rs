@@ -6,6 +6,7 @@ mod args;
 mod compare;
 mod diagnostics;
 mod draw;
+mod excerpt;
 mod export;
 mod host;
 mod list;
@@ -15,6 +16,7 @@ mod progress;
 mod recommend;
 mod report;
 mod session;
+mod show;
 mod single;
 mod sweep;
 
@@ -32,6 +34,14 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Show at most N diagnostics, then count the rest (0: show all)
+    #[arg(
+        long,
+        global = true,
+        value_name = "N",
+        default_value_t = diagnostics::DEFAULT_MAX_DIAGNOSTICS
+    )]
+    max_diagnostics: usize,
 }
 
 #[derive(Debug, Subcommand)]
@@ -57,6 +67,8 @@ enum Command {
         plan: PlanArgs,
         #[command(flatten)]
         costs: CostArgs,
+        #[command(flatten)]
+        window: show::WindowArgs,
     },
     /// List the schedules available by name, with their origin and parameters
     List {
@@ -66,7 +78,7 @@ enum Command {
     /// Check a schedule file: syntax and names, then its plans compiled and validated for
     /// P = 2…8 and every M up to 2P its requirements allow
     Check {
-        /// A `.weave` file, or a library or schedule folder schedule's name
+        /// A `.weave` file (`-`: standard input), or a library or schedule folder schedule's name
         #[arg(value_name = "SCHEDULE")]
         file: String,
         #[command(flatten)]
@@ -79,7 +91,7 @@ enum Command {
         /// Target format
         #[arg(long, value_enum, default_value_t = ConvertTo::Actions)]
         to: ConvertTo,
-        /// Write to this file instead of standard output
+        /// Write to this file instead of standard output (`-`: standard output)
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
@@ -105,7 +117,7 @@ enum Command {
         /// What to measure
         #[arg(long, value_enum, default_value_t = MetricArg::Bubble)]
         metric: MetricArg,
-        /// Also draw the sweep as a line chart in this SVG file
+        /// Also draw the sweep as a line chart in this SVG file (the table goes to standard output)
         #[arg(long, value_name = "FILE")]
         svg: Option<PathBuf>,
         /// Format of the table on standard output
@@ -116,7 +128,7 @@ enum Command {
     Report {
         #[command(flatten)]
         many: ManyArgs,
-        /// The HTML file to write
+        /// The HTML file to write (`-`: standard output)
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
         /// The sweep to chart (default: micro-batches from P to 16P)
@@ -144,7 +156,7 @@ enum Command {
         to: export::ExportFormat,
         #[command(flatten)]
         costs: CostArgs,
-        /// Write to this file instead of standard output
+        /// Write to this file instead of standard output (`-`: standard output)
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
@@ -155,7 +167,7 @@ enum Command {
         /// Target format
         #[arg(long, value_enum)]
         to: ConvertTo,
-        /// Write to this file instead of standard output
+        /// Write to this file instead of standard output (`-`: standard output)
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
@@ -169,7 +181,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(arguments()) {
         Ok(cli) => cli,
         Err(e) => {
             // Our value parsers' errors read like every other usage error of ours.
@@ -177,9 +189,10 @@ fn main() -> ExitCode {
             match ours {
                 Some(ours) => {
                     let usage = Err(Failure::usage(ours.to_string()));
-                    return output::finish(usage, &Default::default());
+                    let max = diagnostics::DEFAULT_MAX_DIAGNOSTICS;
+                    return output::finish(usage, &Default::default(), max);
                 }
-                None => e.exit(),
+                None => return clap_exit(&e),
             }
         }
     };
@@ -188,9 +201,34 @@ fn main() -> ExitCode {
         Command::PluginWorker { library } => return host::serve_worker(&library),
         command => command,
     };
-    let mut session = Session::default();
+    let mut session = Session::new(cli.max_diagnostics);
     let result = run(command, &mut session);
-    output::finish(result, &session.files)
+    output::finish(result, &session.files, cli.max_diagnostics)
+}
+
+/// The command line, with `help --help` read as `help` (clap's help subcommand takes the name of
+/// a subcommand, and would refuse `--help` as one).
+fn arguments() -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "help") {
+        args.retain(|a| a != "--help" && a != "-h");
+    }
+    args
+}
+
+/// Prints clap's own message (help, version, or a usage error) and gives its exit code; help that
+/// cannot be written to standard output is an error like any other lost output.
+fn clap_exit(e: &clap::Error) -> ExitCode {
+    let printed = e
+        .print()
+        .and_then(|()| std::io::Write::flush(&mut std::io::stdout()));
+    match printed {
+        Err(err) if !e.use_stderr() && err.kind() != std::io::ErrorKind::BrokenPipe => {
+            output::warn(&format!("error: cannot write to standard output: {err}\n"));
+            ExitCode::from(1)
+        }
+        _ => ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)),
+    }
 }
 
 fn run(command: Command, session: &mut Session) -> Result<(), Failure> {
@@ -201,7 +239,11 @@ fn run(command: Command, session: &mut Session) -> Result<(), Failure> {
             costs,
             format,
         } => single::run_simulate(&plan, &costs, format, session),
-        Command::Show { plan, costs } => single::show(&plan, &costs, session),
+        Command::Show {
+            plan,
+            costs,
+            window,
+        } => show::run(&plan, &costs, &window, session),
         Command::Check { file, dirs } => list::check(&file, &dirs, session),
         Command::List { dirs } => list::list(&dirs, session),
         Command::Render { many, svg, comms } => draw::render(&many, &svg, comms, session),

@@ -4,10 +4,10 @@
 
 use crate::args::ScheduleParams;
 use crate::session::Session;
+use pipeweave_check::ValidPlan;
 use pipeweave_eval::{Comparison, Costing, PlanRequest, Planner, Run, Unbuilt};
-use pipeweave_plan::Plan;
 use pipeweave_report::{TimelineChart, shape_text, timelines_svg, transfers};
-use pipeweave_source::{Built, Failure, Params, Source};
+use pipeweave_source::{Built, Failure, Files, Params, Source, SourceKind};
 use pipeweave_spec::Spec;
 
 /// The schedules of one command, resolved, with the command line's parameters.
@@ -187,7 +187,10 @@ impl Many {
                 .declared()
                 .map(|d| d.requires.clone())
                 .unwrap_or_default();
-            let plan = built[i].as_ref().map(|b| &b.plan).map_err(Failure::reason);
+            let plan = built[i]
+                .as_ref()
+                .map(|b| &b.plan)
+                .map_err(|f| reason(source, f, &session.files));
             c.push(spec, names[i].clone(), requires, plan);
             if let Some(row) = c.rows.last_mut() {
                 row.notes.append(&mut notes[i]);
@@ -223,7 +226,11 @@ impl<'a> ManyPlanner<'a> {
 impl Planner for ManyPlanner<'_> {
     type Stop = Failure;
 
-    fn plan(&mut self, schedule: &str, request: &PlanRequest) -> Result<Plan, Unbuilt<Failure>> {
+    fn plan(
+        &mut self,
+        schedule: &str,
+        request: &PlanRequest,
+    ) -> Result<ValidPlan, Unbuilt<Failure>> {
         let Some(source) = self.source(schedule) else {
             return Err(Unbuilt::Refused(format!("no schedule named `{schedule}`")));
         };
@@ -231,12 +238,24 @@ impl Planner for ManyPlanner<'_> {
         match self.session.build(source, &params) {
             Ok(built) => Ok(built.plan),
             Err(f) if f.is_usage() => Err(Unbuilt::Stop(f)),
-            Err(f) => Err(Unbuilt::Refused(f.reason())),
+            Err(f) => Err(Unbuilt::Refused(reason(source, &f, &self.session.files))),
         }
     }
 
     fn fixed_shape(&self, schedule: &str) -> bool {
         self.source(schedule).is_some_and(Source::is_plan_file)
+    }
+}
+
+/// Why `source` could not be built, in one line: with the place in front for a file the user
+/// gave (a `.weave` file, one of their schedule folders' files, a plan file), as the library's and
+/// plugins' own words otherwise.
+pub fn reason(source: &Source, failure: &Failure, files: &Files) -> String {
+    match source.kind() {
+        SourceKind::WeaveFile | SourceKind::Folder | SourceKind::PlanFile => {
+            failure.located_reason(files)
+        }
+        SourceKind::Library | SourceKind::Plugin => failure.reason(),
     }
 }
 
@@ -261,18 +280,26 @@ pub struct Drawn {
     /// The SCHEDULE argument.
     pub name: String,
     /// Its plan.
-    pub plan: Plan,
+    pub plan: ValidPlan,
     /// The plan simulated.
     pub run: Run,
 }
 
 /// Simulates `plan`, the SCHEDULE argument `name`'s, under `costing`; fails, with the reason,
 /// when the spec cannot take the plan.
-pub fn draw(name: &str, plan: &Plan, costing: &Costing) -> Result<Drawn, String> {
+pub fn draw(name: &str, plan: &ValidPlan, costing: &Costing) -> Result<Drawn, String> {
+    let run = costing.run(plan)?;
+    let sim = pipeweave_eval::Simulation::new(name, plan, &run.timeline, None);
+    if let Some((path, x)) = pipeweave_eval::non_finite(&sim) {
+        return Err(format!(
+            "the figure `{path}` came out as {x}, not a finite number; an input is too large or \
+             too small for pipeweave to compute with"
+        ));
+    }
     Ok(Drawn {
         name: name.to_owned(),
         plan: plan.clone(),
-        run: costing.run(plan)?,
+        run,
     })
 }
 

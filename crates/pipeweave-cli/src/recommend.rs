@@ -5,8 +5,8 @@
 use crate::output::{emit, warning};
 use crate::session::Session;
 use clap::{Args, ValueEnum};
+use pipeweave_check::ValidPlan;
 use pipeweave_eval::{PlanRequest, Planner, SearchSchedule, Unbuilt};
-use pipeweave_plan::Plan;
 use pipeweave_source::{Catalog, Failure, Origin, PLUGIN_PREFIX, Params, Source};
 use std::convert::Infallible;
 
@@ -40,7 +40,7 @@ struct Schedules<'a> {
 impl Planner for Schedules<'_> {
     type Stop = Infallible;
 
-    fn plan(&mut self, schedule: &str, r: &PlanRequest) -> Result<Plan, Unbuilt<Infallible>> {
+    fn plan(&mut self, schedule: &str, r: &PlanRequest) -> Result<ValidPlan, Unbuilt<Infallible>> {
         let Some(entry) = self.schedules.iter_mut().find(|(n, _, _)| n == schedule) else {
             return Err(Unbuilt::Refused(format!("no schedule named `{schedule}`")));
         };
@@ -109,6 +109,7 @@ pub fn run(args: &RecommendArgs, session: &mut Session) -> Result<(), Failure> {
     for e in errors {
         warning(&e);
     }
+    crate::output::finite("recommend", pipeweave_eval::non_finite(&r))?;
     let text = match args.format {
         RecommendFormat::Text => pipeweave_report::recommend_text(&r),
         RecommendFormat::Markdown => pipeweave_report::recommend_markdown(&r),

@@ -22,6 +22,7 @@ pub struct Args {
 }
 
 impl Args {
+    /// P = `ranks` and M = `microbatches`, every declared parameter at its default.
     pub fn new(ranks: u32, microbatches: u32) -> Args {
         Args {
             ranks,
@@ -30,6 +31,7 @@ impl Args {
         }
     }
 
+    /// Sets the declared parameter `name` to `value`.
     pub fn with(mut self, name: &str, value: impl Into<Value>) -> Args {
         self.values.push((name.to_owned(), value.into()));
         self
@@ -39,7 +41,9 @@ impl Args {
 /// A compiled plan and where each of its actions came from.
 #[derive(Debug, Clone)]
 pub struct Compiled {
+    /// The plan, not yet validated.
     pub plan: Plan,
+    /// Where each of its actions was written.
     pub origins: Origins,
 }
 
@@ -83,7 +87,6 @@ impl Origins {
 
 /// Upper bounds that keep a runaway schedule from exhausting memory or time.
 const MAX_STAGES: i64 = 1 << 16;
-const MAX_RANKS: u32 = 1 << 16;
 const MAX_MICROBATCHES: u32 = 1 << 24;
 
 fn to_diag(file: FileId, f: Failure) -> Diagnostic {
@@ -171,9 +174,10 @@ fn bind_params(
     args: &Args,
 ) -> Result<Vec<i64>, Vec<Diagnostic>> {
     let mut diags = Vec::new();
-    if args.ranks == 0 || args.ranks > MAX_RANKS {
+    if args.ranks == 0 || args.ranks > pipeweave_plan::MAX_RANKS {
         diags.push(Diagnostic::error(format!(
-            "the number of ranks must be between 1 and {MAX_RANKS}, got {}",
+            "the number of ranks must be between 1 and {}, got {}",
+            pipeweave_plan::MAX_RANKS,
             args.ranks
         )));
     }

@@ -9,14 +9,18 @@
 //! plans; the caller hands the plan to `pipeweave-check` and maps problems back with
 //! [`Origins::diagnostic`]. The `schedules/` library is embedded: see [`library`].
 
+#![warn(missing_docs)]
+
 mod compile;
 mod eval;
+mod grammar;
 mod ir;
 pub mod library;
 mod nesting;
 mod parse;
 mod program;
 mod resolve;
+mod scope;
 mod split;
 pub mod syntax;
 mod words;
@@ -90,7 +94,9 @@ impl Prepared {
 /// What a schedule says about itself: its doc string, parameters and requirements.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Info {
+    /// The `doc "..."` string, if the file has one.
     pub doc: Option<String>,
+    /// The declared parameters (`param v = 2`), in file order.
     pub params: Vec<ParamInfo>,
     /// The messages of the top-level `require`s, in file order, each `{name}` hole shown as its
     /// name: what the schedule requires in words.
@@ -99,13 +105,16 @@ pub struct Info {
     pub same_as_plugin: Option<String>,
 }
 
+/// One declared parameter of a schedule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParamInfo {
+    /// Its name, as `--set NAME=VALUE` takes it.
     pub name: String,
     /// The declared type (an `int` when the file gives none).
     pub ty: ParamType,
     /// The default as written in the file (a value or an expression), if any.
     pub default: Option<String>,
+    /// Its description, if the declaration has one.
     pub help: Option<String>,
 }
 

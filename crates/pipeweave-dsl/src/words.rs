@@ -1,6 +1,6 @@
 //! Plain words for grammar rules, so that users read "expected a number", never a rule name.
 
-use crate::parse::Rule;
+use crate::grammar::Rule;
 
 /// The functions of the language, in the order messages list them.
 pub(crate) const FUNCTIONS: &[&str] = &["min", "max"];

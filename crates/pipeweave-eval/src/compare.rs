@@ -6,6 +6,7 @@
 
 use crate::fit::fit_spec;
 use crate::step::{RankReport, StepReport, evaluate};
+use pipeweave_check::ValidPlan;
 use pipeweave_plan::{Action, Kind, Plan};
 use pipeweave_spec::Spec;
 use serde::{Serialize, Serializer};
@@ -211,7 +212,7 @@ impl Comparison {
         spec: &Spec,
         schedule: impl Into<String>,
         requires: impl Into<String>,
-        plan: Result<&Plan, String>,
+        plan: Result<&ValidPlan, String>,
     ) {
         self.rows
             .push(evaluate_row(spec, schedule, requires, plan, self.units));
@@ -224,7 +225,7 @@ pub fn evaluate_row(
     spec: &Spec,
     schedule: impl Into<String>,
     requires: impl Into<String>,
-    plan: Result<&Plan, String>,
+    plan: Result<&ValidPlan, String>,
     units: bool,
 ) -> Row {
     let mut row = Row {

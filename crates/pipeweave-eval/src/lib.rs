@@ -7,8 +7,11 @@
 //! views print them as JSON unchanged.
 //! No IO: nothing here reads files, resolves schedule names or loads plugins.
 
+#![warn(missing_docs)]
+
 mod compare;
 mod costing;
+mod finite;
 mod fit;
 mod planner;
 mod questions;
@@ -19,6 +22,7 @@ mod sweep;
 
 pub use compare::{Comparison, Figures, Row, Traits, evaluate_row};
 pub use costing::{Costing, Run, TimeUnit};
+pub use finite::non_finite;
 pub use fit::{fit_spec, split_layers};
 pub use planner::{PlanRequest, Planner, Unbuilt};
 pub use questions::{ParamCost, dualpipe_param_cost, gpu_hours_recovered_per_million_tokens};

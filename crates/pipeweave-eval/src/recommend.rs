@@ -15,7 +15,7 @@ use crate::compare::Figures;
 use crate::fit::fit_spec;
 use crate::planner::{PlanRequest, Planner, Unbuilt};
 use crate::step::evaluate;
-use pipeweave_plan::Plan;
+use pipeweave_check::ValidPlan;
 use pipeweave_spec::Spec;
 use serde::Serialize;
 use std::cmp::Ordering;
@@ -164,7 +164,7 @@ fn candidate(
     schedule: &str,
     v: Option<u32>,
     mbs: u64,
-    plan: &Plan,
+    plan: &ValidPlan,
 ) -> Result<Candidate, String> {
     let mut base = spec.clone();
     base.training.micro_batch_size = mbs;
@@ -193,6 +193,12 @@ fn pp_problem(spec: &Spec, pp: u64, global: u64) -> Option<String> {
         // Without a pipeline there is no schedule to choose, and the data-parallel gradient
         // exchange that would then dominate is not in the cost model.
         return Some("no pipeline (the cost model leaves out data-parallel communication)".into());
+    }
+    if pp > u64::from(pipeweave_plan::MAX_RANKS) {
+        return Some(format!(
+            "more pipeline ranks than the {} a plan may have",
+            pipeweave_plan::MAX_RANKS
+        ));
     }
     if pp > layers {
         return Some(format!(

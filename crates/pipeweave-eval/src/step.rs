@@ -10,6 +10,7 @@
 //! - GPU-hours lost to bubbles = that × bubble fraction (every data- and tensor-parallel GPU of a
 //!   pipeline rank idles with it), per million tokens and over `training.total_tokens`.
 
+use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::Plan;
 use pipeweave_sim::{Timeline, simulate};
@@ -176,7 +177,7 @@ pub struct Evaluation {
 }
 
 /// Builds the cost table, simulates the plan and reports: the whole pipeline from a spec and a plan.
-pub fn evaluate(spec: &Spec, plan: &Plan) -> Result<Evaluation, Vec<Diagnostic>> {
+pub fn evaluate(spec: &Spec, plan: &ValidPlan) -> Result<Evaluation, Vec<Diagnostic>> {
     let costs = CostTable::new(spec, plan)?;
     let timeline = simulate(plan, &costs).map_err(|e| vec![Diagnostic::error(e.to_string())])?;
     let report = StepReport::new(spec, plan, &costs, &timeline);

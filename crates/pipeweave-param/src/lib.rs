@@ -9,6 +9,8 @@
 //! - an `int` is a whole number in decimal, optionally negative (`-3`), within its range;
 //! - a `choice` is one of its options, spelled exactly as declared.
 
+#![warn(missing_docs)]
+
 use std::fmt;
 
 #[cfg(test)]
@@ -77,7 +79,9 @@ pub enum ParamType {
 /// A parameter's value.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Value {
+    /// The value of a `bool`.
     Bool(bool),
+    /// The value of an `int`.
     Int(i64),
     /// One of a choice's options.
     Choice(String),
@@ -307,6 +311,7 @@ impl std::error::Error for ValueError {}
 pub enum SettingError {
     /// The schedule declares no parameter of that name.
     Unknown {
+        /// The name given.
         name: String,
         /// The names it declares, in order.
         known: Vec<String>,

@@ -3,7 +3,9 @@
 //! charts) and the self-contained HTML report, as text, Markdown, CSV, JSON, SVG and HTML.
 //!
 //! Pure functions from values to strings: the figures come from `pipeweave-eval`, the command line
-//! decides where the text goes. [`format`] holds the one rule per quantity that every view uses.
+//! decides where the text goes. [`format`](mod@format) holds the one rule per quantity that every view uses.
+
+#![warn(missing_docs)]
 
 mod compare;
 pub mod format;
@@ -20,7 +22,9 @@ pub use compare::{
     compare_csv, compare_json, compare_markdown, compare_notes, compare_text, compare_title,
     figures_table, traits_table,
 };
-pub use format::{TimeFormat, format_time, gib, gib_text, percent, seconds, si};
+pub use format::{
+    TimeFormat, format_time, gib, gib_number, gib_text, gpu_hours, percent, seconds, si,
+};
 pub use html::{Block, HtmlReport, Section, html_page};
 pub use json::json;
 pub use pipeweave_eval::TimeUnit;
@@ -29,4 +33,4 @@ pub use simulate::{costing_text, shape_text, simulation_json, simulation_text, s
 pub use svg::{TimelineChart, Transfer, timelines_svg, transfers};
 pub use sweep::{SweepTable, sweep_csv, sweep_json, sweep_svg, sweep_table, sweep_text};
 pub use table::Table;
-pub use text::text_timeline;
+pub use text::{TextWindow, text_timeline, text_timeline_window};

@@ -3,7 +3,7 @@
 //!
 //! The [`Recommendation`] comes from `pipeweave-eval`'s search; this module only formats it.
 
-use crate::format::{gib, percent, seconds, si};
+use crate::format::{gib_number, gib_text, percent, seconds, si};
 use crate::table::{NONE, Table, markdown_cell, markdown_table};
 use pipeweave_eval::{Candidate, Recommendation};
 use std::fmt::Write as _;
@@ -20,9 +20,9 @@ pub fn candidate_label(c: &Candidate) -> String {
 fn memory_text(c: &Candidate) -> String {
     let f = &c.figures;
     format!(
-        "{:.1} GiB of {:.1} ({})",
-        gib(f.memory_bytes),
-        gib(f.gpu_memory_bytes),
+        "{} of {} ({})",
+        gib_text(f.memory_bytes),
+        gib_number(f.gpu_memory_bytes),
         percent(f.memory_bytes / f.gpu_memory_bytes.max(1.0), 0)
     )
 }
@@ -95,11 +95,14 @@ fn choice_lines(r: &Recommendation) -> Vec<(&'static str, String)> {
                 .verdicts
                 .iter()
                 .find_map(|v| v.least_memory.as_ref())
-                .map_or(0.0, |c| gib(c.figures.gpu_memory_bytes));
+                .map_or_else(
+                    || gib_number(0.0),
+                    |c| gib_number(c.figures.gpu_memory_bytes),
+                );
             lines.push((
                 "choice",
                 format!(
-                    "none: no configuration fits in {gpu:.1} GiB per GPU under the spec's memory model"
+                    "none: no configuration fits in {gpu} GiB per GPU under the spec's memory model"
                 ),
             ));
             lines.push((

@@ -4,9 +4,9 @@
 use crate::declared::Declared;
 use crate::failure::Failure;
 use crate::files::Files;
-use crate::host::{Host, PLUGIN_PREFIX, PluginInfo, PluginRequest};
+use crate::host::{Host, PLUGIN_PREFIX, PluginInfo, PluginRequest, shown_name};
 use crate::params::{Params, Setting};
-use pipeweave_check::{Problem, ProblemKind};
+use pipeweave_check::{Problem, ProblemKind, ValidPlan};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_param::Value;
 use pipeweave_plan::Plan;
@@ -14,8 +14,8 @@ use pipeweave_plan::Plan;
 /// A validated plan and where its actions came from.
 #[derive(Debug, Clone)]
 pub struct Built {
-    /// The plan; it passed `pipeweave_check::validate`.
-    pub plan: Plan,
+    /// The plan, through the validator.
+    pub plan: ValidPlan,
     /// `origins[r][i]`: the source span that produced rank r's i-th action, when known.
     pub origins: Option<Vec<Vec<Span>>>,
     /// What to call the plan in messages: a file or schedule name, `plugin:NAME` for a plugin.
@@ -24,19 +24,16 @@ pub struct Built {
 
 /// Validates `plan`; the problems point at the actions' sources where `origins` knows them.
 fn validated(plan: Plan, origins: Option<Vec<Vec<Span>>>, name: String) -> Result<Built, Failure> {
-    let built = Built {
-        plan,
-        origins,
-        name,
-    };
-    let problems = pipeweave_check::validate(&built.plan);
-    if problems.is_empty() {
-        Ok(built)
-    } else {
-        Err(Failure::from_diagnostics(problem_diagnostics(
-            built.origins.as_deref(),
+    match pipeweave_check::validate(plan) {
+        Ok(plan) => Ok(Built {
+            plan,
+            origins,
+            name,
+        }),
+        Err(problems) => Err(Failure::from_diagnostics(problem_diagnostics(
+            origins.as_deref(),
             &problems,
-        )))
+        ))),
     }
 }
 
@@ -73,7 +70,7 @@ fn settings(name: &str, declared: &Declared, params: &Params) -> Result<Settings
     Ok((settings, values))
 }
 
-/// Compiles the schedule in `file` for `params`.
+/// Compiles the schedule in `file` (which declares `declared`) for `params`.
 pub(crate) fn weave(
     name: &str,
     file: FileId,
@@ -86,12 +83,23 @@ pub(crate) fn weave(
             "`{name}` is a schedule: give --ranks/-p and --microbatches/-m"
         )));
     };
-    let (_, values) = settings(name, declared, params)?;
+    let text = files.text(file).unwrap_or_default();
+    let values = match settings(name, declared, params) {
+        Ok((_, values)) => values,
+        Err(usage) => {
+            // A setting the schedule cannot take is the command line's mistake, unless the file
+            // is broken (then its parameters are not known, and its errors are the news).
+            let problems = pipeweave_dsl::check(file, text);
+            if problems.iter().any(|d| d.is_error()) {
+                return Err(Failure::from_diagnostics(problems));
+            }
+            return Err(usage);
+        }
+    };
     let mut args = pipeweave_dsl::Args::new(ranks, microbatches);
     for (n, v) in values {
         args = args.with(&n, v);
     }
-    let text = files.text(file).unwrap_or_default();
     let compiled = pipeweave_dsl::compile(file, text, &args).map_err(Failure::from_diagnostics)?;
     let origins = weave_origins(&compiled, file);
     validated(compiled.plan, Some(origins), name.to_owned())
@@ -114,7 +122,8 @@ pub(crate) fn weave_origins(compiled: &pipeweave_dsl::Compiled, file: FileId) ->
         .collect()
 }
 
-/// Asks the plugin for its plan (the host validates it).
+/// Asks the plugin for its plan, validated here too: the [`Host`] is the caller's (the command
+/// line's plugin host validates what a plugin returns, with the plugin named in its messages).
 pub(crate) fn plugin(
     info: &PluginInfo,
     declared: &Declared,
@@ -139,17 +148,14 @@ pub(crate) fn plugin(
         settings: settings.into_iter().map(|s| (s.name, s.value)).collect(),
     };
     let plan = host.generate(info.id, &request)?;
-    Ok(Built {
-        plan,
-        origins: None,
-        name: format!("{PLUGIN_PREFIX}{name}"),
-    })
+    validated(plan, None, format!("{PLUGIN_PREFIX}{name}"))
 }
 
-/// Reads a plan file: a JSON plan, or the actions text with `params.pipelines` pipelines.
+/// Reads a plan file: a JSON plan, or the actions text with `params.pipelines` pipelines (`json`
+/// `None`: a JSON plan when the text starts with `{`).
 pub(crate) fn plan_file(
     path: &str,
-    json: bool,
+    json: Option<bool>,
     params: &Params,
     host: &mut dyn Host,
     files: &mut Files,
@@ -160,20 +166,34 @@ pub(crate) fn plan_file(
         )));
     }
     let text = host.read(path)?;
-    let file = files.add(path, text);
+    let name = shown_name(path);
+    let file = files.add(name, text);
     let text = files.text(file).unwrap_or_default();
-    if json {
-        let read = pipeweave_export::read_json(text, file).map_err(Failure::from_diagnostics)?;
-        return validated(read.plan, None, path.to_owned());
+    if json.unwrap_or_else(|| text.trim_start().starts_with('{')) {
+        let read = pipeweave_export::read_json(text, file).map_err(|d| in_file(d, file))?;
+        return validated(read.plan, None, name.to_owned());
     }
     let read = pipeweave_export::read_actions(text, file, params.pipelines)
-        .map_err(Failure::from_diagnostics)?;
+        .map_err(|d| in_file(d, file))?;
     let origins = read
         .spans
         .into_iter()
         .map(|r| r.into_iter().map(|range| Span::new(file, range)).collect())
         .collect();
-    validated(read.plan, Some(origins), path.to_owned())
+    validated(read.plan, Some(origins), name.to_owned())
+}
+
+/// A reader's problems, each in `file`: one about the whole file (it is empty, it holds no
+/// actions) points at its start, so that the message names the file.
+fn in_file(diagnostics: Vec<Diagnostic>, file: FileId) -> Failure {
+    let placed = diagnostics
+        .into_iter()
+        .map(|d| match d.span {
+            Some(_) => d,
+            None => d.with_span(Span::new(file, 0..0)),
+        })
+        .collect();
+    Failure::from_diagnostics(placed)
 }
 
 /// Turns validator problems into diagnostics that point at the actions' sources.

@@ -75,7 +75,7 @@ fn compile_one(
         return Ok(false);
     }
     let compiled = prepared.compile(&args).map_err(failed)?;
-    let problems = pipeweave_check::validate(&compiled.plan);
+    let problems = pipeweave_check::problems(&compiled.plan);
     if problems.is_empty() {
         return Ok(true);
     }

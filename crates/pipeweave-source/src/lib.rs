@@ -9,6 +9,8 @@
 //! the spans of every diagnostic point into. Failures are data: a [`Failure`] holds diagnostics and
 //! whether the command line was wrong.
 
+#![warn(missing_docs)]
+
 mod build;
 mod catalog;
 mod check;
@@ -27,8 +29,8 @@ pub use declared::{Declared, Param};
 pub use failure::{Failure, FailureKind};
 pub use files::Files;
 pub use host::{
-    FolderFile, Host, PLUGIN_PREFIX, PluginId, PluginInfo, PluginRequest, PluginTarget,
-    looks_like_path,
+    FolderFile, Host, PLUGIN_PREFIX, PluginId, PluginInfo, PluginRequest, PluginTarget, STDIN,
+    STDIN_NAME, looks_like_path, shown_name,
 };
 pub use params::{Params, Setting, SettingError};
 pub use source::{Source, SourceKind, weave_file};

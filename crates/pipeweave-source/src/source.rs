@@ -5,7 +5,9 @@ use crate::build::{self, Built};
 use crate::declared::Declared;
 use crate::failure::Failure;
 use crate::files::Files;
-use crate::host::{FolderFile, Host, PLUGIN_PREFIX, PluginInfo, PluginTarget, looks_like_path};
+use crate::host::{
+    FolderFile, Host, PLUGIN_PREFIX, PluginInfo, PluginTarget, STDIN, looks_like_path, shown_name,
+};
 use crate::params::Params;
 use pipeweave_diagnostics::FileId;
 
@@ -30,8 +32,9 @@ enum Inner {
     Weave(Result<(FileId, Declared), Failure>),
     /// A plugin, loaded (or why it could not be).
     Plugin(Result<(PluginInfo, Declared), Failure>),
-    /// A plan file, read when it is built.
-    PlanFile { json: bool },
+    /// A plan file, read when it is built: a JSON plan or the actions text (`None`: told apart by
+    /// the text, for standard input).
+    PlanFile { json: Option<bool> },
 }
 
 /// A resolved PLAN or SCHEDULE argument.
@@ -47,12 +50,14 @@ pub struct Source {
 }
 
 impl Source {
-    /// Resolves `arg`, in this order: a library schedule's name; a schedule in the user's
-    /// folders by its name; a `.weave` file; `plugin:NAME` or `plugin:PATH`; an existing file (a
-    /// plan file; `.json` is a JSON plan); a plugin's name on the search path. Anything else is an
-    /// error.
+    /// Resolves `arg`, in this order: `-` (a plan file on standard input, JSON when its text
+    /// starts with `{`); a library schedule's name; a schedule in the user's folders by its name;
+    /// a `.weave` file; `plugin:NAME` or `plugin:PATH`; an existing file (a plan file; `.json` is
+    /// a JSON plan); a plugin's name on the search path. Anything else is an error.
     pub fn resolve(arg: &str, host: &mut dyn Host, files: &mut Files) -> Result<Source, Failure> {
-        let (kind, inner) = if let Some(entry) = pipeweave_dsl::library::get(arg) {
+        let (kind, inner) = if arg == STDIN {
+            (SourceKind::PlanFile, Inner::PlanFile { json: None })
+        } else if let Some(entry) = pipeweave_dsl::library::get(arg) {
             let file = files.add(format!("schedules/{}.weave", entry.name), entry.source);
             let declared = Declared::of_weave(entry.source);
             (SourceKind::Library, Inner::Weave(Ok((file, declared))))
@@ -65,7 +70,7 @@ impl Source {
         } else if arg.ends_with(".weave") {
             let read = host.read(arg).map(|text| {
                 let declared = Declared::of_weave(&text);
-                (files.add(arg, text), declared)
+                (files.add(shown_name(arg), text), declared)
             });
             (SourceKind::WeaveFile, Inner::Weave(read))
         } else if let Some(target) = arg.strip_prefix(PLUGIN_PREFIX) {
@@ -75,6 +80,7 @@ impl Source {
             let json = std::path::Path::new(arg)
                 .extension()
                 .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+            let json = Some(json);
             (SourceKind::PlanFile, Inner::PlanFile { json })
         } else if !looks_like_path(arg) && host.has_plugin(arg) {
             let plugin = plugin(host, &PluginTarget::Named(arg.to_owned()));
@@ -145,10 +151,14 @@ impl Source {
     }
 }
 
-/// The first file of the user's schedule folders named `arg` (a name, never a path or a file
-/// name).
+/// The first file of the user's schedule folders named `arg` (a name, never a path, a file name
+/// or `-`).
 fn folder_file(arg: &str, host: &mut dyn Host) -> Option<FolderFile> {
-    if looks_like_path(arg) || arg.ends_with(".weave") || arg.starts_with(PLUGIN_PREFIX) {
+    if arg == STDIN
+        || looks_like_path(arg)
+        || arg.ends_with(".weave")
+        || arg.starts_with(PLUGIN_PREFIX)
+    {
         return None;
     }
     host.schedule_files().into_iter().find(|f| f.name == arg)
@@ -161,7 +171,7 @@ fn plugin(host: &mut dyn Host, target: &PluginTarget) -> Result<(PluginInfo, Dec
 }
 
 /// The text of a `.weave` schedule to check: a library schedule by name, else one of the user's
-/// schedule folders by name, else the file `arg`.
+/// schedule folders by name, else the file `arg` (`-`: standard input).
 pub fn weave_file(arg: &str, host: &mut dyn Host, files: &mut Files) -> Result<FileId, Failure> {
     if let Some(entry) = pipeweave_dsl::library::get(arg) {
         return Ok(files.add(format!("schedules/{}.weave", entry.name), entry.source));
@@ -171,5 +181,5 @@ pub fn weave_file(arg: &str, host: &mut dyn Host, files: &mut Files) -> Result<F
         return Ok(files.add(found.path, text));
     }
     let text = host.read(arg)?;
-    Ok(files.add(arg, text))
+    Ok(files.add(shown_name(arg), text))
 }

@@ -62,14 +62,20 @@ struct Task {
 pub struct PartCosts {
     /// Layers `[start, end)` of the model in this part.
     pub layers: (u64, u64),
-    /// Lone forward, input backward, weight backward and full backward durations.
+    /// Lone forward duration (compute and the all-to-all it does not hide), in seconds.
     pub f: f64,
+    /// Input-gradient backward duration, in seconds.
     pub i: f64,
+    /// Weight-gradient backward duration, in seconds.
     pub w: f64,
+    /// Full backward duration (input and weight gradients together), in seconds.
     pub b: f64,
-    /// Compute time inside F, I and B (the rest is exposed all-to-all).
+    /// Compute time inside F, in seconds (the rest of F is exposed all-to-all); likewise
+    /// `i_compute` and `b_compute`.
     pub f_compute: f64,
+    /// Compute time inside I, in seconds.
     pub i_compute: f64,
+    /// Compute time inside B, in seconds.
     pub b_compute: f64,
     /// Dispatch + combine time of one forward chunk (zero without MoE layers).
     pub all_to_all: f64,
@@ -80,8 +86,9 @@ pub struct PartCosts {
     /// Bytes live once per rank on top of the kept ones while this part's backward runs: with
     /// full recomputation, the largest layer's recomputed activations (zero otherwise).
     pub activation_working_bytes: f64,
-    /// Weights on one GPU: not sharded over ep, and routed experts (sharded over ep).
+    /// Weights (a count of parameters) on one GPU that are not sharded over ep.
     pub dense_params: f64,
+    /// Routed-expert weights (a count of parameters) on one GPU, sharded over ep.
     pub expert_params: f64,
     f_chain: Vec<Task>,
     i_chain: Vec<Task>,
@@ -91,6 +98,7 @@ pub struct PartCosts {
 /// A spec's costs for one plan. Implements [`CostModel`] in seconds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CostTable {
+    /// The figures of each model part, by position in a pipeline.
     pub parts: Vec<PartCosts>,
     stages_per_pipeline: u32,
     /// `stage_rank[stage]`: the pipeline rank of a global stage.

@@ -6,6 +6,8 @@
 //! bytes a rank holds. The figures of a simulated step are `pipeweave-eval`'s.
 //! No IO: the caller reads files; [`DEFAULT_SPEC`] is embedded.
 
+#![warn(missing_docs)]
+
 mod cost;
 mod memory;
 mod model;
@@ -39,6 +41,7 @@ pub struct ShippedSpec {
     pub name: &'static str,
     /// The path in the workspace, for diagnostics.
     pub file: &'static str,
+    /// The spec's TOML text.
     pub source: &'static str,
 }
 

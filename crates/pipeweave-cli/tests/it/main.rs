@@ -3,6 +3,8 @@
 mod commands;
 mod compare;
 mod draw;
+mod exit_codes;
+mod hostile;
 mod language;
 mod plugins;
 mod schemas;

@@ -1,10 +1,10 @@
 //! Typed parameters: what a file declares, how values of each type reach the program, and which
 //! parameters its top-level requirements admit.
 
-use crate::common::actions;
 use pipeweave_diagnostics::FileId;
 use pipeweave_dsl::{Args, ParamType, Value};
 use pipeweave_param::IntRange;
+use pipeweave_plan::testing::program_lines;
 
 const ORDERED: &str = r#"
 doc "forwards in order or in reverse"
@@ -56,7 +56,7 @@ fn a_file_declares_typed_parameters_and_what_it_requires_in_words() {
 fn values_of_every_type_reach_the_program() {
     let run = |args: Args| {
         let compiled = pipeweave_dsl::compile(FileId(0), ORDERED, &args).expect("compiles");
-        actions(&compiled.plan)[0].clone()
+        program_lines(&compiled.plan)[0].clone()
     };
     assert_eq!(run(Args::new(2, 2)), "0F0,0F1,0B1,0B0");
     assert_eq!(

@@ -53,7 +53,7 @@ fn idle_last_rank_round_trips() {
         vec![vec![one(0, F, 0), one(0, B, 0)], vec![], vec![]],
     )
     .expect("structure");
-    let text = write_actions(&plan);
+    let text = write_plan(&plan);
     assert_eq!(text, "0F0,0B0\n,\n,\n");
     assert_eq!(read(&text, 1).expect("valid").plan, plan);
     let middle = Plan::single(
@@ -63,7 +63,7 @@ fn idle_last_rank_round_trips() {
         vec![vec![one(0, F, 0)], vec![], vec![one(1, F, 0)]],
     )
     .expect("structure");
-    assert_eq!(write_actions(&middle), "0F0\n\n1F0\n");
+    assert_eq!(write_plan(&middle), "0F0\n\n1F0\n");
 }
 
 #[test]
@@ -83,7 +83,7 @@ fn reads_pairs_and_two_pipelines() {
             b: Op::new(3, B, 2)
         }
     );
-    assert_eq!(write_actions(plan), src);
+    assert_eq!(write_plan(plan), src);
 }
 
 #[test]
@@ -181,4 +181,22 @@ fn spans_point_at_the_offending_part() {
     assert_eq!(d[0].span.as_ref().map(|s| s.range.clone()), Some(9..12));
     let d = read("é", 1).expect_err("not a cell");
     assert_eq!(d[0].span.as_ref().map(|s| s.range.clone()), Some(0..2));
+}
+
+/// One rank limit for every reader: a million blank lines before one cell were a million ranks.
+#[test]
+fn more_lines_than_a_plan_may_have_ranks() {
+    let max = pipeweave_plan::MAX_RANKS as usize;
+    let at_limit = "\n".repeat(max - 1) + "0F0,0B0\n";
+    assert_eq!(
+        read(&at_limit, 1).expect("reads").plan.ranks() as usize,
+        max
+    );
+    let past = "\n".repeat(max) + "0F0,0B0\n";
+    let d = read(&past, 1).expect_err("one rank too many");
+    assert_eq!(
+        d[0].message,
+        "the file has more than 65536 ranks (lines); a plan has at most 65536 ranks"
+    );
+    assert_eq!(d[0].span.as_ref().map(|s| s.range.start), Some(max));
 }

@@ -9,7 +9,7 @@ const ONE_F_ONE_B: &str = "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n";
 
 #[test]
 fn writes_a_readable_document() {
-    let text = write_json(&plan("0F0,0B0\n1F0,1B0\n", 1), None).expect("writes");
+    let text = write_plan_json(&plan("0F0,0B0\n1F0,1B0\n", 1), None).expect("writes");
     assert_eq!(
         text,
         r#"{
@@ -107,12 +107,12 @@ fn round_trips_with_a_timeline() {
             ],
         ],
     };
-    let text = write_json(&p, Some(&timing)).expect("writes");
+    let text = write_plan_json(&p, Some(&timing)).expect("writes");
     let back = read_json(&text, FileId(0)).expect("reads");
     assert_eq!(back.plan, p);
     assert_eq!(back.timing.as_ref(), Some(&timing));
     assert_eq!(
-        write_json(&back.plan, back.timing.as_ref()).expect("writes"),
+        write_plan_json(&back.plan, back.timing.as_ref()).expect("writes"),
         text
     );
 }
@@ -124,7 +124,7 @@ fn refuses_a_timeline_that_does_not_fit() {
         makespan: 1.0,
         intervals: vec![vec![], vec![]],
     };
-    let d = write_json(&p, Some(&timing)).expect_err("refused");
+    let d = write_plan_json(&p, Some(&timing)).expect_err("refused");
     assert_eq!(
         d.message,
         "the timeline has 0 intervals for rank 0 but the rank has 4 actions"
@@ -133,7 +133,7 @@ fn refuses_a_timeline_that_does_not_fit() {
         makespan: f64::NAN,
         intervals: vec![vec![], vec![]],
     };
-    assert!(write_json(&p, Some(&nan)).is_err());
+    assert!(write_plan_json(&p, Some(&nan)).is_err());
 }
 
 fn read_messages(text: &str) -> Vec<String> {
@@ -145,7 +145,7 @@ fn read_messages(text: &str) -> Vec<String> {
 
 #[test]
 fn syntax_errors_point_at_the_place() {
-    let text = write_json(&plan(ONE_F_ONE_B, 1), None).expect("writes");
+    let text = write_plan_json(&plan(ONE_F_ONE_B, 1), None).expect("writes");
     let broken = text.replacen("\"mb\":1}", "\"mb\":1,}", 1);
     let d = read_json(&broken, FileId(0)).expect_err("trailing comma");
     assert_eq!(d.len(), 1);
@@ -181,7 +181,7 @@ fn syntax_errors_point_at_the_place() {
 
 #[test]
 fn semantic_errors() {
-    let text = write_json(&plan(ONE_F_ONE_B, 1), None).expect("writes");
+    let text = write_plan_json(&plan(ONE_F_ONE_B, 1), None).expect("writes");
     // Swap two actions of rank 1 without rewriting the steps.
     let swapped = text.replacen(
         "{\"kind\":\"B\",\"stage\":1,\"mb\":0},\n        {\"kind\":\"F\",\"stage\":1,\"mb\":1}",
@@ -223,6 +223,75 @@ fn semantic_errors() {
     assert_eq!(
         msgs[0],
         "rank 0 action 0 is an overlapped pair `(0B0;0F1)OVERLAP_F_B`; a pair is a forward and then a B or an I"
+    );
+}
+
+/// The text each problem points at.
+fn read_places(text: &str) -> Vec<(String, String)> {
+    match read_json(text, FileId(0)) {
+        Ok(_) => panic!("expected an error"),
+        Err(d) => d
+            .into_iter()
+            .map(|d| {
+                let range = d.span.expect("a place").range;
+                (d.message, text[range].to_owned())
+            })
+            .collect(),
+    }
+}
+
+/// Problems found after parsing point at the value they are about (before: no place at all).
+#[test]
+fn semantic_errors_point_at_their_values() {
+    let text = write_plan_json(&plan(ONE_F_ONE_B, 1), None).expect("writes");
+    let dropped = text.replacen("        {\"kind\":\"reduce_grad\",\"stage\":1},\n", "", 1);
+    assert_eq!(
+        read_places(&dropped),
+        [(
+            "rank 1 step 8 is `1WAIT_REDUCE_GRAD` but lowering its actions gives `1REDUCE_GRAD`"
+                .to_owned(),
+            "{\"kind\":\"wait_reduce_grad\",\"stage\":1}".to_owned()
+        )]
+    );
+    let rank = text.replacen("\"rank\": 1,", "\"rank\": 0,", 1);
+    assert_eq!(read_places(&rank)[0].1, "0");
+    let version = text.replacen("\"version\": 1", "\"version\": 9", 1);
+    assert_eq!(read_places(&version)[0].1, "9");
+    // A missing step points at the rank's list of steps.
+    let mut doc: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let steps = doc["programs"][1]["steps"].as_array_mut().expect("steps");
+    steps.pop();
+    let short = serde_json::to_string_pretty(&doc).expect("writes");
+    let places = read_places(&short);
+    assert!(
+        places[0]
+            .0
+            .starts_with("rank 1 has 11 steps but lowering its actions gives 12"),
+        "{places:?}"
+    );
+    assert_eq!(places[0].1, "[");
+}
+
+/// One rank limit for every reader: a JSON plan of more ranks than a plan may have is refused at
+/// its `ranks` before anything is built.
+#[test]
+fn more_ranks_than_a_plan_may_have() {
+    let ranks = pipeweave_plan::MAX_RANKS + 1;
+    let programs: Vec<String> = (0..ranks)
+        .map(|r| format!("{{\"rank\":{r},\"actions\":[],\"steps\":[]}}"))
+        .collect();
+    let text = format!(
+        "{{\"format\":\"pipeweave-plan\",\"version\":1,\"ranks\":{ranks},\
+         \"stages_per_pipeline\":1,\"pipelines\":[{{\"placement\":[0],\"microbatches\":[]}}],\
+         \"parts\":[],\"programs\":[{}]}}",
+        programs.join(",")
+    );
+    assert_eq!(
+        read_places(&text),
+        [(
+            "the plan has 65537 ranks; a plan has at most 65536 ranks".to_owned(),
+            "65537".to_owned()
+        )]
     );
 }
 

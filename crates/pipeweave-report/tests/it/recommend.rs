@@ -1,8 +1,8 @@
 //! `recommend` on every shipped spec, with the library schedules and the three generators the
 //! plugins export: the choice and its reasons pinned as snapshots.
 
+use pipeweave_check::ValidPlan;
 use pipeweave_eval::{PlanRequest, Planner, SearchSchedule, Unbuilt, recommend};
-use pipeweave_plan::Plan;
 use pipeweave_report::{candidate_label, recommend_json, recommend_markdown, recommend_text};
 use pipeweave_spec::{SHIPPED_SPECS, Spec};
 use std::convert::Infallible;
@@ -12,7 +12,7 @@ use std::convert::Infallible;
 struct InMemory;
 
 impl InMemory {
-    fn build(schedule: &str, p: u32, m: u32, v: Option<u32>) -> Result<Plan, String> {
+    fn build(schedule: &str, p: u32, m: u32, v: Option<u32>) -> Result<ValidPlan, String> {
         let dual = pipeweave_generators::DualOptions::default();
         let plan = match schedule {
             "chimera" => pipeweave_generators::chimera(
@@ -33,18 +33,14 @@ impl InMemory {
                     .plan
             }
         };
-        if pipeweave_check::validate(&plan).is_empty() {
-            Ok(plan)
-        } else {
-            Err("invalid plan".into())
-        }
+        pipeweave_check::validate(plan).map_err(|_| "invalid plan".to_string())
     }
 }
 
 impl Planner for InMemory {
     type Stop = Infallible;
 
-    fn plan(&mut self, schedule: &str, r: &PlanRequest) -> Result<Plan, Unbuilt<Infallible>> {
+    fn plan(&mut self, schedule: &str, r: &PlanRequest) -> Result<ValidPlan, Unbuilt<Infallible>> {
         let (p, m) = (r.ranks.unwrap_or(1), r.microbatches.unwrap_or(1));
         InMemory::build(schedule, p, m, r.stages_per_rank).map_err(Unbuilt::Refused)
     }

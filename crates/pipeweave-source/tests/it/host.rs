@@ -6,7 +6,8 @@ use pipeweave_source::{
     Failure, FolderFile, Host, PluginId, PluginInfo, PluginRequest, PluginTarget,
 };
 
-/// Files by path; the plugin `dualpipe` on the search path and at `lib/libdualpipe.so`.
+/// Files by path; the plugin `dualpipe` on the search path and at `lib/libdualpipe.so` (its
+/// parameter `reverse=true` returns an invalid plan, as a host that does not validate would).
 #[derive(Debug, Default)]
 pub struct MemoryHost {
     pub files: Vec<(String, String)>,
@@ -37,7 +38,10 @@ impl MemoryHost {
                 version: "1".into(),
                 description: "DualPipe".into(),
                 requires: "an even number of ranks P".into(),
-                params: vec![ParamSpec::bool("overlap", true, "overlapped pairs")],
+                params: vec![
+                    ParamSpec::bool("overlap", true, "overlapped pairs"),
+                    ParamSpec::bool("reverse", false, "rank 0's program backwards"),
+                ],
             },
             location: "lib/libdualpipe.so".into(),
         }
@@ -89,7 +93,19 @@ impl Host for MemoryHost {
             weight_split: true,
             overlap,
         };
-        pipeweave_generators::dualpipe(request.ranks, request.microbatches, opts)
-            .map_err(Failure::invalid)
+        let plan = pipeweave_generators::dualpipe(request.ranks, request.microbatches, opts)
+            .map_err(Failure::invalid)?;
+        if request
+            .settings
+            .iter()
+            .any(|(n, v)| n == "reverse" && v == "true")
+        {
+            // A host that lets a broken plan through: rank 0's program backwards.
+            let mut programs = plan.programs().to_vec();
+            programs[0].reverse();
+            return Plan::new(plan.ranks(), plan.pipelines().to_vec(), programs)
+                .map_err(|e| Failure::invalid(e.to_string()));
+        }
+        Ok(plan)
     }
 }

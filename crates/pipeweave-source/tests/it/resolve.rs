@@ -121,9 +121,37 @@ fn building_checks_parameters() {
     );
     let mut bad = params(4, 8);
     bad.settings.push("x=maybe".parse().expect("NAME=VALUE"));
+    // A parameter the schedule does not declare is the command line's mistake, as for plugins.
+    let f = gpipe.build(&bad, &mut host, &mut files).expect_err("usage");
+    assert!(f.is_usage());
+    assert_eq!(
+        f.diagnostics[0].message,
+        "gpipe: no parameter `x` (it takes no parameters)"
+    );
+    let interleaved = resolve("interleaved-1f1b", &mut host, &mut files);
+    let mut bad = params(4, 8);
+    bad.settings.push("v=maybe".parse().expect("NAME=VALUE"));
+    assert_eq!(
+        usage(interleaved.build(&bad, &mut host, &mut files)),
+        "interleaved-1f1b: parameter `v` is an int (a whole number of at least 1), not `maybe`"
+    );
+    let mut bad = params(4, 8);
+    bad.stages_per_rank = Some(2);
     assert_eq!(
         usage(gpipe.build(&bad, &mut host, &mut files)),
-        "gpipe: no parameter `x` (it takes no parameters)"
+        "gpipe: -v sets the parameter `v`, which it does not have (it takes no parameters)"
+    );
+    // A broken file's parameters are not known: its errors come first, not a usage error.
+    let mut broken_host = MemoryHost::with(&[("bad.weave", "stages P\nprogram { F B r2 }\n")]);
+    let broken = resolve("bad.weave", &mut broken_host, &mut files);
+    let f = broken
+        .build(&bad, &mut broken_host, &mut files)
+        .expect_err("a syntax error");
+    assert_eq!(f.kind, FailureKind::Invalid);
+    assert!(
+        f.diagnostics[0].message.starts_with("expected an action"),
+        "{}",
+        f.diagnostics[0].message
     );
     // One rule for every schedule: the library's and the plugin's bools read alike.
     let dualpipev = resolve("dualpipev", &mut host, &mut files);
@@ -202,6 +230,23 @@ fn building_checks_parameters() {
         "overlap".parse::<Setting>().expect_err("no =").to_string(),
         "--set expects NAME=VALUE, found `overlap`"
     );
+}
+
+#[test]
+fn a_hosts_invalid_plan_is_refused() {
+    let mut host = MemoryHost::default();
+    let mut files = Files::default();
+    let plugin = resolve("plugin:dualpipe", &mut host, &mut files);
+    let mut reverse = params(4, 8);
+    reverse.settings.push(Setting {
+        name: "reverse".into(),
+        value: "true".into(),
+    });
+    let f = plugin
+        .build(&reverse, &mut host, &mut files)
+        .expect_err("invalid");
+    assert_eq!(f.kind, FailureKind::Invalid);
+    assert!(f.reason().starts_with("rank 0, action 1"), "{}", f.reason());
 }
 
 #[test]
@@ -339,4 +384,47 @@ fn schedule_folders_come_after_the_library_and_before_plugins() {
         ]
     );
     assert_eq!(catalog.errors, ["a broken plugin"]);
+}
+
+/// `-` is standard input: a plan file whose form its text tells (JSON starts with `{`), named
+/// `<stdin>` in messages.
+#[test]
+fn a_dash_is_a_plan_file_on_standard_input() {
+    let mut files = Files::default();
+    for (text, ranks) in [("0F0,0B0\n1F0,1B0\n", 2), ("{ \"format\": 1 }", 0)] {
+        let mut host = MemoryHost::with(&[("-", text)]);
+        let source = resolve("-", &mut host, &mut files);
+        assert_eq!(source.kind(), SourceKind::PlanFile);
+        match source.build(&Params::default(), &mut host, &mut files) {
+            Ok(built) => {
+                assert_eq!(
+                    (built.plan.ranks(), built.name.as_str()),
+                    (ranks, "<stdin>")
+                );
+            }
+            // Read as JSON: the reader's own complaint, not the actions reader's.
+            Err(f) => assert!(f.reason().contains("pipeweave plan"), "{f:?}"),
+        }
+    }
+}
+
+/// A row that could not run says where, for a file the user wrote (before: "not run: unknown name
+/// `r2`" without the file or the line).
+#[test]
+fn located_reasons() {
+    let mut host = MemoryHost::with(&[("bad.weave", "stages P\nprogram { F B r2 }\n")]);
+    let mut files = Files::default();
+    let source = resolve("bad.weave", &mut host, &mut files);
+    let f = source
+        .build(&params(4, 8), &mut host, &mut files)
+        .expect_err("a syntax error");
+    let reason = f.located_reason(&files);
+    assert!(
+        reason.starts_with("bad.weave:2:15: expected an action"),
+        "{reason}"
+    );
+    assert_eq!(
+        Failure::invalid("no place").located_reason(&files),
+        "no place"
+    );
 }

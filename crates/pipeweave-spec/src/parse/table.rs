@@ -119,6 +119,15 @@ impl<'t, 'i> Table<'t, 'i> {
             return None;
         };
         match i64::from_str_radix(i.as_str(), i.radix()) {
+            // Every count is bounded, so that products of counts stay far inside u64 and f64.
+            Ok(n) if n >= 0 && n as u64 > LIMIT => {
+                cx.error(
+                    &v.span(),
+                    format!("`{path}` is too large (at most {LIMIT})"),
+                    "too large",
+                );
+                None
+            }
             Ok(n) if n >= 0 && n as u64 >= min => Some(n as u64),
             Ok(n) => {
                 cx.error(
@@ -192,7 +201,7 @@ impl<'t, 'i> Table<'t, 'i> {
         if let Some(msg) = bound.violated(x) {
             cx.error(
                 &v.span(),
-                format!("`{path}` must be {msg}, found {x}"),
+                format!("`{path}` must be {msg}, found {}", shown(x)),
                 "out of range",
             );
             return None;
@@ -418,22 +427,64 @@ pub(super) fn within_limit(cx: &mut Cx, path: &str, n: u64) -> Option<u32> {
     None
 }
 
+/// The range of a spec's number. Every range is bounded on both sides, so that every figure
+/// computed from a spec stays a finite number: the largest counts ([`LIMIT`]) and rates multiply
+/// to far less than `f64::MAX`, and no time is divided by a rate near zero.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Bound {
-    /// Strictly positive.
-    Positive,
-    /// Zero or more.
-    NonNegative,
-    /// In (0, 1].
-    Fraction,
+    /// Strictly positive: from `min` to `max`.
+    Positive { min: f64, max: f64 },
+    /// Zero or more: at most `max`.
+    NonNegative { max: f64 },
+    /// In (0, 1]: at least `min`.
+    Fraction { min: f64 },
 }
 
+/// A number as a message shows it: plainly, or with an exponent when it is very large or small
+/// (`5e-324`, not three hundred digits).
+pub(super) fn shown(x: f64) -> String {
+    if x != 0.0 && !(1e-4..1e12).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
+/// A rate or a size (TFLOP/s, GiB, GB/s): from a thousandth to ten million.
+pub(super) const RATE: Bound = Bound::Positive {
+    min: 1e-3,
+    max: 1e7,
+};
+
+/// The longest latency in microseconds or measured time in milliseconds: a billion.
+pub(super) const MAX_DURATION: f64 = 1e9;
+
+/// A latency in microseconds: up to [`MAX_DURATION`].
+pub(super) const DURATION: Bound = Bound::NonNegative { max: MAX_DURATION };
+
+/// Tokens over a whole run: from one to 10^18.
+pub(super) const TOKENS: Bound = Bound::Positive {
+    min: 1.0,
+    max: 1e18,
+};
+
+/// A fraction of peak: from a millionth to 1.
+pub(super) const FRACTION: Bound = Bound::Fraction { min: 1e-6 };
+
 impl Bound {
-    pub(super) fn violated(self, x: f64) -> Option<&'static str> {
+    /// What `x` breaks, in words (`greater than 0`, `between 0.001 and 10000000`).
+    pub(super) fn violated(self, x: f64) -> Option<String> {
         match self {
-            Bound::Positive if x <= 0.0 => Some("greater than 0"),
-            Bound::NonNegative if x < 0.0 => Some("at least 0"),
-            Bound::Fraction if x <= 0.0 || x > 1.0 => Some("greater than 0 and at most 1"),
+            Bound::Positive { .. } if x <= 0.0 => Some("greater than 0".into()),
+            Bound::Positive { min, max } if x < min || x > max => {
+                Some(format!("between {} and {}", shown(min), shown(max)))
+            }
+            Bound::NonNegative { .. } if x < 0.0 => Some("at least 0".into()),
+            Bound::NonNegative { max } if x > max => Some(format!("at most {}", shown(max))),
+            Bound::Fraction { .. } if x <= 0.0 || x > 1.0 => {
+                Some("greater than 0 and at most 1".into())
+            }
+            Bound::Fraction { min } if x < min => Some(format!("at least {}", shown(min))),
             _ => None,
         }
     }
