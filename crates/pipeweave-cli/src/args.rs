@@ -1,6 +1,7 @@
 //! The arguments several commands share, parsed once into typed values: which plan or schedules,
 //! their parameters (`--set NAME=VALUE` as settings), the costs (`--costs KEY=VALUE,...` as
-//! uniform costs), and `--over NAME=VALUES` as a sweep's values.
+//! uniform costs), `--over NAME=VALUES` as a sweep's values, and the window of time a drawing
+//! shows (`--from`, `--to`).
 //!
 //! A value parser's error is an [`ArgError`]: `main` prints it as `error: ...` and exits with 2,
 //! like every other usage error of ours.
@@ -24,6 +25,16 @@ impl fmt::Display for ArgError {
 }
 
 impl std::error::Error for ArgError {}
+
+/// The help of `--set`: the one spelling rule of every schedule's values, in the words
+/// `pipeweave list` says it.
+fn set_help() -> String {
+    format!(
+        "Any other schedule parameter, repeatable (with several schedules, given to those that \
+         declare it); VALUE: {} (`pipeweave list` shows each schedule's)",
+        pipeweave_param::SPELLINGS
+    )
+}
 
 /// Which plan to work on.
 #[derive(Debug, Args)]
@@ -50,9 +61,7 @@ pub struct ScheduleParams {
     /// Stages per rank v, for the schedules that take it
     #[arg(short = 'v', long = "stages-per-rank", value_name = "V", value_parser = parse_stages_per_rank)]
     pub stages_per_rank: Option<u32>,
-    /// Any other schedule parameter (repeatable; with several schedules, given to those that
-    /// declare it)
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_setting)]
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_setting, help = set_help())]
     pub set: Vec<Setting>,
     /// Pipelines in an actions file (of equal length; stage q of each computes the same model part;
     /// default: as many as the file's micro-batches show)
@@ -66,6 +75,24 @@ pub struct ScheduleParams {
     /// next to the executable)
     #[arg(long = "plugin-dir", value_name = "DIR")]
     pub plugin_dirs: Vec<PathBuf>,
+    /// A folder of `.weave` schedules, each named by its file name (repeatable; searched before
+    /// PIPEWEAVE_SCHEDULE_PATH; a library schedule's name comes first)
+    #[arg(long = "schedule-dir", value_name = "DIR")]
+    pub schedule_dirs: Vec<PathBuf>,
+}
+
+/// Where schedules are found besides the library, for the commands that look at all of them
+/// (`list`, `check`, `recommend`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct Dirs {
+    /// A directory to search for plugins first (repeatable; then PIPEWEAVE_PLUGIN_PATH, then
+    /// next to the executable)
+    #[arg(long = "plugin-dir", value_name = "DIR")]
+    pub plugin_dirs: Vec<PathBuf>,
+    /// A folder of `.weave` schedules, each named by its file name (repeatable; searched before
+    /// PIPEWEAVE_SCHEDULE_PATH; a library schedule's name comes first)
+    #[arg(long = "schedule-dir", value_name = "DIR")]
+    pub schedule_dirs: Vec<PathBuf>,
 }
 
 impl ScheduleParams {
@@ -137,6 +164,26 @@ pub struct ManyArgs {
     pub spec: Option<String>,
     #[command(flatten)]
     pub params: ScheduleParams,
+}
+
+/// The window of time `render` and `report` draw.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct TimeWindowArgs {
+    /// Start the timelines at this time (units, or seconds with --spec); they are drawn larger
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub from: Option<f64>,
+    /// End the timelines at this time (units, or seconds with --spec)
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub to: Option<f64>,
+}
+
+/// A time for `--from` and `--to`: a finite number, at least 0.
+pub fn parse_time(text: &str) -> Result<f64, ArgError> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|t| t.is_finite() && *t >= 0.0)
+        .ok_or_else(|| ArgError(format!("`{text}` is not a time (a number ≥ 0)")))
 }
 
 /// What `simulate` prints.

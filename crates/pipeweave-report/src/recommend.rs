@@ -221,13 +221,22 @@ pub fn recommend_text(r: &Recommendation) -> String {
     }
     if !r.runners_up.is_empty() {
         s.push_str("\nrunners-up (the fastest of each other schedule that fits)\n");
+        // At least 44 wide; a longer label (a library schedule named with its twin plugin)
+        // widens it.
+        let width = r
+            .runners_up
+            .iter()
+            .map(|c| candidate_label(c).chars().count())
+            .chain([44])
+            .max()
+            .unwrap_or(44);
         for c in &r.runners_up {
             let vs = versus_choice(r, c)
                 .map(|p| format!(", {p} vs the choice"))
                 .unwrap_or_default();
             let _ = writeln!(
                 s,
-                "  {:<44} {:>10}  bubble {:>6}  {}{vs}",
+                "  {:<width$} {:>10}  bubble {:>6}  {}{vs}",
                 candidate_label(c),
                 seconds(c.figures.step_time_s),
                 percent(c.figures.bubble_fraction, 1),
@@ -236,10 +245,18 @@ pub fn recommend_text(r: &Recommendation) -> String {
         }
     }
     s.push_str("\nwhy not the others\n");
-    for (schedule, why, partly) in why_not(r) {
-        let _ = writeln!(s, "  {schedule:<22} {why}");
+    let why_not = why_not(r);
+    // At least 22 wide; a longer name (a library schedule named with its twin plugin) widens it.
+    let width = why_not
+        .iter()
+        .map(|(schedule, _, _)| schedule.chars().count())
+        .chain([22])
+        .max()
+        .unwrap_or(22);
+    for (schedule, why, partly) in why_not {
+        let _ = writeln!(s, "  {schedule:<width$} {why}");
         if let Some(reason) = partly {
-            let _ = writeln!(s, "  {:<22} not buildable in some shapes: {reason}", "");
+            let _ = writeln!(s, "  {:<width$} not buildable in some shapes: {reason}", "");
         }
     }
     let left_out = left_out(r);

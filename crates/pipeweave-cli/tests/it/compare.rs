@@ -179,7 +179,9 @@ fn compare_keeps_schedules_whose_requirements_fail() {
         "6",
     ]);
     assert_eq!((code, err.as_str()), (0, ""));
-    assert!(out.contains("dualpipev: not run: DualPipeV needs at least 2P micro-batches"));
+    assert!(
+        out.contains("dualpipev: not run: DualPipeV needs M ≥ 2P micro-batches (with P = 4, M = 6")
+    );
     assert!(out.contains("dualpipe: not run: dualpipe needs at least twice as many"));
     insta::assert_snapshot!(out);
 }

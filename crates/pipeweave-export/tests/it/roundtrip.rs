@@ -48,8 +48,8 @@ fn schedule(name: &str, p: u32, m: u32, flags: u32) -> Option<Plan> {
             for param in &info.params {
                 args = match param.name.as_str() {
                     "v" => args.with("v", i64::from(1 + flags % 3)),
-                    "weight_split" => args.with("weight_split", i64::from(flags & 1 == 0)),
-                    "overlap" => args.with("overlap", i64::from(flags & 2 == 0)),
+                    "weight_split" => args.with("weight_split", flags & 1 == 0),
+                    "overlap" => args.with("overlap", flags & 2 == 0),
                     _ => args,
                 };
             }
