@@ -7,6 +7,7 @@
 //! views print them as JSON unchanged.
 //! No IO: nothing here reads files, resolves schedule names or loads plugins.
 
+mod breakdown;
 mod compare;
 mod costing;
 mod fit;
@@ -17,6 +18,7 @@ mod simulation;
 mod step;
 mod sweep;
 
+pub use breakdown::{Breakdown, RankStep, Step, Volumes, step};
 pub use compare::{Comparison, Figures, Row, Traits, evaluate_row};
 pub use costing::{Costing, Run, TimeUnit};
 pub use fit::{fit_spec, split_layers};
@@ -27,5 +29,5 @@ pub use recommend::{
     recommend,
 };
 pub use simulation::{RankMemory, RankTimes, Shape, Simulation};
-pub use step::{Evaluation, RankReport, StepReport, evaluate};
+pub use step::{Evaluation, MemoryBreakdown, RankReport, StepReport, evaluate};
 pub use sweep::{Metric, Over, Param, Sweep, SweepPoint, SweepSeries, Tick, sweep};

@@ -392,7 +392,7 @@ pub fn recommend<P: Planner + ?Sized>(
         spec: spec.name.clone(),
         default_spec,
         gpus: spec.cluster.gpus(),
-        gpu: spec.cluster.gpu.clone(),
+        gpu: spec.cluster.gpu_name().to_owned(),
         tp: par.tp,
         global_sequences: global,
         sequence_length: spec.training.sequence_length,

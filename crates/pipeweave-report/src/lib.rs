@@ -17,8 +17,9 @@ mod table;
 mod text;
 
 pub use compare::{
-    compare_csv, compare_json, compare_markdown, compare_notes, compare_text, compare_title,
-    figures_table, traits_table,
+    breakdown_table, compare_csv, compare_json, compare_markdown, compare_notes, compare_text,
+    compare_title, figures_table, memory_table, tables as compare_tables, traits_table,
+    volume_table,
 };
 pub use format::{TimeFormat, format_time, gib, gib_text, percent, seconds, si};
 pub use html::{Block, HtmlReport, Section, html_page};

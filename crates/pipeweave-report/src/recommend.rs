@@ -317,7 +317,7 @@ pub fn recommend_markdown(r: &Recommendation) -> String {
     s
 }
 
-/// The search's outcome as JSON (`schemas/pipeweave-recommend.v1.schema.json`).
+/// The search's outcome as JSON (`schemas/pipeweave-recommend.v2.schema.json`).
 pub fn recommend_json(r: &Recommendation) -> String {
     crate::json::json(r)
 }

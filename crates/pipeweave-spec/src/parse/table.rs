@@ -17,6 +17,8 @@ pub(super) struct Table<'t, 'i> {
     table: &'t DeTable<'i>,
     span: Range<usize>,
     known: Vec<&'static str>,
+    /// Keys an older format had, reported by the caller as removed: neither unknown nor listed.
+    retired: Vec<&'static str>,
 }
 
 impl<'t, 'i> Table<'t, 'i> {
@@ -26,6 +28,7 @@ impl<'t, 'i> Table<'t, 'i> {
             table,
             span,
             known: Vec::new(),
+            retired: Vec::new(),
         }
     }
 
@@ -46,6 +49,12 @@ impl<'t, 'i> Table<'t, 'i> {
         let v = self.table.get(key)?;
         cx.spans.insert(self.key_path(key), v.span());
         Some(v)
+    }
+
+    /// A key an older format had: its value, if the table has it (the caller reports it).
+    pub(super) fn retired(&mut self, key: &'static str) -> Option<&'t Spanned<DeValue<'i>>> {
+        self.retired.push(key);
+        self.table.get(key)
     }
 
     pub(super) fn missing(&self, cx: &mut Cx, key: &str, what: &str) {
@@ -198,6 +207,19 @@ impl<'t, 'i> Table<'t, 'i> {
             return None;
         }
         Some(x)
+    }
+
+    /// An optional finite number within `bound`.
+    pub(super) fn opt_num(
+        &mut self,
+        cx: &mut Cx,
+        key: &'static str,
+        bound: Bound,
+    ) -> Result<Option<f64>, ()> {
+        match self.lookup(cx, key) {
+            None => Ok(None),
+            Some(v) => self.num_value(cx, key, v, bound).map(Some).ok_or(()),
+        }
     }
 
     pub(super) fn string(&mut self, cx: &mut Cx, key: &'static str, what: &str) -> Option<String> {
@@ -353,7 +375,10 @@ impl<'t, 'i> Table<'t, 'i> {
         let mut unknown: Vec<(&Spanned<std::borrow::Cow<'_, str>>, _)> = self
             .table
             .iter()
-            .filter(|(k, _)| !self.known.contains(&k.get_ref().as_ref()))
+            .filter(|(k, _)| {
+                let k = k.get_ref().as_ref();
+                !self.known.contains(&k) && !self.retired.contains(&k)
+            })
             .collect();
         unknown.sort_by_key(|(k, _)| k.span().start);
         let mut known = self.known.clone();
@@ -424,16 +449,18 @@ pub(super) enum Bound {
     Positive,
     /// Zero or more.
     NonNegative,
-    /// In (0, 1].
-    Fraction,
+    /// In [lo, hi].
+    Within(f64, f64),
 }
 
 impl Bound {
-    pub(super) fn violated(self, x: f64) -> Option<&'static str> {
+    pub(super) fn violated(self, x: f64) -> Option<String> {
         match self {
-            Bound::Positive if x <= 0.0 => Some("greater than 0"),
-            Bound::NonNegative if x < 0.0 => Some("at least 0"),
-            Bound::Fraction if x <= 0.0 || x > 1.0 => Some("greater than 0 and at most 1"),
+            Bound::Positive if x <= 0.0 => Some("greater than 0".to_owned()),
+            Bound::NonNegative if x < 0.0 => Some("at least 0".to_owned()),
+            Bound::Within(lo, hi) if !(lo..=hi).contains(&x) => {
+                Some(format!("at least {lo} and at most {hi}"))
+            }
             _ => None,
         }
     }
