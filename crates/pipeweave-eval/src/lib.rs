@@ -25,8 +25,8 @@ pub use fit::{fit_spec, split_layers};
 pub use planner::{PlanRequest, Planner, Unbuilt};
 pub use questions::{ParamCost, dualpipe_param_cost, gpu_hours_recovered_per_million_tokens};
 pub use recommend::{
-    Candidate, M_PER_CONFIG, MAX_M, Recommendation, RejectedPp, SearchSchedule, V_VALUES, Verdict,
-    recommend,
+    Candidate, LostOn, M_PER_CONFIG, MAX_M, Recommendation, RejectedShape, SearchSchedule,
+    V_VALUES, Verdict, recommend,
 };
 pub use simulation::{RankMemory, RankTimes, Shape, Simulation};
 pub use step::{Evaluation, MemoryBreakdown, RankReport, StepReport, evaluate};

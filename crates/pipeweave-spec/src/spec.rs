@@ -405,8 +405,13 @@ impl Spec {
     /// Whether the spec's ZeRO stage and pipeline cannot go together (ZeRO-2 with a pipeline and
     /// `zero2_with_pipeline = "refuse"`, as DeepSpeed asserts).
     pub fn zero2_refused(&self) -> bool {
+        self.zero2_refused_at(self.parallelism.pp)
+    }
+
+    /// [`Spec::zero2_refused`] at pipeline degree `pp`.
+    pub fn zero2_refused_at(&self, pp: u32) -> bool {
         self.training.zero_stage >= 2
-            && self.parallelism.pp > 1
+            && pp > 1
             && self.training.zero2_with_pipeline == Zero2Pipeline::Refuse
     }
 
