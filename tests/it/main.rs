@@ -1,5 +1,6 @@
 //! Workspace-level integration tests: the reference vectors recorded from the real
 //! implementations, loaded, validated and simulated through the library crates.
 
+mod calibration;
 mod reference;
 mod spec_questions;
