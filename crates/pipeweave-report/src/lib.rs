@@ -7,6 +7,7 @@
 
 mod compare;
 pub mod format;
+mod hardware;
 mod html;
 mod json;
 mod recommend;
@@ -22,6 +23,7 @@ pub use compare::{
     volume_table,
 };
 pub use format::{TimeFormat, format_time, gib, gib_text, percent, seconds, si};
+pub use hardware::hardware_markdown;
 pub use html::{Block, HtmlReport, Section, html_page};
 pub use json::json;
 pub use pipeweave_eval::TimeUnit;

@@ -421,3 +421,62 @@ fn a_pair_without_communication_gains_nothing_and_reserves_no_sms() {
     assert_eq!(pair.slowdown, 0.0);
     assert_eq!(costs.exposed_pair(f, b), 0.0);
 }
+
+#[test]
+fn selective_recomputation_with_flash_attention_is_said_to_change_nothing() {
+    let src = crate::specs::source("unit.toml").replacen(
+        "total_tokens = 1e9\n",
+        "total_tokens = 1e9\nrecompute = \"selective\"\n",
+        1,
+    );
+    let (spec, diags) = parse(&src, FileId(0));
+    assert!(spec.is_some());
+    assert_eq!(diags.len(), 1);
+    assert!(!diags[0].is_error());
+    assert!(
+        diags[0].message.contains("changes nothing"),
+        "{}",
+        diags[0].message
+    );
+}
+
+#[test]
+fn zero2_with_a_pipeline_keeps_full_gradients_and_copies_share_their_optimizer() {
+    // The unit spec at pp 2 × dp 2: ZeRO-2 shards the optimizer over the 2 replicas, but with a
+    // pipeline the FP32 gradients accumulate in full.
+    let src = crate::specs::source("unit.toml")
+        .replace("dp = 1", "dp = 2")
+        .replace("pp = 4", "pp = 2");
+    let with = |extra: &str| {
+        let s = src.replacen(
+            "total_tokens = 1e9\n",
+            &format!("total_tokens = 1e9\n{extra}"),
+            1,
+        );
+        let (spec, diags) = parse(&s, FileId(0));
+        assert!(diags.is_empty(), "{diags:?}");
+        spec.expect("parses")
+    };
+    let plan = one_f_one_b(2, 8);
+    let z1 = with("zero_stage = 1\n");
+    let z2 = with("zero_stage = 2\n");
+    let c1 = CostTable::new(&z1, &plan).expect("fits");
+    let c2 = CostTable::new(&z2, &plan).expect("fits");
+    let m1 = pipeweave_spec::rank_state(&z1, &c1, &plan, 0);
+    let m2 = pipeweave_spec::rank_state(&z2, &c2, &plan, 0);
+    assert_eq!(m1, m2);
+    let weights = c1.parts[0].dense_params;
+    assert!(close(m1.grads, weights * 4.0));
+    assert!(close(m1.optimizer, weights / 2.0 * 12.0));
+    // Two model copies (DualPipe's placement): one optimizer state over both copies' 4 replicas,
+    // or one per copy over its 2.
+    let dual = dual_placement(2);
+    let shared = CostTable::new(&z1, &dual).expect("fits");
+    let z1_own = with("zero_stage = 1\noptimizer_shared_across_copies = false\n");
+    let own = CostTable::new(&z1_own, &dual).expect("fits");
+    let s = pipeweave_spec::rank_state(&z1, &shared, &dual, 0);
+    let o = pipeweave_spec::rank_state(&z1_own, &own, &dual, 0);
+    assert!(close(o.optimizer, 2.0 * s.optimizer));
+    assert_eq!(shared.parts[0].sync.shard_dense, 4.0);
+    assert_eq!(own.parts[0].sync.shard_dense, 2.0);
+}
