@@ -27,7 +27,8 @@ impl std::error::Error for ArgError {}
 /// Which plan to work on.
 #[derive(Debug, Args)]
 pub struct PlanArgs {
-    /// A plan file (actions text, PyTorch compute-only CSV, or JSON plan)
+    /// A schedule, or a plan file (actions text, PyTorch compute-only CSV, or JSON plan; `-`:
+    /// standard input)
     #[arg(value_name = "PLAN")]
     pub plan: String,
     #[command(flatten)]
@@ -39,21 +40,21 @@ pub struct PlanArgs {
 /// `report` on several).
 #[derive(Debug, Clone, Args)]
 pub struct ScheduleParams {
-    /// Ranks P, for schedules (default with a spec: its `parallelism.pp`)
-    #[arg(short = 'p', long = "ranks", value_name = "P")]
+    /// Ranks P, for schedules, 1 to 65536 (default with a spec: its `parallelism.pp`)
+    #[arg(short = 'p', long = "ranks", value_name = "P", value_parser = parse_ranks)]
     pub ranks: Option<u32>,
     /// Micro-batches M, for schedules (default with a spec: its `training.microbatches`)
-    #[arg(short = 'm', long = "microbatches", value_name = "M")]
+    #[arg(short = 'm', long = "microbatches", value_name = "M", value_parser = parse_microbatches)]
     pub microbatches: Option<u32>,
     /// Stages per rank v, for the schedules that take it
-    #[arg(short = 'v', long = "stages-per-rank", value_name = "V")]
+    #[arg(short = 'v', long = "stages-per-rank", value_name = "V", value_parser = parse_stages_per_rank)]
     pub stages_per_rank: Option<u32>,
     /// Any other schedule parameter (repeatable; with several schedules, given to those that
     /// declare it)
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_setting)]
     pub set: Vec<Setting>,
     /// Pipelines in an actions file (of equal length; stage q of each computes the same model part)
-    #[arg(long, value_name = "K", default_value_t = 1)]
+    #[arg(long, value_name = "K", default_value_t = 1, value_parser = parse_pipelines)]
     pub pipelines: u32,
     /// A directory to search for plugins first (repeatable; then PIPEWEAVE_PLUGIN_PATH, then
     /// next to the executable)
@@ -85,7 +86,8 @@ pub struct CostArgs {
         value_parser = parse_costs
     )]
     pub costs: Option<UniformCosts>,
-    /// Costs from a cluster spec: a TOML file, a shipped spec's name, or `default`; its
+    /// Costs from a cluster spec: a TOML file (`-`: standard input), a shipped spec's name, or
+    /// `default`; its
     /// `parallelism.pp` and `training.microbatches` are the defaults of -p and -m
     #[arg(long, value_name = "FILE|NAME", conflicts_with = "costs")]
     pub spec: Option<String>,
@@ -139,11 +141,78 @@ impl From<MetricArg> for Metric {
     }
 }
 
+/// A whole number from 1 to `max` for `flag`, or why not (`limit`: what the maximum is).
+fn whole(text: &str, flag: &str, what: &str, max: u32, limit: &str) -> Result<u32, ArgError> {
+    let n: u64 = text.trim().parse().map_err(|_| {
+        ArgError(format!(
+            "{flag} {text}: the number of {what} is a whole number of at least 1"
+        ))
+    })?;
+    if n == 0 {
+        return Err(ArgError(format!(
+            "{flag} 0: the number of {what} is a whole number of at least 1"
+        )));
+    }
+    u32::try_from(n)
+        .ok()
+        .filter(|n| *n <= max)
+        .ok_or_else(|| ArgError(format!("{flag} {n}: {limit}")))
+}
+
+/// `-p`: 1 to [`pipeweave_plan::MAX_RANKS`].
+fn parse_ranks(text: &str) -> Result<u32, ArgError> {
+    let max = pipeweave_plan::MAX_RANKS;
+    whole(
+        text,
+        "--ranks",
+        "ranks",
+        max,
+        &format!("a plan has at most {max} ranks"),
+    )
+}
+
+/// `-m`: at least 1.
+fn parse_microbatches(text: &str) -> Result<u32, ArgError> {
+    whole(
+        text,
+        "--microbatches",
+        "micro-batches",
+        u32::MAX,
+        "too many micro-batches",
+    )
+}
+
+/// `-v`: at least 1.
+fn parse_stages_per_rank(text: &str) -> Result<u32, ArgError> {
+    whole(
+        text,
+        "--stages-per-rank",
+        "stages per rank",
+        u32::MAX,
+        "too many stages per rank",
+    )
+}
+
+/// `--pipelines`: at least 1.
+fn parse_pipelines(text: &str) -> Result<u32, ArgError> {
+    whole(
+        text,
+        "--pipelines",
+        "pipelines",
+        u32::MAX,
+        "too many pipelines",
+    )
+}
+
 /// `--set NAME=VALUE`.
 fn parse_setting(text: &str) -> Result<Setting, ArgError> {
     text.parse()
         .map_err(|e: pipeweave_source::SettingError| ArgError(e.to_string()))
 }
+
+/// The largest duration `--costs` takes: a step of the largest plan (about 10^13 actions) still
+/// lasts a finite time, far below `f64::MAX`.
+const MAX_COST: f64 = 1e12;
 
 /// `--costs F=1,B=2,...`: uniform costs; B defaults to I + W, a pair to F + B.
 fn parse_costs(text: &str) -> Result<UniformCosts, ArgError> {
@@ -166,6 +235,14 @@ fn parse_costs(text: &str) -> Result<UniformCosts, ArgError> {
                     v.trim()
                 ))
             })?;
+        if value > MAX_COST {
+            return Err(ArgError(format!(
+                "--costs: {}={} is too large (at most {MAX_COST:e}, so that every figure of a \
+                 step stays a finite number)",
+                k.trim(),
+                v.trim()
+            )));
+        }
         match k.trim() {
             "F" | "f" => c.stage.f = value,
             "I" | "i" => c.stage.i = value,
@@ -182,6 +259,12 @@ fn parse_costs(text: &str) -> Result<UniformCosts, ArgError> {
     }
     c.stage.b = b.unwrap_or(c.stage.i + c.stage.w);
     c.pair = pair;
+    if c.stage.f <= 0.0 {
+        // Every plan has forwards: with F > 0 a step has a length, and the bubble a ratio.
+        return Err(ArgError(
+            "--costs: F must be greater than 0 (a step of instant forwards has no length)".into(),
+        ));
+    }
     Ok(c)
 }
 
@@ -252,6 +335,12 @@ pub fn parse_over(text: &str) -> Result<Over, ArgError> {
     if out.len() > MAX_VALUES {
         return Err(ArgError(format!("--over: more than {MAX_VALUES} values")));
     }
+    let max = pipeweave_plan::MAX_RANKS;
+    if let Some(&p) = out.last().filter(|p| param == Param::Ranks && **p > max) {
+        return Err(ArgError(format!(
+            "--over: {p} ranks; a plan has at most {max} ranks"
+        )));
+    }
     Ok(Over { param, values: out })
 }
 
@@ -293,6 +382,39 @@ mod tests {
         assert!(error("m=4,,8").contains("empty value"));
         assert!(error("m=x").contains("`x`"));
         assert!(error("m=1..4000000000").contains("more than 4096 values"));
+        assert_eq!(
+            error("ranks=2,70000"),
+            "--over: 70000 ranks; a plan has at most 65536 ranks"
+        );
+        assert_eq!(values("m=70000"), vec![70000]);
+    }
+
+    #[test]
+    fn counts() {
+        assert_eq!(parse_ranks("65536"), Ok(65536));
+        let e = |r: Result<u32, ArgError>| r.expect_err("refused").0;
+        assert_eq!(
+            e(parse_ranks("0")),
+            "--ranks 0: the number of ranks is a whole number of at least 1"
+        );
+        assert_eq!(
+            e(parse_ranks("65537")),
+            "--ranks 65537: a plan has at most 65536 ranks"
+        );
+        assert_eq!(
+            e(parse_ranks("4294967296")),
+            "--ranks 4294967296: a plan has at most 65536 ranks"
+        );
+        assert_eq!(
+            e(parse_ranks("-1")),
+            "--ranks -1: the number of ranks is a whole number of at least 1"
+        );
+        assert_eq!(
+            e(parse_microbatches("0")),
+            "--microbatches 0: the number of micro-batches is a whole number of at least 1"
+        );
+        assert_eq!(parse_pipelines("2"), Ok(2));
+        assert!(parse_stages_per_rank("0").is_err());
     }
 
     #[test]
@@ -305,5 +427,23 @@ mod tests {
         );
         assert!(parse_costs("Q=1").expect_err("unknown").0.contains("`Q`"));
         assert!(parse_costs("F").expect_err("no =").0.contains("KEY=VALUE"));
+        assert_eq!(
+            parse_costs("F=1e308,B=1e308").expect_err("too large").0,
+            "--costs: F=1e308 is too large (at most 1e12, so that every figure of a step stays \
+             a finite number)"
+        );
+        assert!(
+            parse_costs("B=1e13")
+                .expect_err("too large")
+                .0
+                .contains("B=1e13")
+        );
+        assert!(
+            parse_costs("F=0,B=1")
+                .expect_err("no forward")
+                .0
+                .contains("F must be")
+        );
+        assert!(parse_costs("F=1e12,transfer=1e12").is_ok());
     }
 }

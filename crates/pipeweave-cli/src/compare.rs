@@ -55,6 +55,7 @@ pub fn run(args: &CompareArgs, session: &mut Session) -> Result<(), Failure> {
         None,
         session,
     );
+    crate::output::finite("compare", pipeweave_eval::non_finite(&c))?;
     let text = match args.format {
         CompareFormat::Text => pipeweave_report::compare_text(&c),
         CompareFormat::Markdown => pipeweave_report::compare_markdown(&c),

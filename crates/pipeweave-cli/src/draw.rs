@@ -3,7 +3,7 @@
 
 use crate::args::ManyArgs;
 use crate::many::{Drawn, Many, costing, draw, timelines};
-use crate::output::emit;
+use crate::output::{emit, is_stdout};
 use crate::session::Session;
 use pipeweave_report::{TimeFormat, percent};
 use pipeweave_source::Failure;
@@ -28,10 +28,10 @@ pub fn render(
         drawn.push(d);
     }
     let text = timelines(&drawn, &costing, comms, "timelines");
-    if svg.as_os_str() == "-" {
-        return emit(None, &text);
-    }
     emit(Some(svg), &text)?;
+    if is_stdout(svg) {
+        return Ok(());
+    }
     let mut summary = String::new();
     for d in &drawn {
         summary.push_str(&format!(

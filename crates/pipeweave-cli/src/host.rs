@@ -1,30 +1,60 @@
 //! The resolver's outside world for the command line: files through `std::fs`, plugins through
 //! `pipeweave-plugin-host` on the search path of `--plugin-dir`, `PIPEWEAVE_PLUGIN_PATH` and the
-//! executable's place. Each plugin library is loaded once per process.
+//! executable's place. Each plugin runs in a worker process of its own, this same executable
+//! started with the hidden `__plugin-worker` subcommand, kept for the whole run; a crash, an abort
+//! or a hang of a plugin is an error naming it, under a time limit per request
+//! (`PIPEWEAVE_PLUGIN_TIMEOUT`, seconds).
 
 use pipeweave_plan::Plan;
-use pipeweave_plugin_host::{Plugin, PluginError, SearchPath, discover, find, load_found};
-use pipeweave_source::{Failure, Host, PluginId, PluginInfo, PluginRequest, PluginTarget};
+use pipeweave_plugin_host::{
+    PluginError, SearchPath, Worker, WorkerOptions, discover, find, find_file,
+};
+use pipeweave_source::{Failure, Host, PluginId, PluginInfo, PluginRequest, PluginTarget, STDIN};
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Duration;
 
 /// The environment variable listing plugin directories (separated like `PATH`).
 pub const ENV_PATH: &str = "PIPEWEAVE_PLUGIN_PATH";
 
-/// Files and plugins for the resolver.
-#[derive(Default)]
-pub struct CliHost {
-    plugin_dirs: Vec<PathBuf>,
-    search: Option<SearchPath>,
-    /// Every plugin loaded so far, by the path it was loaded from; a [`PluginId`] is an index.
-    loaded: Vec<(PathBuf, Plugin)>,
+/// The environment variable that sets the time limit of one plugin request, in seconds.
+pub const ENV_TIMEOUT: &str = "PIPEWEAVE_PLUGIN_TIMEOUT";
+
+/// The hidden subcommand that serves one plugin library (`main.rs` declares it by this name).
+pub const WORKER_SUBCOMMAND: &str = "__plugin-worker";
+
+/// The worker process: serves the plugin library at `path` on standard input and output until
+/// the parent closes them. It prints nothing of its own: the parent reports every failure.
+pub fn serve_worker(path: &Path) -> ExitCode {
+    match pipeweave_plugin_host::serve_stdio(path) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::FAILURE,
+    }
 }
 
-impl std::fmt::Debug for CliHost {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CliHost")
-            .field("plugin_dirs", &self.plugin_dirs)
-            .field("loaded", &self.loaded.len())
-            .finish_non_exhaustive()
+/// Files and plugins for the resolver.
+#[derive(Debug, Default)]
+pub struct CliHost {
+    /// Standard input, once read (every `-` of a command sees the same text).
+    stdin: Option<String>,
+    plugin_dirs: Vec<PathBuf>,
+    search: Option<SearchPath>,
+    /// Every plugin started so far (or why it could not be), by its file; a [`PluginId`] is an
+    /// index.
+    loaded: Vec<(PathBuf, Result<Worker, String>)>,
+    options: Option<WorkerOptions>,
+    /// The executable that serves plugins, when it is not this one (a test binary is not).
+    worker_exe: Option<PathBuf>,
+}
+
+/// A plugin failure in words; a time limit says how to change it.
+fn message(e: &PluginError) -> String {
+    match e {
+        PluginError::TimedOut { .. } | PluginError::TimedOutBefore { .. } => {
+            format!("{e} (set {ENV_TIMEOUT} to a number of seconds to change the limit)")
+        }
+        e => e.to_string(),
     }
 }
 
@@ -32,7 +62,65 @@ impl std::fmt::Debug for CliHost {
 fn failure(e: PluginError) -> Failure {
     match e {
         PluginError::BadSetting { .. } => Failure::usage(e.to_string()),
-        e => Failure::invalid(e.to_string()),
+        e => Failure::invalid(message(&e)),
+    }
+}
+
+/// The time limit `PIPEWEAVE_PLUGIN_TIMEOUT` gives: a positive number of seconds.
+fn parse_timeout(text: &str) -> Option<Duration> {
+    let seconds: f64 = text.trim().parse().ok()?;
+    (seconds > 0.0)
+        .then(|| Duration::try_from_secs_f64(seconds).ok())
+        .flatten()
+}
+
+/// The bytes of the regular file at `path`. Anything else (a FIFO, a device, a socket, a folder)
+/// is refused before a byte is read: reading a FIFO waits for a writer, a device may never end.
+/// The file is opened without blocking (so opening a FIFO returns at once) and its kind is asked
+/// of the open file, so swapping the path in between changes nothing.
+fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let mut file = options.open(path)?;
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        return Err(std::io::Error::other(format!(
+            "not a regular file but {}; give a file, or `-` with the text on standard input",
+            kind_name(&kind)
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// What a file that is not a regular file is, in words.
+fn kind_name(kind: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if kind.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    if kind.is_dir() {
+        "a folder"
+    } else {
+        "something else"
     }
 }
 
@@ -62,39 +150,109 @@ impl CliHost {
         })
     }
 
-    /// The plugin at `path`, loaded by `load` the first time.
-    fn cached(
-        &mut self,
-        path: &Path,
-        load: impl FnOnce() -> Result<Plugin, PluginError>,
-    ) -> Result<PluginInfo, PluginError> {
+    /// The time limit and reply bound of the workers; a bad `PIPEWEAVE_PLUGIN_TIMEOUT` is named
+    /// in a warning and the default limit holds.
+    fn options(&mut self) -> WorkerOptions {
+        *self.options.get_or_insert_with(|| {
+            let mut options = WorkerOptions::default();
+            if let Some(text) = std::env::var_os(ENV_TIMEOUT) {
+                let text = text.to_string_lossy();
+                match parse_timeout(&text) {
+                    Some(limit) => options.time_limit = limit,
+                    None => crate::output::warning(&format!(
+                        "{ENV_TIMEOUT}=`{text}` is not a positive number of seconds; plugins get the default {} s",
+                        WorkerOptions::DEFAULT_TIME_LIMIT.as_secs()
+                    )),
+                }
+            }
+            options
+        })
+    }
+
+    /// The plugin at `path` in its worker, started the first time (checking that it calls itself
+    /// `name` when it was found by name). A plugin that failed to start fails again, without a
+    /// second try.
+    fn cached(&mut self, path: &Path, name: Option<&str>) -> Result<PluginInfo, Failure> {
         let index = match self.loaded.iter().position(|(p, _)| p == path) {
             Some(i) => i,
             None => {
-                self.loaded.push((path.to_path_buf(), load()?));
+                let options = self.options();
+                let started = self.worker_command().and_then(|command| {
+                    Worker::spawn(command, path, options)
+                        .and_then(|w| match name {
+                            Some(name) => w.check_name(name),
+                            None => Ok(w),
+                        })
+                        .map_err(|e| message(&e))
+                });
+                self.loaded.push((path.to_path_buf(), started));
                 self.loaded.len() - 1
             }
         };
-        let (path, plugin) = &self.loaded[index];
-        Ok(PluginInfo {
-            id: PluginId(index),
-            metadata: plugin.metadata().clone(),
-            location: path.display().to_string(),
-        })
+        match &self.loaded[index] {
+            (path, Ok(worker)) => Ok(PluginInfo {
+                id: PluginId(index),
+                metadata: worker.metadata().clone(),
+                location: path.display().to_string(),
+            }),
+            (_, Err(message)) => Err(Failure::invalid(message.clone())),
+        }
+    }
+
+    /// The plugin file `plugin:PATH` names: a path with a folder as it is (made absolute), a bare
+    /// file name in the plugin folders only (never where the dynamic loader would look).
+    fn plugin_file(&mut self, file: &str) -> Result<PathBuf, PluginError> {
+        let has_folder = file.contains('/') || file.contains(std::path::MAIN_SEPARATOR);
+        if has_folder {
+            return Ok(std::path::absolute(file).unwrap_or_else(|_| PathBuf::from(file)));
+        }
+        find_file(file, self.search())
+    }
+
+    /// This executable in its worker role: only the command line knows its own path.
+    fn worker_command(&self) -> Result<Command, String> {
+        let exe = match &self.worker_exe {
+            Some(exe) => exe.clone(),
+            None => std::env::current_exe().map_err(|e| {
+                format!("cannot find the pipeweave executable to run plugins in: {e}")
+            })?,
+        };
+        let mut command = Command::new(exe);
+        command.arg(WORKER_SUBCOMMAND);
+        Ok(command)
     }
 }
 
 impl Host for CliHost {
     fn is_file(&self, path: &str) -> bool {
-        Path::new(path).is_file()
+        path == STDIN || std::fs::metadata(path).is_ok_and(|m| !m.is_dir())
     }
 
     fn read(&mut self, path: &str) -> Result<String, Failure> {
+        if path == STDIN
+            && let Some(text) = &self.stdin
+        {
+            return Ok(text.clone());
+        }
+        let name = pipeweave_source::shown_name(path);
         let cannot =
-            |e: &dyn std::fmt::Display| Failure::invalid(format!("cannot read `{path}`: {e}"));
-        let bytes = std::fs::read(path).map_err(|e| cannot(&e))?;
-        pipeweave_diagnostics::text_from_bytes(bytes, pipeweave_diagnostics::FileId(0))
-            .map_err(|d| cannot(&d.message))
+            |e: &dyn std::fmt::Display| Failure::invalid(format!("cannot read `{name}`: {e}"));
+        let bytes = if path == STDIN {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .lock()
+                .read_to_end(&mut bytes)
+                .map_err(|e| cannot(&e))?;
+            bytes
+        } else {
+            read_regular(Path::new(path)).map_err(|e| cannot(&e))?
+        };
+        let text = pipeweave_diagnostics::text_from_bytes(bytes, pipeweave_diagnostics::FileId(0))
+            .map_err(|d| cannot(&d.message))?;
+        if path == STDIN {
+            self.stdin = Some(text.clone());
+        }
+        Ok(text)
     }
 
     fn has_plugin(&mut self, name: &str) -> bool {
@@ -103,17 +261,15 @@ impl Host for CliHost {
 
     fn plugin(&mut self, target: &PluginTarget) -> Result<PluginInfo, Failure> {
         match target {
-            PluginTarget::Path(path) => {
-                let path = Path::new(path);
-                self.cached(path, || Plugin::load(path))
+            PluginTarget::Path(file) => {
+                let path = self.plugin_file(file).map_err(failure)?;
+                self.cached(&path, None)
             }
             PluginTarget::Named(name) => {
-                let search = self.search().clone();
-                let path = find(name, &search).map_err(failure)?;
-                self.cached(&path, || pipeweave_plugin_host::load_named(name, &search))
+                let path = find(name, self.search()).map_err(failure)?;
+                self.cached(&path, Some(name))
             }
         }
-        .map_err(failure)
     }
 
     fn plugins(&mut self) -> Vec<Result<PluginInfo, String>> {
@@ -121,21 +277,21 @@ impl Host for CliHost {
         found
             .iter()
             .map(|f| {
-                self.cached(&f.path, || load_found(f))
-                    .map_err(|e| e.to_string())
+                self.cached(&f.path, Some(&f.name))
+                    .map_err(|failure| failure.reason())
             })
             .collect()
     }
 
     fn generate(&mut self, plugin: PluginId, request: &PluginRequest) -> Result<Plan, Failure> {
-        let Some((_, plugin)) = self.loaded.get(plugin.0) else {
+        let Some((_, Ok(worker))) = self.loaded.get_mut(plugin.0) else {
             return Err(Failure::invalid("no such plugin handle"));
         };
-        let request = plugin
+        let request = worker
             .request(request.ranks, request.microbatches, &request.settings)
             .map_err(failure)?;
-        // The plugin host validates every plan a plugin returns.
-        plugin.generate(&request).map_err(failure)
+        // The plugin host checks the shape of every plan a plugin returns and validates it.
+        worker.generate(&request).map_err(failure)
     }
 }
 
@@ -143,11 +299,34 @@ impl Host for CliHost {
 mod tests {
     use super::*;
 
+    /// A host whose workers are the `pipeweave` binary beside this test binary (which is no
+    /// worker itself).
+    fn host() -> CliHost {
+        let exe = std::env::current_exe().expect("the test knows its path");
+        let dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target/<profile>/deps");
+        CliHost {
+            worker_exe: Some(dir.join(format!("pipeweave{}", std::env::consts::EXE_SUFFIX))),
+            ..CliHost::default()
+        }
+    }
+
     /// Needs the plugins built next to the binaries (`cargo build --workspace`), as the CLI's
     /// integration tests do.
     #[test]
-    fn each_plugin_library_is_loaded_once() {
-        let mut host = CliHost::default();
+    fn the_time_limit_is_a_positive_number_of_seconds() {
+        assert_eq!(parse_timeout("10"), Some(Duration::from_secs(10)));
+        assert_eq!(parse_timeout(" 0.25 "), Some(Duration::from_millis(250)));
+        for bad in ["", "0", "-1", "ten", "NaN", "inf", "1e300"] {
+            assert_eq!(parse_timeout(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn each_plugin_is_started_once() {
+        let mut host = host();
         let named = host
             .plugin(&PluginTarget::Named("dualpipe".into()))
             .expect("the dualpipe plugin is built");
@@ -157,8 +336,17 @@ mod tests {
             .plugin(&PluginTarget::Path(named.location.clone()))
             .expect("loads");
         assert_eq!(by_path.id, named.id);
-        // One library per plugin file, however it was asked for.
+        // One worker per plugin file, however it was asked for.
         assert_eq!(host.loaded.len(), all.len());
+        let request = PluginRequest {
+            ranks: 4,
+            microbatches: 8,
+            settings: Vec::new(),
+        };
+        for _ in 0..2 {
+            let plan = host.generate(named.id, &request).expect("a valid plan");
+            assert_eq!((plan.ranks(), plan.num_microbatches()), (4, 8));
+        }
         let plan = host.generate(
             named.id,
             &PluginRequest {

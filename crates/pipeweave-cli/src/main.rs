@@ -6,6 +6,7 @@ mod args;
 mod compare;
 mod diagnostics;
 mod draw;
+mod excerpt;
 mod export;
 mod host;
 mod list;
@@ -15,6 +16,7 @@ mod progress;
 mod recommend;
 mod report;
 mod session;
+mod show;
 mod single;
 mod sweep;
 
@@ -32,6 +34,14 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Show at most N diagnostics, then count the rest (0: show all)
+    #[arg(
+        long,
+        global = true,
+        value_name = "N",
+        default_value_t = diagnostics::DEFAULT_MAX_DIAGNOSTICS
+    )]
+    max_diagnostics: usize,
 }
 
 #[derive(Debug, Subcommand)]
@@ -57,6 +67,8 @@ enum Command {
         plan: PlanArgs,
         #[command(flatten)]
         costs: CostArgs,
+        #[command(flatten)]
+        window: show::WindowArgs,
     },
     /// List the schedules available by name, with their origin and parameters
     List {
@@ -66,7 +78,7 @@ enum Command {
     },
     /// Check a schedule file (syntax and names) without compiling a plan
     Check {
-        /// A `.weave` file or a library schedule name
+        /// A `.weave` file (`-`: standard input) or a library schedule name
         #[arg(value_name = "SCHEDULE")]
         file: String,
     },
@@ -77,7 +89,7 @@ enum Command {
         /// Target format
         #[arg(long, value_enum, default_value_t = ConvertTo::Actions)]
         to: ConvertTo,
-        /// Write to this file instead of standard output
+        /// Write to this file instead of standard output (`-`: standard output)
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
@@ -103,7 +115,7 @@ enum Command {
         /// What to measure
         #[arg(long, value_enum, default_value_t = MetricArg::Bubble)]
         metric: MetricArg,
-        /// Also draw the sweep as a line chart in this SVG file
+        /// Also draw the sweep as a line chart in this SVG file (the table goes to standard output)
         #[arg(long, value_name = "FILE")]
         svg: Option<PathBuf>,
         /// Format of the table on standard output
@@ -114,7 +126,7 @@ enum Command {
     Report {
         #[command(flatten)]
         many: ManyArgs,
-        /// The HTML file to write
+        /// The HTML file to write (`-`: standard output)
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
         /// The sweep to chart (default: micro-batches from P to 16P)
@@ -142,7 +154,7 @@ enum Command {
         to: export::ExportFormat,
         #[command(flatten)]
         costs: CostArgs,
-        /// Write to this file instead of standard output
+        /// Write to this file instead of standard output (`-`: standard output)
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
@@ -153,14 +165,21 @@ enum Command {
         /// Target format
         #[arg(long, value_enum)]
         to: ConvertTo,
-        /// Write to this file instead of standard output
+        /// Write to this file instead of standard output (`-`: standard output)
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+    },
+    /// Serve one plugin library over standard input and output: the worker process pipeweave
+    /// runs each plugin in (`host::WORKER_SUBCOMMAND`); not for people
+    #[command(name = "__plugin-worker", hide = true)]
+    PluginWorker {
+        /// The plugin library
+        library: PathBuf,
     },
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(arguments()) {
         Ok(cli) => cli,
         Err(e) => {
             // Our value parsers' errors read like every other usage error of ours.
@@ -168,15 +187,46 @@ fn main() -> ExitCode {
             match ours {
                 Some(ours) => {
                     let usage = Err(Failure::usage(ours.to_string()));
-                    return output::finish(usage, &Default::default());
+                    let max = diagnostics::DEFAULT_MAX_DIAGNOSTICS;
+                    return output::finish(usage, &Default::default(), max);
                 }
-                None => e.exit(),
+                None => return clap_exit(&e),
             }
         }
     };
-    let mut session = Session::default();
-    let result = run(cli.command, &mut session);
-    output::finish(result, &session.files)
+    // The worker process prints nothing of its own and has no session.
+    let command = match cli.command {
+        Command::PluginWorker { library } => return host::serve_worker(&library),
+        command => command,
+    };
+    let mut session = Session::new(cli.max_diagnostics);
+    let result = run(command, &mut session);
+    output::finish(result, &session.files, cli.max_diagnostics)
+}
+
+/// The command line, with `help --help` read as `help` (clap's help subcommand takes the name of
+/// a subcommand, and would refuse `--help` as one).
+fn arguments() -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "help") {
+        args.retain(|a| a != "--help" && a != "-h");
+    }
+    args
+}
+
+/// Prints clap's own message (help, version, or a usage error) and gives its exit code; help that
+/// cannot be written to standard output is an error like any other lost output.
+fn clap_exit(e: &clap::Error) -> ExitCode {
+    let printed = e
+        .print()
+        .and_then(|()| std::io::Write::flush(&mut std::io::stdout()));
+    match printed {
+        Err(err) if !e.use_stderr() && err.kind() != std::io::ErrorKind::BrokenPipe => {
+            output::warn(&format!("error: cannot write to standard output: {err}\n"));
+            ExitCode::from(1)
+        }
+        _ => ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)),
+    }
 }
 
 fn run(command: Command, session: &mut Session) -> Result<(), Failure> {
@@ -187,7 +237,11 @@ fn run(command: Command, session: &mut Session) -> Result<(), Failure> {
             costs,
             format,
         } => single::run_simulate(&plan, &costs, format, session),
-        Command::Show { plan, costs } => single::show(&plan, &costs, session),
+        Command::Show {
+            plan,
+            costs,
+            window,
+        } => show::run(&plan, &costs, &window, session),
         Command::Check { file } => list::check(&file, session),
         Command::List { plugin_dirs } => list::list(&plugin_dirs, session),
         Command::Render { many, svg, comms } => draw::render(&many, &svg, comms, session),
@@ -225,6 +279,11 @@ fn run(command: Command, session: &mut Session) -> Result<(), Failure> {
         } => {
             let text = export::run(&plan, to, &costs, session)?;
             output::emit(output.as_deref(), &text)
+        }
+        // Served before a session exists (see `main`).
+        Command::PluginWorker { library } => {
+            let _ = host::serve_worker(&library);
+            Ok(())
         }
     }
 }

@@ -7,7 +7,7 @@ use crate::session::Session;
 use pipeweave_eval::{Comparison, Costing, PlanRequest, Planner, Run, Unbuilt};
 use pipeweave_plan::Plan;
 use pipeweave_report::{TimelineChart, shape_text, timelines_svg, transfers};
-use pipeweave_source::{Built, Failure, Params, Source};
+use pipeweave_source::{Built, Failure, Files, Params, Source, SourceKind};
 use pipeweave_spec::Spec;
 
 /// The schedules of one command, resolved, with the command line's parameters.
@@ -133,7 +133,10 @@ impl Many {
                     &fresh
                 }
             };
-            let plan = plan.as_ref().map(|b| &b.plan).map_err(Failure::reason);
+            let plan = plan
+                .as_ref()
+                .map(|b| &b.plan)
+                .map_err(|f| reason(source, f, &session.files));
             c.push(spec, source.name(), requires, plan);
         }
         c
@@ -174,12 +177,21 @@ impl Planner for ManyPlanner<'_> {
         match self.session.build(source, &params) {
             Ok(built) => Ok(built.plan),
             Err(f) if f.is_usage() => Err(Unbuilt::Stop(f)),
-            Err(f) => Err(Unbuilt::Refused(f.reason())),
+            Err(f) => Err(Unbuilt::Refused(reason(source, &f, &self.session.files))),
         }
     }
 
     fn fixed_shape(&self, schedule: &str) -> bool {
         self.source(schedule).is_some_and(Source::is_plan_file)
+    }
+}
+
+/// Why `source` could not be built, in one line: with the place in front for a file the user
+/// gave (a `.weave` file, a plan file), as the library's and plugins' own words otherwise.
+pub fn reason(source: &Source, failure: &Failure, files: &Files) -> String {
+    match source.kind() {
+        SourceKind::WeaveFile | SourceKind::PlanFile => failure.located_reason(files),
+        SourceKind::Library | SourceKind::Plugin => failure.reason(),
     }
 }
 
@@ -212,10 +224,18 @@ pub struct Drawn {
 /// Simulates `plan`, the SCHEDULE argument `name`'s, under `costing`; fails, with the reason,
 /// when the spec cannot take the plan.
 pub fn draw(name: &str, plan: &Plan, costing: &Costing) -> Result<Drawn, String> {
+    let run = costing.run(plan)?;
+    let sim = pipeweave_eval::Simulation::new(name, plan, &run.timeline, None);
+    if let Some((path, x)) = pipeweave_eval::non_finite(&sim) {
+        return Err(format!(
+            "the figure `{path}` came out as {x}, not a finite number; an input is too large or \
+             too small for pipeweave to compute with"
+        ));
+    }
     Ok(Drawn {
         name: name.to_owned(),
         plan: plan.clone(),
-        run: costing.run(plan)?,
+        run,
     })
 }
 

@@ -1,46 +1,169 @@
 //! Where output goes: standard output or a file, warnings and failures on standard error, and the
 //! exit code (0 success, 1 invalid input or plan, 2 usage error).
-
-#![allow(clippy::print_stderr)]
+//!
+//! Output is never lost quietly: a failed write to standard output is an error (exit 1), except a
+//! closed pipe (`| head`), which ends the output without a word. A file is written whole or not at
+//! all: into a temporary file beside it, flushed to the disk, then renamed over it, so on any error
+//! an existing file stays as it was and no temporary file remains.
 
 use crate::diagnostics::Renderer;
 use pipeweave_source::{Failure, Files};
-use std::io::Write;
+use std::io::{ErrorKind, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
-/// Writes `text` to `output`, or to standard output.
+/// The file name that means standard output (`-o -`, `--svg -`).
+pub const STDOUT: &str = "-";
+
+/// Whether `path` means standard output.
+pub fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == STDOUT
+}
+
+/// Writes `text` to `output` (standard output for none or `-`).
 pub fn emit(output: Option<&Path>, text: &str) -> Result<(), Failure> {
     match output {
-        Some(path) => std::fs::write(path, text)
+        Some(path) if !is_stdout(path) => write_file(path, text.as_bytes())
             .map_err(|e| Failure::invalid(format!("cannot write `{}`: {e}", path.display()))),
-        None => {
-            let mut out = std::io::stdout().lock();
-            // A closed pipe (e.g. `| head`) is not an error of ours.
-            let _ = out.write_all(text.as_bytes());
-            Ok(())
-        }
+        _ => to_stdout(text.as_bytes())
+            .map_err(|e| Failure::invalid(format!("cannot write to standard output: {e}"))),
     }
 }
 
-/// Prints rendered text (a warning) on standard error.
+/// Writes `bytes` to standard output and flushes it; a closed pipe is not an error of ours.
+fn to_stdout(bytes: &[u8]) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == ErrorKind::BrokenPipe => Ok(()),
+        result => result,
+    }
+}
+
+/// Replaces the file at `path` with `bytes`, or leaves it as it was.
+///
+/// The bytes go into a new file beside it (same folder, so the rename stays on one file system),
+/// which is synced to the disk and then renamed over `path`; its permissions are the old file's,
+/// or those of a new file. A link is followed (the file it points to is replaced). Something that
+/// is not a regular file (`/dev/null`, `/dev/stdout`, a FIFO) is written as a stream, in place.
+pub fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let target = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+        }
+        _ => path.to_path_buf(),
+    };
+    let existing = std::fs::metadata(&target).ok();
+    if let Some(m) = &existing {
+        if m.is_dir() {
+            return Err(std::io::Error::other("it is a folder"));
+        }
+        if !m.is_file() {
+            let mut stream = std::fs::OpenOptions::new().write(true).open(&target)?;
+            stream.write_all(bytes)?;
+            return stream.flush();
+        }
+    }
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let prefix = format!(".{name}.");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    let permissions = match &existing {
+        Some(m) => Some(m.permissions()),
+        None => new_file_permissions(),
+    };
+    if let Some(p) = &permissions {
+        builder.permissions(p.clone());
+    }
+    // Dropped on any error below: the temporary file is removed.
+    let mut temporary = builder.tempfile_in(dir).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!(
+                "cannot create a file in `{}`: {}",
+                dir.display(),
+                os_text(&e)
+            ),
+        )
+    })?;
+    temporary.as_file_mut().write_all(bytes)?;
+    temporary.as_file().sync_all()?;
+    if let Some(p) = permissions.filter(|_| existing.is_some()) {
+        // Exactly the old file's (creation applies the umask).
+        temporary.as_file().set_permissions(p)?;
+    }
+    temporary.persist(&target).map_err(|e| e.error)?;
+    // The rename itself reaches the disk with the folder.
+    if let Ok(folder) = std::fs::File::open(dir) {
+        let _ = folder.sync_all();
+    }
+    Ok(())
+}
+
+/// An error's own words, without the ` at path "…"` that `tempfile` appends (the temporary
+/// file's name means nothing to the user, and it is gone).
+fn os_text(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" at path \"") {
+        Some(i) => text[..i].to_owned(),
+        None => text,
+    }
+}
+
+/// What `std::fs::write` gives a new file: read and write for all, less the umask.
+fn new_file_permissions() -> Option<std::fs::Permissions> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        Some(std::fs::Permissions::from_mode(0o666))
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
+/// Refuses to print a figure that is not a finite number (what `pipeweave_eval::non_finite`
+/// found in `what`'s figures): the inputs are bounded so that this does not happen, and a figure
+/// printed as `inf` or `NaN%` would be wrong silently.
+pub fn finite(what: &str, found: Option<(String, f64)>) -> Result<(), Failure> {
+    match found {
+        None => Ok(()),
+        Some((path, x)) => Err(Failure::invalid(format!(
+            "{what}: the figure `{path}` came out as {x}, not a finite number; an input is too \
+             large or too small for pipeweave to compute with"
+        ))),
+    }
+}
+
+/// Prints rendered text (a warning) on standard error (where a failed write has nowhere to be
+/// told, so it is ignored).
 pub fn warn(text: &str) {
-    eprint!("{text}");
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
 /// A warning in one line on standard error.
 pub fn warning(message: &str) {
-    eprintln!("warning: {message}");
+    warn(&format!("warning: {message}\n"));
 }
 
 /// The exit code of a command's result, its failure rendered on standard error.
-pub fn finish(result: Result<(), Failure>, files: &Files) -> ExitCode {
+pub fn finish(result: Result<(), Failure>, files: &Files, max_diagnostics: usize) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            let text = Renderer::new(files).failure(&f);
+            let text = Renderer::new(files, max_diagnostics).failure(&f);
             let _ = std::io::stderr().lock().write_all(text.as_bytes());
             ExitCode::from(f.exit_code())
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -152,6 +152,7 @@ pub fn run(args: &RecommendArgs, session: &mut Session) -> Result<(), Failure> {
     for e in errors {
         warning(&e);
     }
+    crate::output::finite("recommend", pipeweave_eval::non_finite(&r))?;
     let text = match args.format {
         RecommendFormat::Text => pipeweave_report::recommend_text(&r),
         RecommendFormat::Markdown => pipeweave_report::recommend_markdown(&r),

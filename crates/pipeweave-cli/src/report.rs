@@ -7,8 +7,8 @@
 //! timelines.
 
 use crate::args::ManyArgs;
-use crate::many::{Drawn, Many, costing, draw, timelines};
-use crate::output::emit;
+use crate::many::{Drawn, Many, costing, draw, reason, timelines};
+use crate::output::{emit, is_stdout};
 use crate::session::Session;
 use crate::sweep::sweep;
 use pipeweave_eval::{Comparison, Costing, Metric, Over, Param};
@@ -95,6 +95,11 @@ fn sweep_blocks(
         Ok(result) => result,
         Err(f) => return vec![Block::Paragraph(format!("no sweep: {}", f.reason()))],
     };
+    if let Some((path, x)) = pipeweave_eval::non_finite(&result.series) {
+        return vec![Block::Paragraph(format!(
+            "no sweep: the figure `{path}` came out as {x}, not a finite number"
+        ))];
+    }
     let table = sweep_table(&result);
     let mut blocks = vec![
         Block::Figure {
@@ -131,7 +136,7 @@ fn page(args: &ManyArgs, options: &Options, session: &mut Session) -> Result<Str
         let name = source.name();
         let d = b
             .as_ref()
-            .map_err(Failure::reason)
+            .map_err(|f| reason(source, f, &session.files))
             .and_then(|b| draw(name, &b.plan, &costing));
         match d {
             Ok(d) => drawn.push(d),
@@ -157,6 +162,7 @@ fn page(args: &ManyArgs, options: &Options, session: &mut Session) -> Result<Str
     // The plans built for the timelines serve the comparison when it has the same P and M.
     let prebuilt = Some((&request, &built[..]));
     let compared = many.compare(&spec, default, &request, units, prebuilt, session);
+    crate::output::finite("report", pipeweave_eval::non_finite(&compared))?;
 
     let over = options
         .over
@@ -191,7 +197,7 @@ fn page(args: &ManyArgs, options: &Options, session: &mut Session) -> Result<Str
     Ok(html_page(&page))
 }
 
-/// `pipeweave report`: writes the page to `output`.
+/// `pipeweave report`: writes the page to `output` (`-`: standard output).
 pub fn run(
     args: &ManyArgs,
     output: &Path,
@@ -200,5 +206,8 @@ pub fn run(
 ) -> Result<(), Failure> {
     let html = page(args, options, session)?;
     emit(Some(output), &html)?;
+    if is_stdout(output) {
+        return Ok(());
+    }
     emit(None, &format!("wrote {}\n", output.display()))
 }

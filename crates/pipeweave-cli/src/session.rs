@@ -8,15 +8,26 @@ use crate::host::CliHost;
 use pipeweave_source::{Built, Failure, Files, LoadedSpec, Params, Source};
 
 /// The outside world of one command.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Session {
     /// Files and plugins.
     pub host: CliHost,
     /// Every text read.
     pub files: Files,
+    /// How many diagnostics to show (`--max-diagnostics`; 0: all).
+    pub max_diagnostics: usize,
 }
 
 impl Session {
+    /// A session that shows at most `max_diagnostics` diagnostics (0: all).
+    pub fn new(max_diagnostics: usize) -> Session {
+        Session {
+            host: CliHost::default(),
+            files: Files::default(),
+            max_diagnostics,
+        }
+    }
+
     /// Resolves a PLAN or SCHEDULE argument.
     pub fn resolve(&mut self, arg: &str) -> Result<Source, Failure> {
         Source::resolve(arg, &mut self.host, &mut self.files)
@@ -38,10 +49,8 @@ impl Session {
     pub fn spec(&mut self, arg: Option<&str>) -> Result<LoadedSpec, Failure> {
         let spec =
             pipeweave_source::load_spec(arg.unwrap_or("default"), &mut self.host, &mut self.files)?;
-        let renderer = Renderer::new(&self.files);
-        for w in &spec.warnings {
-            crate::output::warn(&renderer.render(w));
-        }
+        let renderer = Renderer::new(&self.files, self.max_diagnostics);
+        crate::output::warn(&renderer.many(&spec.warnings));
         Ok(spec)
     }
 }

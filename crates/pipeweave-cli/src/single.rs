@@ -1,11 +1,12 @@
-//! The commands on one plan: `validate`, `simulate`, `show`, `convert` and `compile`, and the
-//! steps `export` shares with them (the plan on a spec, the plan simulated).
+//! The commands on one plan: `validate`, `simulate`, `convert` and `compile`, and the steps
+//! `show` and `export` share with them (the plan on a spec, the plan simulated).
 
 use crate::args::{ConvertTo, CostArgs, Format, PlanArgs};
-use crate::output::emit;
+use crate::output::{self, emit};
 use crate::session::Session;
-use pipeweave_eval::{Evaluation, Shape, Simulation, evaluate};
-use pipeweave_sim::{CostModel, Timeline, UniformCosts};
+use pipeweave_eval::{Evaluation, Shape, Simulation, evaluate, non_finite};
+use pipeweave_plan::Plan;
+use pipeweave_sim::{CostModel, Timeline};
 use pipeweave_source::{Built, Failure, LoadedSpec};
 use std::path::PathBuf;
 
@@ -31,13 +32,23 @@ pub fn on_spec(
         return Err(Failure::from_diagnostics(problems));
     }
     let e = evaluate(&spec.spec, &built.plan).map_err(Failure::from_diagnostics)?;
+    output::finite(&built.name, non_finite(&e.report))?;
+    finite_timeline(&built.name, &built.plan, &e.timeline)?;
     Ok((built, e))
 }
 
-/// Simulates a built plan under `costs`.
+/// Simulates a built plan under `costs`; every figure of the timeline is finite.
 pub fn simulate(built: &Built, costs: &dyn CostModel) -> Result<Timeline, Failure> {
-    pipeweave_sim::simulate(&built.plan, costs)
-        .map_err(|e| Failure::invalid(format!("{}: {e}", built.name)))
+    let t = pipeweave_sim::simulate(&built.plan, costs)
+        .map_err(|e| Failure::invalid(format!("{}: {e}", built.name)))?;
+    finite_timeline(&built.name, &built.plan, &t)?;
+    Ok(t)
+}
+
+/// Refuses a timeline with a figure that is not finite (see [`output::finite`]).
+pub fn finite_timeline(name: &str, plan: &Plan, timeline: &Timeline) -> Result<(), Failure> {
+    let sim = Simulation::new(name, plan, timeline, None);
+    output::finite(name, non_finite(&sim))
 }
 
 /// `pipeweave validate`.
@@ -62,12 +73,9 @@ fn simulation(
     if let Some(spec) = &costs.spec {
         let spec = session.spec(Some(spec))?;
         let (built, e) = on_spec(session, plan, &spec)?;
-        return Ok(Simulation::new(
-            &built.name,
-            &built.plan,
-            &e.timeline,
-            Some(&e.report),
-        ));
+        let sim = Simulation::new(&built.name, &built.plan, &e.timeline, Some(&e.report));
+        output::finite(&built.name, non_finite(&sim))?;
+        return Ok(sim);
     }
     let built = session.load(plan)?;
     let t = simulate(&built, &costs.costs.unwrap_or_default())?;
@@ -89,25 +97,6 @@ pub fn run_simulate(
             Format::Json => pipeweave_report::simulation_json(&sim),
         },
     )
-}
-
-/// `pipeweave show`: the text timeline (on a spec, with its step time first).
-pub fn show(plan: &PlanArgs, costs: &CostArgs, session: &mut Session) -> Result<(), Failure> {
-    if let Some(spec) = &costs.spec {
-        let spec = session.spec(Some(spec))?;
-        let (built, e) = on_spec(session, plan, &spec)?;
-        let head = format!(
-            "spec {}: step time {}, times in seconds\n",
-            e.report.spec,
-            pipeweave_report::seconds(e.report.step_time_s)
-        );
-        let timeline = pipeweave_report::text_timeline(&built.plan, &e.timeline);
-        return emit(None, &(head + &timeline));
-    }
-    let built = session.load(plan)?;
-    let costs: UniformCosts = costs.costs.unwrap_or_default();
-    let t = simulate(&built, &costs)?;
-    emit(None, &pipeweave_report::text_timeline(&built.plan, &t))
 }
 
 /// `pipeweave convert` and `pipeweave compile`.

@@ -4,7 +4,7 @@
 
 use crate::args::{ManyArgs, MetricArg};
 use crate::many::{Many, costing};
-use crate::output::emit;
+use crate::output::{emit, is_stdout};
 use crate::progress::Progress;
 use crate::session::Session;
 use clap::ValueEnum;
@@ -52,9 +52,15 @@ pub fn run(
     format: TableFormat,
     session: &mut Session,
 ) -> Result<(), Failure> {
+    if svg.is_some_and(|p| is_stdout(p)) {
+        return Err(Failure::usage(
+            "--svg -: the table goes to standard output; write the chart to a file",
+        ));
+    }
     let costing = costing(args.spec.as_deref(), session)?;
     let many = Many::resolve(&args.schedules, &args.params, session)?;
     let result = sweep(&many, over, metric.into(), &costing, session)?;
+    crate::output::finite("sweep", pipeweave_eval::non_finite(&result.series))?;
     if let Some(path) = svg {
         emit(Some(path), &pipeweave_report::sweep_svg(&result))?;
     }
@@ -63,5 +69,17 @@ pub fn run(
         TableFormat::Csv => pipeweave_report::sweep_csv(&result),
         TableFormat::Json => pipeweave_report::sweep_json(&result),
     };
-    emit(None, &table)
+    emit(None, &table)?;
+    // As `compare`: the table shows why, and the exit code says nothing could run.
+    let ran = result
+        .series
+        .iter()
+        .any(|s| s.points.iter().any(|p| p.value.is_ok()));
+    if ran {
+        Ok(())
+    } else {
+        Err(Failure::invalid(
+            "no schedule could be simulated at any value",
+        ))
+    }
 }

@@ -81,7 +81,6 @@ impl Origins {
 
 /// Upper bounds that keep a runaway schedule from exhausting memory or time.
 const MAX_STAGES: i64 = 1 << 16;
-const MAX_RANKS: u32 = 1 << 16;
 const MAX_MICROBATCHES: u32 = 1 << 24;
 
 fn to_diag(file: FileId, f: Failure) -> Diagnostic {
@@ -159,9 +158,10 @@ fn bind_params(
     args: &Args,
 ) -> Result<Vec<i64>, Vec<Diagnostic>> {
     let mut diags = Vec::new();
-    if args.ranks == 0 || args.ranks > MAX_RANKS {
+    if args.ranks == 0 || args.ranks > pipeweave_plan::MAX_RANKS {
         diags.push(Diagnostic::error(format!(
-            "the number of ranks must be between 1 and {MAX_RANKS}, got {}",
+            "the number of ranks must be between 1 and {}, got {}",
+            pipeweave_plan::MAX_RANKS,
             args.ranks
         )));
     }

@@ -15,6 +15,7 @@ mod nesting;
 mod parse;
 mod program;
 mod resolve;
+mod scope;
 mod split;
 pub mod syntax;
 mod words;

@@ -3,6 +3,7 @@
 //! (`pipeweave check`).
 
 use crate::ir::{self, ActionNode, MessagePart, ParamDef, Requirement, Resolved, Stmt, TopStmt};
+use crate::scope::Names;
 use crate::syntax::{self, ItemKind, Place, Schedule};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use std::ops::Range;
@@ -20,7 +21,7 @@ struct Resolver {
     file: FileId,
     diags: Vec<Diagnostic>,
     /// Visible names, innermost last; `scopes` marks where each block's names begin.
-    names: Vec<(String, usize)>,
+    names: Names,
     scopes: Vec<usize>,
     slots: usize,
     origins: Vec<Range<usize>>,
@@ -38,10 +39,7 @@ impl Resolver {
             );
         } else {
             let scope_start = self.scopes.last().copied().unwrap_or(0);
-            if self.names[scope_start..]
-                .iter()
-                .any(|(n, _)| *n == name.text)
-            {
+            if self.names.bound_since(&name.text, scope_start) {
                 self.diags.push(
                     Diagnostic::error(format!("`{}` is already defined here", name.text))
                         .with_span_label(Span::new(self.file, name.span.clone()), "defined twice")
@@ -55,37 +53,25 @@ impl Resolver {
     fn bind(&mut self, name: &str) -> usize {
         let slot = self.slots;
         self.slots += 1;
-        self.names.push((name.to_owned(), slot));
+        self.names.bind(name, slot);
         slot
     }
 
     fn lookup(&self, name: &str) -> Option<usize> {
-        self.names
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map(|&(_, s)| s)
+        self.names.lookup(name)
     }
 
     fn unknown(&mut self, name: &str, span: Range<usize>) {
         let mut d = Diagnostic::error(format!("unknown name `{name}`"))
             .with_span_label(Span::new(self.file, span), "not defined here");
-        let mut visible: Vec<&str> = self.names.iter().map(|(n, _)| n.as_str()).collect();
-        visible.sort_unstable();
-        visible.dedup();
-        if let Some(best) = visible
-            .iter()
-            .map(|n| (strsim::levenshtein(n, name), *n))
-            .filter(|&(d, n)| d <= 2 && d < n.len().max(name.len()))
-            .min()
-        {
-            d = d.with_help(format!("did you mean `{}`?", best.1));
+        if let Some(best) = self.names.suggestion(name) {
+            d = d.with_help(format!("did you mean `{best}`?"));
         } else if name == "r" {
             d = d.with_help("the rank `r` exists only inside `program`");
         } else if name == "j" || name == "q" {
             d = d.with_help("`j` and `q` exist only in `place = ...`");
-        } else if !visible.is_empty() {
-            d = d.with_note(format!("names defined here: {}", visible.join(", ")));
+        } else if let Some(note) = self.names.listed() {
+            d = d.with_note(note);
         }
         self.diags.push(d);
     }
@@ -260,7 +246,7 @@ pub(crate) fn resolve(
     let mut r = Resolver {
         file,
         diags: Vec::new(),
-        names: Vec::new(),
+        names: Names::default(),
         scopes: Vec::new(),
         slots: 0,
         origins: Vec::new(),

@@ -10,6 +10,7 @@
 mod breakdown;
 mod compare;
 mod costing;
+mod finite;
 mod fit;
 mod planner;
 mod questions;
@@ -21,6 +22,7 @@ mod sweep;
 pub use breakdown::{Breakdown, RankStep, Step, Volumes, step};
 pub use compare::{Comparison, Figures, Row, Traits, evaluate_row};
 pub use costing::{Costing, Run, TimeUnit};
+pub use finite::non_finite;
 pub use fit::{fit_spec, split_layers};
 pub use planner::{PlanRequest, Planner, Unbuilt};
 pub use questions::{ParamCost, dualpipe_param_cost, gpu_hours_recovered_per_million_tokens};

@@ -55,6 +55,10 @@ pub fn read_actions(
         );
     }
     let lines = rank_lines(source);
+    if let Some(&(start, text)) = lines.get(pipeweave_plan::MAX_RANKS as usize) {
+        diags.push(too_many_ranks(Span::new(file, start..start + text.len())));
+        return Err(diags);
+    }
     let (programs, spans) = read_programs(&lines, file, &mut diags);
     if lines.is_empty() {
         diags.push(Diagnostic::error("the file holds no ranks").with_help(
@@ -362,6 +366,16 @@ fn kind_name(kind: Kind) -> &'static str {
         Kind::I => "input-backward",
         Kind::W => "weight-backward",
     }
+}
+
+/// A file of more lines than a plan may have ranks, pointing at the first line too many.
+fn too_many_ranks(line: Span) -> Diagnostic {
+    let max = pipeweave_plan::MAX_RANKS;
+    Diagnostic::error(format!(
+        "the file has more than {max} ranks (lines); a plan has at most {max} ranks"
+    ))
+    .with_span_label(line, format!("rank {max} (line {})", max + 1))
+    .with_note("every line is a rank, an empty one too (only empty lines at the end are not)")
 }
 
 #[cfg(test)]

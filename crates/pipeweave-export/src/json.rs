@@ -479,6 +479,7 @@ fn push_intervals(out: &mut Vec<u8>, times: &[Interval]) {
     out.push(b']');
 }
 
+mod locate;
 mod read;
 pub use read::read_json;
 

@@ -23,5 +23,8 @@ pub use timing::{Interval, Timing, TimingError};
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
+/// The most ranks a plan may have: every reader, builder and command line refuses more.
+pub const MAX_RANKS: u32 = 1 << 16;
+
 #[cfg(test)]
 mod tests;

@@ -160,6 +160,31 @@ pub fn find(name: &str, search: &SearchPath) -> Result<PathBuf, PluginError> {
     })
 }
 
+/// A plugin file named without a folder (`plugin:libmine.so`): looked for in the plugin folders
+/// of `search` only, never where the dynamic loader would look (`LD_LIBRARY_PATH`, its cache,
+/// the system's folders). A path with a folder is loaded as it is, never looked up.
+pub fn find_file(file: &str, search: &SearchPath) -> Result<PathBuf, PluginError> {
+    let plain = Path::new(file)
+        .file_name()
+        .is_some_and(|name| name == OsStr::new(file));
+    if plain {
+        for (dir, _) in search.dirs() {
+            let path = dir.join(file);
+            if path.is_file() {
+                return Ok(path);
+            }
+        }
+    }
+    Err(PluginError::FileNotFound {
+        file: file.to_owned(),
+        searched: search
+            .dirs()
+            .map(|(d, o)| (d.to_path_buf(), o.describe().to_owned()))
+            .collect(),
+        refused: search.refused.clone(),
+    })
+}
+
 /// A plugin file found on the search path (not loaded yet).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Found {

@@ -32,4 +32,4 @@ pub use simulate::{costing_text, shape_text, simulation_json, simulation_text, s
 pub use svg::{TimelineChart, Transfer, timelines_svg, transfers};
 pub use sweep::{SweepTable, sweep_csv, sweep_json, sweep_svg, sweep_table, sweep_text};
 pub use table::Table;
-pub use text::text_timeline;
+pub use text::{TextWindow, text_timeline, text_timeline_window};

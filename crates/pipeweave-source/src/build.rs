@@ -1,9 +1,10 @@
 //! Building a source's plan for given parameters, validated, with the place in the source of
 //! every action where there is one.
 
+use crate::declared::Declared;
 use crate::failure::Failure;
 use crate::files::Files;
-use crate::host::{Host, PLUGIN_PREFIX, PluginInfo, PluginRequest};
+use crate::host::{Host, PLUGIN_PREFIX, PluginInfo, PluginRequest, shown_name};
 use crate::params::Params;
 use pipeweave_check::{Problem, ProblemKind};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
@@ -38,10 +39,11 @@ fn validated(plan: Plan, origins: Option<Vec<Vec<Span>>>, name: String) -> Resul
     }
 }
 
-/// Compiles the schedule in `file` for `params`.
+/// Compiles the schedule in `file` (which declares `declared`) for `params`.
 pub(crate) fn weave(
     name: &str,
     file: FileId,
+    declared: &Declared,
     params: &Params,
     files: &Files,
 ) -> Result<Built, Failure> {
@@ -50,6 +52,24 @@ pub(crate) fn weave(
             "`{name}` is a schedule: give --ranks/-p and --microbatches/-m"
         )));
     };
+    let text = files.text(file).unwrap_or_default();
+    if let Some(flag) = undeclared(declared, params) {
+        // The command line names a parameter the schedule does not have, unless the file is
+        // broken (then its parameters are not known, and its errors are the news).
+        let problems = pipeweave_dsl::check(file, text);
+        if problems.iter().any(|d| d.is_error()) {
+            return Err(Failure::from_diagnostics(problems));
+        }
+        let names: Vec<&str> = declared.params.iter().map(|p| p.name.as_str()).collect();
+        let known = if names.is_empty() {
+            "it takes only P and M".to_owned()
+        } else {
+            format!("its parameters: {}", names.join(", "))
+        };
+        return Err(Failure::usage(format!(
+            "{flag}: `{name}` has no such parameter ({known})"
+        )));
+    }
     let mut args = pipeweave_dsl::Args::new(ranks, microbatches);
     if let Some(v) = params.stages_per_rank {
         args = args.with("v", i64::from(v));
@@ -57,7 +77,6 @@ pub(crate) fn weave(
     for s in &params.settings {
         args = args.with(&s.name, s.integer()?);
     }
-    let text = files.text(file).unwrap_or_default();
     let compiled = pipeweave_dsl::compile(file, text, &args).map_err(Failure::from_diagnostics)?;
     let origins = (0..compiled.plan.ranks())
         .map(|r| {
@@ -72,6 +91,20 @@ pub(crate) fn weave(
         })
         .collect();
     validated(compiled.plan, Some(origins), name.to_owned())
+}
+
+/// The first flag that names a parameter `declared` lacks: `-v`, or a `--set`.
+fn undeclared(declared: &Declared, params: &Params) -> Option<String> {
+    if let Some(v) = params.stages_per_rank
+        && !declared.takes("v")
+    {
+        return Some(format!("-v {v}"));
+    }
+    params
+        .settings
+        .iter()
+        .find(|s| !declared.takes(&s.name))
+        .map(|s| format!("--set {}={}", s.name, s.value))
 }
 
 /// Asks the plugin for its plan (the host validates it).
@@ -113,10 +146,11 @@ pub(crate) fn plugin(
     })
 }
 
-/// Reads a plan file: a JSON plan, or the actions text with `params.pipelines` pipelines.
+/// Reads a plan file: a JSON plan, or the actions text with `params.pipelines` pipelines (`json`
+/// `None`: a JSON plan when the text starts with `{`).
 pub(crate) fn plan_file(
     path: &str,
-    json: bool,
+    json: Option<bool>,
     params: &Params,
     host: &mut dyn Host,
     files: &mut Files,
@@ -127,20 +161,34 @@ pub(crate) fn plan_file(
         )));
     }
     let text = host.read(path)?;
-    let file = files.add(path, text);
+    let name = shown_name(path);
+    let file = files.add(name, text);
     let text = files.text(file).unwrap_or_default();
-    if json {
-        let read = pipeweave_export::read_json(text, file).map_err(Failure::from_diagnostics)?;
-        return validated(read.plan, None, path.to_owned());
+    if json.unwrap_or_else(|| text.trim_start().starts_with('{')) {
+        let read = pipeweave_export::read_json(text, file).map_err(|d| in_file(d, file))?;
+        return validated(read.plan, None, name.to_owned());
     }
     let read = pipeweave_export::read_actions(text, file, params.pipelines)
-        .map_err(Failure::from_diagnostics)?;
+        .map_err(|d| in_file(d, file))?;
     let origins = read
         .spans
         .into_iter()
         .map(|r| r.into_iter().map(|range| Span::new(file, range)).collect())
         .collect();
-    validated(read.plan, Some(origins), path.to_owned())
+    validated(read.plan, Some(origins), name.to_owned())
+}
+
+/// A reader's problems, each in `file`: one about the whole file (it is empty, it holds no
+/// actions) points at its start, so that the message names the file.
+fn in_file(diagnostics: Vec<Diagnostic>, file: FileId) -> Failure {
+    let placed = diagnostics
+        .into_iter()
+        .map(|d| match d.span {
+            Some(_) => d,
+            None => d.with_span(Span::new(file, 0..0)),
+        })
+        .collect();
+    Failure::from_diagnostics(placed)
 }
 
 /// Turns validator problems into diagnostics that point at the actions' sources.

@@ -1,7 +1,8 @@
 //! Why a name could not be resolved or a plan not built: diagnostics, and whether the command line
 //! itself was wrong.
 
-use pipeweave_diagnostics::Diagnostic;
+use crate::files::Files;
+use pipeweave_diagnostics::{Diagnostic, line_col};
 
 /// What kind of failure: the exit code's reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +55,23 @@ impl Failure {
             FailureKind::Invalid => 1,
             FailureKind::Usage => 2,
         }
+    }
+
+    /// [`Failure::reason`], with the place of the first error in front when it has one in
+    /// `files` (`my.weave:3:7: unknown name `r``): for a row of a file the user wrote.
+    pub fn located_reason(&self, files: &Files) -> String {
+        let reason = self.reason();
+        let place = self
+            .diagnostics
+            .iter()
+            .find(|d| d.is_error())
+            .and_then(|d| d.span.as_ref())
+            .and_then(|span| {
+                let name = files.name(span.file)?;
+                let (line, column) = line_col(files.text(span.file)?, span.range.start);
+                Some(format!("{name}:{line}:{column}: "))
+            });
+        place.unwrap_or_default() + &reason
     }
 
     /// The failure in one line, for a row or a point that could not run: the first error's

@@ -9,6 +9,18 @@ use pipeweave_plugin_api::Metadata;
 /// The prefix that picks a plugin explicitly (`plugin:dualpipe`, `plugin:./libmine.so`).
 pub const PLUGIN_PREFIX: &str = "plugin:";
 
+/// The argument that names standard input: a plan file where a PLAN or SCHEDULE is expected, a
+/// schedule for `check`, a spec for `--spec`. A host reads it as the path `-`.
+pub const STDIN: &str = "-";
+
+/// What diagnostics call standard input.
+pub const STDIN_NAME: &str = "<stdin>";
+
+/// The name to show for the file `path` reads: `<stdin>` for [`STDIN`], else the path.
+pub fn shown_name(path: &str) -> &str {
+    if path == STDIN { STDIN_NAME } else { path }
+}
+
 /// A plugin as the user names it after `plugin:`, or a bare name on the search path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PluginTarget {
@@ -66,10 +78,12 @@ pub struct PluginRequest {
 
 /// The outside world of the resolver.
 pub trait Host {
-    /// Whether `path` names an existing file (a folder is not one).
+    /// Whether `path` names something to read: [`STDIN`], or an existing entry that is not a
+    /// folder (a FIFO or a device answers yes, so that [`Host::read`] can say why it refuses it).
     fn is_file(&self, path: &str) -> bool;
 
-    /// The text of the file at `path`; a failure says why it cannot be read.
+    /// The text of the file at `path` ([`STDIN`]: standard input, read once and kept); a failure
+    /// names the file and says why it cannot be read (missing, not a regular file, not UTF-8).
     fn read(&mut self, path: &str) -> Result<String, Failure>;
 
     /// Whether a plugin called `name` is on the search path (without running it).

@@ -24,7 +24,8 @@ pub use declared::{Declared, Param};
 pub use failure::{Failure, FailureKind};
 pub use files::Files;
 pub use host::{
-    Host, PLUGIN_PREFIX, PluginId, PluginInfo, PluginRequest, PluginTarget, looks_like_path,
+    Host, PLUGIN_PREFIX, PluginId, PluginInfo, PluginRequest, PluginTarget, STDIN, STDIN_NAME,
+    looks_like_path, shown_name,
 };
 pub use params::{Params, Setting, SettingError};
 pub use source::{Source, SourceKind, weave_file};

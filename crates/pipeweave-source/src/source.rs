@@ -5,7 +5,9 @@ use crate::build::{self, Built};
 use crate::declared::Declared;
 use crate::failure::Failure;
 use crate::files::Files;
-use crate::host::{Host, PLUGIN_PREFIX, PluginInfo, PluginTarget, looks_like_path};
+use crate::host::{
+    Host, PLUGIN_PREFIX, PluginInfo, PluginTarget, STDIN, looks_like_path, shown_name,
+};
 use crate::params::Params;
 use pipeweave_diagnostics::FileId;
 
@@ -28,8 +30,9 @@ enum Inner {
     Weave(Result<(FileId, Declared), Failure>),
     /// A plugin, loaded (or why it could not be).
     Plugin(Result<(PluginInfo, Declared), Failure>),
-    /// A plan file, read when it is built.
-    PlanFile { json: bool },
+    /// A plan file, read when it is built: a JSON plan or the actions text (`None`: told apart by
+    /// the text, for standard input).
+    PlanFile { json: Option<bool> },
 }
 
 /// A resolved PLAN or SCHEDULE argument.
@@ -45,18 +48,21 @@ pub struct Source {
 }
 
 impl Source {
-    /// Resolves `arg`, in this order: a library schedule's name; a `.weave` file; `plugin:NAME`
-    /// or `plugin:PATH`; an existing file (a plan file; `.json` is a JSON plan); a plugin's name on
+    /// Resolves `arg`, in this order: `-` (a plan file on standard input, JSON when its text
+    /// starts with `{`); a library schedule's name; a `.weave` file; `plugin:NAME` or
+    /// `plugin:PATH`; an existing file (a plan file; `.json` is a JSON plan); a plugin's name on
     /// the search path. Anything else is an error.
     pub fn resolve(arg: &str, host: &mut dyn Host, files: &mut Files) -> Result<Source, Failure> {
-        let (kind, inner) = if let Some(entry) = pipeweave_dsl::library::get(arg) {
+        let (kind, inner) = if arg == STDIN {
+            (SourceKind::PlanFile, Inner::PlanFile { json: None })
+        } else if let Some(entry) = pipeweave_dsl::library::get(arg) {
             let file = files.add(format!("schedules/{}.weave", entry.name), entry.source);
             let declared = Declared::of_weave(entry.source);
             (SourceKind::Library, Inner::Weave(Ok((file, declared))))
         } else if arg.ends_with(".weave") {
             let read = host.read(arg).map(|text| {
                 let declared = Declared::of_weave(&text);
-                (files.add(arg, text), declared)
+                (files.add(shown_name(arg), text), declared)
             });
             (SourceKind::WeaveFile, Inner::Weave(read))
         } else if let Some(target) = arg.strip_prefix(PLUGIN_PREFIX) {
@@ -66,6 +72,7 @@ impl Source {
             let json = std::path::Path::new(arg)
                 .extension()
                 .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+            let json = Some(json);
             (SourceKind::PlanFile, Inner::PlanFile { json })
         } else if !looks_like_path(arg) && host.has_plugin(arg) {
             let plugin = plugin(host, &PluginTarget::Named(arg.to_owned()));
@@ -116,8 +123,8 @@ impl Source {
     ) -> Result<Built, Failure> {
         match &self.inner {
             Inner::Weave(read) => {
-                let (file, _) = read.as_ref().map_err(Clone::clone)?;
-                build::weave(&self.name, *file, params, files)
+                let (file, declared) = read.as_ref().map_err(Clone::clone)?;
+                build::weave(&self.name, *file, declared, params, files)
             }
             Inner::Plugin(plugin) => {
                 let (info, _) = plugin.as_ref().map_err(Clone::clone)?;
@@ -134,11 +141,12 @@ fn plugin(host: &mut dyn Host, target: &PluginTarget) -> Result<(PluginInfo, Dec
     Ok((info, declared))
 }
 
-/// The text of a `.weave` schedule to check: a library schedule by name, else the file `arg`.
+/// The text of a `.weave` schedule to check: a library schedule by name, else the file `arg`
+/// (`-`: standard input).
 pub fn weave_file(arg: &str, host: &mut dyn Host, files: &mut Files) -> Result<FileId, Failure> {
     if let Some(entry) = pipeweave_dsl::library::get(arg) {
         return Ok(files.add(format!("schedules/{}.weave", entry.name), entry.source));
     }
     let text = host.read(arg)?;
-    Ok(files.add(arg, text))
+    Ok(files.add(shown_name(arg), text))
 }

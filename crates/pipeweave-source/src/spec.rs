@@ -2,7 +2,7 @@
 
 use crate::failure::Failure;
 use crate::files::Files;
-use crate::host::Host;
+use crate::host::{Host, shown_name};
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_spec::{SHIPPED_SPECS, Spec, shipped_spec};
 
@@ -17,11 +17,11 @@ pub struct LoadedSpec {
     pub warnings: Vec<Diagnostic>,
 }
 
-/// Reads the spec `arg` names: an existing file first, then a shipped spec's name (`default` is
-/// the built-in default). Every problem of the file is a diagnostic with its place.
+/// Reads the spec `arg` names: an existing file (or `-`, standard input) first, then a shipped
+/// spec's name (`default` is the built-in default). Every problem of the file is a diagnostic with its place.
 pub fn load_spec(arg: &str, host: &mut dyn Host, files: &mut Files) -> Result<LoadedSpec, Failure> {
     let (name, text, default) = if host.is_file(arg) {
-        (arg.to_owned(), host.read(arg)?, false)
+        (shown_name(arg).to_owned(), host.read(arg)?, false)
     } else if let Some(shipped) = shipped_spec(arg) {
         (
             shipped.file.to_owned(),

@@ -61,16 +61,20 @@ pub enum Scope {
     Network,
 }
 
-/// How a key's values are bounded.
+/// How a key's values are bounded. Every range is bounded on both sides, as every number of a
+/// spec is, so that every figure computed from an override stays finite.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Range {
-    /// A share in (0, 1].
+    /// A share of a peak: at least a millionth and at most 1.
     Fraction,
-    /// Greater than 0 and at most the bound.
-    Positive(f64),
+    /// From `min` (greater than 0) to `max`.
+    Positive { min: f64, max: f64 },
     /// At least 0 and at most the bound.
     NonNegative(f64),
 }
+
+/// The smallest share of a peak a key may give.
+const MIN_FRACTION: f64 = 1e-6;
 
 impl Range {
     /// Why `x` is out of range, in words, if it is.
@@ -79,16 +83,23 @@ impl Range {
             Range::Fraction if !(x > 0.0 && x <= 1.0) => {
                 Some("greater than 0 and at most 1".to_owned())
             }
-            Range::Positive(max) if !(x > 0.0 && x <= max) => {
-                Some(format!("greater than 0 and at most {max}"))
+            Range::Fraction if x < MIN_FRACTION => Some(format!("at least {MIN_FRACTION:e}")),
+            Range::Positive { min, max } if !(x >= min && x <= max) => {
+                Some(format!("between {min} and {max}"))
             }
-            Range::NonNegative(max) if !(0.0..=max).contains(&x) => {
-                Some(format!("at least 0 and at most {max}"))
-            }
+            Range::NonNegative(_) if x < 0.0 => Some("at least 0".to_owned()),
+            Range::NonNegative(max) if x > max => Some(format!("at most {max}")),
             _ => None,
         }
     }
 }
+
+/// A rate or a size (TFLOP/s, GB/s, GiB): from a thousandth to ten million, as in the rest of a
+/// spec.
+const RATE: Range = Range::Positive {
+    min: 1e-3,
+    max: 1e7,
+};
 
 impl Key {
     /// Every key, in the order of the rendered tables.
@@ -204,14 +215,14 @@ impl Key {
     /// The values a key may take (an override outside is refused).
     pub fn range(self) -> Range {
         match self {
-            Key::Sms => Range::Positive(100_000.0),
-            Key::PeakFp8 | Key::PeakBf16 | Key::PeakFp16 | Key::PeakFp32 => {
-                Range::Positive(1_000_000.0)
-            }
-            Key::HbmGbps | Key::IntraGbps | Key::NetGbps => Range::Positive(1_000_000.0),
-            Key::MemoryGib => Range::Positive(1_000_000.0),
+            Key::Sms => Range::Positive {
+                min: 1.0,
+                max: 100_000.0,
+            },
+            Key::PeakFp8 | Key::PeakBf16 | Key::PeakFp16 | Key::PeakFp32 => RATE,
+            Key::HbmGbps | Key::IntraGbps | Key::NetGbps | Key::MemoryGib => RATE,
             Key::ContextGib => Range::NonNegative(1_000.0),
-            Key::IntraLatencyUs | Key::NetLatencyUs => Range::NonNegative(1_000_000.0),
+            Key::IntraLatencyUs | Key::NetLatencyUs => Range::NonNegative(1e9),
             _ => Range::Fraction,
         }
     }

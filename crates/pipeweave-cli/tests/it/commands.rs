@@ -232,3 +232,60 @@ fn byte_order_marks_are_skipped_and_bad_bytes_located() {
     assert_eq!(run(&["validate", "bom.actions"]), (0, String::new()));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `show` draws a window of ranks and time, as wide as `--width` (the time axis scaled down to
+/// fit); past 512 ranks the rest are left out with a note, so a huge plan prints a bounded text.
+#[test]
+fn show_a_window() {
+    let (code, out, err) = pipeweave(&["show", "1f1b", "-p", "4", "-m", "8", "--width", "60"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert!(out.lines().all(|l| l.chars().count() <= 60), "{out}");
+    insta::assert_snapshot!("show_1f1b_width_60", out);
+    let (code, out, _) = pipeweave(&[
+        "show",
+        "1f1b",
+        "-p",
+        "4",
+        "-m",
+        "8",
+        "--rank-range",
+        "1..2",
+        "--from",
+        "5",
+        "--to",
+        "20",
+    ]);
+    assert_eq!(code, 0);
+    insta::assert_snapshot!("show_1f1b_window", out);
+    let (code, out, err) = pipeweave(&["show", "1f1b", "-p", "600", "-m", "2"]);
+    assert_eq!(code, 0);
+    assert_eq!(out.lines().filter(|l| l.starts_with("rank ")).count(), 512);
+    assert!(out.lines().all(|l| l.chars().count() <= 1000));
+    assert_eq!(
+        err,
+        "warning: ranks 512 to 599 are not shown (at most 512 rows at once; --rank-range A..B \
+         shows others)\n"
+    );
+    for (args, message) in [
+        (
+            &["--rank-range", "7..9"][..],
+            "error: --rank-range 7..9: the plan has ranks 0 to 3\n",
+        ),
+        (
+            &["--from", "9", "--to", "2"],
+            "error: --from 9 --to 2: the window must end after it starts\n",
+        ),
+        (&["--from", "40"], "error: --from 40: the step ends at 33\n"),
+        (
+            &["--width", "3"],
+            "error: --width 3: the width is a whole number of characters, at least 40\n",
+        ),
+        (
+            &["--rank-range", "3..1"],
+            "error: --rank-range 3..1: the range runs backwards\n",
+        ),
+    ] {
+        let (code, _, err) = pipeweave(&[&["show", "1f1b", "-p", "4", "-m", "8"], args].concat());
+        assert_eq!((code, err.as_str()), (2, message), "{args:?}");
+    }
+}

@@ -3,5 +3,7 @@
 mod commands;
 mod compare;
 mod draw;
+mod exit_codes;
+mod hostile;
 mod plugins;
 mod schemas;

@@ -14,11 +14,19 @@ fn build_dir() -> PathBuf {
 
 /// Runs `pipeweave` with no plugin path from the environment; paths in the output are filtered.
 fn pipeweave(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_pipeweave"))
-        .args(args)
-        .env_remove("PIPEWEAVE_PLUGIN_PATH")
-        .output()
-        .expect("the pipeweave binary runs");
+    pipeweave_in(args, &[], None)
+}
+
+/// Runs `pipeweave` with `env` added (and no plugin path from the environment), in `dir` when
+/// given; the exit code is -1 when a signal ended it. Paths in the output are filtered.
+fn pipeweave_in(args: &[&str], env: &[(&str, &str)], dir: Option<&Path>) -> (i32, String, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_pipeweave"));
+    command.args(args).env_remove("PIPEWEAVE_PLUGIN_PATH");
+    command.envs(env.iter().copied());
+    if let Some(dir) = dir {
+        command.current_dir(dir);
+    }
+    let out = command.output().expect("the pipeweave binary runs");
     let build = build_dir().display().to_string();
     let release = build_dir().with_file_name("release").display().to_string();
     let clean = |b: &[u8]| {
@@ -231,4 +239,297 @@ fn relative_plugin_path_entries_are_not_searched_and_are_named() {
     );
     assert!(!stdout.contains("planted"), "{stdout}");
     assert!(stdout.contains("dualpipe"), "{stdout}");
+}
+
+/// A fresh folder for one test's files.
+fn temp_dir(what: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pipeweave-cli-{what}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The path of a library of the build folder.
+fn built(name: &str) -> PathBuf {
+    let path = build_dir().join(libloading_name(name));
+    assert!(
+        path.is_file(),
+        "{} is missing: run `cargo build --workspace`",
+        path.display()
+    );
+    path
+}
+
+/// A one-second time limit, so that the hanging fixtures cost a second each.
+const FAST: &[(&str, &str)] = &[("PIPEWEAVE_PLUGIN_TIMEOUT", "1")];
+
+#[test]
+fn crashing_hanging_and_lying_plugins_are_clean_errors() {
+    let cases: &[(&str, &[&str])] = &[
+        ("loop", &[]),
+        ("abort", &[]),
+        ("segfault", &[]),
+        ("load_hang", &[]),
+        ("null_entry", &[]),
+        ("huge", &[]),
+        ("scribble", &[]),
+        ("wrong_shape", &["--set", "wrong=0"]),
+        ("wrong_shape", &["--set", "wrong=1"]),
+        ("wrong_shape", &["--set", "wrong=2"]),
+    ];
+    let mut text = String::new();
+    for (fixture, more) in cases {
+        let target = format!(
+            "plugin:{}",
+            built(&format!("pipeweave_fixture_{fixture}")).display()
+        );
+        let mut args = vec!["validate", &target, "-p", "4", "-m", "8"];
+        args.extend_from_slice(more);
+        let (code, out, err) = pipeweave_in(&args, FAST, None);
+        assert_eq!((code, out.as_str()), (1, ""), "{fixture}: {err}");
+        text.push_str(&format!(
+            "$ pipeweave {}\nexit {code}\n{err}\n",
+            args.join(" ")
+                .replace(&build_dir().display().to_string(), "[BUILD]")
+        ));
+    }
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn a_plugin_that_prints_still_answers() {
+    let target = format!("plugin:{}", built("pipeweave_fixture_prints").display());
+    let (code, out, err) = pipeweave(&["validate", &target, "-p", "4", "-m", "8"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("plugin:fault-prints: valid"), "{out}");
+    // Its standard output goes to standard error; its standard input is empty.
+    assert_eq!(
+        err,
+        "fault-prints: building a plan for 4 ranks\nfault-prints: read 0 bytes from standard input\n"
+    );
+}
+
+#[test]
+fn list_shows_the_good_plugins_beside_broken_ones() {
+    let dir = temp_dir("broken-plugins");
+    let put = |fixture: &str, name: &str| {
+        let to = dir.join(libloading_name(&format!("pipeweave_plugin_{name}")));
+        std::fs::copy(built(&format!("pipeweave_fixture_{fixture}")), to).unwrap();
+    };
+    // Broken at load: listed as warnings.
+    put("load_hang", "hangs");
+    put("null_entry", "fault_null_entry");
+    std::fs::write(
+        dir.join(libloading_name("pipeweave_plugin_text")),
+        "no library\n",
+    )
+    .unwrap();
+    let real = std::fs::read(built("pipeweave_plugin_dualpipe")).unwrap();
+    let truncated = dir.join(libloading_name("pipeweave_plugin_truncated"));
+    std::fs::write(&truncated, &real[..64 << 10]).unwrap();
+    // Broken only when asked for a plan: listed.
+    put("segfault", "fault_segfault");
+    put("loop", "fault_loop");
+
+    let dir_arg = dir.display().to_string();
+    let (code, out, err) = pipeweave_in(&["list", "--plugin-dir", &dir_arg], FAST, None);
+    assert_eq!(code, 0, "{err}");
+    let listed: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains(" plugin ("))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            "chimera",
+            "dualpipe",
+            "dualpipev",
+            "fault-loop",
+            "fault-segfault"
+        ]
+    );
+    let err = err.replace(&dir_arg, "[TMP]");
+    // How a truncated library fails is the loader's business (here a bus error while it maps
+    // the file); that it is one warning naming the file is ours.
+    let (cut, rest): (Vec<&str>, Vec<&str>) = err.lines().partition(|l| l.contains("truncated"));
+    assert_eq!(cut.len(), 1, "{err}");
+    assert!(
+        cut[0].starts_with(
+            "warning: the plugin [TMP]/libpipeweave_plugin_truncated.so crashed while loading: "
+        ) || cut[0].starts_with(
+            "warning: [TMP]/libpipeweave_plugin_truncated.so is not a loadable library: "
+        ),
+        "{}",
+        cut[0]
+    );
+    insta::assert_snapshot!(rest.join("\n"));
+
+    // The ones that load fail cleanly when asked for a plan, and the rest of the run goes on.
+    let (code, out, err) = pipeweave_in(
+        &[
+            "compare",
+            "dualpipe",
+            "fault-segfault",
+            "fault-loop",
+            "1f1b",
+            "-p",
+            "4",
+            "-m",
+            "8",
+            "--plugin-dir",
+            &dir_arg,
+        ],
+        FAST,
+        None,
+    );
+    assert_eq!(code, 0, "{err}");
+    let out = out.replace(&dir_arg, "[TMP]");
+    for line in [
+        "fault-segfault: not run: the plugin [TMP]/libpipeweave_plugin_fault_segfault.so crashed while building a plan: killed by signal 11 (SIGSEGV)",
+        "fault-loop: not run: the plugin [TMP]/libpipeweave_plugin_fault_loop.so did not finish building a plan within the time limit of 1 s; it was stopped (set PIPEWEAVE_PLUGIN_TIMEOUT to a number of seconds to change the limit)",
+    ] {
+        assert!(out.contains(line), "{out}");
+    }
+    assert!(out.lines().any(|l| l.starts_with("1f1b ")), "{out}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn recommend_goes_on_past_crashing_and_hanging_plugins() {
+    let dir = temp_dir("recommend-plugins");
+    for (fixture, name) in [("segfault", "fault_segfault"), ("loop", "fault_loop")] {
+        let to = dir.join(libloading_name(&format!("pipeweave_plugin_{name}")));
+        std::fs::copy(built(&format!("pipeweave_fixture_{fixture}")), to).unwrap();
+    }
+    let dir_arg = dir.display().to_string();
+    let (code, out, err) = pipeweave_in(
+        &["recommend", "--plugin-dir", &dir_arg, "--format", "json"],
+        FAST,
+        None,
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!((code, err.as_str()), (0, ""));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let text = v.to_string();
+    // The good schedules are searched; the plugin that hung cost one time limit, not one each.
+    assert!(
+        text.contains("crashed while building a plan: killed by signal 11 (SIGSEGV)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("is not asked again: it exceeded the time limit of 1 s"),
+        "{text}"
+    );
+    assert!(v["choice"]["schedule"].is_string(), "{text}");
+}
+
+/// A few hundred damaged copies of a real plugin in one folder: `list` loads every one (each in
+/// its worker), lists the real plugins and names every copy in a warning, and never dies by a
+/// signal.
+#[test]
+fn damaged_plugin_libraries_never_kill_pipeweave() {
+    let real = std::fs::read(built("pipeweave_plugin_dualpipe")).unwrap();
+    // The first 2 MiB hold what the loader maps (the rest of a debug build is debug information).
+    let span = real.len().min(2 << 20);
+    let dir = temp_dir("damaged");
+    let copies = 200;
+    for i in 0..copies {
+        let offset = (i / 2) * span / (copies / 2) + 1;
+        let mut damaged = real.clone();
+        if i % 2 == 0 {
+            damaged.truncate(offset);
+        } else {
+            damaged[offset..offset + 8]
+                .copy_from_slice(&[0xff, 0, 0x7f, 0x45, 0x4c, 0x46, 0xff, 0xff]);
+        }
+        let name = libloading_name(&format!("pipeweave_plugin_damaged_{i:03}"));
+        std::fs::write(dir.join(name), damaged).unwrap();
+    }
+    let dir_arg = dir.display().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_pipeweave"))
+        .args(["list", "--plugin-dir", &dir_arg])
+        .env_remove("PIPEWEAVE_PLUGIN_PATH")
+        .env("PIPEWEAVE_PLUGIN_TIMEOUT", "2")
+        .output()
+        .expect("the pipeweave binary runs");
+    std::fs::remove_dir_all(&dir).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{:?}: {stderr}", out.status);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("dualpipe "));
+    // The dynamic loader may say things of its own on the worker's standard error.
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: "))
+        .collect();
+    assert_eq!(warnings.len(), copies, "{stderr}");
+    for (i, w) in warnings.iter().enumerate() {
+        let file = format!(
+            "{dir_arg}/{}",
+            libloading_name(&format!("pipeweave_plugin_damaged_{i:03}"))
+        );
+        assert!(w.contains(&file), "{w}");
+    }
+}
+
+#[test]
+fn bare_library_names_are_looked_up_in_the_plugin_folders_only() {
+    // Found in a plugin folder (the build folder, in debug builds).
+    let (code, _, err) = pipeweave(&[
+        "validate",
+        "plugin:libpipeweave_fixture_panic.so",
+        "-p",
+        "4",
+        "-m",
+        "8",
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("error: the plugin [BUILD]/libpipeweave_fixture_panic.so panicked"),
+        "{err}"
+    );
+
+    // Not where the dynamic loader looks, nor in the current folder.
+    let dir = temp_dir("bare-name");
+    std::fs::copy(
+        built("pipeweave_plugin_dualpipe"),
+        dir.join("libelsewhere.so"),
+    )
+    .unwrap();
+    let dir_arg = dir.display().to_string();
+    let env = [("LD_LIBRARY_PATH", dir_arg.as_str())];
+    let args = ["validate", "plugin:libelsewhere.so", "-p", "4", "-m", "8"];
+    let (code, out, err) = pipeweave_in(&args, &env, Some(&dir));
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert!(
+        err.starts_with(
+            "error: no plugin file `libelsewhere.so` in [BUILD] (next to the executable), "
+        ),
+        "{err}"
+    );
+    assert!(
+        err.ends_with("; give a path (`./libelsewhere.so`) to load a file from elsewhere\n"),
+        "{err}"
+    );
+    // A path is loaded as it is.
+    let args = ["validate", "plugin:./libelsewhere.so", "-p", "4", "-m", "8"];
+    let (code, out, err) = pipeweave_in(&args, &env, Some(&dir));
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert!(out.starts_with("plugin:dualpipe: valid"), "{out}");
+}
+
+#[test]
+fn the_worker_is_hidden_and_the_time_limit_is_checked() {
+    let (code, out, _) = pipeweave(&["--help"]);
+    assert_eq!(code, 0);
+    assert!(!out.contains("worker"), "{out}");
+    let env = [("PIPEWEAVE_PLUGIN_TIMEOUT", "soon")];
+    let (code, out, err) = pipeweave_in(&["list"], &env, None);
+    assert_eq!(code, 0);
+    assert!(out.contains("dualpipe "), "{out}");
+    assert_eq!(
+        err,
+        "warning: PIPEWEAVE_PLUGIN_TIMEOUT=`soon` is not a positive number of seconds; plugins get the default 10 s\n"
+    );
 }

@@ -93,6 +93,12 @@ fn tp_problem(spec: &Spec, tp: u64) -> Option<String> {
 /// Why pipeline degree `pp` at tensor parallelism `tp` cannot be used, if it cannot.
 fn shape_problem(spec: &Spec, pp: u64, tp: u64, global: u64) -> Option<String> {
     let layers = spec.model.layers;
+    if pp > u64::from(pipeweave_plan::MAX_RANKS) {
+        return Some(format!(
+            "more pipeline ranks than the {} a plan may have",
+            pipeweave_plan::MAX_RANKS
+        ));
+    }
     if pp > layers {
         return Some(format!(
             "more pipeline ranks than the model's {layers} layers"

@@ -182,3 +182,21 @@ fn spans_point_at_the_offending_part() {
     let d = read("é", 1).expect_err("not a cell");
     assert_eq!(d[0].span.as_ref().map(|s| s.range.clone()), Some(0..2));
 }
+
+/// One rank limit for every reader: a million blank lines before one cell were a million ranks.
+#[test]
+fn more_lines_than_a_plan_may_have_ranks() {
+    let max = pipeweave_plan::MAX_RANKS as usize;
+    let at_limit = "\n".repeat(max - 1) + "0F0,0B0\n";
+    assert_eq!(
+        read(&at_limit, 1).expect("reads").plan.ranks() as usize,
+        max
+    );
+    let past = "\n".repeat(max) + "0F0,0B0\n";
+    let d = read(&past, 1).expect_err("one rank too many");
+    assert_eq!(
+        d[0].message,
+        "the file has more than 65536 ranks (lines); a plan has at most 65536 ranks"
+    );
+    assert_eq!(d[0].span.as_ref().map(|s| s.range.start), Some(max));
+}

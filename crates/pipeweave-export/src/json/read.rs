@@ -1,6 +1,7 @@
 //! Reading the JSON plan: the header first (to say plainly what a file is when it is not a plan
 //! of this version), then the wire form, converted to the core types and checked against them.
 
+use super::locate::{Found, index, key, place};
 use super::*;
 
 /// Only the header, to say clearly when a file is not a plan or has another version.
@@ -38,47 +39,48 @@ fn action_from_wire(action: WireAction) -> Action {
     }
 }
 
-/// Reads a JSON plan, checking that its derived sections agree with its actions.
+/// Reads a JSON plan, checking that its derived sections agree with its actions. Every problem
+/// points at the value it is about.
 pub fn read_json(source: &str, file: FileId) -> Result<PlanJson, Vec<Diagnostic>> {
     let header: Header =
         serde_json::from_str(source).map_err(|e| vec![syntax(source, file, &e)])?;
-    match header.format.as_ref().and_then(|f| f.as_str()) {
-        Some(FORMAT_NAME) => {}
-        Some(other) => {
-            return Err(vec![
+    let help = format!("a plan starts with `\"format\": \"{FORMAT_NAME}\"`");
+    let problem = match header.format.as_ref().and_then(|f| f.as_str()) {
+        Some(FORMAT_NAME) => None,
+        Some(other) => Some((
+            Diagnostic::error(format!(
+                "this is not a pipeweave plan: its format is `{other}`"
+            ))
+            .with_help(help),
+            vec![key("format")],
+        )),
+        None => Some((
+            Diagnostic::error("this is not a pipeweave plan: it has no `format` field")
+                .with_help(help),
+            vec![],
+        )),
+    };
+    let problem = problem.or_else(|| {
+        match header.version.as_ref().and_then(serde_json::Value::as_u64) {
+            Some(v) if v == u64::from(FORMAT_VERSION) => None,
+            Some(v) => Some((
                 Diagnostic::error(format!(
-                    "this is not a pipeweave plan: its format is `{other}`"
-                ))
-                .with_help(format!(
-                    "a plan starts with `\"format\": \"{FORMAT_NAME}\"`"
+                    "unsupported plan version {v}: this pipeweave reads version {FORMAT_VERSION}"
                 )),
-            ]);
+                vec![key("version")],
+            )),
+            None => Some((
+                Diagnostic::error("the plan has no `version` field holding a whole number"),
+                vec![],
+            )),
         }
-        None => {
-            return Err(vec![
-                Diagnostic::error("this is not a pipeweave plan: it has no `format` field")
-                    .with_help(format!(
-                        "a plan starts with `\"format\": \"{FORMAT_NAME}\"`"
-                    )),
-            ]);
-        }
-    }
-    match header.version.as_ref().and_then(serde_json::Value::as_u64) {
-        Some(v) if v == u64::from(FORMAT_VERSION) => {}
-        Some(v) => {
-            return Err(vec![Diagnostic::error(format!(
-                "unsupported plan version {v}: this pipeweave reads version {FORMAT_VERSION}"
-            ))]);
-        }
-        None => {
-            return Err(vec![Diagnostic::error(
-                "the plan has no `version` field holding a whole number",
-            )]);
-        }
+    });
+    if let Some(p) = problem {
+        return Err(place(source, file, vec![p]));
     }
     let wire: WirePlan =
         serde_json::from_str(source).map_err(|e| vec![syntax(source, file, &e)])?;
-    from_wire(wire)
+    from_wire(wire).map_err(|found| place(source, file, found))
 }
 
 /// A serde_json error as a diagnostic pointing at its line and column.
@@ -114,8 +116,18 @@ fn offset_of(source: &str, line: usize, column: usize) -> usize {
     at
 }
 
-fn from_wire(wire: WirePlan) -> Result<PlanJson, Vec<Diagnostic>> {
-    let mut diags = Vec::new();
+fn from_wire(wire: WirePlan) -> Result<PlanJson, Found> {
+    let mut diags: Found = Vec::new();
+    let max = pipeweave_plan::MAX_RANKS;
+    if wire.ranks > max {
+        return Err(vec![(
+            Diagnostic::error(format!(
+                "the plan has {} ranks; a plan has at most {max} ranks",
+                wire.ranks
+            )),
+            vec![key("ranks")],
+        )]);
+    }
     let pipelines: Vec<Pipeline> = wire
         .pipelines
         .into_iter()
@@ -126,31 +138,43 @@ fn from_wire(wire: WirePlan) -> Result<PlanJson, Vec<Diagnostic>> {
         .collect();
     for (j, p) in pipelines.iter().enumerate() {
         if p.placement.len() != wire.stages_per_pipeline as usize {
-            diags.push(Diagnostic::error(format!(
-                "pipeline {j} places {} stages but `stages_per_pipeline` is {}",
-                p.placement.len(),
-                wire.stages_per_pipeline
-            )));
+            diags.push((
+                Diagnostic::error(format!(
+                    "pipeline {j} places {} stages but `stages_per_pipeline` is {}",
+                    p.placement.len(),
+                    wire.stages_per_pipeline
+                )),
+                vec![key("pipelines"), index(j), key("placement")],
+            ));
         }
         if p.microbatches.windows(2).any(|w| w[0] >= w[1]) {
-            diags.push(Diagnostic::error(format!(
-                "the micro-batches of pipeline {j} are not strictly ascending"
-            )));
+            diags.push((
+                Diagnostic::error(format!(
+                    "the micro-batches of pipeline {j} are not strictly ascending"
+                )),
+                vec![key("pipelines"), index(j), key("microbatches")],
+            ));
         }
     }
     if wire.programs.len() != wire.ranks as usize {
-        diags.push(Diagnostic::error(format!(
-            "the plan has {} ranks but {} programs",
-            wire.ranks,
-            wire.programs.len()
-        )));
+        diags.push((
+            Diagnostic::error(format!(
+                "the plan has {} ranks but {} programs",
+                wire.ranks,
+                wire.programs.len()
+            )),
+            vec![key("ranks")],
+        ));
     }
     for (r, p) in wire.programs.iter().enumerate() {
         if p.rank as usize != r {
-            diags.push(Diagnostic::error(format!(
-                "program {r} says it is rank {}; programs are listed in rank order",
-                p.rank
-            )));
+            diags.push((
+                Diagnostic::error(format!(
+                    "program {r} says it is rank {}; programs are listed in rank order",
+                    p.rank
+                )),
+                vec![key("programs"), index(r), key("rank")],
+            ));
         }
     }
     if !diags.is_empty() {
@@ -168,31 +192,35 @@ fn from_wire(wire: WirePlan) -> Result<PlanJson, Vec<Diagnostic>> {
         steps.push(p.steps);
     }
     let plan = Plan::new(wire.ranks, pipelines, programs)
-        .map_err(|e| vec![Diagnostic::error(e.to_string())])?;
+        .map_err(|e| vec![(Diagnostic::error(e.to_string()), vec![key("pipelines")])])?;
 
     for (r, program) in plan.programs().iter().enumerate() {
         for (i, a) in program.iter().enumerate() {
             if let Action::Pair { f, b } = a
                 && (f.kind != Kind::F || !b.kind.is_input_backward())
             {
-                diags.push(Diagnostic::error(format!(
-                    "rank {r} action {i} is an overlapped pair `{a}`; a pair is a forward and then a B or an I"
-                )));
+                diags.push((
+                    Diagnostic::error(format!(
+                        "rank {r} action {i} is an overlapped pair `{a}`; a pair is a forward and then a B or an I"
+                    )),
+                    vec![key("programs"), index(r), key("actions"), index(i)],
+                ));
             }
         }
     }
     let parts = parts_of(&plan);
     if parts != wire.parts {
-        diags.push(
+        diags.push((
             Diagnostic::error("the `parts` section does not match the pipelines")
                 .with_note("part q is computed by stage j·S+q of every pipeline j, on the rank the placement says")
                 .with_help("the section is derived; write it again with `pipeweave convert --to json`"),
-        );
+            vec![key("parts")],
+        ));
     }
     let lowered = lower(&plan);
     for (r, (expected, found)) in lowered.programs().zip(&steps).enumerate() {
-        if let Some(d) = compare_steps(&plan, r, &expected.collect::<Vec<_>>(), found) {
-            diags.push(d);
+        if let Some((d, i)) = compare_steps(&plan, r, &expected.collect::<Vec<_>>(), found) {
+            diags.push((d, vec![key("programs"), index(r), key("steps"), index(i)]));
         }
     }
     let timing = match wire.timeline {
@@ -212,7 +240,7 @@ fn from_wire(wire: WirePlan) -> Result<PlanJson, Vec<Diagnostic>> {
                     .collect(),
             };
             if let Err(e) = timing.check(&plan) {
-                diags.push(Diagnostic::error(e.to_string()));
+                diags.push((Diagnostic::error(e.to_string()), vec![key("timeline")]));
             }
             Some(timing)
         }
@@ -224,13 +252,14 @@ fn from_wire(wire: WirePlan) -> Result<PlanJson, Vec<Diagnostic>> {
     }
 }
 
-/// Reports the first place where a rank's steps differ from what lowering its actions gives.
+/// Reports the first place where a rank's steps differ from what lowering its actions gives, and
+/// the index of the step there.
 fn compare_steps(
     plan: &Plan,
     r: usize,
     expected: &[Step],
     found: &[WireStep],
-) -> Option<Diagnostic> {
+) -> Option<(Diagnostic, usize)> {
     let program = plan.program(r as u32);
     let mut compute = 0;
     for (i, e) in expected.iter().enumerate() {
@@ -239,27 +268,34 @@ fn compare_steps(
             compute += 1;
         }
         let Some(got) = found.get(i) else {
-            return Some(steps_differ(format!(
-                "rank {r} has {} steps but lowering its actions gives {} (the first missing one is `{}`)",
-                found.len(),
-                expected.len(),
-                describe_step(&want, program)
-            )));
+            return Some((
+                steps_differ(format!(
+                    "rank {r} has {} steps but lowering its actions gives {} (the first missing one is `{}`)",
+                    found.len(),
+                    expected.len(),
+                    describe_step(&want, program)
+                )),
+                i,
+            ));
         };
         if !same_step(&want, got) {
-            return Some(steps_differ(format!(
-                "rank {r} step {i} is `{}` but lowering its actions gives `{}`",
-                describe_step(got, program),
-                describe_step(&want, program)
-            )));
+            return Some((
+                steps_differ(format!(
+                    "rank {r} step {i} is `{}` but lowering its actions gives `{}`",
+                    describe_step(got, program),
+                    describe_step(&want, program)
+                )),
+                i,
+            ));
         }
     }
     (found.len() > expected.len()).then(|| {
-        steps_differ(format!(
+        let d = steps_differ(format!(
             "rank {r} has {} steps but lowering its actions gives {}",
             found.len(),
             expected.len()
-        ))
+        ));
+        (d, expected.len())
     })
 }
 

@@ -226,6 +226,75 @@ fn semantic_errors() {
     );
 }
 
+/// The text each problem points at.
+fn read_places(text: &str) -> Vec<(String, String)> {
+    match read_json(text, FileId(0)) {
+        Ok(_) => panic!("expected an error"),
+        Err(d) => d
+            .into_iter()
+            .map(|d| {
+                let range = d.span.expect("a place").range;
+                (d.message, text[range].to_owned())
+            })
+            .collect(),
+    }
+}
+
+/// Problems found after parsing point at the value they are about (before: no place at all).
+#[test]
+fn semantic_errors_point_at_their_values() {
+    let text = write_json(&plan(ONE_F_ONE_B, 1), None).expect("writes");
+    let dropped = text.replacen("        {\"kind\":\"reduce_grad\",\"stage\":1},\n", "", 1);
+    assert_eq!(
+        read_places(&dropped),
+        [(
+            "rank 1 step 8 is `1WAIT_REDUCE_GRAD` but lowering its actions gives `1REDUCE_GRAD`"
+                .to_owned(),
+            "{\"kind\":\"wait_reduce_grad\",\"stage\":1}".to_owned()
+        )]
+    );
+    let rank = text.replacen("\"rank\": 1,", "\"rank\": 0,", 1);
+    assert_eq!(read_places(&rank)[0].1, "0");
+    let version = text.replacen("\"version\": 1", "\"version\": 9", 1);
+    assert_eq!(read_places(&version)[0].1, "9");
+    // A missing step points at the rank's list of steps.
+    let mut doc: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let steps = doc["programs"][1]["steps"].as_array_mut().expect("steps");
+    steps.pop();
+    let short = serde_json::to_string_pretty(&doc).expect("writes");
+    let places = read_places(&short);
+    assert!(
+        places[0]
+            .0
+            .starts_with("rank 1 has 11 steps but lowering its actions gives 12"),
+        "{places:?}"
+    );
+    assert_eq!(places[0].1, "[");
+}
+
+/// One rank limit for every reader: a JSON plan of more ranks than a plan may have is refused at
+/// its `ranks` before anything is built.
+#[test]
+fn more_ranks_than_a_plan_may_have() {
+    let ranks = pipeweave_plan::MAX_RANKS + 1;
+    let programs: Vec<String> = (0..ranks)
+        .map(|r| format!("{{\"rank\":{r},\"actions\":[],\"steps\":[]}}"))
+        .collect();
+    let text = format!(
+        "{{\"format\":\"pipeweave-plan\",\"version\":1,\"ranks\":{ranks},\
+         \"stages_per_pipeline\":1,\"pipelines\":[{{\"placement\":[0],\"microbatches\":[]}}],\
+         \"parts\":[],\"programs\":[{}]}}",
+        programs.join(",")
+    );
+    assert_eq!(
+        read_places(&text),
+        [(
+            "the plan has 65537 ranks; a plan has at most 65536 ranks".to_owned(),
+            "65537".to_owned()
+        )]
+    );
+}
+
 #[test]
 fn hand_written_pieces_are_what_serde_writes() {
     let nums = [0, 1, 9, 10, 99, 100, 12_345, u32::MAX];

@@ -1,14 +1,17 @@
-//! Loads the real plugins and the fault fixtures from the build directory.
+//! Loads the real plugins and the fault fixtures from the build directory, in this process and in
+//! worker processes (`worker.rs`, with the crate's example worker).
 //!
 //! `cargo test` does not build `cdylib` crates: build the workspace first (`cargo build
 //! --workspace`, as the test script does). A missing library fails with that hint.
+
+mod worker;
 
 use pipeweave_plan::{Action, Plan};
 use pipeweave_plugin_host::{Origin, Plugin, PluginError, SearchPath, discover, find, load_named};
 use std::path::{Path, PathBuf};
 
 /// `target/<profile>`: the test binary lives in its `deps` folder.
-fn build_dir() -> PathBuf {
+pub(crate) fn build_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     exe.parent().and_then(Path::parent).unwrap().to_path_buf()
 }
@@ -19,7 +22,7 @@ fn search() -> SearchPath {
     s
 }
 
-fn library(crate_lib_name: &str) -> PathBuf {
+pub(crate) fn library(crate_lib_name: &str) -> PathBuf {
     let path = build_dir().join(libloading::library_filename(crate_lib_name));
     assert!(
         path.is_file(),
@@ -35,9 +38,9 @@ fn plugin(name: &str) -> Plugin {
 }
 
 /// `--set` settings of a test case.
-type Settings = &'static [(&'static str, &'static str)];
+pub(crate) type Settings = &'static [(&'static str, &'static str)];
 
-fn rows(plan: &Plan) -> Vec<String> {
+pub(crate) fn rows(plan: &Plan) -> Vec<String> {
     plan.programs()
         .iter()
         .map(|p| {
@@ -65,12 +68,12 @@ fn generate(
 }
 
 /// The error text with the build directory replaced, for snapshots.
-fn message(e: &PluginError) -> String {
+pub(crate) fn message(e: &PluginError) -> String {
     e.to_string()
         .replace(&build_dir().display().to_string(), "[BUILD]")
 }
 
-fn reference(path: &str) -> Vec<String> {
+pub(crate) fn reference(path: &str) -> Vec<String> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/reference");
     std::fs::read_to_string(dir.join(path))
         .unwrap()
@@ -108,9 +111,9 @@ fn the_three_plugins_describe_themselves() {
     insta::assert_snapshot!(text);
 }
 
-#[test]
-fn plugins_reproduce_every_reference_vector() {
-    let cases: &[(&str, &str, u32, u32, Settings)] = &[
+/// Every reference vector the plugins reproduce: file, plugin, P, M, settings.
+pub(crate) fn reference_cases() -> &'static [(&'static str, &'static str, u32, u32, Settings)] {
+    &[
         ("dualpipe/dualpipe_pp4_n8.actions", "dualpipe", 4, 8, &[]),
         (
             "dualpipe/dualpipe_pp4_n8_noovl.actions",
@@ -180,7 +183,12 @@ fn plugins_reproduce_every_reference_vector() {
             8,
             &[("pipelines", "4")],
         ),
-    ];
+    ]
+}
+
+#[test]
+fn plugins_reproduce_every_reference_vector() {
+    let cases = reference_cases();
     for (file, name, ranks, mbs, settings) in cases {
         let plan = generate(name, *ranks, *mbs, settings).unwrap_or_else(|e| panic!("{file}: {e}"));
         assert_eq!(rows(&plan), reference(file), "{file}");
@@ -276,6 +284,25 @@ fn every_fault_fixture_gives_its_clean_error_and_the_process_survives() {
     let e = load_fixture("pipeweave_fixture_no_entry").unwrap_err();
     assert!(matches!(e, PluginError::MissingEntry { .. }), "{e:?}");
     record(&mut text, "no entry point", e);
+
+    // Every pointer of the entry table is checked before anything is called through it.
+    let e = load_fixture("pipeweave_fixture_null_entry").unwrap_err();
+    assert!(
+        matches!(&e, PluginError::NullFunction { field, .. } if field == "generate"),
+        "{e:?}"
+    );
+    record(&mut text, "null generate", e);
+
+    // A valid plan of another shape than asked for.
+    let p = load_fixture("pipeweave_fixture_wrong_shape").unwrap();
+    for wrong in ["0", "1", "2"] {
+        let settings = [("wrong".to_owned(), wrong.to_owned())];
+        let e = p
+            .generate(&p.request(4, 8, &settings).unwrap())
+            .unwrap_err();
+        assert!(matches!(e, PluginError::WrongShape { .. }), "{e:?}");
+        record(&mut text, &format!("wrong shape {wrong}"), e);
+    }
 
     // Not a library at all: a text file with a plugin's name.
     let dir = std::env::temp_dir().join(format!("pipeweave-host-test-{}", std::process::id()));

@@ -112,9 +112,25 @@ fn building_checks_parameters() {
     );
     let mut bad = params(4, 8);
     bad.settings.push("x=maybe".parse().expect("NAME=VALUE"));
+    // A parameter the schedule does not declare is the command line's mistake, as for plugins.
+    let f = gpipe.build(&bad, &mut host, &mut files).expect_err("usage");
+    assert!(f.is_usage());
+    assert_eq!(
+        f.diagnostics[0].message,
+        "--set x=maybe: `gpipe` has no such parameter (it takes only P and M)"
+    );
+    let interleaved = resolve("interleaved-1f1b", &mut host, &mut files);
+    let mut bad = params(4, 8);
+    bad.settings.push("v=maybe".parse().expect("NAME=VALUE"));
+    assert_eq!(
+        usage(interleaved.build(&bad, &mut host, &mut files)),
+        "--set v=maybe: the value must be an integer, true or false"
+    );
+    let mut bad = params(4, 8);
+    bad.stages_per_rank = Some(2);
     assert_eq!(
         usage(gpipe.build(&bad, &mut host, &mut files)),
-        "--set x=maybe: the value must be an integer, true or false"
+        "-v 2: `gpipe` has no such parameter (it takes only P and M)"
     );
     let file = resolve("plan.actions", &mut host, &mut files);
     let f = file
@@ -205,4 +221,47 @@ fn specs_by_file_and_by_name() {
         &mut files,
     );
     assert!(!bad.expect_err("syntax").diagnostics.is_empty());
+}
+
+/// `-` is standard input: a plan file whose form its text tells (JSON starts with `{`), named
+/// `<stdin>` in messages.
+#[test]
+fn a_dash_is_a_plan_file_on_standard_input() {
+    let mut files = Files::default();
+    for (text, ranks) in [("0F0,0B0\n1F0,1B0\n", 2), ("{ \"format\": 1 }", 0)] {
+        let mut host = MemoryHost::with(&[("-", text)]);
+        let source = resolve("-", &mut host, &mut files);
+        assert_eq!(source.kind(), SourceKind::PlanFile);
+        match source.build(&Params::default(), &mut host, &mut files) {
+            Ok(built) => {
+                assert_eq!(
+                    (built.plan.ranks(), built.name.as_str()),
+                    (ranks, "<stdin>")
+                );
+            }
+            // Read as JSON: the reader's own complaint, not the actions reader's.
+            Err(f) => assert!(f.reason().contains("pipeweave plan"), "{f:?}"),
+        }
+    }
+}
+
+/// A row that could not run says where, for a file the user wrote (before: "not run: unknown name
+/// `r2`" without the file or the line).
+#[test]
+fn located_reasons() {
+    let mut host = MemoryHost::with(&[("bad.weave", "stages P\nprogram { F B r2 }\n")]);
+    let mut files = Files::default();
+    let source = resolve("bad.weave", &mut host, &mut files);
+    let f = source
+        .build(&params(4, 8), &mut host, &mut files)
+        .expect_err("a syntax error");
+    let reason = f.located_reason(&files);
+    assert!(
+        reason.starts_with("bad.weave:2:15: expected an action"),
+        "{reason}"
+    );
+    assert_eq!(
+        Failure::invalid("no place").located_reason(&files),
+        "no place"
+    );
 }

@@ -3,8 +3,8 @@
 //! where it comes from.
 
 use super::Cx;
-use super::table::{Bound, Table};
-use crate::hardware::{GPUS, Hardware, Key, NETWORKS, Range as KeyRange, nearest_id};
+use super::table::{Bound, Table, shown};
+use crate::hardware::{GPUS, Hardware, Key, NETWORKS, nearest_id};
 use crate::spec::Cluster;
 use pipeweave_diagnostics::Diagnostic;
 use toml::de::DeValue;
@@ -140,7 +140,7 @@ fn read_overrides(cx: &mut Cx, mut t: Table<'_, '_>) -> Vec<(Key, f64, String)> 
             continue;
         };
         let mut inner = Table::new(path.clone(), inner, v.span());
-        let value = inner.num(cx, "value", Bound::NonNegative, key.what());
+        let value = inner.num(cx, "value", Bound::Within(0.0, f64::MAX), key.what());
         let source = inner.string(cx, "source", "where the value comes from");
         inner.finish(cx);
         let (Some(value), Some(source)) = (value, source) else {
@@ -154,12 +154,12 @@ fn read_overrides(cx: &mut Cx, mut t: Table<'_, '_>) -> Vec<(Key, f64, String)> 
         if let Some(why) = key.range().violated(value) {
             cx.error(
                 &span,
-                format!("`{path}.value` must be {why}, found {value}"),
+                format!("`{path}.value` must be {why}, found {}", shown(value)),
                 "out of range",
             );
             continue;
         }
-        if matches!(key.range(), KeyRange::Positive(_)) && key == Key::Sms && value.fract() != 0.0 {
+        if key == Key::Sms && value.fract() != 0.0 {
             cx.error(
                 &span,
                 format!("`{path}.value` must be a whole number of SMs"),

@@ -5,7 +5,7 @@
 use super::Cx;
 use super::cluster::read_cluster;
 use super::consistency::consistency;
-use super::table::{Table, type_name, within_limit};
+use super::table::{MAX_DURATION, Table, type_name, within_limit};
 use super::training::read_training;
 use crate::spec::{
     Attention, Cluster, Dtype, Measured, Mla, Mlp, Model, Moe, Parallelism, PlacementOrder, Spec,
@@ -241,6 +241,21 @@ fn read_parallelism(
     model: Option<&Model>,
 ) -> Option<Parallelism> {
     let pp = t.u32_int(cx, "pp", 1, "pipeline-parallel ranks");
+    let pp = pp.and_then(|pp| {
+        if pp <= pipeweave_plan::MAX_RANKS {
+            return Some(pp);
+        }
+        let span = cx.spans.get("parallelism.pp").cloned().unwrap_or(0..0);
+        cx.error(
+            &span,
+            format!(
+                "`parallelism.pp` is {pp}; a plan has at most {} ranks",
+                pipeweave_plan::MAX_RANKS
+            ),
+            "too many ranks",
+        );
+        None
+    });
     let tp = t.u32_int(cx, "tp", 1, "tensor-parallel ranks");
     let ep = t.u32_int(cx, "ep", 1, "expert-parallel ranks (1 for a dense model)");
     let dp = t.u32_int(cx, "dp", 1, "data-parallel replicas");
@@ -296,50 +311,53 @@ fn read_parallelism(
 }
 
 fn read_measured(cx: &mut Cx, mut t: Table<'_, '_>, parts: Option<u32>) -> Option<Measured> {
-    let field =
-        |t: &mut Table<'_, '_>, cx: &mut Cx, key: &'static str| -> Result<Option<Vec<f64>>, ()> {
-            let Some((items, span)) = t.array(cx, key)? else {
-                return Ok(None);
+    let field = |t: &mut Table<'_, '_>,
+                 cx: &mut Cx,
+                 key: &'static str|
+     -> Result<Option<Vec<f64>>, ()> {
+        let Some((items, span)) = t.array(cx, key)? else {
+            return Ok(None);
+        };
+        let path = t.key_path(key);
+        let mut out = Vec::with_capacity(items.len());
+        let mut ok = true;
+        for (i, item) in items.iter().enumerate() {
+            let x = match item.get_ref() {
+                DeValue::Integer(n) => i64::from_str_radix(n.as_str(), n.radix())
+                    .ok()
+                    .map(|n| n as f64),
+                DeValue::Float(f) => f.as_str().parse::<f64>().ok(),
+                _ => None,
             };
-            let path = t.key_path(key);
-            let mut out = Vec::with_capacity(items.len());
-            let mut ok = true;
-            for (i, item) in items.iter().enumerate() {
-                let x = match item.get_ref() {
-                    DeValue::Integer(n) => i64::from_str_radix(n.as_str(), n.radix())
-                        .ok()
-                        .map(|n| n as f64),
-                    DeValue::Float(f) => f.as_str().parse::<f64>().ok(),
-                    _ => None,
-                };
-                match x {
-                    Some(x) if x.is_finite() && x >= 0.0 => out.push(x / 1000.0),
-                    _ => {
-                        ok = false;
-                        cx.error(
-                            &item.span(),
-                            format!("`{path}[{i}]` must be a number of milliseconds, at least 0"),
-                            "expected milliseconds",
-                        );
-                    }
+            let max = MAX_DURATION;
+            match x {
+                Some(x) if x.is_finite() && (0.0..=max).contains(&x) => out.push(x / 1000.0),
+                _ => {
+                    ok = false;
+                    cx.error(
+                        &item.span(),
+                        format!("`{path}[{i}]` must be a number of milliseconds, from 0 to {max}"),
+                        "expected milliseconds",
+                    );
                 }
             }
-            if let Some(parts) = parts
-                && out.len() != parts as usize
-                && ok
-            {
-                ok = false;
-                cx.error(
-                    &span,
-                    format!(
-                        "`{path}` has {} entries but the model is cut into {parts} parts",
-                        out.len()
-                    ),
-                    "one entry per part",
-                );
-            }
-            if ok { Ok(Some(out)) } else { Err(()) }
-        };
+        }
+        if let Some(parts) = parts
+            && out.len() != parts as usize
+            && ok
+        {
+            ok = false;
+            cx.error(
+                &span,
+                format!(
+                    "`{path}` has {} entries but the model is cut into {parts} parts",
+                    out.len()
+                ),
+                "one entry per part",
+            );
+        }
+        if ok { Ok(Some(out)) } else { Err(()) }
+    };
     let f = field(&mut t, cx, "f_ms");
     let i = field(&mut t, cx, "i_ms");
     let w = field(&mut t, cx, "w_ms");

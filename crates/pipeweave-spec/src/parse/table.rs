@@ -128,6 +128,15 @@ impl<'t, 'i> Table<'t, 'i> {
             return None;
         };
         match i64::from_str_radix(i.as_str(), i.radix()) {
+            // Every count is bounded, so that products of counts stay far inside u64 and f64.
+            Ok(n) if n >= 0 && n as u64 > LIMIT => {
+                cx.error(
+                    &v.span(),
+                    format!("`{path}` is too large (at most {LIMIT})"),
+                    "too large",
+                );
+                None
+            }
             Ok(n) if n >= 0 && n as u64 >= min => Some(n as u64),
             Ok(n) => {
                 cx.error(
@@ -201,7 +210,7 @@ impl<'t, 'i> Table<'t, 'i> {
         if let Some(msg) = bound.violated(x) {
             cx.error(
                 &v.span(),
-                format!("`{path}` must be {msg}, found {x}"),
+                format!("`{path}` must be {msg}, found {}", shown(x)),
                 "out of range",
             );
             return None;
@@ -443,23 +452,46 @@ pub(super) fn within_limit(cx: &mut Cx, path: &str, n: u64) -> Option<u32> {
     None
 }
 
+/// The range of a spec's number. Every range is bounded on both sides, so that every figure
+/// computed from a spec stays a finite number: the largest counts ([`LIMIT`]) and rates multiply
+/// to far less than `f64::MAX`, and no time is divided by a rate near zero.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Bound {
-    /// Strictly positive.
-    Positive,
-    /// Zero or more.
-    NonNegative,
+    /// Strictly positive: from `min` to `max`.
+    Positive { min: f64, max: f64 },
     /// In [lo, hi].
     Within(f64, f64),
 }
 
+/// A number as a message shows it: plainly, or with an exponent when it is very large or small
+/// (`5e-324`, not three hundred digits).
+pub(super) fn shown(x: f64) -> String {
+    if x != 0.0 && !(1e-4..1e12).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
+/// The longest latency in microseconds or measured time in milliseconds: a billion.
+pub(super) const MAX_DURATION: f64 = 1e9;
+
+/// Tokens over a whole run: from one to 10^18.
+pub(super) const TOKENS: Bound = Bound::Positive {
+    min: 1.0,
+    max: 1e18,
+};
+
 impl Bound {
+    /// What `x` breaks, in words (`greater than 0`, `between 0.001 and 10000000`).
     pub(super) fn violated(self, x: f64) -> Option<String> {
         match self {
-            Bound::Positive if x <= 0.0 => Some("greater than 0".to_owned()),
-            Bound::NonNegative if x < 0.0 => Some("at least 0".to_owned()),
+            Bound::Positive { .. } if x <= 0.0 => Some("greater than 0".into()),
+            Bound::Positive { min, max } if x < min || x > max => {
+                Some(format!("between {} and {}", shown(min), shown(max)))
+            }
             Bound::Within(lo, hi) if !(lo..=hi).contains(&x) => {
-                Some(format!("at least {lo} and at most {hi}"))
+                Some(format!("at least {} and at most {}", shown(lo), shown(hi)))
             }
             _ => None,
         }

@@ -2,7 +2,7 @@
 //! and communication settings, the memory it keeps free, and what it recomputes.
 
 use super::Cx;
-use super::table::{Bound, Table};
+use super::table::{Bound, TOKENS, Table};
 use crate::spec::{Attention, Dtype, Fp8Kernel, Recompute, Training, Zero2Pipeline};
 use pipeweave_diagnostics::Diagnostic;
 
@@ -22,7 +22,7 @@ pub(super) fn read_training(
     let total = t.num(
         cx,
         "total_tokens",
-        Bound::Positive,
+        TOKENS,
         "tokens over the whole run, e.g. 14.8e12",
     );
     let param = t.dtype(cx, "param_dtype", Dtype::Bf16);
