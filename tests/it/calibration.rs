@@ -10,6 +10,7 @@
 //! The table of every run is pinned as a snapshot (`calibration_table`) and copied into
 //! docs/cost-model.md.
 
+use pipeweave_check::ValidPlan;
 use pipeweave_eval::{StepReport, evaluate};
 use pipeweave_plan::Plan;
 use pipeweave_spec::{CostTable, Spec, parse, rank_weights, total_parameters};
@@ -39,7 +40,7 @@ fn held_out(name: &str) -> Spec {
     )
 }
 
-fn library(name: &str, p: u32, m: u32, v: Option<u32>) -> Plan {
+fn library(name: &str, p: u32, m: u32, v: Option<u32>) -> ValidPlan {
     let entry = pipeweave_dsl::library::get(name).expect("a library schedule");
     let mut args = pipeweave_dsl::Args::new(p, m);
     if let Some(v) = v {
@@ -48,12 +49,11 @@ fn library(name: &str, p: u32, m: u32, v: Option<u32>) -> Plan {
     let plan = pipeweave_dsl::compile(pipeweave_diagnostics::FileId(0), entry.source, &args)
         .expect("compiles")
         .plan;
-    assert!(pipeweave_check::validate(&plan).is_empty());
-    plan
+    pipeweave_check::validate(plan).expect("a valid plan")
 }
 
 /// The plan a spec describes: interleaved 1F1B with its stages per rank, else 1F1B.
-fn megatron_plan(spec: &Spec) -> Plan {
+fn megatron_plan(spec: &Spec) -> ValidPlan {
     let (p, m, v) = (
         spec.parallelism.pp,
         spec.training.microbatches,
@@ -66,7 +66,7 @@ fn megatron_plan(spec: &Spec) -> Plan {
     }
 }
 
-fn report(spec: &Spec, plan: &Plan) -> StepReport {
+fn report(spec: &Spec, plan: &ValidPlan) -> StepReport {
     evaluate(spec, plan).expect("the plan fits the spec").report
 }
 
@@ -91,6 +91,7 @@ fn deepseek() -> (Spec, StepReport) {
     let plan =
         pipeweave_generators::dualpipe(16, 120, pipeweave_generators::DualOptions::default())
             .expect("DualPipe at P = 16, M = 120");
+    let plan = pipeweave_check::validate(plan).expect("a valid plan");
     let r = report(&spec, &plan);
     (spec, r)
 }

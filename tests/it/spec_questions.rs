@@ -6,27 +6,18 @@
 //! million tokens = GPUs × step time / 3600 / (million tokens per step). The spec's last stage is
 //! heavier (the output head), which 1F1B pays on every micro-batch.
 
+use pipeweave_check::ValidPlan;
 use pipeweave_eval::{evaluate, gpu_hours_recovered_per_million_tokens};
 use pipeweave_generators::{DualOptions, dualpipe};
-use pipeweave_plan::{Action, Kind, Op, Plan};
 use pipeweave_spec::default_spec;
 
-fn one_f_one_b(p: u32, m: u32) -> Plan {
-    let programs = (0..p)
-        .map(|r| {
-            let warmup = (p - r - 1).min(m);
-            let f = |mb| Action::One(Op::new(r, Kind::F, mb));
-            let b = |mb| Action::One(Op::new(r, Kind::B, mb));
-            let mut prog: Vec<Action> = (0..warmup).map(f).collect();
-            for i in 0..m - warmup {
-                prog.push(f(warmup + i));
-                prog.push(b(i));
-            }
-            prog.extend((m - warmup..m).map(b));
-            prog
-        })
-        .collect();
-    Plan::single(p, (0..p).collect(), m, programs).expect("1F1B has a valid structure")
+fn one_f_one_b(p: u32, m: u32) -> ValidPlan {
+    pipeweave_check::validate(pipeweave_plan::testing::one_f_one_b(p, m)).expect("1F1B is valid")
+}
+
+fn dualpipe_plan(p: u32, m: u32) -> ValidPlan {
+    let plan = dualpipe(p, m, DualOptions::default()).expect("DualPipe builds");
+    pipeweave_check::validate(plan).expect("DualPipe is valid")
 }
 
 #[test]
@@ -34,7 +25,7 @@ fn dualpipe_recovers_gpu_hours_over_1f1b_at_p8_m16() {
     let spec = default_spec().expect("the default spec parses");
     assert_eq!((spec.parallelism.pp, spec.training.microbatches), (8, 16));
     let base = one_f_one_b(8, 16);
-    let dual = dualpipe(8, 16, DualOptions::default()).expect("DualPipe at P = 8, M = 16");
+    let dual = dualpipe_plan(8, 16);
     assert!(spec.check_plan(&dual).is_empty());
     let first = evaluate(&spec, &base).expect("1F1B evaluates");
     let (costs, r1) = (first.costs, first.report);
@@ -95,7 +86,7 @@ fn dualpipe_hides_expert_all_to_all_on_deepseek_v3() {
     let r1 = evaluate(&spec, &one_f_one_b(16, m))
         .expect("1F1B evaluates")
         .report;
-    let dual = dualpipe(16, m, DualOptions::default()).expect("DualPipe at P = 16");
+    let dual = dualpipe_plan(16, m);
     let r2 = evaluate(&spec, &dual).expect("DualPipe evaluates").report;
     assert!(
         r2.breakdown_per_rank_mean_s.exposed_all_to_all_s

@@ -6,52 +6,108 @@ use std::fmt;
 /// One problem with a plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
+    /// The rank whose program has the problem.
     pub rank: u32,
     /// Index into the rank's program; `None` when the problem is about the end of the program
     /// (work that never happens).
     pub position: Option<usize>,
+    /// The action at `position`, when there is one.
     pub action: Option<Action>,
+    /// What is wrong.
     pub kind: ProblemKind,
 }
 
+/// What is wrong with a plan at one place.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProblemKind {
     /// The op names a stage the plan does not have.
-    UnknownStage { op: Op, stages: u32 },
+    UnknownStage {
+        /// The op.
+        op: Op,
+        /// How many stages the plan has.
+        stages: u32,
+    },
     /// The op's stage lives on another rank.
-    WrongRank { op: Op, host: u32 },
+    WrongRank {
+        /// The op.
+        op: Op,
+        /// The rank that hosts its stage.
+        host: u32,
+    },
     /// The op's micro-batch is not carried by the pipeline of its stage.
-    UnknownMicrobatch { op: Op, pipeline: u32 },
+    UnknownMicrobatch {
+        /// The op.
+        op: Op,
+        /// The pipeline its stage belongs to.
+        pipeline: u32,
+    },
     /// A pair must be a forward with a B or I.
-    MalformedPair { f: Op, b: Op },
+    MalformedPair {
+        /// The pair's first op (meant to be the forward).
+        f: Op,
+        /// The pair's second op (meant to be the B or I).
+        b: Op,
+    },
     /// The same op appears twice (a backward counts once, whether B or I).
-    Duplicate { op: Op, first: usize },
+    Duplicate {
+        /// The op.
+        op: Op,
+        /// The position of its first appearance in the same program.
+        first: usize,
+    },
     /// A backward (B or I) before (or together with) the forward of its stage and micro-batch.
-    BackwardBeforeForward { op: Op },
+    BackwardBeforeForward {
+        /// The backward.
+        op: Op,
+    },
     /// A W before the I of its stage and micro-batch, or after a full B.
-    WeightWithoutInput { op: Op, after_full_backward: bool },
+    WeightWithoutInput {
+        /// The W.
+        op: Op,
+        /// Whether a full B of the same stage and micro-batch came first (so the weight gradients
+        /// are already computed) rather than no I at all.
+        after_full_backward: bool,
+    },
     /// Work that never happens.
-    Missing { op: Op },
+    Missing {
+        /// The op no rank runs.
+        op: Op,
+    },
     /// The plan cannot make progress.
-    Deadlock { cycle: Vec<Wait> },
+    Deadlock {
+        /// The ranks that wait on each other, each waiting for the next, the last for the first.
+        cycle: Vec<Wait>,
+    },
 }
 
 /// One link of a deadlock cycle: a rank blocked at a position, and what it waits for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wait {
+    /// The blocked rank.
     pub rank: u32,
     /// The compute action the rank is blocked before (index into its program); `None` at the end.
     pub position: Option<usize>,
+    /// The action at `position`, when there is one.
     pub action: Option<Action>,
+    /// What the rank waits for.
     pub reason: WaitReason,
 }
 
+/// What a blocked rank waits for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WaitReason {
     /// Waits to receive the output of `op`, computed on `on_rank`.
-    Input { op: Op, on_rank: u32 },
+    Input {
+        /// The op whose output the rank needs.
+        op: Op,
+        /// The rank that computes it.
+        on_rank: u32,
+    },
     /// Waits for `op` on the same rank, which comes later in its own program.
-    Local { op: Op },
+    Local {
+        /// The op it needs first.
+        op: Op,
+    },
 }
 
 impl Wait {

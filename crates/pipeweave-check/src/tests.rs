@@ -20,13 +20,22 @@ fn plan(placement: Vec<u32>, m: u32, lines: &[&str]) -> Plan {
 }
 
 fn messages(plan: &Plan) -> Vec<String> {
-    validate(plan).iter().map(ToString::to_string).collect()
+    problems(plan).iter().map(ToString::to_string).collect()
 }
 
 #[test]
 fn a_valid_1f1b_has_no_problems() {
     let p = plan(vec![0, 1], 2, &["0F0,0F1,0B0,0B1", "1F0,1B0,1F1,1B1"]);
     assert_eq!(messages(&p), Vec::<String>::new());
+}
+
+#[test]
+fn the_tests_textbook_1f1b_is_valid_for_any_shape() {
+    for (p, m) in [(1, 1), (2, 1), (3, 2), (4, 8), (8, 3)] {
+        let plan = pipeweave_plan::testing::one_f_one_b(p, m);
+        assert_eq!(problems(&plan), [], "P = {p}, M = {m}");
+        assert_eq!(plan.num_ops(), 2 * (p * m) as usize);
+    }
 }
 
 #[test]
@@ -127,7 +136,7 @@ fn backward_waits_in_a_cycle() {
         ["rank 0, action 1 (0B0): 0B0 runs before the forward of stage 0, micro-batch 0"]
     );
     let p = plan(vec![0, 1], 2, &["0F0,0B0,0F1,0B1", "1F1,1B1,1F0,1B0"]);
-    let problems = validate(&p);
+    let problems = problems(&p);
     assert_eq!(problems.len(), 1);
     assert!(matches!(problems[0].kind, ProblemKind::Deadlock { .. }));
 }
@@ -173,8 +182,9 @@ fn two_pipelines_check_micro_batch_ownership() {
 }
 
 mod random_plans {
-    //! Laws on random plans: the validator copes with any plan, and a plan it accepts runs to the
-    //! end in the simulator (whose sends never block, so it is the more lenient of the two).
+    //! Laws on random plans: the validator copes with any plan, and accepts exactly the plans it
+    //! finds no problem with (that an accepted plan simulates to the end is a law of the
+    //! simulator's tests).
     use super::*;
     use pipeweave_plan::testing::{any_plan, edited_gpipe};
     use proptest::prelude::*;
@@ -184,7 +194,7 @@ mod random_plans {
 
         #[test]
         fn any_plan_is_judged_with_problems_in_program_order(plan in any_plan()) {
-            let problems = validate(&plan);
+            let problems = problems(&plan);
             let order: Vec<_> = problems
                 .iter()
                 .map(|p| (p.rank, p.position.unwrap_or(usize::MAX)))
@@ -193,10 +203,18 @@ mod random_plans {
         }
 
         #[test]
-        fn accepted_plans_simulate_to_the_end(plan in edited_gpipe()) {
-            if validate(&plan).is_empty() {
-                let run = pipeweave_sim::simulate(&plan, &pipeweave_sim::UnitCosts);
-                prop_assert!(run.is_ok(), "{:?}", run.err());
+        fn validate_accepts_exactly_the_plans_without_problems(plan in edited_gpipe()) {
+            let found = problems(&plan);
+            match validate(plan.clone()) {
+                Ok(valid) => {
+                    prop_assert!(found.is_empty(), "{found:?}");
+                    prop_assert_eq!(valid.plan(), &plan);
+                    prop_assert_eq!(valid.into_plan(), plan);
+                }
+                Err(given) => {
+                    prop_assert!(!given.is_empty());
+                    prop_assert_eq!(given, found);
+                }
             }
         }
     }

@@ -4,8 +4,8 @@
 
 use crate::args::ScheduleParams;
 use crate::session::Session;
+use pipeweave_check::ValidPlan;
 use pipeweave_eval::{Comparison, Costing, PlanRequest, Planner, Run, Unbuilt};
-use pipeweave_plan::Plan;
 use pipeweave_report::{TimelineChart, shape_text, timelines_svg, transfers};
 use pipeweave_source::{Built, Failure, Files, Params, Source, SourceKind};
 use pipeweave_spec::Spec;
@@ -169,7 +169,11 @@ impl<'a> ManyPlanner<'a> {
 impl Planner for ManyPlanner<'_> {
     type Stop = Failure;
 
-    fn plan(&mut self, schedule: &str, request: &PlanRequest) -> Result<Plan, Unbuilt<Failure>> {
+    fn plan(
+        &mut self,
+        schedule: &str,
+        request: &PlanRequest,
+    ) -> Result<ValidPlan, Unbuilt<Failure>> {
         let Some(source) = self.source(schedule) else {
             return Err(Unbuilt::Refused(format!("no schedule named `{schedule}`")));
         };
@@ -216,14 +220,14 @@ pub struct Drawn {
     /// The SCHEDULE argument.
     pub name: String,
     /// Its plan.
-    pub plan: Plan,
+    pub plan: ValidPlan,
     /// The plan simulated.
     pub run: Run,
 }
 
 /// Simulates `plan`, the SCHEDULE argument `name`'s, under `costing`; fails, with the reason,
 /// when the spec cannot take the plan.
-pub fn draw(name: &str, plan: &Plan, costing: &Costing) -> Result<Drawn, String> {
+pub fn draw(name: &str, plan: &ValidPlan, costing: &Costing) -> Result<Drawn, String> {
     let run = costing.run(plan)?;
     let sim = pipeweave_eval::Simulation::new(name, plan, &run.timeline, None);
     if let Some((path, x)) = pipeweave_eval::non_finite(&sim) {

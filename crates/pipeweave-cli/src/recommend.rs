@@ -4,8 +4,8 @@
 use crate::output::{emit, warning};
 use crate::session::Session;
 use clap::{Args, ValueEnum};
+use pipeweave_check::ValidPlan;
 use pipeweave_eval::{PlanRequest, Planner, SearchSchedule, Unbuilt};
-use pipeweave_plan::Plan;
 use pipeweave_source::{Declared, Failure, PLUGIN_PREFIX, Params, Setting, Source};
 use std::convert::Infallible;
 use std::path::PathBuf;
@@ -41,7 +41,7 @@ struct Schedules<'a> {
 impl Planner for Schedules<'_> {
     type Stop = Infallible;
 
-    fn plan(&mut self, schedule: &str, r: &PlanRequest) -> Result<Plan, Unbuilt<Infallible>> {
+    fn plan(&mut self, schedule: &str, r: &PlanRequest) -> Result<ValidPlan, Unbuilt<Infallible>> {
         self.plan_with(schedule, r, &[])
     }
 
@@ -50,7 +50,7 @@ impl Planner for Schedules<'_> {
         schedule: &str,
         r: &PlanRequest,
         settings: &[(String, String)],
-    ) -> Result<Plan, Unbuilt<Infallible>> {
+    ) -> Result<ValidPlan, Unbuilt<Infallible>> {
         let Some(entry) = self.schedules.iter_mut().find(|(n, _, _)| n == schedule) else {
             return Err(Unbuilt::Refused(format!("no schedule named `{schedule}`")));
         };

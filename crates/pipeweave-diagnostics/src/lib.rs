@@ -3,6 +3,8 @@
 //! Libraries return these values; only the command line renders them.
 //! A span is a byte range in one source file, named by a [`FileId`] the caller hands out.
 
+#![warn(missing_docs)]
+
 mod text;
 
 pub use text::{BOM, text_from_bytes};
@@ -16,27 +18,36 @@ pub struct FileId(pub u32);
 /// A byte range in one source file.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Span {
+    /// The file the range is in.
     pub file: FileId,
+    /// Byte offsets into the file's text, start inclusive, end exclusive.
     pub range: Range<usize>,
 }
 
 impl Span {
+    /// The bytes `range` of `file`.
     pub fn new(file: FileId, range: Range<usize>) -> Self {
         Span { file, range }
     }
 }
 
+/// How serious a diagnostic is: an error fails the command, a warning and a note do not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Severity {
+    /// The input cannot be used: the command fails (exit code 1 or 2).
     Error,
+    /// Something is likely wrong, but the command goes on.
     Warning,
+    /// Information only.
     Note,
 }
 
 /// A secondary place in the source with a short message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Label {
+    /// Where the label points.
     pub span: Span,
+    /// What it says there, lowercase without a trailing period.
     pub message: String,
 }
 
@@ -46,17 +57,24 @@ pub struct Label {
 /// problem is not tied to a place in a file, e.g. a command-line parameter).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
+    /// Whether this is an error, a warning or a note.
     pub severity: Severity,
+    /// The problem in plain words: lowercase, no trailing period.
     pub message: String,
+    /// The primary place of the problem, if it has one.
     pub span: Option<Span>,
     /// What to say under the primary span marker.
     pub span_label: Option<String>,
+    /// Other places that explain the problem (e.g. where a name was first defined).
     pub labels: Vec<Label>,
+    /// Lines of context shown after the source excerpt.
     pub notes: Vec<String>,
+    /// A suggestion for how to fix the problem.
     pub help: Option<String>,
 }
 
 impl Diagnostic {
+    /// An error with `message` and nothing else: no place, labels, notes or help.
     pub fn error(message: impl Into<String>) -> Self {
         Diagnostic {
             severity: Severity::Error,
@@ -69,6 +87,7 @@ impl Diagnostic {
         }
     }
 
+    /// A warning with `message` and nothing else.
     pub fn warning(message: impl Into<String>) -> Self {
         Diagnostic {
             severity: Severity::Warning,
@@ -76,17 +95,20 @@ impl Diagnostic {
         }
     }
 
+    /// The diagnostic placed at `span`, with no label under it.
     pub fn with_span(mut self, span: Span) -> Self {
         self.span = Some(span);
         self
     }
 
+    /// The diagnostic placed at `span`, with `label` under the marker.
     pub fn with_span_label(mut self, span: Span, label: impl Into<String>) -> Self {
         self.span = Some(span);
         self.span_label = Some(label.into());
         self
     }
 
+    /// Adds a secondary place `span` with its `message`.
     pub fn with_label(mut self, span: Span, message: impl Into<String>) -> Self {
         self.labels.push(Label {
             span,
@@ -95,16 +117,19 @@ impl Diagnostic {
         self
     }
 
+    /// Adds a line of context.
     pub fn with_note(mut self, note: impl Into<String>) -> Self {
         self.notes.push(note.into());
         self
     }
 
+    /// Sets the suggestion for a fix (replacing any earlier one).
     pub fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
         self
     }
 
+    /// Whether the severity is [`Severity::Error`].
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }

@@ -20,6 +20,7 @@ pub struct Args {
 }
 
 impl Args {
+    /// P = `ranks` and M = `microbatches`, every declared parameter at its default.
     pub fn new(ranks: u32, microbatches: u32) -> Args {
         Args {
             ranks,
@@ -28,6 +29,7 @@ impl Args {
         }
     }
 
+    /// Sets the declared parameter `name` to `value`.
     pub fn with(mut self, name: &str, value: i64) -> Args {
         self.values.push((name.to_owned(), value));
         self
@@ -37,7 +39,9 @@ impl Args {
 /// A compiled plan and where each of its actions came from.
 #[derive(Debug, Clone)]
 pub struct Compiled {
+    /// The plan, not yet validated.
     pub plan: Plan,
+    /// Where each of its actions was written.
     pub origins: Origins,
 }
 

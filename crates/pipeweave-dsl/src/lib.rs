@@ -7,8 +7,11 @@
 //! plans; the caller hands the plan to `pipeweave-check` and maps problems back with
 //! [`Origins::diagnostic`]. The `schedules/` library is embedded: see [`library`].
 
+#![warn(missing_docs)]
+
 mod compile;
 mod eval;
+mod grammar;
 mod ir;
 pub mod library;
 mod nesting;
@@ -52,17 +55,22 @@ pub fn compile(file: FileId, source: &str, args: &Args) -> Result<Compiled, Vec<
 /// What a schedule says about itself: its doc string, parameters and requirements.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Info {
+    /// The `doc "..."` string, if the file has one.
     pub doc: Option<String>,
+    /// The declared parameters (`param v = 2`), in file order.
     pub params: Vec<ParamInfo>,
     /// The conditions of the top-level `require`s as written (`M >= 2 * P`), in file order.
     pub requires: Vec<String>,
 }
 
+/// One declared parameter of a schedule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParamInfo {
+    /// Its name, as `--set NAME=VALUE` takes it.
     pub name: String,
     /// The default as written in the file (an expression), if any.
     pub default: Option<String>,
+    /// Its description, if the declaration has one.
     pub help: Option<String>,
 }
 

@@ -9,6 +9,7 @@ static LIBRARY: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/library.rs
 pub struct Entry {
     /// The file name without `.weave`, e.g. `zb-v`.
     pub name: &'static str,
+    /// The schedule's `.weave` text.
     pub source: &'static str,
 }
 

@@ -2,20 +2,16 @@
 //! syntax tree. It never panics and never stops at the first error: a syntax error costs only the
 //! item it is in, and every item's first error is reported.
 
+use crate::grammar::{Rule, WeaveParser};
 use crate::nesting::{self, MAX_DEPTH};
 use crate::split::{code_end, split};
 use crate::syntax::*;
 use crate::words;
 use pest::Parser as _;
 use pest::iterators::Pair;
-use pest_derive::Parser;
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_plan::Kind;
 use std::ops::Range;
-
-#[derive(Parser)]
-#[grammar = "weave.pest"]
-pub(crate) struct WeaveParser;
 
 /// Operators in one expression, its bracketed parts and conditionals included (prefix operators
 /// too): each is a node of the syntax tree, and its walkers recurse once per node. With the

@@ -9,6 +9,7 @@ use std::ops::Range;
 /// A parsed schedule file (possibly partial when the file had syntax errors).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Schedule {
+    /// The top-level items in file order (those that parsed).
     pub items: Vec<Item>,
 }
 
@@ -42,28 +43,42 @@ impl Schedule {
 /// A name as written, with its place.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Name {
+    /// The name.
     pub text: String,
+    /// Its bytes in the file.
     pub span: Range<usize>,
 }
 
+/// One top-level item of a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Item {
+    /// What the item is.
     pub kind: ItemKind,
+    /// Its bytes in the file.
     pub span: Range<usize>,
 }
 
+/// The top-level items of the language.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ItemKind {
     /// `doc "text"`: shown by `pipeweave list`.
     Doc(String),
     /// `param NAME [= default] ["help"]`.
     Param {
+        /// The parameter's name.
         name: Name,
+        /// Its default, over P, M and the parameters declared before it; `None`: it must be set.
         default: Option<Expr>,
+        /// Its description, shown by `pipeweave list`.
         help: Option<String>,
     },
     /// `let NAME = expr` at the top level: a constant over the parameters.
-    Let { name: Name, value: Expr },
+    Let {
+        /// The constant's name.
+        name: Name,
+        /// Its value.
+        value: Expr,
+    },
     /// `require cond else "message"`.
     Require(Require),
     /// `pipelines K`: K pipelines, replicas of one model (default 1).
@@ -76,13 +91,18 @@ pub enum ItemKind {
     Program(Block),
 }
 
+/// `require cond else "message"`: compiling fails with `message` when `cond` is 0.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Require {
+    /// The condition (non-zero is true).
     pub cond: Expr,
+    /// What the failure says, as written between the quotes.
     pub message: String,
+    /// The message's bytes in the file, quotes included.
     pub message_span: Range<usize>,
 }
 
+/// How stages are placed on ranks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Place {
     /// Stage q on rank q mod P (Megatron's interleaved placement).
@@ -95,51 +115,80 @@ pub enum Place {
     Expr(Expr),
 }
 
+/// `{ ... }`: statements run in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Block {
+    /// The statements.
     pub stmts: Vec<Stmt>,
+    /// The block's bytes in the file, braces included.
     pub span: Range<usize>,
 }
 
+/// A statement of a rank's program.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Stmt {
+    /// `let NAME = expr`: a local value, visible to the statements after it in its block.
     Let {
+        /// The value's name.
         name: Name,
+        /// The expression.
         value: Expr,
     },
+    /// `require cond else "message"` inside a program, checked for every rank.
     Require(Require),
+    /// `repeat N { ... }`: the body N times (N ≥ 0).
     Repeat {
+        /// N.
         count: Expr,
+        /// The body.
         body: Block,
+        /// The statement's bytes in the file.
         span: Range<usize>,
     },
+    /// `for i in a..b { ... }`: the body for i = a, a + 1, ..., b − 1 (b before a is an error).
     For {
+        /// The loop variable.
         var: Name,
+        /// The first value.
         from: Expr,
+        /// One past the last value.
         to: Expr,
+        /// The body.
         body: Block,
+        /// The statement's bytes in the file.
         span: Range<usize>,
     },
+    /// `if cond { ... } else { ... }`: the first block when `cond` is non-zero.
     If {
+        /// The condition.
         cond: Expr,
+        /// Run when the condition is non-zero.
         then: Block,
+        /// Run otherwise (`else if` is an `If` in a block of its own).
         otherwise: Option<Block>,
     },
+    /// Actions written one after another, each appended to the rank's program.
     Steps(Vec<Step>),
 }
 
 /// One entry of a rank's program as written: an action or an overlapped pair.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
+    /// One action.
     One(ActionNode),
+    /// `(F & B)`: a forward and a backward overlapped.
     Pair {
+        /// The forward.
         f: ActionNode,
+        /// The backward (B or I).
         b: ActionNode,
+        /// The pair's bytes in the file.
         span: Range<usize>,
     },
 }
 
 impl Step {
+    /// The step's bytes in the file.
     pub fn span(&self) -> Range<usize> {
         match self {
             Step::One(a) => a.span.clone(),
@@ -148,14 +197,18 @@ impl Step {
     }
 }
 
+/// An action as written: `F`, `B1`, `I[c]`, `F@s`, with an optional micro-batch `(m)` and `?`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ActionNode {
+    /// F, B, I or W.
     pub kind: Kind,
+    /// Which of the rank's stages it runs on.
     pub target: Target,
     /// Explicit micro-batch (within the stage's pipeline); `None` takes the next one in order.
     pub mb: Option<Expr>,
     /// `?`: skip the action when its micro-batch does not exist.
     pub optional: bool,
+    /// The action's bytes in the file.
     pub span: Range<usize>,
 }
 
@@ -170,37 +223,63 @@ pub enum Target {
     Stage(Expr),
 }
 
+/// An integer expression (64-bit, overflow is an error; a comparison or logic gives 1 or 0).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expr {
+    /// What the expression is.
     pub kind: ExprKind,
+    /// Its bytes in the file.
     pub span: Range<usize>,
 }
 
+/// The forms of an expression.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExprKind {
+    /// A literal (`true` is 1, `false` 0).
     Int(i64),
+    /// A parameter, constant, local value, loop variable or builtin (`P`, `M`, `r`, ...).
     Name(String),
+    /// `-x`.
     Neg(Box<Expr>),
+    /// `not x`: 1 when x is 0, else 0.
     Not(Box<Expr>),
+    /// `a op b`.
     Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// `min(a, b, ...)`.
     Min(Vec<Expr>),
+    /// `max(a, b, ...)`.
     Max(Vec<Expr>),
+    /// `if c then a else b`: a when c is non-zero, else b (only the one taken is evaluated).
     If(Box<Expr>, Box<Expr>, Box<Expr>),
 }
 
+/// A binary operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BinOp {
+    /// `+`.
     Add,
+    /// `-`.
     Sub,
+    /// `*`.
     Mul,
+    /// `/`, rounding towards negative infinity.
     Div,
+    /// `%`, the remainder of that division (its sign is the divisor's).
     Rem,
+    /// `<`.
     Lt,
+    /// `<=`.
     Le,
+    /// `>`.
     Gt,
+    /// `>=`.
     Ge,
+    /// `==`.
     Eq,
+    /// `!=`.
     Ne,
+    /// `and`: 1 when both are non-zero (the right side is evaluated only when the left is).
     And,
+    /// `or`: 1 when either is non-zero (the right side is evaluated only when the left is 0).
     Or,
 }

@@ -1,6 +1,6 @@
 //! Plain words for grammar rules, so that users read "expected a number", never a rule name.
 
-use crate::parse::Rule;
+use crate::grammar::Rule;
 
 /// What a grammar rule stands for, in words a user knows.
 fn word(rule: Rule) -> &'static str {

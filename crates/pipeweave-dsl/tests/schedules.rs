@@ -33,9 +33,10 @@ fn library_schedule(path: &Path, source: String) -> datatest_stable::Result<()> 
     if !problems.is_empty() {
         return Err(support::render(&file_name, &source, &problems).into());
     }
+    let plan = pipeweave_check::validate(compiled.plan).map_err(|p| format!("{p:?}"))?;
     let info = pipeweave_dsl::info(&source);
-    let timeline = pipeweave_sim::simulate(&compiled.plan, &pipeweave_sim::UnitCosts)
-        .map_err(|e| format!("{e:?}"))?;
+    let timeline =
+        pipeweave_sim::simulate(&plan, &pipeweave_sim::UnitCosts).map_err(|e| format!("{e:?}"))?;
     let mut text = format!(
         "{}\nparameters: P, M{}\nP = {}, M = {}\n\n",
         info.doc.unwrap_or_default(),
@@ -49,12 +50,12 @@ fn library_schedule(path: &Path, source: String) -> datatest_stable::Result<()> 
         args.ranks,
         args.microbatches
     );
-    for (r, program) in compiled.plan.programs().iter().enumerate() {
+    for (r, program) in plan.programs().iter().enumerate() {
         let cells: Vec<String> = program.iter().map(ToString::to_string).collect();
         text.push_str(&format!("rank {r}: {}\n", cells.join(",")));
     }
     text.push('\n');
-    text.push_str(&pipeweave_report::text_timeline(&compiled.plan, &timeline));
+    text.push_str(&pipeweave_report::text_timeline(&plan, &timeline));
     insta::with_settings!({
         input_file => path,
         snapshot_suffix => name.as_str(),

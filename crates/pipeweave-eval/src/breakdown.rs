@@ -109,7 +109,9 @@ impl Volumes {
 /// One rank's share of a step.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct RankStep {
+    /// The rank's step, term by term.
     pub breakdown: Breakdown,
+    /// The bytes the rank sends.
     pub volumes: Volumes,
     /// When the rank's last action ends.
     pub end: f64,
@@ -118,7 +120,9 @@ pub struct RankStep {
 /// The step of every rank and the step time.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
+    /// Each pipeline rank's share.
     pub ranks: Vec<RankStep>,
+    /// The step time in seconds: the last rank's end.
     pub time: f64,
 }
 

@@ -7,6 +7,7 @@
 use crate::breakdown::{Breakdown, Volumes};
 use crate::fit::fit_spec;
 use crate::step::{MemoryBreakdown, RankReport, StepReport, evaluate};
+use pipeweave_check::ValidPlan;
 use pipeweave_plan::{Action, Kind, Plan};
 use pipeweave_spec::Spec;
 use serde::{Serialize, Serializer};
@@ -22,6 +23,7 @@ pub struct Figures {
     pub bubble_fraction: f64,
     /// The most and the least time a rank waits in one step (bubble and point-to-point).
     pub idle_worst_s: f64,
+    /// The least time a rank waits in one step.
     pub idle_best_s: f64,
     /// The most live activations of any rank (stage-micro-batch units).
     pub peak_activations: u32,
@@ -37,11 +39,13 @@ pub struct Figures {
     pub memory_fraction: f64,
     /// Memory of one GPU as the framework sees it, and what a plan may use of it.
     pub gpu_memory_bytes: f64,
+    /// What a plan may use of one GPU's memory.
     pub memory_limit_bytes: f64,
     /// Whether any GPU needs more than the limit.
     pub out_of_memory: bool,
     /// Exposed communication of one pipeline rank per step: mean and worst over the ranks.
     pub exposed_comm_per_rank_mean_s: f64,
+    /// The worst exposed communication of one pipeline rank per step.
     pub exposed_comm_per_rank_max_s: f64,
     /// Exposed communication summed over the pipeline ranks.
     pub exposed_comm_total_s: f64,
@@ -224,7 +228,7 @@ impl Comparison {
         spec: &Spec,
         schedule: impl Into<String>,
         requires: impl Into<String>,
-        plan: Result<&Plan, String>,
+        plan: Result<&ValidPlan, String>,
     ) {
         self.rows
             .push(evaluate_row(spec, schedule, requires, plan, self.units));
@@ -237,7 +241,7 @@ pub fn evaluate_row(
     spec: &Spec,
     schedule: impl Into<String>,
     requires: impl Into<String>,
-    plan: Result<&Plan, String>,
+    plan: Result<&ValidPlan, String>,
     units: bool,
 ) -> Row {
     let mut row = Row {

@@ -3,7 +3,7 @@
 
 use crate::fit::fit_spec;
 use crate::step::evaluate;
-use pipeweave_plan::Plan;
+use pipeweave_check::ValidPlan;
 use pipeweave_sim::{CostModel, Timeline, UnitCosts};
 use pipeweave_spec::Spec;
 
@@ -77,7 +77,7 @@ impl Costing {
 
     /// Simulates `plan` (validated); on a spec, the spec adapted to the plan's shape. Fails, with
     /// the reason in words, when the spec cannot take the plan.
-    pub fn run(&self, plan: &Plan) -> Result<Run, String> {
+    pub fn run(&self, plan: &ValidPlan) -> Result<Run, String> {
         match self {
             Costing::Unit => {
                 let timeline =

@@ -7,6 +7,8 @@
 //! views print them as JSON unchanged.
 //! No IO: nothing here reads files, resolves schedule names or loads plugins.
 
+#![warn(missing_docs)]
+
 mod breakdown;
 mod compare;
 mod costing;

@@ -1,7 +1,7 @@
 //! How the searches (sweep, recommend) get plans: through a [`Planner`] the caller implements, so
 //! this crate never resolves names, reads files or loads plugins.
 
-use pipeweave_plan::Plan;
+use pipeweave_check::ValidPlan;
 
 /// The parameters a schedule is asked to be built with; `None` leaves one to the planner (the
 /// command line's value, a default, or an error of its own).
@@ -32,7 +32,11 @@ pub trait Planner {
     type Stop;
 
     /// The validated plan of `schedule` for `request`, or why there is none.
-    fn plan(&mut self, schedule: &str, request: &PlanRequest) -> Result<Plan, Unbuilt<Self::Stop>>;
+    fn plan(
+        &mut self,
+        schedule: &str,
+        request: &PlanRequest,
+    ) -> Result<ValidPlan, Unbuilt<Self::Stop>>;
 
     /// The validated plan of `schedule` for `request` built with `settings` (`NAME`, `VALUE`)
     /// besides its defaults, as `--set NAME=VALUE` gives them (a plugin's variants). A planner
@@ -42,7 +46,7 @@ pub trait Planner {
         schedule: &str,
         request: &PlanRequest,
         settings: &[(String, String)],
-    ) -> Result<Plan, Unbuilt<Self::Stop>> {
+    ) -> Result<ValidPlan, Unbuilt<Self::Stop>> {
         if settings.is_empty() {
             self.plan(schedule, request)
         } else {

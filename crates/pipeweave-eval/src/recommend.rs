@@ -67,7 +67,9 @@ pub struct Candidate {
     pub settings: Vec<String>,
     /// Pipeline, tensor- and data-parallel degrees.
     pub pp: u32,
+    /// The tensor-parallel degree.
     pub tp: u32,
+    /// The data-parallel degree.
     pub dp: u32,
     /// Micro-batches M per step and replica.
     pub microbatches: u32,
@@ -85,9 +87,11 @@ pub struct Candidate {
     pub step_time_s: Option<f64>,
     /// The most loaded GPU's memory over the GPU's memory, and in bytes.
     pub memory_fraction: f64,
+    /// The most loaded GPU's memory in bytes.
     pub memory_bytes: f64,
     /// What a plan may use of one GPU's memory, and whether this one needs more.
     pub memory_limit_bytes: f64,
+    /// Whether the most loaded GPU needs more than the limit.
     pub out_of_memory: bool,
     /// The step's figures, when simulated.
     pub figures: Option<Figures>,
@@ -132,6 +136,7 @@ pub struct Verdict {
 pub struct RejectedShape {
     /// The pipeline degree; `None` when the tensor-parallel degree is left out for every one.
     pub pp: Option<u32>,
+    /// The tensor-parallel degree.
     pub tp: u32,
     /// Why, in words.
     pub reason: String,
@@ -172,7 +177,9 @@ pub struct Recommendation {
     pub spec_1f1b: Option<Candidate>,
     /// The spec's own pipeline and tensor-parallel degrees and micro-batches per step.
     pub spec_pp: u32,
+    /// The spec's tensor-parallel degree.
     pub spec_tp: u32,
+    /// The spec's micro-batches per step and replica.
     pub spec_microbatches: u32,
     /// Candidates simulated.
     pub simulated: usize,

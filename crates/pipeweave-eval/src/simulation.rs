@@ -122,6 +122,7 @@ pub struct Simulation {
     pub bubble_fraction: f64,
     /// Exposed communication of one rank: the mean and the worst over the ranks.
     pub exposed_comm_per_rank_mean: f64,
+    /// The worst exposed communication of one rank.
     pub exposed_comm_per_rank_max: f64,
     /// Exposed communication summed over the ranks.
     pub exposed_comm_total: f64,

@@ -17,6 +17,7 @@
 //!   pipeline rank idles with it), per million tokens and over `training.total_tokens`.
 
 use crate::breakdown::{Breakdown, Volumes, mean_volumes, step, total_volumes};
+use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::Plan;
 use pipeweave_sim::{Timeline, simulate};
@@ -52,18 +53,24 @@ impl RankReport {
 /// Bytes of the most loaded GPU, by what holds them.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct MemoryBreakdown {
+    /// Weights.
     pub weights_bytes: f64,
+    /// Gradients (accumulated, or their shard).
     pub gradients_bytes: f64,
+    /// Optimizer state and master weights.
     pub optimizer_bytes: f64,
+    /// Kept activations, with the working set of a recomputed layer.
     pub activations_bytes: f64,
     /// Temporary buffers: the tensor-parallel all-gather's output, boundary activations in flight.
     pub buffers_bytes: f64,
     /// The CUDA context and the communication buffers.
     pub reserve_bytes: f64,
+    /// The sum of the terms.
     pub total_bytes: f64,
 }
 
 impl MemoryBreakdown {
+    /// The bytes of `m`, by what holds them.
     pub fn of(m: &MemoryUse) -> MemoryBreakdown {
         MemoryBreakdown {
             weights_bytes: m.params,
@@ -112,6 +119,7 @@ pub struct StepReport {
     pub bubble_fraction: f64,
     /// Exposed communication of one rank per step: the mean and the worst over the pipeline ranks.
     pub exposed_comm_per_rank_mean_s: f64,
+    /// The worst exposed communication of one rank per step.
     pub exposed_comm_per_rank_max_s: f64,
     /// Exposed communication summed over the pipeline ranks, per step.
     pub exposed_comm_total_s: f64,
@@ -252,7 +260,7 @@ pub struct Evaluation {
 }
 
 /// Builds the cost table, simulates the plan and reports: the whole pipeline from a spec and a plan.
-pub fn evaluate(spec: &Spec, plan: &Plan) -> Result<Evaluation, Vec<Diagnostic>> {
+pub fn evaluate(spec: &Spec, plan: &ValidPlan) -> Result<Evaluation, Vec<Diagnostic>> {
     let costs = CostTable::new(spec, plan)?;
     let timeline = simulate(plan, &costs).map_err(|e| vec![Diagnostic::error(e.to_string())])?;
     let report = StepReport::new(spec, plan, &costs, &timeline);

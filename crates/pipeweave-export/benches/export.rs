@@ -4,33 +4,11 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use pipeweave_export::{
     write_actions, write_chrome_trace, write_json, write_pytorch, write_pytorch_comms,
 };
-use pipeweave_plan::{Action, Kind, Op, Plan};
+use pipeweave_plan::testing::one_f_one_b;
 use std::hint::black_box;
 
-fn one_f_one_b(p: u32, m: u32) -> Plan {
-    let programs = (0..p)
-        .map(|r| {
-            let warmup = (p - 1 - r).min(m);
-            let mut prog = Vec::with_capacity(2 * m as usize);
-            let op = |k, mb| Action::One(Op::new(r, k, mb));
-            for mb in 0..warmup {
-                prog.push(op(Kind::F, mb));
-            }
-            for i in 0..m - warmup {
-                prog.push(op(Kind::F, warmup + i));
-                prog.push(op(Kind::B, i));
-            }
-            for i in m - warmup..m {
-                prog.push(op(Kind::B, i));
-            }
-            prog
-        })
-        .collect();
-    Plan::single(p, (0..p).collect(), m, programs).expect("valid structure")
-}
-
 fn bench(c: &mut Criterion) {
-    let plan = one_f_one_b(32, 1024);
+    let plan = pipeweave_check::validate(one_f_one_b(32, 1024)).expect("1F1B is valid");
     let timing = pipeweave_sim::simulate(&plan, &pipeweave_sim::UnitCosts)
         .expect("simulates")
         .timing;

@@ -175,15 +175,18 @@ fn run(dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let mut manifest = Vec::new();
     for case in cases()? {
-        let problems = pipeweave_check::validate(&case.plan);
-        if let Some(p) = problems.first() {
-            return Err(format!("{} is not a valid plan: {p}", case.name));
-        }
+        let plan = pipeweave_check::validate(case.plan).map_err(|problems| {
+            let first = problems
+                .first()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            format!("{} is not a valid plan: {first}", case.name)
+        })?;
         for format in &case.formats {
             let (text, ext) = match *format {
-                "pytorch" => (write_pytorch(&case.plan), "csv"),
-                "pytorch-comms" => (write_pytorch_comms(&case.plan), "comms.csv"),
-                _ => (write_json(&case.plan, None), "json"),
+                "pytorch" => (write_pytorch(&plan), "csv"),
+                "pytorch-comms" => (write_pytorch_comms(&plan), "comms.csv"),
+                _ => (write_json(&plan, None), "json"),
             };
             let file = format!("{}.{ext}", case.name);
             let refused = match text {
@@ -200,11 +203,11 @@ fn run(dir: &Path) -> Result<(), String> {
                 "schedule": case.schedule,
                 "format": format,
                 "file": file,
-                "ranks": case.plan.ranks(),
-                "stages_per_pipeline": case.plan.stages_per_pipeline(),
-                "pipelines": case.plan.model_copies(),
-                "microbatches": case.plan.num_microbatches(),
-                "placements": case.plan.pipelines().iter().map(|p| p.placement.clone()).collect::<Vec<_>>(),
+                "ranks": plan.ranks(),
+                "stages_per_pipeline": plan.stages_per_pipeline(),
+                "pipelines": plan.model_copies(),
+                "microbatches": plan.num_microbatches(),
+                "placements": plan.pipelines().iter().map(|p| p.placement.clone()).collect::<Vec<_>>(),
             }));
         }
     }

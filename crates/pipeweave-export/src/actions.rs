@@ -21,6 +21,7 @@
 //! This module checks the structure of the file only; whether the programs are a correct schedule
 //! is the validator's question.
 
+use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_plan::cell::{CellError, CellErrorKind, parse_action, push_action};
 use pipeweave_plan::{Action, Kind, Pipeline, Plan};
@@ -34,6 +35,7 @@ pub const MAX_MICROBATCH_ID: u32 = (1 << 24) - 1;
 /// A plan read from an actions file, with where each action came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ActionsFile {
+    /// The plan, not yet validated.
     pub plan: Plan,
     /// `spans[r][i]` is the byte range of the cell holding rank r's i-th action.
     pub spans: Vec<Vec<Range<usize>>>,
@@ -300,12 +302,17 @@ fn is_blank(c: char) -> bool {
     c == ' ' || c == '\t' || c == '\r'
 }
 
-/// Writes a plan in the canonical actions form; `read_actions` with the plan's pipeline count gives
-/// the same plan back.
+/// Writes a valid plan in the canonical actions form; `read_actions` with the plan's pipeline count
+/// gives the same plan back.
 ///
 /// Every line ends with `\n`. An idle rank is an empty line, except at the end of the file where it
 /// is written as `,` (blank lines at the end are not ranks).
-pub fn write_actions(plan: &Plan) -> String {
+pub fn write_actions(plan: &ValidPlan) -> String {
+    write_plan(plan)
+}
+
+/// [`write_actions`] for any plan (see [`crate::unvalidated`]).
+pub(crate) fn write_plan(plan: &Plan) -> String {
     let programs = plan.programs();
     let last_busy = programs.iter().rposition(|p| !p.is_empty());
     // Cells written into one buffer (see `pipeweave_plan::cell`), not through `Display`.

@@ -7,6 +7,7 @@
 //! launchers and checked against the actions on reading, so a file cannot say two different things.
 
 use crate::json_text::{push_f64, push_uint};
+use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_plan::{
     Action, Dir, Interval, Kind, LoweredPlan, Op, Pipeline, Plan, Step, Timing, lower,
@@ -22,7 +23,9 @@ pub const FORMAT_VERSION: u32 = 1;
 /// A plan read from JSON, with its timeline when the file has one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanJson {
+    /// The plan, not yet validated.
     pub plan: Plan,
+    /// The timeline the file carries, in its time unit, checked to fit the plan.
     pub timing: Option<Timing>,
 }
 
@@ -112,7 +115,7 @@ enum WireDir {
     Bwd,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 enum WireStep {
     /// Runs `actions[action]` of the same rank.
@@ -265,7 +268,12 @@ fn parts_of(plan: &Plan) -> Vec<WirePart> {
 ///
 /// Refuses a timeline that does not fit the plan (a count of intervals that differs from the
 /// actions, or times that are not finite).
-pub fn write_json(plan: &Plan, timing: Option<&Timing>) -> Result<String, Diagnostic> {
+pub fn write_json(plan: &ValidPlan, timing: Option<&Timing>) -> Result<String, Diagnostic> {
+    write_plan_json(plan, timing)
+}
+
+/// [`write_json`] for any plan (see [`crate::unvalidated`]).
+pub(crate) fn write_plan_json(plan: &Plan, timing: Option<&Timing>) -> Result<String, Diagnostic> {
     if let Some(t) = timing {
         t.check(plan)
             .map_err(|e| Diagnostic::error(e.to_string()))?;

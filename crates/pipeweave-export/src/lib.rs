@@ -1,14 +1,19 @@
 //! Plan formats in and out: actions, PyTorch CSV, JSON plan, Chrome trace.
 //!
 //! This is the only crate that knows output formats. It never reads files itself: readers take the
-//! text and a `FileId`, and return a plan or diagnostics with spans; writers return the text or,
-//! when a format cannot express the plan, a diagnostic saying why and what to use instead.
+//! text and a `FileId`, and return a plan or diagnostics with spans; writers take a
+//! [`ValidPlan`](pipeweave_check::ValidPlan) (a plan is validated before it is exported) and return
+//! the text or, when a format cannot express the plan, a diagnostic saying why and what to use
+//! instead. [`unvalidated`] has the two plan formats' writers for plans not known to be valid.
+
+#![warn(missing_docs)]
 
 pub mod actions;
 pub mod json;
 mod json_text;
 pub mod pytorch;
 pub mod trace;
+pub mod unvalidated;
 
 pub use actions::{ActionsFile, read_actions, write_actions};
 pub use json::{PlanJson, read_json, write_json};

@@ -13,7 +13,8 @@
 //! PyTorch's runtime knows one pipeline whose stages each run on one rank, with micro-batches
 //! `0..M`; plans outside that (Chimera, bidirectional DualPipe) are refused with the reason.
 
-use crate::actions::write_actions;
+use crate::actions::write_plan;
+use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::cell::push_step;
 use pipeweave_plan::{Dir, Plan, Step, lower};
@@ -89,9 +90,9 @@ fn describe_ids(ids: &[u32]) -> String {
 }
 
 /// Writes the compute-only CSV (`format="compute_only"`): the actions format of a single pipeline.
-pub fn write_pytorch(plan: &Plan) -> Result<String, Diagnostic> {
+pub fn write_pytorch(plan: &ValidPlan) -> Result<String, Diagnostic> {
     check_expressible(plan)?;
-    Ok(write_actions(plan))
+    Ok(write_plan(plan))
 }
 
 /// A pipeline message: direction, sending stage, micro-batch.
@@ -205,8 +206,8 @@ fn check_pair_order<P: IntoIterator<Item = Step>>(
 /// Writes the lowered CSV (`format="compute_comms"`) that 2.15's runtime executes as written.
 ///
 /// Refused when the plan has several pipelines, micro-batches not numbered from 0, or messages
-/// that PyTorch's per-rank-pair matching would mix up (see [`check_pair_order`]).
-pub fn write_pytorch_comms(plan: &Plan) -> Result<String, Diagnostic> {
+/// that PyTorch's per-rank-pair matching would mix up (see `check_pair_order`).
+pub fn write_pytorch_comms(plan: &ValidPlan) -> Result<String, Diagnostic> {
     check_expressible(plan)?;
     let lowered = lower(plan);
     check_pair_order(plan, lowered.programs())?;

@@ -13,8 +13,9 @@
 //! many microseconds one unit of the timeline is (1e6 for a timeline in seconds).
 
 use crate::json_text::{push_f64, push_str, push_uint};
+use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::Diagnostic;
-use pipeweave_plan::cell::{push_action, push_op, push_step};
+use pipeweave_plan::cell::{push_action, push_op, push_step, push_step_with_peer};
 use pipeweave_plan::{Action, Dir, Kind, LoweredPlan, Plan, Sent, Step, Timing, lower};
 use std::collections::HashMap;
 
@@ -164,7 +165,7 @@ type Flow = (u32, f64, u32, f64);
 
 /// Writes the Chrome trace of a plan run along `timing`.
 pub fn write_chrome_trace(
-    plan: &Plan,
+    plan: &ValidPlan,
     timing: &Timing,
     us_per_unit: f64,
 ) -> Result<String, Diagnostic> {
@@ -513,9 +514,7 @@ impl Trace {
                     mb,
                     peer: to,
                 };
-                push_step(&mut self.out, &send);
-                self.raw(" to rank ");
-                push_uint(&mut self.out, to.into());
+                push_step_with_peer(&mut self.out, &send);
                 "send"
             }
             Comm::Recv {
@@ -533,9 +532,7 @@ impl Trace {
                     mb,
                     peer: from,
                 };
-                push_step(&mut self.out, &recv);
-                self.raw(" from rank ");
-                push_uint(&mut self.out, from.into());
+                push_step_with_peer(&mut self.out, &recv);
                 "recv"
             }
             Comm::Reduce { stage, .. } => {

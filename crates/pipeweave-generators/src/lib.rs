@@ -5,6 +5,8 @@
 //! that export the [`Generator`] implementations below with `export_plugin!`. Nothing here depends
 //! on anything under `plugins/`.
 
+#![warn(missing_docs)]
+
 mod chimera;
 mod dual;
 

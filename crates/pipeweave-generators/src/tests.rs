@@ -1,19 +1,7 @@
 //! Unit tests of the generators: requirements, small orders by hand, structural laws.
 
 use crate::*;
-use pipeweave_plan::{Action, Plan};
-
-fn rows(plan: &Plan) -> Vec<String> {
-    plan.programs()
-        .iter()
-        .map(|p| {
-            p.iter()
-                .map(Action::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .collect()
-}
+use pipeweave_plan::testing::program_lines;
 
 #[test]
 fn requirements_are_plain_errors() {
@@ -99,7 +87,7 @@ fn chimera_forward_doubling_puts_two_microbatches_in_every_slot() {
     };
     let doubled = chimera(4, 8, opts).unwrap();
     assert_eq!(
-        rows(&doubled)[0],
+        program_lines(&doubled)[0],
         "0F0,0F1,0F2,0F3,7F4,7F5,7B4,7B5,7F6,7F7,7B6,7B7,0B0,0B1,0B2,0B3"
     );
     assert_eq!(doubled.pipelines()[0].microbatches, [0, 1, 2, 3]);
@@ -110,7 +98,7 @@ fn chimera_basic_unit_is_the_authors_table() {
     // formulas.md, D = 4, M = 4, in the global numbering (down stages 0..3, up stages 4..7).
     let plan = chimera(4, 4, ChimeraOptions::default()).unwrap();
     assert_eq!(
-        rows(&plan),
+        program_lines(&plan),
         [
             "0F0,0F1,7F2,7B2,7F3,7B3,0B0,0B1",
             "1F0,6F2,1F1,6F3,6B2,1B0,6B3,1B1",
@@ -126,7 +114,7 @@ fn dualpipe_middle_rank_runs_its_first_pair_apart() {
     // P = 2: both ranks are middle ranks (h = H − 1 = 0).
     let plan = dualpipe(2, 4, DualOptions::default()).unwrap();
     assert_eq!(
-        rows(&plan),
+        program_lines(&plan),
         [
             "0F0,3F2,0F1,3B2,(3F3;0B0)OVERLAP_F_B,3B3,0I1,0W1",
             "2F2,1F0,2F3,1B0,(1F1;2B2)OVERLAP_F_B,1B1,2I3,2W3",
@@ -138,7 +126,7 @@ fn dualpipe_middle_rank_runs_its_first_pair_apart() {
 fn dualpipev_on_one_rank_is_a_v_of_two_stages() {
     let plan = dualpipev(1, 2, DualOptions::default()).unwrap();
     assert_eq!(
-        rows(&plan),
+        program_lines(&plan),
         ["0F0,1F0,0F1,1B0,(1F1;0B0)OVERLAP_F_B,1B1,0I1,0W1"]
     );
     assert_eq!(plan.pipelines()[0].placement, [0, 0]);

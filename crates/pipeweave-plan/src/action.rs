@@ -1,7 +1,5 @@
-//! Compute actions: F, B, I, W on one stage and micro-batch, and overlapped F&B pairs.
-
-use crate::cell;
-use std::fmt;
+//! Compute actions: F, B, I, W on one stage and micro-batch, and overlapped F&B pairs (their cell
+//! text, and `Display`, in `cell.rs`).
 
 /// The kind of a compute action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -49,22 +47,19 @@ impl Kind {
 /// One compute operation: a kind on a global stage for a global micro-batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Op {
+    /// The global stage (pipeline j's position q is stage j·S + q).
     pub stage: u32,
+    /// What it computes.
     pub kind: Kind,
+    /// The global micro-batch.
     pub mb: u32,
 }
 
 impl Op {
+    /// The `kind` op of `stage` for micro-batch `mb`.
     #[inline]
     pub fn new(stage: u32, kind: Kind, mb: u32) -> Op {
         Op { stage, kind, mb }
-    }
-}
-
-impl fmt::Display for Op {
-    /// PyTorch's cell form: `<stage><kind><micro-batch>`, e.g. `3I0` (see [`crate::cell`]).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        cell::fmt_cell(f, |out| cell::push_op(out, *self))
     }
 }
 
@@ -75,7 +70,12 @@ pub enum Action {
     One(Op),
     /// A forward and a backward (B or I) of other micro-batches started together and overlapped,
     /// as DualPipe's F&B: the pair starts once the inputs of both halves have arrived.
-    Pair { f: Op, b: Op },
+    Pair {
+        /// The forward.
+        f: Op,
+        /// The backward (B or I).
+        b: Op,
+    },
 }
 
 impl Action {
@@ -88,6 +88,7 @@ impl Action {
         }
     }
 
+    /// Whether this is an overlapped pair.
     #[inline]
     pub fn is_pair(&self) -> bool {
         matches!(self, Action::Pair { .. })
@@ -113,12 +114,5 @@ impl Iterator for Ops {
 impl From<Op> for Action {
     fn from(op: Op) -> Action {
         Action::One(op)
-    }
-}
-
-impl fmt::Display for Action {
-    /// PyTorch's cell form; a pair is `(<F op>;<B or I op>)OVERLAP_F_B` (see [`crate::cell`]).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        cell::fmt_cell(f, |out| cell::push_action(out, self))
     }
 }

@@ -11,7 +11,8 @@
 //! diagnostics. Ids are decimal; leading zeros are accepted and never written.
 
 use crate::action::{Action, Kind, Op};
-use crate::lowered::{Dir, Step};
+use crate::lowered::Step;
+use crate::plan::Dir;
 use std::fmt;
 use std::ops::Range;
 
@@ -152,11 +153,45 @@ pub fn push_step(out: &mut Vec<u8>, step: &Step) {
     }
 }
 
+/// Writes `step`'s cell followed by its peer, as messages and traces name a transfer:
+/// `0SEND_F0 to rank 1`, `0WAIT_SEND_F0 to rank 1`, `1RECV_F0 from rank 0`; any other step as its
+/// cell alone.
+// Always inlined, as `push_step` is: each call site folds the match for the step it builds.
+#[inline(always)]
+pub fn push_step_with_peer(out: &mut Vec<u8>, step: &Step) {
+    push_step(out, step);
+    let (words, peer): (&[u8], u32) = match *step {
+        Step::Recv { peer, .. } => (b" from rank ", peer),
+        Step::Send { peer, .. } | Step::WaitSend { peer, .. } => (b" to rank ", peer),
+        _ => return,
+    };
+    out.extend_from_slice(words);
+    push_uint(out, peer.into());
+}
+
+impl fmt::Display for Op {
+    /// PyTorch's cell form: `<stage><kind><micro-batch>`, e.g. `3I0`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt_cell(f, |out| push_op(out, *self))
+    }
+}
+
+impl fmt::Display for Action {
+    /// PyTorch's cell form; a pair is `(<F op>;<B or I op>)OVERLAP_F_B`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt_cell(f, |out| push_action(out, self))
+    }
+}
+
+impl fmt::Display for Step {
+    /// PyTorch's `compute_comms` cell form (see [`push_step`]).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt_cell(f, |out| push_step(out, self))
+    }
+}
+
 /// Writes a cell to a formatter through the writer (the `Display` of ops, actions and steps).
-pub(crate) fn fmt_cell(
-    f: &mut fmt::Formatter<'_>,
-    write: impl FnOnce(&mut Vec<u8>),
-) -> fmt::Result {
+fn fmt_cell(f: &mut fmt::Formatter<'_>, write: impl FnOnce(&mut Vec<u8>)) -> fmt::Result {
     let mut buf = Vec::with_capacity(MAX_CELL_LEN);
     write(&mut buf);
     // Cells are ASCII.
@@ -193,35 +228,73 @@ impl Id {
 /// What is wrong in a cell.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CellErrorKind {
-    /// No digits where an op starts; `found` is what stands there (`None`: the end of the cell).
-    ExpectedStage { found: Option<char> },
+    /// No digits where an op starts.
+    ExpectedStage {
+        /// What stands there (`None`: the end of the cell).
+        found: Option<char>,
+    },
     /// A number that does not fit in 32 bits.
-    TooLarge { id: Id, digits: String },
+    TooLarge {
+        /// Which number.
+        id: Id,
+        /// Its digits as written.
+        digits: String,
+    },
     /// A micro-batch id above the reader's bound.
-    MicrobatchAbove { mb: u32, max: u32 },
+    MicrobatchAbove {
+        /// The id.
+        mb: u32,
+        /// The largest id the reader takes.
+        max: u32,
+    },
     /// The cell ends after the stage.
-    ExpectedKind { stage: u32 },
-    /// One of PyTorch's communication or sharding actions, where a compute action belongs.
-    NotCompute { name: &'static str },
-    /// A letter that is not F, B, I or W.
-    UnknownKind { letter: char },
-    /// No digits after the kind; `found` as for [`CellErrorKind::ExpectedStage`].
-    ExpectedMicrobatch {
+    ExpectedKind {
+        /// The stage read.
         stage: u32,
+    },
+    /// One of PyTorch's communication or sharding actions, where a compute action belongs.
+    NotCompute {
+        /// The action's name (`SEND_F`, `UNSHARD`, ...).
+        name: &'static str,
+    },
+    /// A letter that is not F, B, I or W.
+    UnknownKind {
+        /// The letter.
         letter: char,
+    },
+    /// No digits after the kind.
+    ExpectedMicrobatch {
+        /// The stage read.
+        stage: u32,
+        /// The kind's letter read.
+        letter: char,
+        /// What stands there, as for [`CellErrorKind::ExpectedStage`].
         found: Option<char>,
     },
     /// Text after a whole op.
-    Trailing { rest: String, op: String },
-    /// A cell starting with `(` that does not end with [`PAIR_SUFFIX`]; `found` is the text from
-    /// its first `)` on, if it has one.
-    PairEnd { found: Option<String> },
+    Trailing {
+        /// The text after the op.
+        rest: String,
+        /// The op read, as written.
+        op: String,
+    },
+    /// A cell starting with `(` that does not end with [`PAIR_SUFFIX`].
+    PairEnd {
+        /// The text from the cell's first `)` on, if it has one.
+        found: Option<String>,
+    },
     /// A pair without the `;` between its ops.
     PairSeparator,
     /// A pair whose first op is not a forward.
-    PairForwardFirst { found: Kind },
+    PairForwardFirst {
+        /// The first op's kind.
+        found: Kind,
+    },
     /// A pair whose second op is not a B or an I.
-    PairBackwardSecond { found: Kind },
+    PairBackwardSecond {
+        /// The second op's kind.
+        found: Kind,
+    },
 }
 
 /// `` `c` `` or "the end of the cell".

@@ -7,6 +7,8 @@
 //! every stage sits on an existing rank, micro-batches belong to one pipeline each) but its programs
 //! may still be wrong: deciding that is the job of `pipeweave-check`.
 
+#![warn(missing_docs)]
+
 mod action;
 pub mod cell;
 mod lower;
@@ -16,8 +18,8 @@ mod timing;
 
 pub use action::{Action, Kind, Op, Ops};
 pub use lower::lower;
-pub use lowered::{Dir, LoweredPlan, Reduction, Sent, Step, Steps};
-pub use plan::{Pipeline, Plan, PlanError};
+pub use lowered::{LoweredPlan, Reduction, Sent, Step, Steps};
+pub use plan::{Dir, Pipeline, Plan, PlanError};
 pub use timing::{Interval, Timing, TimingError};
 
 #[cfg(any(test, feature = "testing"))]

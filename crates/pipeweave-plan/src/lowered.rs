@@ -5,60 +5,60 @@
 //! Built by [`crate::lower`]; the rules of where each step goes are there.
 
 use crate::action::Action;
-use crate::cell;
-use crate::plan::Plan;
+use crate::plan::{Dir, Plan};
 use std::fmt;
-
-/// The direction of a transfer: activations flow forward, gradients backward.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Dir {
-    Fwd,
-    Bwd,
-}
 
 /// One entry of a lowered program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Step {
+    /// A compute action of the plan.
     Compute(Action),
     /// Receive the input of `stage` for `mb` from `peer` (PyTorch `RECV_F` / `RECV_B`: the stage is
     /// the receiving one).
     Recv {
+        /// Activations or gradients.
         dir: Dir,
+        /// The receiving stage.
         stage: u32,
+        /// The micro-batch.
         mb: u32,
+        /// The sending rank.
         peer: u32,
     },
     /// Send the output of `stage` for `mb` to `peer` (PyTorch `SEND_F` / `SEND_B`: the stage is the
     /// sending one).
     Send {
+        /// Activations or gradients.
         dir: Dir,
+        /// The sending stage.
         stage: u32,
+        /// The micro-batch.
         mb: u32,
+        /// The receiving rank.
         peer: u32,
     },
     /// Wait until the send with the same fields has been matched by the peer.
     WaitSend {
+        /// As the send's.
         dir: Dir,
+        /// As the send's: the sending stage.
         stage: u32,
+        /// As the send's.
         mb: u32,
+        /// As the send's: the receiving rank.
         peer: u32,
     },
     /// Launch the reduction of the gradients of `stage` (across the replicas of its part, and
     /// data-parallel ranks).
     ReduceGrad {
+        /// The stage whose gradients are reduced.
         stage: u32,
     },
     /// Wait for that reduction (PyTorch `WAIT_REDUCE_GRAD`, right after the launch by default).
     WaitReduceGrad {
+        /// The stage whose reduction is waited for.
         stage: u32,
     },
-}
-
-impl fmt::Display for Step {
-    /// PyTorch's `compute_comms` cell form (see [`crate::cell::push_step`]).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        cell::fmt_cell(f, |out| cell::push_step(out, self))
-    }
 }
 
 /// A plan's programs with communication added.

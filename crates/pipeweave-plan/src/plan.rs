@@ -1,7 +1,6 @@
 //! The plan: ranks, pipelines with their placement and micro-batches, and one program per rank.
 
 use crate::action::Action;
-use crate::lowered::Dir;
 use std::fmt;
 
 /// A chain of stages that carries its own micro-batches.
@@ -16,31 +15,61 @@ pub struct Pipeline {
     pub microbatches: Vec<u32>,
 }
 
+/// The direction of a transfer: activations flow forward, gradients backward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Dir {
+    /// Activations, from a stage to the next.
+    Fwd,
+    /// Gradients, from a stage to the previous one.
+    Bwd,
+}
+
 /// What makes a plan structurally impossible (independent of its programs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PlanError {
+    /// Zero ranks.
     NoRanks,
+    /// No pipeline.
     NoPipelines,
+    /// Pipelines of zero stages.
     NoStages,
+    /// More stages than fit in 32 bits, or a micro-batch id above 2²⁸ (the per-micro-batch tables
+    /// of the passes would not fit in memory).
     TooLarge,
+    /// A pipeline whose placement differs in length from the first pipeline's.
     PlacementLength {
+        /// The pipeline.
         pipeline: u32,
+        /// How many positions it places.
         found: usize,
+        /// How many the first pipeline places.
         expected: u32,
     },
+    /// A stage placed on a rank the plan does not have.
     RankOutOfRange {
+        /// The pipeline.
         pipeline: u32,
+        /// The stage's position in it.
         position: u32,
+        /// The rank it is placed on.
         rank: u32,
+        /// How many ranks the plan has.
         ranks: u32,
     },
+    /// A micro-batch carried by two pipelines.
     MicrobatchInTwoPipelines {
+        /// The micro-batch.
         mb: u32,
+        /// The first pipeline that carries it.
         first: u32,
+        /// The second.
         second: u32,
     },
+    /// A number of programs other than the number of ranks.
     ProgramCount {
+        /// How many programs were given.
         found: usize,
+        /// How many ranks the plan has.
         ranks: u32,
     },
 }
@@ -207,6 +236,7 @@ impl Plan {
         )
     }
 
+    /// P: the number of ranks (one program each).
     #[inline]
     pub fn ranks(&self) -> u32 {
         self.ranks
@@ -218,6 +248,7 @@ impl Plan {
         self.stages_per_pipeline
     }
 
+    /// The pipelines, in global stage order (pipeline j holds stages j·S to j·S + S − 1).
     pub fn pipelines(&self) -> &[Pipeline] {
         &self.pipelines
     }
@@ -227,11 +258,13 @@ impl Plan {
         self.pipelines.len() as u32
     }
 
+    /// Every rank's program, indexed by rank.
     #[inline]
     pub fn programs(&self) -> &[Vec<Action>] {
         &self.programs
     }
 
+    /// Rank `rank`'s program (the rank must exist).
     #[inline]
     pub fn program(&self, rank: u32) -> &[Action] {
         &self.programs[rank as usize]
@@ -260,6 +293,7 @@ impl Plan {
             .sum()
     }
 
+    /// Whether `stage` is a global stage id of the plan.
     #[inline]
     pub fn is_stage(&self, stage: u32) -> bool {
         stage < self.num_stages()

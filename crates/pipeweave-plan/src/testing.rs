@@ -1,5 +1,5 @@
-//! Proptest strategies for random plans, shared by the tests of every crate that takes plans
-//! (feature `testing`; never part of a normal build).
+//! Proptest strategies for random plans, and textbook 1F1B, shared by the tests and benchmarks of
+//! every crate that takes plans (feature `testing`; never part of a normal build).
 //!
 //! Pipeline j of a generated plan carries micro-batches j·m … j·m+m−1. Ops are drawn from bounds
 //! the caller gives, which may lie beyond the plan's stages and micro-batches: passes that must
@@ -78,6 +78,42 @@ pub fn edited_gpipe() -> impl Strategy<Value = Plan> {
             Plan::new(ranks, pipelines(placement, m), programs).expect("generated structure")
         })
     })
+}
+
+/// Textbook 1F1B on `p` ranks with `m` micro-batches, one stage per rank: rank r warms up with
+/// min(P − r − 1, M) forwards, then alternates one forward and one backward, then cools down with
+/// the backwards left. The plan the benchmarks and the cost-model tests run.
+pub fn one_f_one_b(p: u32, m: u32) -> Plan {
+    let programs = (0..p)
+        .map(|r| {
+            let warmup = (p - r - 1).min(m);
+            let f = |mb| Action::One(Op::new(r, Kind::F, mb));
+            let b = |mb| Action::One(Op::new(r, Kind::B, mb));
+            let mut program: Vec<Action> = Vec::with_capacity(2 * m as usize);
+            program.extend((0..warmup).map(f));
+            for i in 0..m - warmup {
+                program.push(f(warmup + i));
+                program.push(b(i));
+            }
+            program.extend((m - warmup..m).map(b));
+            program
+        })
+        .collect();
+    Plan::single(p, (0..p).collect(), m, programs).expect("1F1B has a valid structure")
+}
+
+/// Each rank's program as one line of comma-separated cells, as the actions format writes it
+/// (without the newlines): what tests compare orders with.
+pub fn program_lines(plan: &Plan) -> Vec<String> {
+    plan.programs()
+        .iter()
+        .map(|p| {
+            p.iter()
+                .map(Action::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect()
 }
 
 /// GPipe's programs on `ranks` ranks for pipelines placed by `placement`, with `m` micro-batches

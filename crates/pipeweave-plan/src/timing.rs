@@ -30,17 +30,28 @@ pub enum TimingError {
     /// The makespan is negative or not finite.
     Makespan(f64),
     /// The timing has another number of ranks than the plan.
-    Ranks { found: usize, expected: u32 },
+    Ranks {
+        /// How many ranks the timing has.
+        found: usize,
+        /// How many the plan has.
+        expected: u32,
+    },
     /// A rank has another number of intervals than actions.
     Intervals {
+        /// The rank.
         rank: usize,
+        /// How many intervals the timing gives it.
         found: usize,
+        /// How many actions its program has.
         expected: usize,
     },
     /// An interval is not finite or ends before it starts.
     Interval {
+        /// The rank.
         rank: usize,
+        /// The action's position in the rank's program.
         action: usize,
+        /// The interval.
         interval: Interval,
     },
 }

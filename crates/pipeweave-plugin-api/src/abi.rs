@@ -24,8 +24,11 @@ pub type EntryFn = unsafe extern "C" fn() -> *const PluginEntry;
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct Buffer {
+    /// The first byte (null for the empty buffer).
     pub ptr: *mut u8,
+    /// How many bytes are filled.
     pub len: usize,
+    /// How many bytes the plugin allocated (what it needs to free them).
     pub capacity: usize,
 }
 

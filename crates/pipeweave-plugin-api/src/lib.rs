@@ -11,6 +11,8 @@
 //! (`pipeweave-plugin-host`) checks the ABI version first, converts the reply into a
 //! `pipeweave_plan::Plan` and validates it before anyone uses it. This crate does no loading.
 
+#![warn(missing_docs)]
+
 pub mod abi;
 #[doc(hidden)]
 pub mod ffi;

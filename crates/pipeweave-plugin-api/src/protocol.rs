@@ -31,9 +31,14 @@
 //! Unknown kinds and keys are errors: a newer message is refused instead of half read. The codec
 //! converts explicitly to and from the core types; nothing in `pipeweave-plan` is serializable.
 
-use pipeweave_plan::cell::{parse_action, push_action, push_uint};
+mod decode;
+mod encode;
+
+pub use decode::{decode_metadata, decode_request, decode_response};
+pub use encode::{encode_metadata, encode_request, encode_response};
+
 use pipeweave_plan::{Action, Pipeline, Plan, PlanError};
-use std::fmt::{self, Write as _};
+use std::fmt;
 
 /// The version of the message format, written on the first line of every message.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -59,21 +64,31 @@ pub struct Metadata {
 /// One parameter: its name, type, default and constraints.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParamSpec {
+    /// The name, as `--set NAME=VALUE` takes it.
     pub name: String,
+    /// One line saying what it changes (may be empty).
     pub help: String,
+    /// Its type, default and constraints.
     pub kind: ParamKind,
 }
 
 /// The type of a parameter with its default and constraints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParamKind {
+    /// `true` or `false`.
     Bool {
+        /// The value when the user sets none.
         default: bool,
     },
+    /// A whole number (64-bit, may be negative).
     Int {
+        /// The value when the user sets none.
         default: i64,
+        /// The least value allowed, if any.
         min: Option<i64>,
+        /// The greatest value allowed, if any.
         max: Option<i64>,
+        /// Values must be multiples of this, if set (0 allows any).
         multiple_of: Option<i64>,
     },
 }
@@ -81,7 +96,9 @@ pub enum ParamKind {
 /// A parameter value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Value {
+    /// The value of a `bool` parameter.
     Bool(bool),
+    /// The value of an `int` parameter.
     Int(i64),
 }
 
@@ -95,6 +112,7 @@ impl fmt::Display for Value {
 }
 
 impl ParamSpec {
+    /// A `bool` parameter `name` with its `default` and `help`.
     pub fn bool(name: &str, default: bool, help: &str) -> ParamSpec {
         ParamSpec {
             name: name.to_owned(),
@@ -103,6 +121,7 @@ impl ParamSpec {
         }
     }
 
+    /// An `int` parameter `name` with its `default` and `help`, unconstrained (see [`ParamSpec::constrained`]).
     pub fn int(name: &str, default: i64, help: &str) -> ParamSpec {
         ParamSpec {
             name: name.to_owned(),
@@ -134,6 +153,7 @@ impl ParamSpec {
         self
     }
 
+    /// The value when the user sets none.
     pub fn default_value(&self) -> Value {
         match self.kind {
             ParamKind::Bool { default } => Value::Bool(default),
@@ -238,6 +258,7 @@ impl ParamSpec {
 }
 
 impl Metadata {
+    /// The declared parameter called `name`, if any.
     pub fn param(&self, name: &str) -> Option<&ParamSpec> {
         self.params.iter().find(|p| p.name == name)
     }
@@ -246,13 +267,16 @@ impl Metadata {
 /// What the host asks a plugin to build.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
+    /// P: the number of ranks.
     pub ranks: u32,
+    /// M: micro-batches per step, over all pipelines.
     pub microbatches: u32,
     /// One value per declared parameter (the host fills in defaults), in declaration order.
     pub params: Vec<(String, Value)>,
 }
 
 impl Request {
+    /// The value the request carries for `name`, if any.
     pub fn value(&self, name: &str) -> Option<Value> {
         self.params.iter().find(|(n, _)| n == name).map(|&(_, v)| v)
     }
@@ -281,12 +305,16 @@ impl Request {
 /// A plan as it travels: the same content as a [`Plan`], before its structure is checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanMessage {
+    /// The number of ranks.
     pub ranks: u32,
+    /// The pipelines with their placement and micro-batches.
     pub pipelines: Vec<Pipeline>,
+    /// Every rank's program, in rank order.
     pub programs: Vec<Vec<Action>>,
 }
 
 impl PlanMessage {
+    /// The message carrying `plan`.
     pub fn from_plan(plan: &Plan) -> PlanMessage {
         PlanMessage {
             ranks: plan.ranks(),
@@ -304,6 +332,7 @@ impl PlanMessage {
 /// A plugin's answer to a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Response {
+    /// The plan built for the request.
     Plan(PlanMessage),
     /// The plugin refused, in plain words (e.g. an unmet requirement).
     Error(String),
@@ -314,6 +343,7 @@ pub enum Response {
 pub struct DecodeError {
     /// 1-based line number (0 when the message is not text at all).
     pub line: usize,
+    /// What is wrong, lowercase without a trailing period.
     pub message: String,
 }
 
@@ -328,480 +358,3 @@ impl fmt::Display for DecodeError {
 }
 
 impl std::error::Error for DecodeError {}
-
-// ---------------------------------------------------------------------------------------------
-// Encoding
-
-fn header(out: &mut String, kind: &str) {
-    let _ = writeln!(out, "{MAGIC} {PROTOCOL_VERSION}\n{kind}");
-}
-
-fn escape(text: &str) -> String {
-    let mut s = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\\' => s.push_str("\\\\"),
-            '\n' => s.push_str("\\n"),
-            '\r' => s.push_str("\\r"),
-            c => s.push(c),
-        }
-    }
-    s
-}
-
-/// Appends numbers separated by commas (plans hold many; `write!` costs several times more).
-fn join_numbers(out: &mut Vec<u8>, numbers: &[u32]) {
-    for (i, &n) in numbers.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        push_uint(out, n.into());
-    }
-}
-
-pub fn encode_metadata(meta: &Metadata) -> Vec<u8> {
-    let mut out = String::new();
-    header(&mut out, "metadata");
-    let _ = writeln!(out, "name {}", escape(&meta.name));
-    let _ = writeln!(out, "version {}", escape(&meta.version));
-    let _ = writeln!(out, "description {}", escape(&meta.description));
-    let _ = writeln!(out, "requires {}", escape(&meta.requires));
-    for p in &meta.params {
-        match p.kind {
-            ParamKind::Bool { default } => {
-                let _ = write!(out, "param {} bool {default}", escape(&p.name));
-            }
-            ParamKind::Int {
-                default,
-                min,
-                max,
-                multiple_of,
-            } => {
-                let _ = write!(out, "param {} int {default}", escape(&p.name));
-                if let Some(v) = min {
-                    let _ = write!(out, " min={v}");
-                }
-                if let Some(v) = max {
-                    let _ = write!(out, " max={v}");
-                }
-                if let Some(v) = multiple_of {
-                    let _ = write!(out, " multiple_of={v}");
-                }
-            }
-        }
-        out.push('\n');
-        if !p.help.is_empty() {
-            let _ = writeln!(out, "param-help {}", escape(&p.help));
-        }
-    }
-    out.push_str("end\n");
-    out.into_bytes()
-}
-
-pub fn encode_request(req: &Request) -> Vec<u8> {
-    let mut out = String::new();
-    header(&mut out, "request");
-    let _ = writeln!(
-        out,
-        "ranks {}\nmicrobatches {}",
-        req.ranks, req.microbatches
-    );
-    for (name, value) in &req.params {
-        let _ = writeln!(out, "set {} {value}", escape(name));
-    }
-    out.push_str("end\n");
-    out.into_bytes()
-}
-
-pub fn encode_response(resp: &Response) -> Vec<u8> {
-    let mut out = String::new();
-    match resp {
-        Response::Error(message) => {
-            header(&mut out, "error");
-            let _ = writeln!(out, "message {}", escape(message));
-            out.push_str("end\n");
-            out.into_bytes()
-        }
-        Response::Plan(plan) => {
-            header(&mut out, "plan");
-            let _ = writeln!(out, "ranks {}", plan.ranks);
-            // Plans are large: the body is written as bytes, all ASCII.
-            let mut out = out.into_bytes();
-            for p in &plan.pipelines {
-                out.extend_from_slice(b"pipeline placement=");
-                join_numbers(&mut out, &p.placement);
-                out.extend_from_slice(b" microbatches=");
-                join_numbers(&mut out, &p.microbatches);
-                out.push(b'\n');
-            }
-            for program in &plan.programs {
-                out.extend_from_slice(b"program");
-                for (i, a) in program.iter().enumerate() {
-                    out.push(if i == 0 { b' ' } else { b',' });
-                    push_action(&mut out, a);
-                }
-                out.push(b'\n');
-            }
-            out.extend_from_slice(b"end\n");
-            out
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Decoding
-
-struct Reader<'a> {
-    lines: std::iter::Peekable<std::iter::Enumerate<std::str::Split<'a, char>>>,
-    last_line: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn new(bytes: &'a [u8], kind: &str) -> Result<Reader<'a>, DecodeError> {
-        let text = std::str::from_utf8(bytes).map_err(|e| DecodeError {
-            line: 0,
-            message: format!(
-                "not UTF-8 text (invalid byte at offset {})",
-                e.valid_up_to()
-            ),
-        })?;
-        // The final newline ends the last line; it does not start an empty one.
-        let text = text.strip_suffix('\n').unwrap_or(text);
-        let mut r = Reader {
-            lines: text.split('\n').enumerate().peekable(),
-            last_line: 0,
-        };
-        let (n, first) = r.line()?;
-        let Some(version) = first.strip_prefix(MAGIC).and_then(|v| v.strip_prefix(' ')) else {
-            return Err(err(
-                n,
-                format!(
-                    "expected `{MAGIC} {PROTOCOL_VERSION}`, found `{}`",
-                    shorten(first)
-                ),
-            ));
-        };
-        if version != PROTOCOL_VERSION.to_string() {
-            return Err(err(
-                n,
-                format!(
-                    "protocol version `{}`, but this pipeweave reads version {PROTOCOL_VERSION}",
-                    shorten(version)
-                ),
-            ));
-        }
-        let (n, found) = r.line()?;
-        if found != kind {
-            return Err(err(
-                n,
-                format!("expected a `{kind}` message, found `{}`", shorten(found)),
-            ));
-        }
-        Ok(r)
-    }
-
-    /// The next line with its 1-based number.
-    fn line(&mut self) -> Result<(usize, &'a str), DecodeError> {
-        match self.lines.next() {
-            Some((i, line)) => {
-                self.last_line = i + 1;
-                Ok((i + 1, line))
-            }
-            None => Err(err(
-                self.last_line,
-                "the message ends without `end`".to_owned(),
-            )),
-        }
-    }
-
-    /// The next line split into key and value; `None` at `end`.
-    fn field(&mut self) -> Result<Option<(usize, &'a str, &'a str)>, DecodeError> {
-        let (n, line) = self.line()?;
-        if line == "end" {
-            self.finish()?;
-            return Ok(None);
-        }
-        let (key, value) = line.split_once(' ').unwrap_or((line, ""));
-        Ok(Some((n, key, value)))
-    }
-
-    fn peek_key(&mut self) -> Option<&'a str> {
-        self.lines
-            .peek()
-            .map(|(_, line)| line.split_once(' ').map_or(*line, |(k, _)| k))
-    }
-
-    fn finish(&mut self) -> Result<(), DecodeError> {
-        for (i, line) in self.lines.by_ref() {
-            if !line.is_empty() {
-                return Err(err(i + 1, "text after `end`".to_owned()));
-            }
-        }
-        Ok(())
-    }
-
-    fn expect(&mut self, key: &str) -> Result<(usize, &'a str), DecodeError> {
-        match self.field()? {
-            Some((n, k, v)) if k == key => Ok((n, v)),
-            Some((n, k, _)) => Err(err(n, format!("expected `{key}`, found `{}`", shorten(k)))),
-            None => Err(err(
-                self.last_line,
-                format!("expected `{key}` before `end`"),
-            )),
-        }
-    }
-}
-
-fn err(line: usize, message: String) -> DecodeError {
-    DecodeError { line, message }
-}
-
-/// A prefix of untrusted text for an error message.
-fn shorten(text: &str) -> String {
-    let mut s: String = text.chars().take(40).collect();
-    if s.len() < text.len() {
-        s.push('…');
-    }
-    s
-}
-
-fn unescape(n: usize, text: &str) -> Result<String, DecodeError> {
-    let mut s = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            s.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('\\') => s.push('\\'),
-            Some('n') => s.push('\n'),
-            Some('r') => s.push('\r'),
-            other => {
-                let found = other.map_or("end of line".to_owned(), |c| format!("`\\{c}`"));
-                return Err(err(n, format!("unknown escape {found}")));
-            }
-        }
-    }
-    Ok(s)
-}
-
-fn number(n: usize, what: &str, text: &str) -> Result<u32, DecodeError> {
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(err(
-            n,
-            format!("{what} must be a whole number, found `{}`", shorten(text)),
-        ));
-    }
-    text.parse()
-        .map_err(|_| err(n, format!("{what} `{}` is too large", shorten(text))))
-}
-
-fn signed(n: usize, what: &str, text: &str) -> Result<i64, DecodeError> {
-    text.parse().map_err(|_| {
-        err(
-            n,
-            format!("{what} must be a whole number, found `{}`", shorten(text)),
-        )
-    })
-}
-
-fn number_list(n: usize, what: &str, text: &str) -> Result<Vec<u32>, DecodeError> {
-    if text.is_empty() {
-        return Ok(Vec::new());
-    }
-    text.split(',').map(|t| number(n, what, t)).collect()
-}
-
-pub fn decode_metadata(bytes: &[u8]) -> Result<Metadata, DecodeError> {
-    let mut r = Reader::new(bytes, "metadata")?;
-    let (n, name) = r.expect("name")?;
-    let name = unescape(n, name)?;
-    if name.is_empty() {
-        return Err(err(n, "the plugin name is empty".to_owned()));
-    }
-    let (n, version) = r.expect("version")?;
-    let version = unescape(n, version)?;
-    let (n, description) = r.expect("description")?;
-    let description = unescape(n, description)?;
-    let (n, requires) = r.expect("requires")?;
-    let requires = unescape(n, requires)?;
-    let mut params: Vec<ParamSpec> = Vec::new();
-    while let Some((n, key, value)) = r.field()? {
-        if key != "param" {
-            return Err(err(
-                n,
-                format!("expected `param` or `end`, found `{}`", shorten(key)),
-            ));
-        }
-        let mut words = value.split(' ');
-        let name = unescape(n, words.next().unwrap_or(""))?;
-        if name.is_empty() {
-            return Err(err(n, "a parameter has no name".to_owned()));
-        }
-        if params.iter().any(|p| p.name == name) {
-            return Err(err(n, format!("parameter `{name}` is declared twice")));
-        }
-        let kind = match (words.next(), words.next()) {
-            (Some("bool"), Some("true")) => ParamKind::Bool { default: true },
-            (Some("bool"), Some("false")) => ParamKind::Bool { default: false },
-            (Some("int"), Some(d)) => {
-                let default = signed(n, "the default", d)?;
-                let (mut min, mut max, mut multiple_of) = (None, None, None);
-                for w in words.by_ref() {
-                    let (k, v) = w.split_once('=').unwrap_or((w, ""));
-                    let slot = match k {
-                        "min" => &mut min,
-                        "max" => &mut max,
-                        "multiple_of" => &mut multiple_of,
-                        _ => return Err(err(n, format!("unknown constraint `{}`", shorten(w)))),
-                    };
-                    *slot = Some(signed(n, k, v)?);
-                }
-                ParamKind::Int {
-                    default,
-                    min,
-                    max,
-                    multiple_of,
-                }
-            }
-            _ => {
-                return Err(err(
-                    n,
-                    format!("parameter `{name}` needs a type (bool or int) and a default"),
-                ));
-            }
-        };
-        if let Some(extra) = words.next() {
-            return Err(err(n, format!("unexpected `{}`", shorten(extra))));
-        }
-        let mut help = String::new();
-        if r.peek_key() == Some("param-help") {
-            let (n, text) = r.expect("param-help")?;
-            help = unescape(n, text)?;
-        }
-        let spec = ParamSpec { name, help, kind };
-        spec.check(spec.default_value())
-            .map_err(|e| err(n, format!("the default breaks the constraints: {e}")))?;
-        params.push(spec);
-    }
-    Ok(Metadata {
-        name,
-        version,
-        description,
-        requires,
-        params,
-    })
-}
-
-pub fn decode_request(bytes: &[u8]) -> Result<Request, DecodeError> {
-    let mut r = Reader::new(bytes, "request")?;
-    let (n, v) = r.expect("ranks")?;
-    let ranks = number(n, "ranks", v)?;
-    let (n, v) = r.expect("microbatches")?;
-    let microbatches = number(n, "microbatches", v)?;
-    let mut params = Vec::new();
-    while let Some((n, key, value)) = r.field()? {
-        if key != "set" {
-            return Err(err(
-                n,
-                format!("expected `set` or `end`, found `{}`", shorten(key)),
-            ));
-        }
-        let Some((name, v)) = value.split_once(' ') else {
-            return Err(err(n, "`set` needs a name and a value".to_owned()));
-        };
-        let value = match v {
-            "true" => Value::Bool(true),
-            "false" => Value::Bool(false),
-            v => Value::Int(signed(n, "a parameter value", v)?),
-        };
-        params.push((unescape(n, name)?, value));
-    }
-    Ok(Request {
-        ranks,
-        microbatches,
-        params,
-    })
-}
-
-/// Reads a `plan` or `error` message.
-pub fn decode_response(bytes: &[u8]) -> Result<Response, DecodeError> {
-    // The kind decides which reader applies; peek at it without committing.
-    let is_error = bytes
-        .split(|&b| b == b'\n')
-        .nth(1)
-        .is_some_and(|kind| kind == b"error");
-    if is_error {
-        let mut r = Reader::new(bytes, "error")?;
-        let (n, message) = r.expect("message")?;
-        let message = unescape(n, message)?;
-        if let Some((n, key, _)) = r.field()? {
-            return Err(err(n, format!("expected `end`, found `{}`", shorten(key))));
-        }
-        return Ok(Response::Error(message));
-    }
-    let mut r = Reader::new(bytes, "plan")?;
-    let (n, v) = r.expect("ranks")?;
-    let ranks = number(n, "ranks", v)?;
-    let mut pipelines = Vec::new();
-    let mut programs = Vec::new();
-    while let Some((n, key, value)) = r.field()? {
-        match key {
-            "pipeline" if programs.is_empty() => {
-                let (placement, mbs) = value.split_once(' ').unwrap_or((value, ""));
-                let Some(placement) = placement.strip_prefix("placement=") else {
-                    return Err(err(n, "expected `placement=` after `pipeline`".to_owned()));
-                };
-                let Some(mbs) = mbs.strip_prefix("microbatches=") else {
-                    return Err(err(
-                        n,
-                        "expected `microbatches=` after the placement".to_owned(),
-                    ));
-                };
-                pipelines.push(Pipeline {
-                    placement: number_list(n, "a rank", placement)?,
-                    microbatches: number_list(n, "a micro-batch", mbs)?,
-                });
-            }
-            "program" => {
-                if programs.len() as u64 >= u64::from(ranks) {
-                    return Err(err(
-                        n,
-                        format!("more than {ranks} programs for {ranks} ranks"),
-                    ));
-                }
-                let mut program = Vec::new();
-                if !value.is_empty() {
-                    for cell in value.split(',') {
-                        // Any micro-batch id: `Plan::new` bounds the plan's tables.
-                        program.push(parse_action(cell, u32::MAX).map_err(|_| {
-                            err(n, format!("`{}` is not an action", shorten(cell)))
-                        })?);
-                    }
-                }
-                programs.push(program);
-            }
-            _ => {
-                return Err(err(
-                    n,
-                    format!(
-                        "expected `pipeline`, `program` or `end`, found `{}`",
-                        shorten(key)
-                    ),
-                ));
-            }
-        }
-    }
-    if programs.len() as u64 != u64::from(ranks) {
-        return Err(err(
-            r.last_line,
-            format!("{} programs for {ranks} ranks", programs.len()),
-        ));
-    }
-    Ok(Response::Plan(PlanMessage {
-        ranks,
-        pipelines,
-        programs,
-    }))
-}

@@ -16,6 +16,8 @@
 //! (ranks, micro-batches, stages spread over every rank), its structure
 //! ([`pipeweave_plan::Plan::new`]) and its programs ([`pipeweave_check::validate`]).
 
+#![warn(missing_docs)]
+
 mod error;
 mod library;
 mod plugin;

@@ -30,10 +30,12 @@ impl Plugin {
         })
     }
 
+    /// The library file the plugin was loaded from.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// The plugin's metadata: its schedule name, description, parameters and requirements.
     pub fn metadata(&self) -> &Metadata {
         &self.metadata
     }

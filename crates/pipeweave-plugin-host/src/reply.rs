@@ -115,7 +115,7 @@ pub(crate) fn plan(
         .into_plan()
         .map_err(|e| malformed(format!("an impossible plan: {e}")))?;
     stage_spread(&plan).map_err(wrong_shape)?;
-    let problems = pipeweave_check::validate(&plan);
+    let problems = pipeweave_check::problems(&plan);
     if !problems.is_empty() {
         return Err(PluginError::InvalidPlan {
             path: path.to_path_buf(),

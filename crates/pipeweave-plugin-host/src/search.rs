@@ -19,6 +19,7 @@ pub enum Origin {
 }
 
 impl Origin {
+    /// How the origin is named in messages (`--plugin-dir`, `next to the executable`).
     pub fn describe(self) -> &'static str {
         match self {
             Origin::PluginDir => "--plugin-dir",
@@ -38,6 +39,7 @@ pub struct SearchPath {
 }
 
 impl SearchPath {
+    /// An empty search path.
     pub fn new() -> SearchPath {
         SearchPath::default()
     }
@@ -84,6 +86,7 @@ impl SearchPath {
         s
     }
 
+    /// The directories in search order, each with why it is searched.
     pub fn dirs(&self) -> impl Iterator<Item = (&Path, Origin)> {
         self.dirs.iter().map(|(d, o)| (d.as_path(), *o))
     }
@@ -190,7 +193,9 @@ pub fn find_file(file: &str, search: &SearchPath) -> Result<PathBuf, PluginError
 pub struct Found {
     /// The name from the file name (`_` where the crate had `-`).
     pub name: String,
+    /// The library file.
     pub path: PathBuf,
+    /// Why its directory was searched.
     pub origin: Origin,
 }
 

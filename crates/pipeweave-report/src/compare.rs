@@ -3,7 +3,7 @@
 //!
 //! The [`Comparison`] comes from `pipeweave-eval`; this module only formats it.
 
-use crate::format::{format_time, gib_text, percent, seconds, si};
+use crate::format::{format_time, gib_text, gpu_hours, percent, seconds, si};
 use crate::table::{
     NONE, Table, csv_field, markdown_cell, markdown_table, right_aligned, text_table,
 };
@@ -67,7 +67,7 @@ fn figure_cells(f: &Figures, units: bool) -> Vec<String> {
             seconds(f.exposed_comm_per_rank_max_s)
         ),
         si(f.tokens_per_s),
-        format!("{:.4}", f.bubble_gpu_hours_per_million_tokens),
+        gpu_hours(f.bubble_gpu_hours_per_million_tokens),
     ]);
     cells
 }

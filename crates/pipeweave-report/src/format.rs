@@ -1,6 +1,6 @@
 //! Numbers for people, one rule per quantity for every view: durations (abstract units or
-//! seconds), counts with SI suffixes, percentages, bytes in GiB, and the coordinates of SVG
-//! drawings.
+//! seconds), counts with SI suffixes, percentages, bytes in GiB, GPU-hours, and the coordinates of
+//! SVG drawings.
 
 use pipeweave_eval::TimeUnit;
 
@@ -82,9 +82,20 @@ pub fn gib(bytes: f64) -> f64 {
     bytes / (1024.0 * 1024.0 * 1024.0)
 }
 
+/// Bytes as a number of GiB with one decimal, where a heading or the sentence names the unit:
+/// `12.3`.
+pub fn gib_number(bytes: f64) -> String {
+    format!("{:.1}", gib(bytes))
+}
+
 /// Bytes as GiB with one decimal: `12.3 GiB`.
 pub fn gib_text(bytes: f64) -> String {
-    format!("{:.1} GiB", gib(bytes))
+    format!("{} GiB", gib_number(bytes))
+}
+
+/// GPU-hours (per million tokens) with four decimals: `0.0123`.
+pub fn gpu_hours(hours: f64) -> String {
+    format!("{hours:.4}")
 }
 
 /// A number with about four significant digits, trailing zeros dropped (axis ticks).
@@ -135,5 +146,7 @@ mod tests {
         assert_eq!(si(12.0), "12.0");
         assert_eq!(percent(0.2727, 2), "27.27%");
         assert_eq!(gib_text(1.5 * 1024.0 * 1024.0 * 1024.0), "1.5 GiB");
+        assert_eq!(gib_number(80e9), "74.5");
+        assert_eq!(gpu_hours(0.012_345_6), "0.0123");
     }
 }

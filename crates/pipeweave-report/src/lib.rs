@@ -3,7 +3,9 @@
 //! charts) and the self-contained HTML report, as text, Markdown, CSV, JSON, SVG and HTML.
 //!
 //! Pure functions from values to strings: the figures come from `pipeweave-eval`, the command line
-//! decides where the text goes. [`format`] holds the one rule per quantity that every view uses.
+//! decides where the text goes. [`format`](mod@format) holds the one rule per quantity that every view uses.
+
+#![warn(missing_docs)]
 
 mod compare;
 pub mod format;
@@ -22,7 +24,9 @@ pub use compare::{
     compare_title, figures_table, memory_table, tables as compare_tables, traits_table,
     volume_table,
 };
-pub use format::{TimeFormat, format_time, gib, gib_text, percent, seconds, si};
+pub use format::{
+    TimeFormat, format_time, gib, gib_number, gib_text, gpu_hours, percent, seconds, si,
+};
 pub use hardware::hardware_markdown;
 pub use html::{Block, HtmlReport, Section, html_page};
 pub use json::json;

@@ -4,7 +4,7 @@
 //!
 //! The [`Recommendation`] comes from `pipeweave-eval`'s search; this module only formats it.
 
-use crate::format::{gib, percent, seconds, si};
+use crate::format::{gib_number, gib_text, percent, seconds, si};
 use crate::table::{NONE, Table, markdown_cell, markdown_table};
 use pipeweave_eval::{Candidate, Recommendation};
 use std::fmt::Write as _;
@@ -34,9 +34,9 @@ fn memory_text(c: &Candidate) -> String {
         0.0
     };
     format!(
-        "{:.1} GiB of {:.1} ({})",
-        gib(c.memory_bytes),
-        gib(capacity),
+        "{} of {} ({})",
+        gib_text(c.memory_bytes),
+        gib_number(capacity),
         percent(c.memory_fraction, 0)
     )
 }
@@ -137,9 +137,9 @@ fn choice_lines(r: &Recommendation) -> Vec<(&'static str, String)> {
     lines.push((
         "memory/GPU",
         format!(
-            "{}, limit {:.1} GiB",
+            "{}, limit {}",
             memory_text(c),
-            gib(c.memory_limit_bytes)
+            gib_text(c.memory_limit_bytes)
         ),
     ));
     if let Some(f) = &c.figures {

@@ -1,7 +1,7 @@
 //! One simulated step for people: the plan's shape, the step's figures on a spec, and every
 //! rank's times, as text or JSON.
 
-use crate::format::{format_time, gib, gib_text, percent, seconds, si};
+use crate::format::{format_time, gib_number, gib_text, gpu_hours, percent, seconds, si};
 use pipeweave_eval::{Costing, Shape, Simulation, StepReport};
 use std::fmt::Write as _;
 
@@ -96,8 +96,9 @@ pub fn step_report_text(r: &StepReport) -> String {
     );
     let _ = writeln!(
         f,
-        "GPU-hours / M tokens {:.4} (bubbles {:.4})",
-        r.gpu_hours_per_million_tokens, r.bubble_gpu_hours_per_million_tokens
+        "GPU-hours / M tokens {} (bubbles {})",
+        gpu_hours(r.gpu_hours_per_million_tokens),
+        gpu_hours(r.bubble_gpu_hours_per_million_tokens)
     );
     let _ = writeln!(
         f,
@@ -109,9 +110,9 @@ pub fn step_report_text(r: &StepReport) -> String {
     );
     let _ = writeln!(
         f,
-        "memory per GPU in GiB, of {:.1}, limit {:.1} (activations: peak live micro-batch stages)",
-        gib(r.gpu_memory_bytes),
-        gib(r.memory_limit_bytes)
+        "memory per GPU in GiB, of {}, limit {} (activations: peak live micro-batch stages)",
+        gib_number(r.gpu_memory_bytes),
+        gib_number(r.memory_limit_bytes)
     );
     let _ = writeln!(
         f,
@@ -120,16 +121,16 @@ pub fn step_report_text(r: &StepReport) -> String {
     for rank in &r.ranks {
         let _ = writeln!(
             f,
-            "{:>6} {:>7.1} {:>7.1} {:>7.1} {:>7.1} {:>7} {:>7.1} {:>7.1} {:>7.1}{}",
+            "{:>6} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}{}",
             rank.rank,
-            gib(rank.memory.params),
-            gib(rank.memory.grads),
-            gib(rank.memory.optimizer),
-            gib(rank.memory.activations),
+            gib_number(rank.memory.params),
+            gib_number(rank.memory.grads),
+            gib_number(rank.memory.optimizer),
+            gib_number(rank.memory.activations),
             format!("({})", rank.peak_activations),
-            gib(rank.memory.buffers),
-            gib(rank.memory.reserve),
-            gib(rank.memory.total()),
+            gib_number(rank.memory.buffers),
+            gib_number(rank.memory.reserve),
+            gib_number(rank.memory.total()),
             if rank.out_of_memory {
                 "  out of memory"
             } else {

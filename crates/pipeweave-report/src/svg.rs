@@ -6,7 +6,7 @@
 //! Output is deterministic: numbers are written with at most two decimals, ids come from a prefix
 //! the caller chooses (so several charts can share one HTML page), and nothing depends on hashing.
 
-use crate::format::{TimeFormat, num, sig};
+use crate::format::{TimeFormat, num, percent, sig};
 use pipeweave_eval::TimeUnit;
 use pipeweave_plan::{Action, Dir, Interval, Kind, Op, Plan, lower};
 use pipeweave_sim::{CostModel, Timeline};
@@ -53,13 +53,19 @@ pub(crate) fn nice_ticks(min: f64, max: f64, target: usize) -> Vec<f64> {
 /// arrives at the peer.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Transfer {
+    /// The sending rank.
     pub from_rank: u32,
+    /// The receiving rank.
     pub to_rank: u32,
+    /// Activations or gradients.
     pub dir: Dir,
     /// The sending stage.
     pub stage: u32,
+    /// The micro-batch.
     pub mb: u32,
+    /// When the producing action ends, in the timeline's time unit.
     pub start: f64,
+    /// When the data arrives: `start` plus the cost model's transfer latency.
     pub end: f64,
 }
 
@@ -89,6 +95,7 @@ pub fn transfers(plan: &Plan, timeline: &Timeline, costs: &dyn CostModel) -> Vec
 pub struct TimelineChart<'a> {
     /// The heading above the rows (e.g. the schedule's name); metrics are added after it.
     pub title: String,
+    /// The plan drawn.
     pub plan: &'a Plan,
     /// A simulation of `plan`.
     pub timeline: &'a Timeline,
@@ -239,14 +246,14 @@ impl Rows<'_> {
         self.seen.two_shades |= plan.pipelines().len() > 1;
         let _ = writeln!(
             self.out,
-            r##"<text x="{}" y="{}" font-size="13" font-weight="bold">{}</text><text x="{}" y="{}" font-size="11" fill="#444" text-anchor="end">makespan {}, bubble {:.2}%</text>"##,
+            r##"<text x="{}" y="{}" font-size="13" font-weight="bold">{}</text><text x="{}" y="{}" font-size="11" fill="#444" text-anchor="end">makespan {}, bubble {}</text>"##,
             num(LEFT),
             num(y + 16.0),
             esc(&chart.title),
             num(LEFT + self.lay.plot_w),
             num(y + 16.0),
             esc(&self.unit.format(t.timing.makespan)),
-            t.bubble_fraction * 100.0
+            percent(t.bubble_fraction, 2)
         );
         y += TITLE_H;
         for rank in 0..plan.programs().len() {
@@ -281,16 +288,17 @@ impl Rows<'_> {
         }
         if let Some(m) = t.ranks.get(rank) {
             let share = if t.timing.makespan > 0.0 {
-                m.idle / t.timing.makespan * 100.0
+                m.idle / t.timing.makespan
             } else {
                 0.0
             };
             let _ = writeln!(
                 self.out,
-                r##"<text x="{}" y="{}" font-size="10" fill="#555" dominant-baseline="central">idle {} ({share:.0}%)</text>"##,
+                r##"<text x="{}" y="{}" font-size="10" fill="#555" dominant-baseline="central">idle {} ({})</text>"##,
                 num(LEFT + self.lay.plot_w + 8.0),
                 num(row_y + ROW_H / 2.0),
                 esc(&self.unit.format(m.idle)),
+                percent(share, 0),
             );
         }
     }

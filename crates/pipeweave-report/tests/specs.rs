@@ -4,28 +4,10 @@
 
 use pipeweave_diagnostics::FileId;
 use pipeweave_eval::evaluate;
-use pipeweave_plan::{Action, Kind, Op, Plan};
+use pipeweave_plan::testing::one_f_one_b;
 use pipeweave_report::step_report_text;
 use pipeweave_spec::parse;
 use std::path::Path;
-
-fn one_f_one_b(p: u32, m: u32) -> Plan {
-    let programs = (0..p)
-        .map(|r| {
-            let warmup = (p - r - 1).min(m);
-            let f = |mb| Action::One(Op::new(r, Kind::F, mb));
-            let b = |mb| Action::One(Op::new(r, Kind::B, mb));
-            let mut prog: Vec<Action> = (0..warmup).map(f).collect();
-            for i in 0..m - warmup {
-                prog.push(f(warmup + i));
-                prog.push(b(i));
-            }
-            prog.extend((m - warmup..m).map(b));
-            prog
-        })
-        .collect();
-    Plan::single(p, (0..p).collect(), m, programs).expect("1F1B has a valid structure")
-}
 
 fn shipped_spec(path: &Path, source: String) -> datatest_stable::Result<()> {
     let name = path
@@ -39,6 +21,7 @@ fn shipped_spec(path: &Path, source: String) -> datatest_stable::Result<()> {
     }
     let spec = spec.ok_or("no spec without diagnostics")?;
     let plan = one_f_one_b(spec.parallelism.pp, spec.training.microbatches);
+    let plan = pipeweave_check::validate(plan).map_err(|p| format!("{p:?}"))?;
     // A spec with several stages per rank (Llama 3's interleaving) is cut into one part per rank.
     let (spec, _) = pipeweave_eval::fit_spec(&spec, &plan)?;
     let evaluation = evaluate(&spec, &plan).map_err(|d| format!("{d:?}"))?;

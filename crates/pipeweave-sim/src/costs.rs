@@ -8,6 +8,7 @@ use pipeweave_plan::{Kind, Op};
 /// Durations of one model part's compute, in any consistent time unit (seconds for specs).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StageCosts {
+    /// Forward.
     pub f: f64,
     /// Backward for inputs.
     pub i: f64,
@@ -18,6 +19,7 @@ pub struct StageCosts {
 }
 
 impl StageCosts {
+    /// Unit costs: F = I = W = 1, B = I + W = 2.
     pub const UNIT: StageCosts = StageCosts {
         f: 1.0,
         i: 1.0,
@@ -25,6 +27,7 @@ impl StageCosts {
         b: 2.0,
     };
 
+    /// The duration of an op of `kind`.
     pub fn of(&self, kind: Kind) -> f64 {
         match kind {
             Kind::F => self.f,
@@ -76,10 +79,12 @@ impl CostModel for UnitCosts {
 /// The same costs on every stage and one transfer latency for every boundary.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct UniformCosts {
+    /// Every stage's compute durations.
     pub stage: StageCosts,
     /// Duration of an overlapped pair F&B (used when the pair's backward is B; with I the pair
     /// takes `pair − b + i`). `None`: F + B, no overlap gain.
     pub pair: Option<f64>,
+    /// Latency of every transfer between stages on different ranks, in the costs' time unit.
     pub transfer: f64,
 }
 

@@ -9,7 +9,10 @@
 //! progress), so the timeline is the one a launcher with enough buffering achieves. The run is
 //! event-driven (a blocked rank waits on the op it misses), linear in the number of actions.
 //!
+//! [`simulate`] takes a [`ValidPlan`]: the plan went through the validator first.
 //! No IO. Costs come from a [`CostModel`]; the default is [`UnitCosts`].
+
+#![warn(missing_docs)]
 
 mod costs;
 mod memory;
@@ -17,10 +20,11 @@ mod memory;
 pub use costs::{CostModel, StageCosts, UniformCosts, UnitCosts};
 pub use memory::live_activations;
 
+use pipeweave_check::ValidPlan;
 use pipeweave_plan::{Action, Interval, Kind, Op, Plan, Timing};
 use std::fmt;
 
-/// Per-rank results.
+/// Per-rank results, times in the cost model's unit (seconds on a spec, units otherwise).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RankMetrics {
     /// Time spent computing.
@@ -35,11 +39,12 @@ pub struct RankMetrics {
     pub exposed_comm: f64,
 }
 
-/// The simulated step.
+/// The simulated step, times in the cost model's unit.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Timeline {
     /// When every action runs (`timing.intervals[r][i]`: rank r's i-th action) and the makespan.
     pub timing: Timing,
+    /// Each rank's totals, indexed by rank.
     pub ranks: Vec<RankMetrics>,
     /// `1 − Σ busy / (ranks × makespan)`.
     pub bubble_fraction: f64,
@@ -47,29 +52,28 @@ pub struct Timeline {
     pub exposed_comm: f64,
 }
 
-/// A plan the simulator cannot run to the end.
+/// A step the simulator could not run to the end: `rank` waits forever before its action at
+/// `position` (0-based).
+///
+/// A valid plan always runs to the end (the validator proves progress with blocking sends, and
+/// the simulator's sends never block), so only a cost model that gives a time that is not a
+/// number does this: an op that ends at NaN reads as one that has not run yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SimError {
-    /// No rank can move: `rank` waits at `position` for an input that never arrives.
-    Stuck { rank: u32, position: usize },
-    /// An action names a stage or micro-batch the plan does not have.
-    Invalid { rank: u32, position: usize },
+pub struct SimError {
+    /// The first rank (by index) left waiting.
+    pub rank: u32,
+    /// The position in its program of the action it waits to run.
+    pub position: usize,
 }
 
 impl fmt::Display for SimError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SimError::Stuck { rank, position } => write!(
-                f,
-                "the plan cannot make progress: rank {rank} waits forever at action {}",
-                position + 1
-            ),
-            SimError::Invalid { rank, position } => write!(
-                f,
-                "rank {rank}, action {} names a stage or micro-batch the plan does not have",
-                position + 1
-            ),
-        }
+        write!(
+            f,
+            "the plan cannot make progress: rank {} waits forever at action {}",
+            self.rank,
+            self.position + 1
+        )
     }
 }
 
@@ -308,17 +312,25 @@ impl Ends {
 }
 
 /// Simulates one step of `plan` under `costs`.
-pub fn simulate<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Timeline, SimError> {
+///
+/// Fails only when the costs give times that are not numbers (see [`SimError`]).
+pub fn simulate<C: CostModel + ?Sized>(plan: &ValidPlan, costs: &C) -> Result<Timeline, SimError> {
+    simulate_plan(plan, costs)
+}
+
+/// Simulates one step of any plan, valid or not: what [`simulate`] runs, for the simulator's own
+/// tests on plans the validator rejects. An action naming a stage or micro-batch the plan does not
+/// have stops its rank, as a missing input does.
+fn simulate_plan<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Timeline, SimError> {
     let run = run(plan, costs);
-    match unfinished(plan, &run.ends, &run.intervals) {
+    match unfinished(plan, &run.intervals) {
         Some(error) => Err(error),
         None => Ok(timeline(run.intervals, &run.totals)),
     }
 }
 
-/// What a run leaves: when every op ended, when every action ran, every rank's totals.
+/// What a run leaves: when every action ran, every rank's totals.
 struct Run {
-    ends: Ends,
     intervals: Vec<Vec<Interval>>,
     totals: Vec<Running>,
 }
@@ -381,31 +393,14 @@ fn run<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Run {
             rn.record(start, end, exposed);
         }
     }
-    Run {
-        ends,
-        intervals,
-        totals,
-    }
+    Run { intervals, totals }
 }
 
-/// Why a run stopped before the end, if it did: once nothing can move, the first action naming a
-/// stage or micro-batch the plan does not have (in rank, position order) is the error, as it would
-/// be had the plan been checked before running; else the first rank left waiting.
-fn unfinished(plan: &Plan, ends: &Ends, intervals: &[Vec<Interval>]) -> Option<SimError> {
+/// Where a run stopped before the end, if it did: the first rank left short of its program.
+fn unfinished(plan: &Plan, intervals: &[Vec<Interval>]) -> Option<SimError> {
     let programs = plan.programs();
     let rank = (0..programs.len()).find(|&r| intervals[r].len() < programs[r].len())?;
-    for (r, program) in programs.iter().enumerate() {
-        if let Some(position) = program
-            .iter()
-            .position(|a| !a.ops().all(|op| ends.slot(op).is_some()))
-        {
-            return Some(SimError::Invalid {
-                rank: r as u32,
-                position,
-            });
-        }
-    }
-    Some(SimError::Stuck {
+    Some(SimError {
         rank: rank as u32,
         position: intervals[rank].len(),
     })

@@ -1,6 +1,11 @@
 use crate::*;
 use pipeweave_plan::{Action, Interval, Kind, Op, Plan};
 
+/// `plan`, through the validator.
+fn valid(plan: &Plan) -> ValidPlan {
+    pipeweave_check::validate(plan.clone()).expect("a valid plan")
+}
+
 fn ops(line: &str) -> Vec<Action> {
     line.split(',')
         .map(|c| pipeweave_plan::cell::parse_action(c, u32::MAX).expect("a cell"))
@@ -16,7 +21,7 @@ fn two_stage_1f1b_unit_costs() {
         vec![ops("0F0,0F1,0B0,0B1"), ops("1F0,1B0,1F1,1B1")],
     )
     .expect("structure");
-    let t = simulate(&plan, &UnitCosts).expect("runs");
+    let t = simulate(&valid(&plan), &UnitCosts).expect("runs");
     // Rank 1: F0 [1,2] B0 [2,4] F1 [4,5] B1 [5,7]; rank 0's backwards wait for rank 1's.
     let spans: Vec<(f64, f64)> = t.timing.intervals[0]
         .iter()
@@ -60,7 +65,7 @@ fn pair_starts_when_both_inputs_arrive() {
         ]],
     )
     .expect("structure");
-    let t = simulate(&plan, &UnitCosts).expect("runs");
+    let t = simulate(&valid(&plan), &UnitCosts).expect("runs");
     assert_eq!(
         t.timing.intervals[0][3],
         Interval {
@@ -73,7 +78,7 @@ fn pair_starts_when_both_inputs_arrive() {
         pair: Some(2.5),
         ..UniformCosts::default()
     };
-    let t = simulate(&plan, &costs).expect("runs");
+    let t = simulate(&valid(&plan), &costs).expect("runs");
     assert_eq!(
         t.timing.intervals[0][3],
         Interval {
@@ -91,7 +96,7 @@ fn transfer_latency_delays_the_consumer() {
         transfer: 0.5,
         ..UniformCosts::default()
     };
-    let t = simulate(&plan, &costs).expect("runs");
+    let t = simulate(&valid(&plan), &costs).expect("runs");
     assert_eq!(
         t.timing.intervals[1][0],
         Interval {
@@ -118,8 +123,31 @@ fn stuck_plans_are_errors_not_hangs() {
     )
     .expect("structure");
     assert_eq!(
-        simulate(&plan, &UnitCosts),
-        Err(SimError::Stuck {
+        simulate_plan(&plan, &UnitCosts),
+        Err(SimError {
+            rank: 0,
+            position: 1
+        })
+    );
+}
+
+/// Costs that are not numbers: a forward takes NaN.
+struct NanForward;
+
+impl CostModel for NanForward {
+    fn op(&self, op: Op) -> f64 {
+        if op.kind == Kind::F { f64::NAN } else { 1.0 }
+    }
+}
+
+#[test]
+fn a_valid_plan_with_times_that_are_not_numbers_is_an_error_not_a_hang() {
+    let plan =
+        Plan::single(2, vec![0, 1], 1, vec![ops("0F0,0B0"), ops("1F0,1B0")]).expect("structure");
+    // Rank 0's forward ends at NaN, so rank 1 never sees its input.
+    assert_eq!(
+        simulate(&valid(&plan), &NanForward),
+        Err(SimError {
             rank: 0,
             position: 1
         })
@@ -136,7 +164,7 @@ mod against_a_naive_run {
     //! The event-driven simulation against the plainest one: sweep the ranks in order, running
     //! every action whose inputs have ended, until a sweep runs nothing. Same timeline, same error,
     //! on random plans, valid or not (work on the wrong rank, unknown stages, pairs, missing or
-    //! misordered work).
+    //! misordered work): the run `simulate` makes on valid plans, here on any.
     use super::*;
     use proptest::prelude::*;
     use std::collections::HashMap;
@@ -212,15 +240,7 @@ mod against_a_naive_run {
             }
         }
         if let Some(rank) = (0..ranks).find(|&r| intervals[r].len() < plan.programs()[r].len()) {
-            for (r, program) in plan.programs().iter().enumerate() {
-                if let Some(i) = program.iter().position(|a| !a.ops().all(known)) {
-                    return Err(SimError::Invalid {
-                        rank: r as u32,
-                        position: i,
-                    });
-                }
-            }
-            return Err(SimError::Stuck {
+            return Err(SimError {
                 rank: rank as u32,
                 position: intervals[rank].len(),
             });
@@ -244,8 +264,28 @@ mod against_a_naive_run {
                 transfer: f64::from(transfer) * 0.5,
                 ..UniformCosts::default()
             };
-            let ours = simulate(&plan, &costs).map(|t| t.timing.intervals);
+            let ours = simulate_plan(&plan, &costs).map(|t| t.timing.intervals);
             prop_assert_eq!(ours, naive(&plan, &costs));
+        }
+    }
+}
+
+mod validated_plans {
+    //! The law that ties the simulator to the validator: a plan the validator accepts runs to the
+    //! end (the simulator's sends never block, so it is the more lenient of the two).
+    use super::*;
+    use pipeweave_plan::testing::edited_gpipe;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn accepted_plans_simulate_to_the_end(plan in edited_gpipe()) {
+            if let Ok(plan) = pipeweave_check::validate(plan) {
+                let run = simulate(&plan, &UnitCosts);
+                prop_assert!(run.is_ok(), "{:?}", run.err());
+            }
         }
     }
 }

@@ -6,15 +6,15 @@ use crate::failure::Failure;
 use crate::files::Files;
 use crate::host::{Host, PLUGIN_PREFIX, PluginInfo, PluginRequest, shown_name};
 use crate::params::Params;
-use pipeweave_check::{Problem, ProblemKind};
+use pipeweave_check::{Problem, ProblemKind, ValidPlan};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_plan::Plan;
 
 /// A validated plan and where its actions came from.
 #[derive(Debug, Clone)]
 pub struct Built {
-    /// The plan; it passed `pipeweave_check::validate`.
-    pub plan: Plan,
+    /// The plan, through the validator.
+    pub plan: ValidPlan,
     /// `origins[r][i]`: the source span that produced rank r's i-th action, when known.
     pub origins: Option<Vec<Vec<Span>>>,
     /// What to call the plan in messages: a file or schedule name, `plugin:NAME` for a plugin.
@@ -23,19 +23,16 @@ pub struct Built {
 
 /// Validates `plan`; the problems point at the actions' sources where `origins` knows them.
 fn validated(plan: Plan, origins: Option<Vec<Vec<Span>>>, name: String) -> Result<Built, Failure> {
-    let built = Built {
-        plan,
-        origins,
-        name,
-    };
-    let problems = pipeweave_check::validate(&built.plan);
-    if problems.is_empty() {
-        Ok(built)
-    } else {
-        Err(Failure::from_diagnostics(problem_diagnostics(
-            built.origins.as_deref(),
+    match pipeweave_check::validate(plan) {
+        Ok(plan) => Ok(Built {
+            plan,
+            origins,
+            name,
+        }),
+        Err(problems) => Err(Failure::from_diagnostics(problem_diagnostics(
+            origins.as_deref(),
             &problems,
-        )))
+        ))),
     }
 }
 
@@ -107,7 +104,8 @@ fn undeclared(declared: &Declared, params: &Params) -> Option<String> {
         .map(|s| format!("--set {}={}", s.name, s.value))
 }
 
-/// Asks the plugin for its plan (the host validates it).
+/// Asks the plugin for its plan, validated here too: the [`Host`] is the caller's (the command
+/// line's plugin host validates what a plugin returns, with the plugin named in its messages).
 pub(crate) fn plugin(
     info: &PluginInfo,
     params: &Params,
@@ -139,11 +137,7 @@ pub(crate) fn plugin(
             .collect(),
     };
     let plan = host.generate(info.id, &request)?;
-    Ok(Built {
-        plan,
-        origins: None,
-        name: format!("{PLUGIN_PREFIX}{name}"),
-    })
+    validated(plan, None, format!("{PLUGIN_PREFIX}{name}"))
 }
 
 /// Reads a plan file: a JSON plan, or the actions text with `params.pipelines` pipelines (`json`

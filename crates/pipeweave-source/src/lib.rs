@@ -8,6 +8,8 @@
 //! the spans of every diagnostic point into. Failures are data: a [`Failure`] holds diagnostics and
 //! whether the command line was wrong.
 
+#![warn(missing_docs)]
+
 mod build;
 mod catalog;
 mod declared;

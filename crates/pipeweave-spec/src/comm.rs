@@ -23,7 +23,9 @@ use crate::spec::{PlacementOrder, Spec};
 /// One kind of link: achievable bytes per second and the latency of a message in seconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Link {
+    /// Achievable bytes per second, one direction, per GPU.
     pub bandwidth: f64,
+    /// Latency of one message, in seconds.
     pub latency: f64,
 }
 
@@ -34,8 +36,9 @@ pub struct Links {
     pub intra: Link,
     /// Between nodes, for collectives and transfers.
     pub inter: Link,
-    /// The all-to-all's achievable bandwidth inside a node and between nodes.
+    /// The all-to-all's achievable bytes per second inside a node.
     pub intra_a2a: f64,
+    /// The all-to-all's achievable bytes per second between nodes, per GPU.
     pub inter_a2a: f64,
 }
 
@@ -73,7 +76,9 @@ impl Links {
 /// How a group of GPUs spreads over the cluster: `nodes` nodes with `per_node` members each.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Spread {
+    /// Nodes the group spans.
     pub nodes: f64,
+    /// Members of the group on each of them.
     pub per_node: f64,
 }
 

@@ -89,10 +89,13 @@ impl Pass {
 pub struct PartCosts {
     /// Layers `[start, end)` of the model in this part.
     pub layers: (u64, u64),
-    /// Lone forward, input backward, weight backward and full backward.
+    /// A lone forward.
     pub f: Pass,
+    /// An input-gradient backward.
     pub i: Pass,
+    /// A weight-gradient backward.
     pub w: Pass,
+    /// A full backward (input and weight gradients together).
     pub b: Pass,
     /// Dispatch + combine time of one forward chunk (zero without MoE layers).
     pub all_to_all: f64,
@@ -103,8 +106,9 @@ pub struct PartCosts {
     /// Bytes live once per rank on top of the kept ones while this part's backward runs: with
     /// full recomputation, the largest layer's activations.
     pub activation_working_bytes: f64,
-    /// Weights on one GPU not sharded over expert parallelism, and routed-expert weights.
+    /// Weights (a count of parameters) on one GPU that are not sharded over ep.
     pub dense_params: f64,
+    /// Routed-expert weights (a count of parameters) on one GPU, sharded over ep.
     pub expert_params: f64,
     /// Data-parallel gradient reduction, parameter all-gather and optimizer step of the part.
     pub sync: GradSync,
@@ -113,6 +117,7 @@ pub struct PartCosts {
 /// The costs of every part of a spec for one plan's placement: what the simulator asks.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CostTable {
+    /// The figures of each model part, by position in a pipeline.
     pub parts: Vec<PartCosts>,
     stages_per_pipeline: u32,
     /// `stage_rank[stage]`: the pipeline rank of a global stage.

@@ -17,47 +17,64 @@ use crate::spec::{Dtype, Fp8Kernel};
 pub enum Key {
     /// Streaming multiprocessors.
     Sms,
-    /// Dense tensor throughput by number format, TFLOP/s.
+    /// Dense FP8 tensor throughput, TFLOP/s.
     PeakFp8,
+    /// Dense BF16 tensor throughput, TFLOP/s.
     PeakBf16,
+    /// Dense FP16 tensor throughput, TFLOP/s.
     PeakFp16,
+    /// FP32 throughput (tensor cores with TF32 off: the CUDA cores), TFLOP/s.
     PeakFp32,
-    /// Sustained share of the peak a large GEMM reaches, by format (and, for FP8, kernel).
+    /// Sustained share of the FP8 peak a large GEMM reaches with DeepGEMM's kernels.
     GemmFp8Deepgemm,
+    /// Sustained share of the FP8 peak a large GEMM reaches with CUTLASS-based kernels.
     GemmFp8Cutlass,
+    /// Sustained share of the BF16 peak a large GEMM reaches.
     GemmBf16,
+    /// Sustained share of the FP16 peak a large GEMM reaches.
     GemmFp16,
+    /// Sustained share of the FP32 peak a large GEMM reaches.
     GemmFp32,
-    /// Share of the BF16/FP16 peak a FlashAttention kernel reaches, forward and backward (in the
-    /// kernel's FLOPs: the backward counts the recomputed scores).
+    /// Share of the BF16/FP16 peak FlashAttention-3's forward reaches (in the kernel's FLOPs).
     Flash3Fwd,
+    /// Share of the peak FlashAttention-3's backward reaches (counting the recomputed scores).
     Flash3Bwd,
+    /// Share of the peak FlashAttention-2's forward reaches.
     Flash2Fwd,
+    /// Share of the peak FlashAttention-2's backward reaches (counting the recomputed scores).
     Flash2Bwd,
-    /// HBM bandwidth, GB/s, and the share element-wise kernels reach.
+    /// HBM bandwidth, GB/s.
     HbmGbps,
+    /// The share of the HBM bandwidth element-wise kernels reach.
     HbmEfficiency,
     /// Memory as the framework sees it (PyTorch's "total capacity"), GiB.
     MemoryGib,
     /// Memory the CUDA context and the allocator's own state take, GiB.
     ContextGib,
-    /// The link between GPUs of a node (NVLink, or PCIe without it), GB/s per direction; its
-    /// latency; the share NCCL's ring collectives reach; the share an all-to-all reaches.
+    /// The link between GPUs of a node (NVLink, or PCIe without it), GB/s per direction.
     IntraGbps,
+    /// The latency of one message inside a node, microseconds.
     IntraLatencyUs,
+    /// The share of the intra-node bandwidth NCCL's ring collectives reach.
     IntraEfficiency,
+    /// The share of the intra-node bandwidth an all-to-all reaches.
     IntraAllToAllEfficiency,
-    /// The network between nodes, GB/s per GPU and direction; latency; shares as above.
+    /// The network between nodes, GB/s per GPU and direction.
     NetGbps,
+    /// The latency of one message between nodes, microseconds.
     NetLatencyUs,
+    /// The share of the network bandwidth NCCL's ring collectives reach.
     NetEfficiency,
+    /// The share of the network bandwidth an all-to-all reaches.
     NetAllToAllEfficiency,
 }
 
 /// Whether a key belongs to a GPU or a network entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
+    /// A figure of the GPU (and its node's link).
     Gpu,
+    /// A figure of the network between nodes.
     Network,
 }
 
@@ -68,7 +85,12 @@ pub enum Range {
     /// A share of a peak: at least a millionth and at most 1.
     Fraction,
     /// From `min` (greater than 0) to `max`.
-    Positive { min: f64, max: f64 },
+    Positive {
+        /// The least value.
+        min: f64,
+        /// The largest value.
+        max: f64,
+    },
     /// At least 0 and at most the bound.
     NonNegative(f64),
 }
@@ -259,7 +281,9 @@ impl Key {
 /// A value and where it comes from.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sourced {
+    /// The value, in the key's unit.
     pub value: f64,
+    /// Where it comes from (a paper, a data sheet, a measurement).
     pub source: &'static str,
 }
 
@@ -282,7 +306,9 @@ pub struct Entry {
 /// Where a resolved value comes from: the table, or the spec's override.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Origin {
+    /// The table's value, with its source.
     Table(&'static str),
+    /// The spec's `[cluster.override]`, with the source the spec gives.
     Override(String),
 }
 
@@ -300,10 +326,13 @@ impl Origin {
 /// overrides applied.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hardware {
+    /// The GPU's id in the table.
     pub gpu_id: String,
+    /// The GPU's name in reports.
     pub gpu_name: String,
     /// `None` for a single node without a network.
     pub network_id: Option<String>,
+    /// The network's name in reports.
     pub network_name: Option<String>,
     values: Vec<Option<(f64, Origin)>>,
 }

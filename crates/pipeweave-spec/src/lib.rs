@@ -9,6 +9,8 @@
 //! `pipeweave-eval`'s.
 //! No IO: the caller reads files; [`DEFAULT_SPEC`] is embedded.
 
+#![warn(missing_docs)]
+
 mod activation;
 pub mod comm;
 mod cost;
@@ -49,6 +51,7 @@ pub struct ShippedSpec {
     pub name: &'static str,
     /// The path in the workspace, for diagnostics.
     pub file: &'static str,
+    /// The spec's TOML text.
     pub source: &'static str,
 }
 

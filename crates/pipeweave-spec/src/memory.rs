@@ -36,9 +36,15 @@ use pipeweave_plan::{Kind, Plan};
 /// Bytes on one GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct MemoryUse {
+    /// Weights, in `param_dtype`, in bytes.
     pub params: f64,
+    /// Gradients, in `grad_dtype`, in bytes (sharded over data parallelism with ZeRO stage 2).
     pub grads: f64,
+    /// Master weights and Adam's two moments, in bytes (sharded over data parallelism from ZeRO
+    /// stage 1).
     pub optimizer: f64,
+    /// Peak live activations over the rank's program with full recomputation's working set, in
+    /// bytes.
     pub activations: f64,
     /// Temporary buffers: the tensor-parallel all-gather's output, boundary activations in flight.
     pub buffers: f64,
@@ -47,6 +53,7 @@ pub struct MemoryUse {
 }
 
 impl MemoryUse {
+    /// Everything together, in bytes.
     pub fn total(&self) -> f64 {
         self.params + self.grads + self.optimizer + self.activations + self.buffers + self.reserve
     }

@@ -29,11 +29,14 @@ pub enum TaskKind {
 /// One task: its kind and its duration at full rate, in seconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Task {
+    /// Compute, or which kind of communication.
     pub kind: TaskKind,
+    /// Seconds at full rate.
     pub dur: f64,
 }
 
 impl Task {
+    /// A compute task of `dur` seconds.
     pub fn compute(dur: f64) -> Task {
         Task {
             kind: TaskKind::Compute,
@@ -50,6 +53,7 @@ impl Task {
 /// exposed_all_to_all`.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ActionCost {
+    /// Seconds from the action's start to its end.
     pub duration: f64,
     /// Compute at full rate.
     pub compute: f64,

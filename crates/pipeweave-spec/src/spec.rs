@@ -13,13 +13,18 @@ use std::sync::Arc;
 /// A number format for parameters, gradients, optimizer state or activations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Dtype {
+    /// IEEE 754 single precision: 4 bytes.
     Fp32,
+    /// bfloat16: 2 bytes.
     Bf16,
+    /// IEEE 754 half precision: 2 bytes.
     Fp16,
+    /// An 8-bit float (E4M3 or E5M2): 1 byte.
     Fp8,
 }
 
 impl Dtype {
+    /// Bytes per element.
     pub fn bytes(self) -> f64 {
         match self {
             Dtype::Fp32 => 4.0,
@@ -28,6 +33,7 @@ impl Dtype {
         }
     }
 
+    /// The name specs write (`fp32`, `bf16`, `fp16`, `fp8`).
     pub fn name(self) -> &'static str {
         match self {
             Dtype::Fp32 => "fp32",
@@ -54,7 +60,9 @@ impl Dtype {
 pub struct Cluster {
     /// The GPU's and the network's figures.
     pub hardware: Hardware,
+    /// GPUs sharing the intra-node link.
     pub gpus_per_node: u32,
+    /// Number of nodes.
     pub nodes: u32,
     /// Memory of NCCL's and the expert all-to-all's buffers per GPU, GiB; `None`: the default
     /// ([`Spec::comm_buffers_bytes`]).
@@ -62,6 +70,7 @@ pub struct Cluster {
 }
 
 impl Cluster {
+    /// GPUs in the cluster: `gpus_per_node × nodes`.
     pub fn gpus(&self) -> u64 {
         u64::from(self.gpus_per_node) * u64::from(self.nodes)
     }
@@ -96,18 +105,26 @@ pub enum Mlp {
 pub struct Mla {
     /// 0 means queries are projected directly from the hidden state.
     pub q_lora_rank: u64,
+    /// Rank of the key-value compression (the latent's size per token).
     pub kv_lora_rank: u64,
+    /// Per-head query and key dimension without rotary embedding.
     pub qk_nope_head_dim: u64,
+    /// Per-head rotary dimension (one decoupled key shared by the heads).
     pub qk_rope_head_dim: u64,
+    /// Per-head value dimension.
     pub v_head_dim: u64,
 }
 
 /// Mixture of experts in the layers after the first `dense_layers`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Moe {
+    /// Routed experts per MoE layer.
     pub routed_experts: u64,
+    /// Routed experts each token goes to (top-k).
     pub experts_per_token: u64,
+    /// Experts every token goes to.
     pub shared_experts: u64,
+    /// Hidden size of one expert's MLP.
     pub expert_ffn: u64,
     /// The first `dense_layers` layers have a dense MLP of size `model.ffn`.
     pub dense_layers: u64,
@@ -119,26 +136,38 @@ pub struct Moe {
     pub dispatch_dtype: Dtype,
 }
 
+/// The transformer: its shape and how its attention and MLP are built.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Model {
+    /// Transformer layers.
     pub layers: u64,
+    /// Hidden size (the width of the residual stream).
     pub hidden: u64,
+    /// Attention heads.
     pub heads: u64,
+    /// Key-value heads (`heads` without grouped-query attention).
     pub kv_heads: u64,
     /// Per-head dimension of queries, keys and values (default hidden / heads); ignored with MLA.
     pub head_dim: u64,
+    /// Hidden size of a dense MLP.
     pub ffn: u64,
+    /// Vocabulary size.
     pub vocab: u64,
+    /// How each MLP is built.
     pub mlp: Mlp,
+    /// Multi-head latent attention, when the model uses it instead of plain attention.
     pub mla: Option<Mla>,
+    /// Mixture of experts, when the model has MoE layers.
     pub moe: Option<Moe>,
     /// Multi-token prediction modules after the last layer (DeepSeek-V3: 1), each one more layer
     /// (like the last) and a pass through the shared output head, on the last part.
     pub mtp_depth: u64,
 }
 
+/// The training run: batch shape, length, number formats and what is recomputed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Training {
+    /// Tokens per sequence.
     pub sequence_length: u64,
     /// Sequences per micro-batch.
     pub micro_batch_size: u64,
@@ -146,12 +175,15 @@ pub struct Training {
     pub microbatches: u32,
     /// Tokens over the whole run.
     pub total_tokens: f64,
+    /// Format of the weights.
     pub param_dtype: Dtype,
+    /// Format of the gradients.
     pub grad_dtype: Dtype,
     /// Master copy of the weights kept by the optimizer; `None` when there is none.
     pub master_dtype: Option<Dtype>,
     /// Format of Adam's two moments.
     pub optimizer_dtype: Dtype,
+    /// Format of activations and of point-to-point transfers.
     pub activation_dtype: Dtype,
     /// Format the linear layers compute in (DeepSeek-V3: FP8).
     pub gemm_dtype: Dtype,
@@ -213,6 +245,7 @@ pub enum Recompute {
 }
 
 impl Recompute {
+    /// The name specs write.
     pub fn name(self) -> &'static str {
         match self {
             Recompute::None => "none",
@@ -234,6 +267,7 @@ pub enum Attention {
 }
 
 impl Attention {
+    /// The name specs write.
     pub fn name(self) -> &'static str {
         match self {
             Attention::Flash3 => "flash3",
@@ -294,17 +328,23 @@ pub enum PlacementOrder {
     PpInnermost,
 }
 
+/// How the model and the batch are split over the GPUs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Parallelism {
+    /// Pipeline ranks (a plan must have as many ranks).
     pub pp: u32,
+    /// Tensor-parallel ranks (with sequence parallelism).
     pub tp: u32,
+    /// Expert-parallel ranks, taken from the data-parallel ranks; 1 for a dense model.
     pub ep: u32,
+    /// Data-parallel replicas.
     pub dp: u32,
     /// Stages (model parts) each rank holds per model copy: the model is cut into `pp ·
     /// stages_per_rank` parts.
     pub stages_per_rank: u32,
     /// Layers of each part, `pp · stages_per_rank` entries summing to `model.layers`.
     pub layers_per_stage: Vec<u64>,
+    /// Where pipeline ranks sit among the GPUs (decides which boundaries cross nodes).
     pub placement: PlacementOrder,
     /// Sequence parallelism with tensor parallelism (Korthikanti et al. 2022): the parts outside
     /// the tensor-parallel blocks run on 1/tp of the tokens.
@@ -312,6 +352,7 @@ pub struct Parallelism {
 }
 
 impl Parallelism {
+    /// The parts the model is cut into: `pp × stages_per_rank`.
     pub fn parts(&self) -> u32 {
         self.pp * self.stages_per_rank
     }
@@ -320,8 +361,11 @@ impl Parallelism {
 /// Measured durations (seconds) per model part that replace derived ones.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Measured {
+    /// A lone forward of each part.
     pub f: Option<Vec<f64>>,
+    /// The input-gradient backward of each part.
     pub i: Option<Vec<f64>>,
+    /// The weight-gradient backward of each part.
     pub w: Option<Vec<f64>>,
     /// An overlapped F&B pair (forward and full backward) on the part.
     pub pair: Option<Vec<f64>>,
@@ -333,12 +377,19 @@ pub struct Measured {
 /// A validated spec.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spec {
+    /// Short name, shown in reports.
     pub name: String,
+    /// One line about the spec (empty when it has none).
     pub description: String,
+    /// The machines.
     pub cluster: Cluster,
+    /// The model.
     pub model: Model,
+    /// The training run.
     pub training: Training,
+    /// How the work is split.
     pub parallelism: Parallelism,
+    /// Measured durations that replace derived ones.
     pub measured: Measured,
     /// Where each key stood: dotted key path → its value's byte range (shared: searches clone
     /// specs by the thousand).
@@ -351,6 +402,7 @@ pub struct Spec {
 pub struct MicrobatchRule {
     /// The schedule's name, for the message.
     pub schedule: String,
+    /// The least M it runs with.
     pub min: u32,
     /// M must be a multiple of this (1: any).
     pub multiple_of: u32,

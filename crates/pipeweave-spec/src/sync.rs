@@ -37,13 +37,15 @@ pub struct GradSync {
     /// Seconds of the parameter all-gather after the optimizer (ZeRO ≥ 1): its first bucket, and
     /// all of it.
     pub gather_first: f64,
+    /// Seconds of the whole parameter all-gather.
     pub gather_all: f64,
     /// Seconds of the optimizer step for the part.
     pub optimizer: f64,
     /// Bytes one GPU sends per step for the part's gradients and parameters.
     pub bytes: f64,
-    /// GPUs the dense and the expert optimizer state are sharded over (1 without ZeRO).
+    /// GPUs the dense optimizer state is sharded over (1 without ZeRO).
     pub shard_dense: f64,
+    /// GPUs the expert optimizer state is sharded over (1 without ZeRO).
     pub shard_expert: f64,
 }
 

@@ -10,6 +10,7 @@ fn idle_per_rank(name: &str, p: u32, m: u32) -> Vec<f64> {
     let plan = compile_library(name, &Args::new(p, m))
         .expect("compiles")
         .plan;
+    let plan = pipeweave_check::validate(plan).expect("valid");
     let t = simulate(&plan, &UnitCosts).expect("simulates");
     t.ranks.iter().map(|r| r.idle).collect()
 }
@@ -67,6 +68,7 @@ fn zb_h2_leaves_only_the_ramp() {
 fn bubble_fractions_at_p8_m16() {
     let fraction = |name: &str, args: Args| {
         let plan = compile_library(name, &args).expect("compiles").plan;
+        let plan = pipeweave_check::validate(plan).expect("valid");
         let t = simulate(&plan, &UnitCosts).expect("simulates");
         (t.bubble_fraction * 1000.0).round() / 10.0
     };

@@ -2,7 +2,6 @@
 
 use pipeweave_diagnostics::FileId;
 use pipeweave_dsl::{Args, Compiled, library};
-use pipeweave_plan::Plan;
 
 /// Compiles a library schedule, panicking with the rendered diagnostics when it fails.
 pub fn compile_library(name: &str, args: &Args) -> Result<Compiled, String> {
@@ -14,17 +13,4 @@ pub fn compile_library(name: &str, args: &Args) -> Result<Compiled, String> {
             .collect::<Vec<_>>()
             .join("; ")
     })
-}
-
-/// The plan in the actions text format: one line per rank, comma-separated cells.
-pub fn actions(plan: &Plan) -> Vec<String> {
-    plan.programs()
-        .iter()
-        .map(|p| {
-            p.iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .collect()
 }

@@ -33,7 +33,7 @@ proptest! {
         let m = m_factor.min(4 * p);
         let args = args_for(entry.name, p, m, v, flags);
         if let Ok(compiled) = pipeweave_dsl::compile(FileId(0), entry.source, &args) {
-            let problems = pipeweave_check::validate(&compiled.plan);
+            let problems = pipeweave_check::problems(&compiled.plan);
             prop_assert!(problems.is_empty(), "{} {:?}: {}", entry.name, args, problems[0]);
         }
     }

@@ -2,8 +2,9 @@
 //! (recorded for P 2..8 and M 1..4P in tests/data/torch-recorded by record.py there), DeepSeek's
 //! DualPipeV with its options, and the textbook GPipe and 1F1B orders.
 
-use crate::common::{actions, compile_library};
+use crate::common::compile_library;
 use pipeweave_dsl::Args;
+use pipeweave_plan::testing::program_lines;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -44,7 +45,7 @@ fn compare(schedule: &str, file: &str, extra: &[(&str, i64)]) {
         match compile_library(schedule, &args) {
             Err(e) => failures.push(format!("P={p} M={m}: does not compile: {e}")),
             Ok(c) => {
-                let got = actions(&c.plan);
+                let got = program_lines(&c.plan);
                 if &got != rows {
                     let r = got.iter().zip(rows).position(|(a, b)| a != b).unwrap_or(0);
                     failures.push(format!(
@@ -130,7 +131,7 @@ fn dualpipev_equals_deepseek_with_every_option() {
             .with("weight_split", split)
             .with("overlap", overlap);
         let plan = compile_library("dualpipev", &args).expect("compiles").plan;
-        assert_eq!(actions(&plan), expected, "{file}");
+        assert_eq!(program_lines(&plan), expected, "{file}");
     }
 }
 
@@ -149,7 +150,7 @@ fn gpipe_and_1f1b_equal_the_textbook() {
             let plan = compile_library("gpipe", &Args::new(p, m))
                 .expect("compiles")
                 .plan;
-            assert_eq!(actions(&plan), gpipe, "gpipe P={p} M={m}");
+            assert_eq!(program_lines(&plan), gpipe, "gpipe P={p} M={m}");
 
             let one: Vec<String> = (0..p)
                 .map(|r| {
@@ -166,7 +167,7 @@ fn gpipe_and_1f1b_equal_the_textbook() {
             let plan = compile_library("1f1b", &Args::new(p, m))
                 .expect("compiles")
                 .plan;
-            assert_eq!(actions(&plan), one, "1f1b P={p} M={m}");
+            assert_eq!(program_lines(&plan), one, "1f1b P={p} M={m}");
         }
     }
     for (file, p, m) in [
@@ -181,7 +182,7 @@ fn gpipe_and_1f1b_equal_the_textbook() {
         let plan = compile_library("1f1b", &Args::new(p, m))
             .expect("compiles")
             .plan;
-        assert_eq!(actions(&plan), expected, "{file}");
+        assert_eq!(program_lines(&plan), expected, "{file}");
     }
     let expected: Vec<String> =
         data("../../tests/data/reference/torch/textbook_GPipe_p4_m8.actions")
@@ -191,5 +192,5 @@ fn gpipe_and_1f1b_equal_the_textbook() {
     let plan = compile_library("gpipe", &Args::new(4, 8))
         .expect("compiles")
         .plan;
-    assert_eq!(actions(&plan), expected);
+    assert_eq!(program_lines(&plan), expected);
 }

@@ -43,7 +43,7 @@ fn every_library_schedule_validates_for_p_2_to_16_and_m_up_to_4p() {
                         continue;
                     };
                     checked += 1;
-                    let problems = pipeweave_check::validate(&compiled.plan);
+                    let problems = pipeweave_check::problems(&compiled.plan);
                     if let Some(first) = problems.first() {
                         failures.push(format!(
                             "{} {extra:?} P={p} M={m}: {} problem(s), first: {first}",

@@ -44,7 +44,7 @@ pub fn render(name: &str, source: &str, diags: &[Diagnostic]) -> String {
 
 /// The validator's problems as diagnostics pointing at the schedule lines that made the actions.
 pub fn problems(compiled: &Compiled) -> Vec<Diagnostic> {
-    pipeweave_check::validate(&compiled.plan)
+    pipeweave_check::problems(&compiled.plan)
         .iter()
         .map(|p| {
             compiled.origins.diagnostic(

@@ -9,7 +9,7 @@ use crate::compare::Figures;
 use crate::fit::fit_spec;
 use crate::planner::{PlanRequest, Planner, Unbuilt};
 use crate::step::StepReport;
-use pipeweave_plan::Plan;
+use pipeweave_check::ValidPlan;
 use pipeweave_sim::{live_activations, simulate};
 use pipeweave_spec::{Attention, CostTable, Recompute, Spec, rank_memory};
 use std::cmp::Ordering;
@@ -138,7 +138,7 @@ fn ladder(spec: &Spec) -> Vec<Recompute> {
 fn candidate(
     base: &Spec,
     family: (&str, Option<u32>, &[String]),
-    plan: &Plan,
+    plan: &ValidPlan,
     recompute: Recompute,
 ) -> Result<Candidate, String> {
     let (fitted, _) = fit_spec(base, plan)?;
@@ -193,7 +193,7 @@ fn candidate(
 fn climb(
     base: &Spec,
     family: (&str, Option<u32>, &[String]),
-    plan: &Plan,
+    plan: &ValidPlan,
 ) -> Result<Candidate, String> {
     let mut last = None;
     for rc in ladder(base) {

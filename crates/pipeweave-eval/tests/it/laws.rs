@@ -3,8 +3,8 @@
 //! to the step time.
 
 use crate::{dualpipe, library, load};
+use pipeweave_check::ValidPlan;
 use pipeweave_eval::evaluate;
-use pipeweave_plan::Plan;
 use pipeweave_spec::Spec;
 use pipeweave_spec::hardware::Key;
 use proptest::prelude::*;
@@ -51,7 +51,7 @@ fn moe() -> Spec {
 }
 
 /// The plan of one of three schedules at P = 4.
-fn plan(which: u8, m: u32) -> Plan {
+fn plan(which: u8, m: u32) -> ValidPlan {
     match which % 3 {
         0 => library("1f1b", 4, m),
         1 => library("zb-h1", 4, m),

@@ -8,7 +8,7 @@ mod questions;
 mod simulation;
 mod sweep;
 
-use pipeweave_plan::Plan;
+use pipeweave_check::ValidPlan;
 use pipeweave_spec::Spec;
 
 /// A shipped spec by name (with or without `.toml`).
@@ -19,16 +19,17 @@ pub fn load(name: &str) -> Spec {
     spec.expect("parses")
 }
 
-/// A library schedule compiled for P ranks and M micro-batches.
-pub fn library(name: &str, p: u32, m: u32) -> Result<Plan, String> {
+/// A library schedule compiled for P ranks and M micro-batches, validated.
+pub fn library(name: &str, p: u32, m: u32) -> Result<ValidPlan, String> {
     let entry = pipeweave_dsl::library::get(name).ok_or("no such schedule")?;
     let args = pipeweave_dsl::Args::new(p, m);
-    pipeweave_dsl::compile(pipeweave_diagnostics::FileId(0), entry.source, &args)
-        .map(|c| c.plan)
-        .map_err(|d| d[0].message.clone())
+    let compiled = pipeweave_dsl::compile(pipeweave_diagnostics::FileId(0), entry.source, &args)
+        .map_err(|d| d[0].message.clone())?;
+    Ok(pipeweave_check::validate(compiled.plan).expect("library schedules are valid"))
 }
 
-/// DeepSeek's DualPipe with its defaults (weight split and overlapped pairs on).
-pub fn dualpipe(p: u32, m: u32) -> Result<Plan, String> {
-    pipeweave_generators::dualpipe(p, m, pipeweave_generators::DualOptions::default())
+/// DeepSeek's DualPipe with its defaults (weight split and overlapped pairs on), validated.
+pub fn dualpipe(p: u32, m: u32) -> Result<ValidPlan, String> {
+    let plan = pipeweave_generators::dualpipe(p, m, pipeweave_generators::DualOptions::default())?;
+    Ok(pipeweave_check::validate(plan).expect("DualPipe is valid"))
 }

@@ -2,10 +2,10 @@
 //! with the reason, a plan file's fixed shape leaves gaps, and a stop ends the sweep.
 
 use crate::{dualpipe, library};
+use pipeweave_check::ValidPlan;
 use pipeweave_eval::{
     Costing, Metric, Over, Param, PlanRequest, Planner, Sweep, TimeUnit, Unbuilt, sweep,
 };
-use pipeweave_plan::Plan;
 
 /// `1f1b` and `dualpipe` by name, `fixed.actions` as a plan file, `stop` stops.
 struct Schedules;
@@ -13,7 +13,7 @@ struct Schedules;
 impl Planner for Schedules {
     type Stop = String;
 
-    fn plan(&mut self, schedule: &str, r: &PlanRequest) -> Result<Plan, Unbuilt<String>> {
+    fn plan(&mut self, schedule: &str, r: &PlanRequest) -> Result<ValidPlan, Unbuilt<String>> {
         let (Some(p), Some(m)) = (r.ranks, r.microbatches) else {
             return Err(Unbuilt::Stop("give P and M".into()));
         };

@@ -53,7 +53,7 @@ fn idle_last_rank_round_trips() {
         vec![vec![one(0, F, 0), one(0, B, 0)], vec![], vec![]],
     )
     .expect("structure");
-    let text = write_actions(&plan);
+    let text = write_plan(&plan);
     assert_eq!(text, "0F0,0B0\n,\n,\n");
     assert_eq!(read(&text, 1).expect("valid").plan, plan);
     let middle = Plan::single(
@@ -63,7 +63,7 @@ fn idle_last_rank_round_trips() {
         vec![vec![one(0, F, 0)], vec![], vec![one(1, F, 0)]],
     )
     .expect("structure");
-    assert_eq!(write_actions(&middle), "0F0\n\n1F0\n");
+    assert_eq!(write_plan(&middle), "0F0\n\n1F0\n");
 }
 
 #[test]
@@ -83,7 +83,7 @@ fn reads_pairs_and_two_pipelines() {
             b: Op::new(3, B, 2)
         }
     );
-    assert_eq!(write_actions(plan), src);
+    assert_eq!(write_plan(plan), src);
 }
 
 #[test]

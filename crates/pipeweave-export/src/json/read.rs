@@ -3,6 +3,7 @@
 
 use super::locate::{Found, index, key, place};
 use super::*;
+use pipeweave_plan::cell::push_step_with_peer;
 
 /// Only the header, to say clearly when a file is not a plan or has another version.
 #[derive(Debug, Deserialize)]
@@ -278,7 +279,7 @@ fn compare_steps(
                 i,
             ));
         };
-        if !same_step(&want, got) {
+        if want != *got {
             return Some((
                 steps_differ(format!(
                     "rank {r} step {i} is `{}` but lowering its actions gives `{}`",
@@ -307,88 +308,65 @@ fn steps_differ(message: String) -> Diagnostic {
         .with_help("edit the actions and write the steps again with `pipeweave convert --to json`")
 }
 
-fn same_step(a: &WireStep, b: &WireStep) -> bool {
-    use WireStep::*;
-    match (*a, *b) {
-        (Compute { action: x }, Compute { action: y }) => x == y,
-        (ReduceGrad { stage: x }, ReduceGrad { stage: y }) => x == y,
-        (WaitReduceGrad { stage: x }, WaitReduceGrad { stage: y }) => x == y,
-        (
-            Recv {
-                dir,
-                stage,
-                mb,
-                peer,
-            },
-            Recv {
-                dir: d2,
-                stage: s2,
-                mb: m2,
-                peer: p2,
-            },
-        )
-        | (
-            Send {
-                dir,
-                stage,
-                mb,
-                peer,
-            },
-            Send {
-                dir: d2,
-                stage: s2,
-                mb: m2,
-                peer: p2,
-            },
-        )
-        | (
-            WaitSend {
-                dir,
-                stage,
-                mb,
-                peer,
-            },
-            WaitSend {
-                dir: d2,
-                stage: s2,
-                mb: m2,
-                peer: p2,
-            },
-        ) => dir == d2 && stage == s2 && mb == m2 && peer == p2,
-        _ => false,
+fn dir_from_wire(dir: WireDir) -> Dir {
+    match dir {
+        WireDir::Fwd => Dir::Fwd,
+        WireDir::Bwd => Dir::Bwd,
     }
 }
 
-/// A wire step in the PyTorch-like words the messages use.
-fn describe_step(step: &WireStep, program: &[Action]) -> String {
-    let d = |dir: WireDir| match dir {
-        WireDir::Fwd => 'F',
-        WireDir::Bwd => 'B',
-    };
-    match *step {
-        WireStep::Compute { action } => match program.get(action) {
-            Some(a) => a.to_string(),
-            None => format!("compute action {action} (there is no such action)"),
-        },
+/// The step a wire step stands for, its compute action looked up in the rank's `program`; `Err`
+/// with the action's index when the program has no such action.
+fn step_from_wire(step: WireStep, program: &[Action]) -> Result<Step, usize> {
+    Ok(match step {
+        WireStep::Compute { action } => Step::Compute(*program.get(action).ok_or(action)?),
         WireStep::Recv {
             dir,
             stage,
             mb,
             peer,
-        } => format!("{stage}RECV_{}{mb} from rank {peer}", d(dir)),
+        } => Step::Recv {
+            dir: dir_from_wire(dir),
+            stage,
+            mb,
+            peer,
+        },
         WireStep::Send {
             dir,
             stage,
             mb,
             peer,
-        } => format!("{stage}SEND_{}{mb} to rank {peer}", d(dir)),
+        } => Step::Send {
+            dir: dir_from_wire(dir),
+            stage,
+            mb,
+            peer,
+        },
         WireStep::WaitSend {
             dir,
             stage,
             mb,
             peer,
-        } => format!("{stage}WAIT_SEND_{}{mb} to rank {peer}", d(dir)),
-        WireStep::ReduceGrad { stage } => format!("{stage}REDUCE_GRAD"),
-        WireStep::WaitReduceGrad { stage } => format!("{stage}WAIT_REDUCE_GRAD"),
+        } => Step::WaitSend {
+            dir: dir_from_wire(dir),
+            stage,
+            mb,
+            peer,
+        },
+        WireStep::ReduceGrad { stage } => Step::ReduceGrad { stage },
+        WireStep::WaitReduceGrad { stage } => Step::WaitReduceGrad { stage },
+    })
+}
+
+/// A wire step in the words of the messages: its cell with the peer of a transfer.
+fn describe_step(step: &WireStep, program: &[Action]) -> String {
+    match step_from_wire(*step, program) {
+        Err(action) => format!("compute action {action} (there is no such action)"),
+        Ok(s) => {
+            let mut out = Vec::new();
+            push_step_with_peer(&mut out, &s);
+            // Cells and these words are ASCII.
+            String::from_utf8_lossy(&out).into_owned()
+        }
     }
 }

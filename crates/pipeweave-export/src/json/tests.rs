@@ -9,7 +9,7 @@ const ONE_F_ONE_B: &str = "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n";
 
 #[test]
 fn writes_a_readable_document() {
-    let text = write_json(&plan("0F0,0B0\n1F0,1B0\n", 1), None).expect("writes");
+    let text = write_plan_json(&plan("0F0,0B0\n1F0,1B0\n", 1), None).expect("writes");
     assert_eq!(
         text,
         r#"{
@@ -107,12 +107,12 @@ fn round_trips_with_a_timeline() {
             ],
         ],
     };
-    let text = write_json(&p, Some(&timing)).expect("writes");
+    let text = write_plan_json(&p, Some(&timing)).expect("writes");
     let back = read_json(&text, FileId(0)).expect("reads");
     assert_eq!(back.plan, p);
     assert_eq!(back.timing.as_ref(), Some(&timing));
     assert_eq!(
-        write_json(&back.plan, back.timing.as_ref()).expect("writes"),
+        write_plan_json(&back.plan, back.timing.as_ref()).expect("writes"),
         text
     );
 }
@@ -124,7 +124,7 @@ fn refuses_a_timeline_that_does_not_fit() {
         makespan: 1.0,
         intervals: vec![vec![], vec![]],
     };
-    let d = write_json(&p, Some(&timing)).expect_err("refused");
+    let d = write_plan_json(&p, Some(&timing)).expect_err("refused");
     assert_eq!(
         d.message,
         "the timeline has 0 intervals for rank 0 but the rank has 4 actions"
@@ -133,7 +133,7 @@ fn refuses_a_timeline_that_does_not_fit() {
         makespan: f64::NAN,
         intervals: vec![vec![], vec![]],
     };
-    assert!(write_json(&p, Some(&nan)).is_err());
+    assert!(write_plan_json(&p, Some(&nan)).is_err());
 }
 
 fn read_messages(text: &str) -> Vec<String> {
@@ -145,7 +145,7 @@ fn read_messages(text: &str) -> Vec<String> {
 
 #[test]
 fn syntax_errors_point_at_the_place() {
-    let text = write_json(&plan(ONE_F_ONE_B, 1), None).expect("writes");
+    let text = write_plan_json(&plan(ONE_F_ONE_B, 1), None).expect("writes");
     let broken = text.replacen("\"mb\":1}", "\"mb\":1,}", 1);
     let d = read_json(&broken, FileId(0)).expect_err("trailing comma");
     assert_eq!(d.len(), 1);
@@ -181,7 +181,7 @@ fn syntax_errors_point_at_the_place() {
 
 #[test]
 fn semantic_errors() {
-    let text = write_json(&plan(ONE_F_ONE_B, 1), None).expect("writes");
+    let text = write_plan_json(&plan(ONE_F_ONE_B, 1), None).expect("writes");
     // Swap two actions of rank 1 without rewriting the steps.
     let swapped = text.replacen(
         "{\"kind\":\"B\",\"stage\":1,\"mb\":0},\n        {\"kind\":\"F\",\"stage\":1,\"mb\":1}",
@@ -243,7 +243,7 @@ fn read_places(text: &str) -> Vec<(String, String)> {
 /// Problems found after parsing point at the value they are about (before: no place at all).
 #[test]
 fn semantic_errors_point_at_their_values() {
-    let text = write_json(&plan(ONE_F_ONE_B, 1), None).expect("writes");
+    let text = write_plan_json(&plan(ONE_F_ONE_B, 1), None).expect("writes");
     let dropped = text.replacen("        {\"kind\":\"reduce_grad\",\"stage\":1},\n", "", 1);
     assert_eq!(
         read_places(&dropped),

@@ -2,8 +2,9 @@ use super::*;
 use crate::actions::read_actions;
 use pipeweave_diagnostics::FileId;
 
-fn plan(src: &str, k: u32) -> Plan {
-    read_actions(src, FileId(0), k).expect("valid actions").plan
+fn plan(src: &str, k: u32) -> ValidPlan {
+    let read = read_actions(src, FileId(0), k).expect("valid actions");
+    pipeweave_check::validate(read.plan).expect("a valid plan")
 }
 
 #[test]

@@ -3,11 +3,15 @@ use crate::actions::read_actions;
 use pipeweave_diagnostics::FileId;
 use pipeweave_plan::Interval;
 
+/// The plan of one pipeline in the actions text, through the validator.
+fn valid(src: &str) -> ValidPlan {
+    let read = read_actions(src, FileId(0), 1).expect("reads");
+    pipeweave_check::validate(read.plan).expect("a valid plan")
+}
+
 #[test]
 fn events_cover_compute_transfers_and_reductions() {
-    let plan = read_actions("0F0,0B0\n1F0,1B0\n", FileId(0), 1)
-        .expect("valid")
-        .plan;
+    let plan = valid("0F0,0B0\n1F0,1B0\n");
     let timing = Timing {
         makespan: 4.0,
         intervals: vec![
@@ -71,7 +75,7 @@ fn events_cover_compute_transfers_and_reductions() {
 
 #[test]
 fn refuses_a_bad_scale_or_timeline() {
-    let plan = read_actions("0F0,0B0\n", FileId(0), 1).expect("valid").plan;
+    let plan = valid("0F0,0B0\n");
     let timing = Timing {
         makespan: 2.0,
         intervals: vec![vec![

@@ -1,8 +1,10 @@
-//! The actions format: round trips and robustness.
+//! The actions format: round trips and robustness, on any plan the reader takes (the writer of
+//! plans not known to be valid).
 
 use crate::common::reference_vectors;
 use pipeweave_diagnostics::FileId;
-use pipeweave_export::{read_actions, write_actions};
+use pipeweave_export::read_actions;
+use pipeweave_export::unvalidated::write_actions;
 use pipeweave_plan::testing::expressible_plan;
 use proptest::prelude::*;
 

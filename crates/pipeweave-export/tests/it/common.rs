@@ -1,5 +1,6 @@
 //! Shared helpers: the reference vectors, timelines and the plan schema.
 
+use pipeweave_check::ValidPlan;
 use pipeweave_plan::{Interval, Plan, Timing};
 use std::path::PathBuf;
 
@@ -63,19 +64,19 @@ pub fn schema_validator() -> jsonschema::Validator {
     jsonschema::validator_for(&schema).expect("schema compiles")
 }
 
-/// A reference vector read as a plan.
-pub fn reference_plan(name: &str) -> Plan {
+/// A reference vector read as a plan, through the validator.
+pub fn reference_plan(name: &str) -> ValidPlan {
     let (_, text, k) = reference_vectors()
         .into_iter()
         .find(|(p, _, _)| p.ends_with(name))
         .expect("known reference vector");
-    pipeweave_export::read_actions(&text, pipeweave_diagnostics::FileId(0), k)
-        .expect("reference vectors read")
-        .plan
+    let read = pipeweave_export::read_actions(&text, pipeweave_diagnostics::FileId(0), k)
+        .expect("reference vectors read");
+    pipeweave_check::validate(read.plan).expect("reference vectors are valid")
 }
 
 /// The simulator's unit-cost timing of a plan.
-pub fn simulated_timing(plan: &Plan) -> Timing {
+pub fn simulated_timing(plan: &ValidPlan) -> Timing {
     pipeweave_sim::simulate(plan, &pipeweave_sim::UnitCosts)
         .expect("reference plans simulate")
         .timing

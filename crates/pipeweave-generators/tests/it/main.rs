@@ -2,24 +2,20 @@
 //! the published bubbles under unit costs, DualPipeV as half of DualPipe, and snapshots.
 
 use pipeweave_generators::{ChimeraOptions, DualOptions, chimera, dualpipe, dualpipev};
+use pipeweave_plan::testing::program_lines;
 use pipeweave_plan::{Action, Plan};
-use pipeweave_sim::{StageCosts, UniformCosts, UnitCosts, simulate};
+use pipeweave_sim::{CostModel, SimError, StageCosts, Timeline, UniformCosts, UnitCosts};
 use std::path::{Path, PathBuf};
+
+/// `plan` through the validator (a generated plan must pass it), then simulated under `costs`.
+fn simulate(plan: &Plan, costs: &dyn CostModel) -> Result<Timeline, SimError> {
+    let plan = pipeweave_check::validate(plan.clone())
+        .unwrap_or_else(|problems| panic!("an invalid plan: {problems:?}"));
+    pipeweave_sim::simulate(&plan, costs)
+}
 
 fn reference_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/reference")
-}
-
-fn rows(plan: &Plan) -> Vec<String> {
-    plan.programs()
-        .iter()
-        .map(|p| {
-            p.iter()
-                .map(Action::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .collect()
 }
 
 /// Reads `<prefix><a><sep><b>` numbers out of a vector's file name.
@@ -82,13 +78,13 @@ fn every_reference_vector_is_reproduced_exactly() {
             };
             let text = std::fs::read_to_string(&path).unwrap();
             let expected: Vec<&str> = text.lines().collect();
-            let actual = rows(&plan);
+            let actual = program_lines(&plan);
             assert_eq!(actual.len(), expected.len(), "{stem}: rank count");
             for (r, (a, e)) in actual.iter().zip(&expected).enumerate() {
                 assert_eq!(a, e, "{stem}: rank {r} differs");
             }
             assert!(
-                pipeweave_check::validate(&plan).is_empty(),
+                pipeweave_check::problems(&plan).is_empty(),
                 "{stem}: invalid"
             );
             checked.push(stem);
@@ -108,7 +104,7 @@ fn all_dual_options() -> [DualOptions; 4] {
 }
 
 fn assert_valid(plan: &Plan, what: &str) {
-    let problems = pipeweave_check::validate(plan);
+    let problems = pipeweave_check::problems(plan);
     assert!(
         problems.is_empty(),
         "{what}: {}",
@@ -284,7 +280,7 @@ fn snapshots_of_small_orders() {
     let mut text = String::new();
     let mut section = |title: &str, plan: Plan| {
         text.push_str(&format!("# {title}\n"));
-        for (r, row) in rows(&plan).iter().enumerate() {
+        for (r, row) in program_lines(&plan).iter().enumerate() {
             text.push_str(&format!("rank {r}: {row}\n"));
         }
         let t = simulate(&plan, &UnitCosts).unwrap();

@@ -90,6 +90,7 @@ impl Worker {
         &self.path
     }
 
+    /// The plugin's metadata: its schedule name, description, parameters and requirements.
     pub fn metadata(&self) -> &Metadata {
         &self.metadata
     }

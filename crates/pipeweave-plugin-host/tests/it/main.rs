@@ -425,6 +425,7 @@ fn relative_entries_of_the_plugin_path_are_refused_and_named() {
 #[test]
 fn plans_from_plugins_simulate_with_the_published_bubble() {
     let plan = generate("dualpipe", 8, 20, &[]).unwrap();
+    let plan = pipeweave_check::validate(plan).expect("the host returns valid plans");
     let t = pipeweave_sim::simulate(&plan, &pipeweave_sim::UnitCosts).unwrap();
     assert_eq!(t.timing.makespan, 66.0);
     assert!(t.ranks.iter().all(|r| r.idle == 6.0));

@@ -15,8 +15,9 @@ fn two_rank_1f1b() -> (Plan, Timeline) {
         ],
     )
     .expect("structure");
+    let plan = pipeweave_check::validate(plan).expect("1F1B is valid");
     let t = simulate(&plan, &UnitCosts).expect("runs");
-    (plan, t)
+    (plan.into_plan(), t)
 }
 
 #[test]

@@ -1,8 +1,8 @@
 //! Comparison tables on the unit spec: the four renderings and rows that could not run.
 
 use crate::{dualpipe, library};
+use pipeweave_check::ValidPlan;
 use pipeweave_eval::Comparison;
-use pipeweave_plan::Plan;
 use pipeweave_report::{compare_csv, compare_json, compare_markdown, compare_text};
 use pipeweave_spec::Spec;
 
@@ -18,7 +18,7 @@ fn spec(name: &str) -> Spec {
 fn small() -> Comparison {
     let spec = spec("unit");
     let mut c = Comparison::new(&spec, false, 4, 8, true);
-    let plans: Vec<(&str, &str, Result<Plan, String>)> = vec![
+    let plans: Vec<(&str, &str, Result<ValidPlan, String>)> = vec![
         ("1f1b", "", Ok(library("1f1b", 4, 8))),
         ("zb-h1", "", Ok(library("zb-h1", 4, 8))),
         ("dualpipe", "M ≥ 2P", Ok(dualpipe(4, 8))),
@@ -26,7 +26,8 @@ fn small() -> Comparison {
         (
             "dualpipe M=6",
             "M ≥ 2P",
-            pipeweave_generators::dualpipe(4, 6, pipeweave_generators::DualOptions::default()),
+            pipeweave_generators::dualpipe(4, 6, pipeweave_generators::DualOptions::default())
+                .map(|plan| pipeweave_check::validate(plan).expect("DualPipe is valid")),
         ),
     ];
     for (name, requires, plan) in &plans {

@@ -8,20 +8,21 @@ mod recommend;
 mod sweep;
 mod timelines;
 
-use pipeweave_plan::Plan;
+use pipeweave_check::ValidPlan;
 
-/// A library schedule compiled for P ranks and M micro-batches.
-pub fn library(name: &str, p: u32, m: u32) -> Plan {
+/// A library schedule compiled for P ranks and M micro-batches, validated.
+pub fn library(name: &str, p: u32, m: u32) -> ValidPlan {
     let entry = pipeweave_dsl::library::get(name).expect("library schedule");
     let args = pipeweave_dsl::Args::new(p, m);
-    pipeweave_dsl::compile(pipeweave_diagnostics::FileId(0), entry.source, &args)
+    let plan = pipeweave_dsl::compile(pipeweave_diagnostics::FileId(0), entry.source, &args)
         .expect("compiles")
-        .plan
+        .plan;
+    pipeweave_check::validate(plan).expect("library schedules are valid")
 }
 
-/// DeepSeek's DualPipe (weight split and overlapped pairs on, as in the paper's figure).
-pub fn dualpipe(p: u32, m: u32) -> Plan {
-    pipeweave_generators::dualpipe(
+/// DeepSeek's DualPipe (weight split and overlapped pairs on, as in the paper's figure), validated.
+pub fn dualpipe(p: u32, m: u32) -> ValidPlan {
+    let plan = pipeweave_generators::dualpipe(
         p,
         m,
         pipeweave_generators::DualOptions {
@@ -29,7 +30,8 @@ pub fn dualpipe(p: u32, m: u32) -> Plan {
             overlap: true,
         },
     )
-    .expect("dualpipe")
+    .expect("dualpipe");
+    pipeweave_check::validate(plan).expect("DualPipe is valid")
 }
 
 /// Parses `text` as XML and returns the number of elements named `name`.

@@ -1,8 +1,8 @@
 //! `recommend` on every shipped spec, with the library schedules and the three generators the
 //! plugins export: the choice and its reasons pinned as snapshots.
 
+use pipeweave_check::ValidPlan;
 use pipeweave_eval::{PlanRequest, Planner, SearchSchedule, Unbuilt, recommend};
-use pipeweave_plan::Plan;
 use pipeweave_report::{candidate_label, recommend_json, recommend_markdown, recommend_text};
 use pipeweave_spec::{SHIPPED_SPECS, Spec};
 use std::convert::Infallible;
@@ -18,7 +18,7 @@ impl InMemory {
         m: u32,
         v: Option<u32>,
         settings: &[(String, String)],
-    ) -> Result<Plan, String> {
+    ) -> Result<ValidPlan, String> {
         let dual = pipeweave_generators::DualOptions::default();
         let plan = match schedule {
             "chimera" => {
@@ -45,18 +45,14 @@ impl InMemory {
                     .plan
             }
         };
-        if pipeweave_check::validate(&plan).is_empty() {
-            Ok(plan)
-        } else {
-            Err("invalid plan".into())
-        }
+        pipeweave_check::validate(plan).map_err(|_| "invalid plan".to_string())
     }
 }
 
 impl Planner for InMemory {
     type Stop = Infallible;
 
-    fn plan(&mut self, schedule: &str, r: &PlanRequest) -> Result<Plan, Unbuilt<Infallible>> {
+    fn plan(&mut self, schedule: &str, r: &PlanRequest) -> Result<ValidPlan, Unbuilt<Infallible>> {
         self.plan_with(schedule, r, &[])
     }
 
@@ -65,7 +61,7 @@ impl Planner for InMemory {
         schedule: &str,
         r: &PlanRequest,
         settings: &[(String, String)],
-    ) -> Result<Plan, Unbuilt<Infallible>> {
+    ) -> Result<ValidPlan, Unbuilt<Infallible>> {
         let (p, m) = (r.ranks.unwrap_or(1), r.microbatches.unwrap_or(1));
         InMemory::build(schedule, p, m, r.stages_per_rank, settings).map_err(Unbuilt::Refused)
     }

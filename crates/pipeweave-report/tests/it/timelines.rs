@@ -2,7 +2,7 @@ use crate::{count, dualpipe, library};
 use pipeweave_report::{TimeUnit, TimelineChart, timelines_svg, transfers};
 use pipeweave_sim::{UniformCosts, UnitCosts, simulate};
 
-fn one(name: &str, plan: &pipeweave_plan::Plan, comms: bool) -> String {
+fn one(name: &str, plan: &pipeweave_check::ValidPlan, comms: bool) -> String {
     let t = simulate(plan, &UnitCosts).expect("simulates");
     let chart = TimelineChart {
         title: name.into(),

@@ -4,7 +4,8 @@ use pipeweave_plan::Plan;
 use pipeweave_plugin_api::{Metadata, ParamSpec};
 use pipeweave_source::{Failure, Host, PluginId, PluginInfo, PluginRequest, PluginTarget};
 
-/// Files by path; the plugin `dualpipe` on the search path and at `lib/libdualpipe.so`.
+/// Files by path; the plugin `dualpipe` on the search path and at `lib/libdualpipe.so` (its
+/// setting `reverse` returns an invalid plan, as a host that does not validate would).
 #[derive(Debug, Default)]
 pub struct MemoryHost {
     pub files: Vec<(String, String)>,
@@ -81,7 +82,15 @@ impl Host for MemoryHost {
             weight_split: true,
             overlap,
         };
-        pipeweave_generators::dualpipe(request.ranks, request.microbatches, opts)
-            .map_err(Failure::invalid)
+        let plan = pipeweave_generators::dualpipe(request.ranks, request.microbatches, opts)
+            .map_err(Failure::invalid)?;
+        if request.settings.iter().any(|(n, _)| n == "reverse") {
+            // A host that lets a broken plan through: rank 0's program backwards.
+            let mut programs = plan.programs().to_vec();
+            programs[0].reverse();
+            return Plan::new(plan.ranks(), plan.pipelines().to_vec(), programs)
+                .map_err(|e| Failure::invalid(e.to_string()));
+        }
+        Ok(plan)
     }
 }

@@ -168,6 +168,23 @@ fn building_checks_parameters() {
 }
 
 #[test]
+fn a_hosts_invalid_plan_is_refused() {
+    let mut host = MemoryHost::default();
+    let mut files = Files::default();
+    let plugin = resolve("plugin:dualpipe", &mut host, &mut files);
+    let mut reverse = params(4, 8);
+    reverse.settings.push(Setting {
+        name: "reverse".into(),
+        value: "true".into(),
+    });
+    let f = plugin
+        .build(&reverse, &mut host, &mut files)
+        .expect_err("invalid");
+    assert_eq!(f.kind, FailureKind::Invalid);
+    assert!(f.reason().starts_with("rank 0, action 1"), "{}", f.reason());
+}
+
+#[test]
 fn failures_point_into_the_files_read() {
     let mut host = MemoryHost::with(&[("deadlock.actions", "0F0,0B0,0F1,0B1\n1F1,1B1,1F0,1B0\n")]);
     let mut files = Files::default();

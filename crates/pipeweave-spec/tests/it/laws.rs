@@ -3,7 +3,7 @@
 use crate::costs::moe_spec;
 use crate::plans::one_f_one_b;
 use crate::specs::load;
-use pipeweave_plan::Plan;
+use pipeweave_check::ValidPlan;
 use pipeweave_sim::{Timeline, simulate};
 use pipeweave_spec::hardware::Key;
 use pipeweave_spec::{CostTable, Spec};
@@ -20,7 +20,7 @@ fn unit_with(p: u32) -> Spec {
 }
 
 /// `plan` simulated on `spec`'s costs.
-fn run(spec: &Spec, plan: &Plan) -> Timeline {
+fn run(spec: &Spec, plan: &ValidPlan) -> Timeline {
     let costs = CostTable::new(spec, plan).expect("the plan fits the spec");
     simulate(plan, &costs).expect("simulates")
 }

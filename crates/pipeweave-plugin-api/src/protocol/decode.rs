@@ -1,0 +1,366 @@
+//! Reading the protocol's messages: every deviation from the format (described in the parent
+//! module) is a [`DecodeError`] with its line.
+
+use super::{
+    DecodeError, MAGIC, Metadata, PROTOCOL_VERSION, ParamKind, ParamSpec, PlanMessage, Request,
+    Response, Value,
+};
+use pipeweave_plan::Pipeline;
+use pipeweave_plan::cell::parse_action;
+
+struct Reader<'a> {
+    lines: std::iter::Peekable<std::iter::Enumerate<std::str::Split<'a, char>>>,
+    last_line: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn new(bytes: &'a [u8], kind: &str) -> Result<Reader<'a>, DecodeError> {
+        let text = std::str::from_utf8(bytes).map_err(|e| DecodeError {
+            line: 0,
+            message: format!(
+                "not UTF-8 text (invalid byte at offset {})",
+                e.valid_up_to()
+            ),
+        })?;
+        // The final newline ends the last line; it does not start an empty one.
+        let text = text.strip_suffix('\n').unwrap_or(text);
+        let mut r = Reader {
+            lines: text.split('\n').enumerate().peekable(),
+            last_line: 0,
+        };
+        let (n, first) = r.line()?;
+        let Some(version) = first.strip_prefix(MAGIC).and_then(|v| v.strip_prefix(' ')) else {
+            return Err(err(
+                n,
+                format!(
+                    "expected `{MAGIC} {PROTOCOL_VERSION}`, found `{}`",
+                    shorten(first)
+                ),
+            ));
+        };
+        if version != PROTOCOL_VERSION.to_string() {
+            return Err(err(
+                n,
+                format!(
+                    "protocol version `{}`, but this pipeweave reads version {PROTOCOL_VERSION}",
+                    shorten(version)
+                ),
+            ));
+        }
+        let (n, found) = r.line()?;
+        if found != kind {
+            return Err(err(
+                n,
+                format!("expected a `{kind}` message, found `{}`", shorten(found)),
+            ));
+        }
+        Ok(r)
+    }
+
+    /// The next line with its 1-based number.
+    fn line(&mut self) -> Result<(usize, &'a str), DecodeError> {
+        match self.lines.next() {
+            Some((i, line)) => {
+                self.last_line = i + 1;
+                Ok((i + 1, line))
+            }
+            None => Err(err(
+                self.last_line,
+                "the message ends without `end`".to_owned(),
+            )),
+        }
+    }
+
+    /// The next line split into key and value; `None` at `end`.
+    fn field(&mut self) -> Result<Option<(usize, &'a str, &'a str)>, DecodeError> {
+        let (n, line) = self.line()?;
+        if line == "end" {
+            self.finish()?;
+            return Ok(None);
+        }
+        let (key, value) = line.split_once(' ').unwrap_or((line, ""));
+        Ok(Some((n, key, value)))
+    }
+
+    fn peek_key(&mut self) -> Option<&'a str> {
+        self.lines
+            .peek()
+            .map(|(_, line)| line.split_once(' ').map_or(*line, |(k, _)| k))
+    }
+
+    fn finish(&mut self) -> Result<(), DecodeError> {
+        for (i, line) in self.lines.by_ref() {
+            if !line.is_empty() {
+                return Err(err(i + 1, "text after `end`".to_owned()));
+            }
+        }
+        Ok(())
+    }
+
+    fn expect(&mut self, key: &str) -> Result<(usize, &'a str), DecodeError> {
+        match self.field()? {
+            Some((n, k, v)) if k == key => Ok((n, v)),
+            Some((n, k, _)) => Err(err(n, format!("expected `{key}`, found `{}`", shorten(k)))),
+            None => Err(err(
+                self.last_line,
+                format!("expected `{key}` before `end`"),
+            )),
+        }
+    }
+}
+
+fn err(line: usize, message: String) -> DecodeError {
+    DecodeError { line, message }
+}
+
+/// A prefix of untrusted text for an error message.
+fn shorten(text: &str) -> String {
+    let mut s: String = text.chars().take(40).collect();
+    if s.len() < text.len() {
+        s.push('…');
+    }
+    s
+}
+
+fn unescape(n: usize, text: &str) -> Result<String, DecodeError> {
+    let mut s = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            s.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('\\') => s.push('\\'),
+            Some('n') => s.push('\n'),
+            Some('r') => s.push('\r'),
+            other => {
+                let found = other.map_or("end of line".to_owned(), |c| format!("`\\{c}`"));
+                return Err(err(n, format!("unknown escape {found}")));
+            }
+        }
+    }
+    Ok(s)
+}
+
+fn number(n: usize, what: &str, text: &str) -> Result<u32, DecodeError> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(err(
+            n,
+            format!("{what} must be a whole number, found `{}`", shorten(text)),
+        ));
+    }
+    text.parse()
+        .map_err(|_| err(n, format!("{what} `{}` is too large", shorten(text))))
+}
+
+fn signed(n: usize, what: &str, text: &str) -> Result<i64, DecodeError> {
+    text.parse().map_err(|_| {
+        err(
+            n,
+            format!("{what} must be a whole number, found `{}`", shorten(text)),
+        )
+    })
+}
+
+fn number_list(n: usize, what: &str, text: &str) -> Result<Vec<u32>, DecodeError> {
+    if text.is_empty() {
+        return Ok(Vec::new());
+    }
+    text.split(',').map(|t| number(n, what, t)).collect()
+}
+
+/// Reads a `metadata` message, refusing anything the format does not allow (with its line).
+pub fn decode_metadata(bytes: &[u8]) -> Result<Metadata, DecodeError> {
+    let mut r = Reader::new(bytes, "metadata")?;
+    let (n, name) = r.expect("name")?;
+    let name = unescape(n, name)?;
+    if name.is_empty() {
+        return Err(err(n, "the plugin name is empty".to_owned()));
+    }
+    let (n, version) = r.expect("version")?;
+    let version = unescape(n, version)?;
+    let (n, description) = r.expect("description")?;
+    let description = unescape(n, description)?;
+    let (n, requires) = r.expect("requires")?;
+    let requires = unescape(n, requires)?;
+    let mut params: Vec<ParamSpec> = Vec::new();
+    while let Some((n, key, value)) = r.field()? {
+        if key != "param" {
+            return Err(err(
+                n,
+                format!("expected `param` or `end`, found `{}`", shorten(key)),
+            ));
+        }
+        let mut words = value.split(' ');
+        let name = unescape(n, words.next().unwrap_or(""))?;
+        if name.is_empty() {
+            return Err(err(n, "a parameter has no name".to_owned()));
+        }
+        if params.iter().any(|p| p.name == name) {
+            return Err(err(n, format!("parameter `{name}` is declared twice")));
+        }
+        let kind = match (words.next(), words.next()) {
+            (Some("bool"), Some("true")) => ParamKind::Bool { default: true },
+            (Some("bool"), Some("false")) => ParamKind::Bool { default: false },
+            (Some("int"), Some(d)) => {
+                let default = signed(n, "the default", d)?;
+                let (mut min, mut max, mut multiple_of) = (None, None, None);
+                for w in words.by_ref() {
+                    let (k, v) = w.split_once('=').unwrap_or((w, ""));
+                    let slot = match k {
+                        "min" => &mut min,
+                        "max" => &mut max,
+                        "multiple_of" => &mut multiple_of,
+                        _ => return Err(err(n, format!("unknown constraint `{}`", shorten(w)))),
+                    };
+                    *slot = Some(signed(n, k, v)?);
+                }
+                ParamKind::Int {
+                    default,
+                    min,
+                    max,
+                    multiple_of,
+                }
+            }
+            _ => {
+                return Err(err(
+                    n,
+                    format!("parameter `{name}` needs a type (bool or int) and a default"),
+                ));
+            }
+        };
+        if let Some(extra) = words.next() {
+            return Err(err(n, format!("unexpected `{}`", shorten(extra))));
+        }
+        let mut help = String::new();
+        if r.peek_key() == Some("param-help") {
+            let (n, text) = r.expect("param-help")?;
+            help = unescape(n, text)?;
+        }
+        let spec = ParamSpec { name, help, kind };
+        spec.check(spec.default_value())
+            .map_err(|e| err(n, format!("the default breaks the constraints: {e}")))?;
+        params.push(spec);
+    }
+    Ok(Metadata {
+        name,
+        version,
+        description,
+        requires,
+        params,
+    })
+}
+
+/// Reads a `request` message, refusing anything the format does not allow (with its line).
+pub fn decode_request(bytes: &[u8]) -> Result<Request, DecodeError> {
+    let mut r = Reader::new(bytes, "request")?;
+    let (n, v) = r.expect("ranks")?;
+    let ranks = number(n, "ranks", v)?;
+    let (n, v) = r.expect("microbatches")?;
+    let microbatches = number(n, "microbatches", v)?;
+    let mut params = Vec::new();
+    while let Some((n, key, value)) = r.field()? {
+        if key != "set" {
+            return Err(err(
+                n,
+                format!("expected `set` or `end`, found `{}`", shorten(key)),
+            ));
+        }
+        let Some((name, v)) = value.split_once(' ') else {
+            return Err(err(n, "`set` needs a name and a value".to_owned()));
+        };
+        let value = match v {
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            v => Value::Int(signed(n, "a parameter value", v)?),
+        };
+        params.push((unescape(n, name)?, value));
+    }
+    Ok(Request {
+        ranks,
+        microbatches,
+        params,
+    })
+}
+
+/// Reads a `plan` or `error` message.
+pub fn decode_response(bytes: &[u8]) -> Result<Response, DecodeError> {
+    // The kind decides which reader applies; peek at it without committing.
+    let is_error = bytes
+        .split(|&b| b == b'\n')
+        .nth(1)
+        .is_some_and(|kind| kind == b"error");
+    if is_error {
+        let mut r = Reader::new(bytes, "error")?;
+        let (n, message) = r.expect("message")?;
+        let message = unescape(n, message)?;
+        if let Some((n, key, _)) = r.field()? {
+            return Err(err(n, format!("expected `end`, found `{}`", shorten(key))));
+        }
+        return Ok(Response::Error(message));
+    }
+    let mut r = Reader::new(bytes, "plan")?;
+    let (n, v) = r.expect("ranks")?;
+    let ranks = number(n, "ranks", v)?;
+    let mut pipelines = Vec::new();
+    let mut programs = Vec::new();
+    while let Some((n, key, value)) = r.field()? {
+        match key {
+            "pipeline" if programs.is_empty() => {
+                let (placement, mbs) = value.split_once(' ').unwrap_or((value, ""));
+                let Some(placement) = placement.strip_prefix("placement=") else {
+                    return Err(err(n, "expected `placement=` after `pipeline`".to_owned()));
+                };
+                let Some(mbs) = mbs.strip_prefix("microbatches=") else {
+                    return Err(err(
+                        n,
+                        "expected `microbatches=` after the placement".to_owned(),
+                    ));
+                };
+                pipelines.push(Pipeline {
+                    placement: number_list(n, "a rank", placement)?,
+                    microbatches: number_list(n, "a micro-batch", mbs)?,
+                });
+            }
+            "program" => {
+                if programs.len() as u64 >= u64::from(ranks) {
+                    return Err(err(
+                        n,
+                        format!("more than {ranks} programs for {ranks} ranks"),
+                    ));
+                }
+                let mut program = Vec::new();
+                if !value.is_empty() {
+                    for cell in value.split(',') {
+                        // Any micro-batch id: `Plan::new` bounds the plan's tables.
+                        program.push(parse_action(cell, u32::MAX).map_err(|_| {
+                            err(n, format!("`{}` is not an action", shorten(cell)))
+                        })?);
+                    }
+                }
+                programs.push(program);
+            }
+            _ => {
+                return Err(err(
+                    n,
+                    format!(
+                        "expected `pipeline`, `program` or `end`, found `{}`",
+                        shorten(key)
+                    ),
+                ));
+            }
+        }
+    }
+    if programs.len() as u64 != u64::from(ranks) {
+        return Err(err(
+            r.last_line,
+            format!("{} programs for {ranks} ranks", programs.len()),
+        ));
+    }
+    Ok(Response::Plan(PlanMessage {
+        ranks,
+        pipelines,
+        programs,
+    }))
+}
