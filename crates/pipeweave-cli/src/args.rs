@@ -1,6 +1,7 @@
 //! The arguments several commands share, parsed once into typed values: which plan or schedules,
 //! their parameters (`--set NAME=VALUE` as settings), the costs (`--costs KEY=VALUE,...` as
-//! uniform costs), and `--over NAME=VALUES` as a sweep's values.
+//! uniform costs), `--over NAME=VALUES` as a sweep's values, and the window of time a drawing
+//! shows (`--from`, `--to`).
 //!
 //! A value parser's error is an [`ArgError`]: `main` prints it as `error: ...` and exits with 2,
 //! like every other usage error of ours.
@@ -105,6 +106,26 @@ pub struct ManyArgs {
     pub spec: Option<String>,
     #[command(flatten)]
     pub params: ScheduleParams,
+}
+
+/// The window of time `render` and `report` draw.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct TimeWindowArgs {
+    /// Start the timelines at this time (units, or seconds with --spec); they are drawn larger
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub from: Option<f64>,
+    /// End the timelines at this time (units, or seconds with --spec)
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub to: Option<f64>,
+}
+
+/// A time for `--from` and `--to`: a finite number, at least 0.
+pub fn parse_time(text: &str) -> Result<f64, ArgError> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|t| t.is_finite() && *t >= 0.0)
+        .ok_or_else(|| ArgError(format!("`{text}` is not a time (a number ≥ 0)")))
 }
 
 /// What `simulate` prints.

@@ -20,7 +20,10 @@ mod show;
 mod single;
 mod sweep;
 
-use args::{ArgError, ConvertTo, CostArgs, Format, ManyArgs, MetricArg, PlanArgs, parse_over};
+use args::{
+    ArgError, ConvertTo, CostArgs, Format, ManyArgs, MetricArg, PlanArgs, TimeWindowArgs,
+    parse_over,
+};
 use clap::{Parser, Subcommand};
 use pipeweave_eval::Over;
 use pipeweave_source::Failure;
@@ -103,6 +106,8 @@ enum Command {
         /// Add a lane under every rank with its point-to-point sends
         #[arg(long)]
         comms: bool,
+        #[command(flatten)]
+        window: TimeWindowArgs,
     },
     /// Tabulate and chart the bubble fraction or step time of schedules against M or P
     Sweep {
@@ -138,6 +143,8 @@ enum Command {
         /// Add communication lanes to the timelines
         #[arg(long)]
         comms: bool,
+        #[command(flatten)]
+        window: TimeWindowArgs,
     },
     /// Compare schedules on a cluster spec: step time, bubbles, idle, memory, communication,
     /// throughput and GPU-hours, and what each schedule is and requires
@@ -244,7 +251,12 @@ fn run(command: Command, session: &mut Session) -> Result<(), Failure> {
         } => show::run(&plan, &costs, &window, session),
         Command::Check { file } => list::check(&file, session),
         Command::List { plugin_dirs } => list::list(&plugin_dirs, session),
-        Command::Render { many, svg, comms } => draw::render(&many, &svg, comms, session),
+        Command::Render {
+            many,
+            svg,
+            comms,
+            window,
+        } => draw::render(&many, &svg, comms, &window, session),
         Command::Sweep {
             many,
             over,
@@ -258,11 +270,13 @@ fn run(command: Command, session: &mut Session) -> Result<(), Failure> {
             over,
             metric,
             comms,
+            window,
         } => {
             let options = report::Options {
                 over,
                 metric: metric.into(),
                 comms,
+                window,
             };
             report::run(&many, &output, &options, session)
         }

@@ -2,11 +2,13 @@
 //! take them: resolved once, `--set` handed to the schedules that declare it, each built (and
 //! simulated, and compared) on its own so one that cannot run never stops the others.
 
-use crate::args::ScheduleParams;
+use crate::args::{ScheduleParams, TimeWindowArgs};
 use crate::session::Session;
 use pipeweave_check::ValidPlan;
 use pipeweave_eval::{Comparison, Costing, PlanRequest, Planner, Run, Unbuilt};
-use pipeweave_report::{TimelineChart, shape_text, timelines_svg, transfers};
+use pipeweave_report::{
+    SvgWindow, TimeFormat, TimelineChart, shape_text, timelines_svg_window, transfers,
+};
 use pipeweave_source::{Built, Failure, Files, Params, Source, SourceKind};
 use pipeweave_spec::Spec;
 
@@ -243,8 +245,51 @@ pub fn draw(name: &str, plan: &ValidPlan, costing: &Costing) -> Result<Drawn, St
     })
 }
 
-/// The SVG of the runs' timelines, stacked on one time scale.
-pub fn timelines(drawn: &[Drawn], costing: &Costing, comms: bool, id: &str) -> String {
+/// Checks `--from` and `--to` before anything is built: the window must end after it starts.
+pub fn check_window(window: &TimeWindowArgs) -> Result<(), Failure> {
+    match (window.from, window.to) {
+        (Some(from), Some(to)) if from >= to => Err(Failure::usage(format!(
+            "--from {from} --to {to}: the window must end after it starts"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The window of the drawing: `--from` must fall inside the longest of the runs' steps.
+pub fn window(
+    window: &TimeWindowArgs,
+    drawn: &[Drawn],
+    costing: &Costing,
+) -> Result<SvgWindow, Failure> {
+    let longest = drawn
+        .iter()
+        .map(|d| d.run.timeline.timing.makespan)
+        .fold(0.0f64, f64::max);
+    if let Some(from) = window.from.filter(|f| *f >= longest) {
+        let ends = if drawn.len() > 1 {
+            "the longest step ends"
+        } else {
+            "the step ends"
+        };
+        return Err(Failure::usage(format!(
+            "--from {from}: {ends} at {}",
+            costing.unit().format(longest)
+        )));
+    }
+    Ok(SvgWindow {
+        from: window.from,
+        to: window.to,
+    })
+}
+
+/// The SVG of the runs' timelines, stacked on one time scale, in `window`.
+pub fn timelines(
+    drawn: &[Drawn],
+    costing: &Costing,
+    comms: bool,
+    id: &str,
+    window: &SvgWindow,
+) -> String {
     let charts: Vec<TimelineChart> = drawn
         .iter()
         .map(|d| TimelineChart {
@@ -258,5 +303,5 @@ pub fn timelines(drawn: &[Drawn], costing: &Costing, comms: bool, id: &str) -> S
             transfers: comms.then(|| transfers(&d.plan, &d.run.timeline, d.run.costs.as_ref())),
         })
         .collect();
-    timelines_svg(&charts, costing.unit(), id)
+    timelines_svg_window(&charts, costing.unit(), id, window)
 }

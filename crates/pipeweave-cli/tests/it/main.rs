@@ -1,9 +1,11 @@
 //! The `pipeweave` command driven as a user would: output, exit codes and files.
 
+mod browser;
 mod commands;
 mod compare;
 mod draw;
 mod exit_codes;
 mod hostile;
 mod plugins;
+mod report;
 mod schemas;
