@@ -171,6 +171,50 @@ fn compare_formats_on_the_unit_spec() {
     }
 }
 
+/// Every library schedule and every plugin on every shipped spec at the spec's own P and M (and
+/// its stages per rank for the schedules that take `v`): the five tables, and for each schedule
+/// that cannot run its reason.
+#[test]
+fn compare_every_schedule_on_every_shipped_spec() {
+    const ALL: [&str; 12] = [
+        "gpipe",
+        "1f1b",
+        "interleaved-1f1b",
+        "interleaved-zb",
+        "looped-bfs",
+        "zb-h1",
+        "zb-h2",
+        "zb-v",
+        "dualpipev",
+        "chimera",
+        "dualpipe",
+        "plugin:dualpipev",
+    ];
+    for shipped in pipeweave_spec::SHIPPED_SPECS {
+        let (spec, _) = pipeweave_spec::parse(shipped.source, pipeweave_diagnostics::FileId(0));
+        let v = spec.expect("a shipped spec").parallelism.stages_per_rank;
+        let v = v.to_string();
+        let mut args = vec!["compare"];
+        args.extend(ALL);
+        args.extend(["--spec", shipped.name]);
+        if v != "1" {
+            args.extend(["-v", &v]);
+        }
+        let (code, out, err) = pipeweave(&args);
+        assert_eq!((code, err.as_str()), (0, ""), "{}", shipped.name);
+        // Each schedule has its rows, or a line with the reason it did not run.
+        for s in ALL {
+            assert!(
+                out.lines().any(|l| l.starts_with(&format!("{s} ")))
+                    || out.contains(&format!("\n{s}: not run: ")),
+                "{}: {s}",
+                shipped.name
+            );
+        }
+        insta::assert_snapshot!(format!("compare_every_schedule_{}", shipped.name), out);
+    }
+}
+
 #[test]
 fn compare_keeps_schedules_whose_requirements_fail() {
     let (code, out, err) = pipeweave(&[
