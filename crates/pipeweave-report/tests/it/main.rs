@@ -4,6 +4,7 @@
 mod compare;
 mod hardware;
 mod html;
+mod planner;
 mod recommend;
 mod sweep;
 mod timelines;
