@@ -2,5 +2,6 @@
 //! implementations, loaded, validated and simulated through the library crates.
 
 mod calibration;
+mod deadlock;
 mod reference;
 mod spec_questions;

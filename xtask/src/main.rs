@@ -1,12 +1,16 @@
 //! Project automation. `cargo xtask test` runs everything CI runs, in order, and stops at the first
 //! failure: formatting, lints, the workspace build (plugins are `cdylib`s that `cargo test` does not
-//! build by itself), every Rust test, then the PyTorch conformance suite.
+//! build by itself), every Rust test, a short run of every fuzz target (`fuzz.rs`), then the
+//! PyTorch conformance suite.
 //!
 //! It installs what the tests need on first use: headless Chromium for the report's browser tests
 //! (Debian's `chromium` package, with apt-get when it runs as root; otherwise it names the command
-//! to run), and the conformance suite installs its pinned torch into a cached virtual environment.
+//! to run), cargo-fuzz for the fuzz step, and the conformance suite installs its pinned torch into
+//! a cached virtual environment.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod fuzz;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -130,18 +134,39 @@ fn conformance() -> Result<(), String> {
     run("conformance", "python3", &["tests/conformance/run.py"])
 }
 
+/// The fuzz step of `cargo xtask test`: about a minute in all.
+const CI_FUZZ: fuzz::Budget = fuzz::Budget {
+    seconds_per_target: 12,
+};
+
+const USAGE: &str = "usage: cargo xtask <test|rust|fuzz [SECONDS]|conformance>
+  test            everything CI runs: fmt, clippy, build, Rust tests, fuzz, conformance suite
+                  (installs headless Chromium, cargo-fuzz and torch when they are missing)
+  rust            only the Rust part, no fuzzing (installs headless Chromium when it is missing)
+  fuzz [SECONDS]  only the fuzz targets, each for SECONDS (default 12) on top of its corpus
+  conformance     only the PyTorch conformance suite";
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
-        Some("test") => chromium()
+    let result = match (args.first().map(String::as_str), args.get(1)) {
+        (Some("test"), None) => chromium()
             .and_then(|()| rust_checks())
+            .and_then(|()| fuzz::fuzz(&CI_FUZZ))
             .and_then(|()| conformance()),
-        Some("rust") => chromium().and_then(|()| rust_checks()),
-        Some("conformance") => conformance(),
+        (Some("rust"), None) => chromium().and_then(|()| rust_checks()),
+        (Some("fuzz"), None) => fuzz::fuzz(&CI_FUZZ),
+        (Some("fuzz"), Some(seconds)) => match seconds.parse() {
+            Ok(seconds_per_target) if seconds_per_target > 0 => {
+                fuzz::fuzz(&fuzz::Budget { seconds_per_target })
+            }
+            _ => {
+                eprintln!("xtask: fuzz takes a number of seconds per target, not `{seconds}`");
+                return ExitCode::from(2);
+            }
+        },
+        (Some("conformance"), None) => conformance(),
         _ => {
-            eprintln!(
-                "usage: cargo xtask <test|rust|conformance>\n  test         everything CI runs: fmt, clippy, build, Rust tests, conformance suite\n               (installs headless Chromium and torch when they are missing)\n  rust         only the Rust part (installs headless Chromium when it is missing)\n  conformance  only the PyTorch conformance suite"
-            );
+            eprintln!("{USAGE}");
             return ExitCode::from(2);
         }
     };

@@ -25,6 +25,16 @@ impl fmt::Display for ArgError {
 
 impl std::error::Error for ArgError {}
 
+/// The help of `--set`: the one spelling rule of every schedule's values, in the words
+/// `pipeweave list` says it.
+fn set_help() -> String {
+    format!(
+        "Any other schedule parameter, repeatable (with several schedules, given to those that \
+         declare it); VALUE: {} (`pipeweave list` shows each schedule's)",
+        pipeweave_param::SPELLINGS
+    )
+}
+
 /// Which plan to work on.
 #[derive(Debug, Args)]
 pub struct PlanArgs {
@@ -50,9 +60,7 @@ pub struct ScheduleParams {
     /// Stages per rank v, for the schedules that take it
     #[arg(short = 'v', long = "stages-per-rank", value_name = "V", value_parser = parse_stages_per_rank)]
     pub stages_per_rank: Option<u32>,
-    /// Any other schedule parameter (repeatable; with several schedules, given to those that
-    /// declare it)
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_setting)]
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_setting, help = set_help())]
     pub set: Vec<Setting>,
     /// Pipelines in an actions file (of equal length; stage q of each computes the same model part)
     #[arg(long, value_name = "K", default_value_t = 1, value_parser = parse_pipelines)]
@@ -61,6 +69,24 @@ pub struct ScheduleParams {
     /// next to the executable)
     #[arg(long = "plugin-dir", value_name = "DIR")]
     pub plugin_dirs: Vec<PathBuf>,
+    /// A folder of `.weave` schedules, each named by its file name (repeatable; searched before
+    /// PIPEWEAVE_SCHEDULE_PATH; a library schedule's name comes first)
+    #[arg(long = "schedule-dir", value_name = "DIR")]
+    pub schedule_dirs: Vec<PathBuf>,
+}
+
+/// Where schedules are found besides the library, for the commands that look at all of them
+/// (`list`, `check`, `recommend`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct Dirs {
+    /// A directory to search for plugins first (repeatable; then PIPEWEAVE_PLUGIN_PATH, then
+    /// next to the executable)
+    #[arg(long = "plugin-dir", value_name = "DIR")]
+    pub plugin_dirs: Vec<PathBuf>,
+    /// A folder of `.weave` schedules, each named by its file name (repeatable; searched before
+    /// PIPEWEAVE_SCHEDULE_PATH; a library schedule's name comes first)
+    #[arg(long = "schedule-dir", value_name = "DIR")]
+    pub schedule_dirs: Vec<PathBuf>,
 }
 
 impl ScheduleParams {

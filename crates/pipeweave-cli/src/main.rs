@@ -75,15 +75,17 @@ enum Command {
     },
     /// List the schedules available by name, with their origin and parameters
     List {
-        /// A directory to search for plugins first (repeatable)
-        #[arg(long = "plugin-dir", value_name = "DIR")]
-        plugin_dirs: Vec<PathBuf>,
+        #[command(flatten)]
+        dirs: args::Dirs,
     },
-    /// Check a schedule file (syntax and names) without compiling a plan
+    /// Check a schedule file: syntax and names, then its plans compiled and validated for
+    /// P = 2…8 and every M up to 2P its requirements allow
     Check {
-        /// A `.weave` file (`-`: standard input) or a library schedule name
+        /// A `.weave` file (`-`: standard input), or a library or schedule folder schedule's name
         #[arg(value_name = "SCHEDULE")]
         file: String,
+        #[command(flatten)]
+        dirs: args::Dirs,
     },
     /// Compile a schedule for given parameters, validate it and write the plan
     Compile {
@@ -249,8 +251,8 @@ fn run(command: Command, session: &mut Session) -> Result<(), Failure> {
             costs,
             window,
         } => show::run(&plan, &costs, &window, session),
-        Command::Check { file } => list::check(&file, session),
-        Command::List { plugin_dirs } => list::list(&plugin_dirs, session),
+        Command::Check { file, dirs } => list::check(&file, &dirs, session),
+        Command::List { dirs } => list::list(&dirs, session),
         Command::Render {
             many,
             svg,

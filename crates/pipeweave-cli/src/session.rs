@@ -41,6 +41,7 @@ impl Session {
     /// The validated plan the arguments name (every plan goes through the validator).
     pub fn load(&mut self, args: &PlanArgs) -> Result<Built, Failure> {
         self.host.with_plugin_dirs(&args.params.plugin_dirs);
+        self.host.with_schedule_dirs(&args.params.schedule_dirs);
         let source = self.resolve(&args.plan)?;
         self.build(&source, &args.params.params())
     }

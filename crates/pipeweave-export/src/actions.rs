@@ -28,9 +28,8 @@ use pipeweave_plan::{Action, Kind, Pipeline, Plan};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
-/// Micro-batch ids at or above this bound are refused: the plan keeps a table indexed by id, and a
-/// one-line file must not be able to ask for gigabytes.
-pub const MAX_MICROBATCH_ID: u32 = (1 << 24) - 1;
+/// Micro-batch ids above this bound are refused, as by every reader (see the constant's page).
+pub use pipeweave_plan::MAX_MICROBATCH_ID;
 
 /// A plan read from an actions file, with where each action came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -212,10 +211,11 @@ fn check_stage_ids(
     diags: &mut Vec<Diagnostic>,
 ) {
     let span = |range: &Range<usize>| Span::new(file, range.clone());
-    let mut expected = 0u32;
+    // The next stage id without a gap, in u64: the largest id, u32::MAX, has no next one in u32.
+    let mut expected = 0u64;
     for (&stage, (_, cell)) in first {
-        if stage > expected {
-            let what = if stage - expected == 1 {
+        if u64::from(stage) > expected {
+            let what = if u64::from(stage) - expected == 1 {
                 format!("stage {expected} appears on no rank")
             } else {
                 format!("stages {expected} to {} appear on no rank", stage - 1)
@@ -228,7 +228,7 @@ fn check_stage_ids(
                     ),
             );
         }
-        expected = stage + 1;
+        expected = u64::from(stage) + 1;
     }
     let Some((&max_stage, (_, cell))) = first.last_key_value() else {
         return;

@@ -19,7 +19,7 @@ mod timing;
 pub use action::{Action, Kind, Op, Ops};
 pub use lower::lower;
 pub use lowered::{LoweredPlan, Reduction, Sent, Step, Steps};
-pub use plan::{Dir, Pipeline, Plan, PlanError};
+pub use plan::{Dir, MAX_MICROBATCH_ID, Pipeline, Plan, PlanError};
 pub use timing::{Interval, Timing, TimingError};
 
 #[cfg(any(test, feature = "testing"))]

@@ -3,6 +3,11 @@
 use crate::action::Action;
 use std::fmt;
 
+/// The largest micro-batch id any plan file or plugin reply may name: every reader and decoder
+/// refuses larger ones with a located error, so whatever pipeweave writes it reads back. The passes
+/// keep tables indexed by id, and a file of a few bytes must not be able to ask for gigabytes.
+pub const MAX_MICROBATCH_ID: u32 = (1 << 24) - 1;
+
 /// A chain of stages that carries its own micro-batches.
 ///
 /// Position `q` of every pipeline computes model part `q`: pipelines of one plan are replicas of the

@@ -270,12 +270,15 @@ pub fn recommend_text(r: &Recommendation) -> String {
     }
     if !r.runners_up.is_empty() {
         s.push_str("\nrunners-up (the fastest of each other schedule family that fits)\n");
+        // At least 44 wide; a longer label (a library schedule named with its twin plugin)
+        // widens it.
         let width = r
             .runners_up
             .iter()
             .map(|c| candidate_label(c).chars().count())
+            .chain([44])
             .max()
-            .unwrap_or(0);
+            .unwrap_or(44);
         for c in &r.runners_up {
             let vs = versus_choice(r, c)
                 .map(|p| format!(", {p} vs the choice"))
@@ -296,11 +299,13 @@ pub fn recommend_text(r: &Recommendation) -> String {
     }
     s.push_str("\nwhy not the others\n");
     let reasons = why_not(r);
+    // At least 22 wide; a longer name (a library schedule named with its twin plugin) widens it.
     let width = reasons
         .iter()
         .map(|(f, _, _)| f.chars().count())
+        .chain([22])
         .max()
-        .unwrap_or(0);
+        .unwrap_or(22);
     for (schedule, why, partly) in reasons {
         let _ = writeln!(s, "  {schedule:<width$} {why}");
         if let Some(reason) = partly {

@@ -1,12 +1,11 @@
 //! The parameters a schedule is built with: P, M, stages per rank, `NAME=VALUE` settings, and the
 //! pipelines of an actions file.
 
-use crate::failure::Failure;
 use std::fmt;
 use std::str::FromStr;
 
 /// One `NAME=VALUE` setting of a schedule parameter. The value stays text until the schedule that
-/// declares the name reads it (a plugin parameter has its own type).
+/// declares the name reads it by its type (`Declared::read_settings`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Setting {
     /// The parameter's name.
@@ -38,22 +37,6 @@ impl FromStr for Setting {
             name: name.trim().to_owned(),
             value: value.trim().to_owned(),
         })
-    }
-}
-
-impl Setting {
-    /// The value of a `.weave` parameter: an integer, or `true` / `false` (1 / 0).
-    pub fn integer(&self) -> Result<i64, Failure> {
-        match self.value.as_str() {
-            "true" => Ok(1),
-            "false" => Ok(0),
-            t => t.parse().map_err(|_| {
-                Failure::usage(format!(
-                    "--set {}={}: the value must be an integer, true or false",
-                    self.name, self.value
-                ))
-            }),
-        }
     }
 }
 

@@ -258,7 +258,7 @@ fn render_and_sweep_on_a_spec() {
     microbatches     1f1b  dualpipev
     16            5.543 s      - [1]
     32            8.586 s    7.335 s
-    [1] dualpipev, microbatches = 16: DualPipeV needs at least 2P micro-batches (M >= 2P), got M = 16 for P = 16
+    [1] dualpipev, microbatches = 16: DualPipeV needs M ≥ 2P micro-batches (with P = 16, M = 16, weight_split = true, overlap = true)
     ");
 }
 

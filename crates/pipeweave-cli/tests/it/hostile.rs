@@ -206,7 +206,11 @@ fn run_into_full_disk(dir: &Path, args: &[&str]) -> Output {
 fn a_full_disk_on_standard_output_is_an_error() {
     let dir = Scratch::new("full-stdout");
     dir.write("plan.actions", "0F0,0B0\n1F0,1B0\n");
-    dir.write("s.weave", "stages P\nprogram { F B }\n");
+    // A schedule that `check` passes (it compiles and validates it on a grid of P and M).
+    dir.write(
+        "s.weave",
+        "stages P\nprogram { repeat M { F } repeat M { B } }\n",
+    );
     let commands: [&[&str]; 15] = [
         &["validate", "plan.actions"],
         &["simulate", "plan.actions"],

@@ -6,6 +6,7 @@ mod compare;
 mod draw;
 mod exit_codes;
 mod hostile;
+mod language;
 mod plugins;
 mod report;
 mod schemas;

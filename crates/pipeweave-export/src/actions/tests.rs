@@ -141,6 +141,19 @@ fn numbers_out_of_range() {
 }
 
 #[test]
+fn the_largest_stage_id_is_a_gap_not_an_overflow() {
+    // Found by the `actions` fuzz target: the next stage after u32::MAX overflowed.
+    assert_eq!(
+        messages("0F0\n4294967295F0\n", 1),
+        ["stages 1 to 4294967294 appear on no rank"]
+    );
+    assert_eq!(
+        messages("4294967295F0", 1),
+        ["stages 0 to 4294967294 appear on no rank"]
+    );
+}
+
+#[test]
 fn structural_errors() {
     let d = read("0F0,1F0\n1B0", 1).expect_err("stage on two ranks");
     assert_eq!(d.len(), 1);

@@ -3,6 +3,7 @@
 
 use super::locate::{Found, index, key, place};
 use super::*;
+use pipeweave_plan::MAX_MICROBATCH_ID;
 use pipeweave_plan::cell::push_step_with_peer;
 
 /// Only the header, to say clearly when a file is not a plan or has another version.
@@ -129,6 +130,7 @@ fn from_wire(wire: WirePlan) -> Result<PlanJson, Found> {
             vec![key("ranks")],
         )]);
     }
+    diags.extend(ids_above_the_limit(&wire));
     let pipelines: Vec<Pipeline> = wire
         .pipelines
         .into_iter()
@@ -251,6 +253,48 @@ fn from_wire(wire: WirePlan) -> Result<PlanJson, Found> {
     } else {
         Err(diags)
     }
+}
+
+/// The micro-batch ids above [`MAX_MICROBATCH_ID`], the limit of every plan format: one per
+/// pipeline and one per program at most, so the answer stays short.
+fn ids_above_the_limit(wire: &WirePlan) -> Found {
+    let limit = |mb: u32| {
+        format!("micro-batch {mb}, above the largest id a plan may use ({MAX_MICROBATCH_ID})")
+    };
+    let mut diags: Found = Vec::new();
+    for (j, p) in wire.pipelines.iter().enumerate() {
+        if let Some((i, &mb)) =
+            (p.microbatches.iter().enumerate()).find(|(_, mb)| **mb > MAX_MICROBATCH_ID)
+        {
+            diags.push((
+                Diagnostic::error(format!("pipeline {j} carries {}", limit(mb))),
+                vec![key("pipelines"), index(j), key("microbatches"), index(i)],
+            ));
+        }
+    }
+    for (r, p) in wire.programs.iter().enumerate() {
+        let above = p.actions.iter().enumerate().find_map(|(i, a)| {
+            let (op, mb) = match *a {
+                WireAction::F { mb, .. }
+                | WireAction::B { mb, .. }
+                | WireAction::I { mb, .. }
+                | WireAction::W { mb, .. } => (None, mb),
+                WireAction::Pair { f, .. } if f.mb > MAX_MICROBATCH_ID => (Some("f"), f.mb),
+                WireAction::Pair { b, .. } => (Some("b"), b.mb),
+            };
+            (mb > MAX_MICROBATCH_ID).then_some((i, op, mb))
+        });
+        if let Some((i, op, mb)) = above {
+            let mut at = vec![key("programs"), index(r), key("actions"), index(i)];
+            at.extend(op.map(key));
+            at.push(key("mb"));
+            diags.push((
+                Diagnostic::error(format!("rank {r} action {i} names {}", limit(mb))),
+                at,
+            ));
+        }
+    }
+    diags
 }
 
 /// Reports the first place where a rank's steps differ from what lowering its actions gives, and

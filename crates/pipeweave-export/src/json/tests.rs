@@ -296,6 +296,47 @@ fn more_ranks_than_a_plan_may_have() {
 }
 
 #[test]
+fn micro_batch_ids_have_the_limit_of_every_format() {
+    // The actions format refuses ids above MAX_MICROBATCH_ID: so does JSON, before any table is
+    // sized by them (268,435,455 took seconds and gigabytes).
+    let text = write_plan_json(&plan(ONE_F_ONE_B, 1), None).expect("writes");
+    let huge = text
+        .replacen(
+            "\"microbatches\":[0,1]",
+            "\"microbatches\":[0,268435455]",
+            1,
+        )
+        .replacen(
+            "{\"kind\":\"F\",\"stage\":1,\"mb\":1}",
+            "{\"kind\":\"F\",\"stage\":1,\"mb\":16777216}",
+            1,
+        );
+    let places = read_places(&huge);
+    assert_eq!(
+        places,
+        [
+            (
+                "pipeline 0 carries micro-batch 268435455, above the largest id a plan may use (16777215)"
+                    .to_owned(),
+                "268435455".to_owned()
+            ),
+            (
+                "rank 1 action 2 names micro-batch 16777216, above the largest id a plan may use (16777215)"
+                    .to_owned(),
+                "16777216".to_owned()
+            ),
+        ]
+    );
+    // In a pair, the op whose id it is.
+    let pair = text.replacen(
+        "{\"kind\":\"F\",\"stage\":0,\"mb\":0}",
+        "{\"kind\":\"pair\",\"f\":{\"kind\":\"F\",\"stage\":0,\"mb\":0},\"b\":{\"kind\":\"B\",\"stage\":0,\"mb\":20000000}}",
+        1,
+    );
+    assert_eq!(read_places(&pair)[0].1, "20000000");
+}
+
+#[test]
 fn hand_written_pieces_are_what_serde_writes() {
     let nums = [0, 1, 9, 10, 99, 100, 12_345, u32::MAX];
     let kinds = [Kind::F, Kind::B, Kind::I, Kind::W];
