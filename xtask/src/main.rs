@@ -1,8 +1,16 @@
 //! Project automation. `cargo xtask test` runs everything CI runs, in order, and stops at the first
 //! failure: formatting, lints, the workspace build (plugins are `cdylib`s that `cargo test` does not
-//! build by itself), every Rust test, then the PyTorch conformance suite.
+//! build by itself), every Rust test, a short run of every fuzz target (`fuzz.rs`), then the
+//! PyTorch conformance suite.
+//!
+//! It installs what the tests need on first use: headless Chromium for the report's browser tests
+//! (Debian's `chromium` package, with apt-get when it runs as root; otherwise it names the command
+//! to run), cargo-fuzz for the fuzz step, and the conformance suite installs its pinned torch into
+//! a cached virtual environment.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod fuzz;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -15,9 +23,15 @@ fn root() -> PathBuf {
 }
 
 fn run(name: &str, program: &str, args: &[&str]) -> Result<(), String> {
+    run_with(name, program, args, &[])
+}
+
+/// Runs `program` in the repository's root with `env` added to the environment.
+fn run_with(name: &str, program: &str, args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
     eprintln!("xtask: {name}: {program} {}", args.join(" "));
     let status = Command::new(program)
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(root())
         .status()
         .map_err(|e| format!("{name}: cannot start `{program}`: {e}"))?;
@@ -26,6 +40,63 @@ fn run(name: &str, program: &str, args: &[&str]) -> Result<(), String> {
     } else {
         Err(format!("{name} failed ({status})"))
     }
+}
+
+/// Whether `program` is a file in one of the PATH's folders.
+fn on_path(program: &str) -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path).any(|dir| dir.join(program).is_file())
+}
+
+/// Whether this process runs as root (`id -u` says 0).
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| out.status.success() && out.stdout.trim_ascii() == b"0")
+}
+
+/// Makes sure the report's browser tests find headless Chromium (as they look for it:
+/// `PIPEWEAVE_CHROMIUM`, else `chromium` or `chromium-browser` on the PATH), installing Debian's
+/// `chromium` package when it is missing and apt-get may be used.
+fn chromium() -> Result<(), String> {
+    if let Some(path) = std::env::var_os("PIPEWEAVE_CHROMIUM") {
+        return if Path::new(&path).is_file() {
+            Ok(())
+        } else {
+            Err(format!(
+                "PIPEWEAVE_CHROMIUM names {}, which is not a file",
+                Path::new(&path).display()
+            ))
+        };
+    }
+    if on_path("chromium") || on_path("chromium-browser") {
+        return Ok(());
+    }
+    if on_path("apt-get") && is_root() {
+        eprintln!("xtask: the report's browser tests need headless Chromium; installing it");
+        run("chromium", "apt-get", &["update", "-qq"])?;
+        run_with(
+            "chromium",
+            "apt-get",
+            &["install", "-y", "-qq", "chromium"],
+            &[("DEBIAN_FRONTEND", "noninteractive")],
+        )?;
+        return if on_path("chromium") {
+            Ok(())
+        } else {
+            Err("apt-get installed chromium, yet no `chromium` is on the PATH".into())
+        };
+    }
+    let how = if on_path("apt-get") {
+        "run `sudo apt-get update && sudo apt-get install -y chromium`"
+    } else {
+        "install Chromium with the system's package manager so that `chromium` is on the PATH"
+    };
+    Err(format!(
+        "the report's browser tests need headless Chromium, which is not installed: {how} \
+         (or set PIPEWEAVE_CHROMIUM to a Chromium binary), then run `cargo xtask test` again"
+    ))
 }
 
 fn cargo() -> String {
@@ -63,16 +134,39 @@ fn conformance() -> Result<(), String> {
     run("conformance", "python3", &["tests/conformance/run.py"])
 }
 
+/// The fuzz step of `cargo xtask test`: about a minute in all.
+const CI_FUZZ: fuzz::Budget = fuzz::Budget {
+    seconds_per_target: 12,
+};
+
+const USAGE: &str = "usage: cargo xtask <test|rust|fuzz [SECONDS]|conformance>
+  test            everything CI runs: fmt, clippy, build, Rust tests, fuzz, conformance suite
+                  (installs headless Chromium, cargo-fuzz and torch when they are missing)
+  rust            only the Rust part, no fuzzing (installs headless Chromium when it is missing)
+  fuzz [SECONDS]  only the fuzz targets, each for SECONDS (default 12) on top of its corpus
+  conformance     only the PyTorch conformance suite";
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
-        Some("test") => rust_checks().and_then(|()| conformance()),
-        Some("rust") => rust_checks(),
-        Some("conformance") => conformance(),
+    let result = match (args.first().map(String::as_str), args.get(1)) {
+        (Some("test"), None) => chromium()
+            .and_then(|()| rust_checks())
+            .and_then(|()| fuzz::fuzz(&CI_FUZZ))
+            .and_then(|()| conformance()),
+        (Some("rust"), None) => chromium().and_then(|()| rust_checks()),
+        (Some("fuzz"), None) => fuzz::fuzz(&CI_FUZZ),
+        (Some("fuzz"), Some(seconds)) => match seconds.parse() {
+            Ok(seconds_per_target) if seconds_per_target > 0 => {
+                fuzz::fuzz(&fuzz::Budget { seconds_per_target })
+            }
+            _ => {
+                eprintln!("xtask: fuzz takes a number of seconds per target, not `{seconds}`");
+                return ExitCode::from(2);
+            }
+        },
+        (Some("conformance"), None) => conformance(),
         _ => {
-            eprintln!(
-                "usage: cargo xtask <test|rust|conformance>\n  test         everything CI runs: fmt, clippy, build, Rust tests, conformance suite\n  rust         only the Rust part\n  conformance  only the PyTorch conformance suite"
-            );
+            eprintln!("{USAGE}");
             return ExitCode::from(2);
         }
     };

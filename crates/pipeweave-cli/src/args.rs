@@ -1,12 +1,14 @@
 //! The arguments several commands share, parsed once into typed values: which plan or schedules,
 //! their parameters (`--set NAME=VALUE` as settings), the costs (`--costs KEY=VALUE,...` as
-//! uniform costs), and `--over NAME=VALUES` as a sweep's values.
+//! uniform costs), `--over NAME=VALUES` as a sweep's values, and the window of time a drawing
+//! shows (`--from`, `--to`).
 //!
 //! A value parser's error is an [`ArgError`]: `main` prints it as `error: ...` and exits with 2,
 //! like every other usage error of ours.
 
 use clap::{Args, ValueEnum};
 use pipeweave_eval::{Metric, Over, Param};
+use pipeweave_export::PlanFormat;
 use pipeweave_sim::UniformCosts;
 use pipeweave_source::{Params, Setting};
 use std::fmt;
@@ -24,11 +26,21 @@ impl fmt::Display for ArgError {
 
 impl std::error::Error for ArgError {}
 
+/// The help of `--set`: the one spelling rule of every schedule's values, in the words
+/// `pipeweave list` says it.
+fn set_help() -> String {
+    format!(
+        "Any other schedule parameter, repeatable (with several schedules, given to those that \
+         declare it); VALUE: {} (`pipeweave list` shows each schedule's)",
+        pipeweave_param::SPELLINGS
+    )
+}
+
 /// Which plan to work on.
 #[derive(Debug, Args)]
 pub struct PlanArgs {
-    /// A schedule, or a plan file (actions text, PyTorch compute-only CSV, or JSON plan; `-`:
-    /// standard input)
+    /// A schedule, or a plan file (actions text, PyTorch compute-only or compute_comms CSV, or JSON
+    /// plan; `-`: standard input)
     #[arg(value_name = "PLAN")]
     pub plan: String,
     #[command(flatten)]
@@ -49,17 +61,38 @@ pub struct ScheduleParams {
     /// Stages per rank v, for the schedules that take it
     #[arg(short = 'v', long = "stages-per-rank", value_name = "V", value_parser = parse_stages_per_rank)]
     pub stages_per_rank: Option<u32>,
-    /// Any other schedule parameter (repeatable; with several schedules, given to those that
-    /// declare it)
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_setting)]
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_setting, help = set_help())]
     pub set: Vec<Setting>,
-    /// Pipelines in an actions file (of equal length; stage q of each computes the same model part)
-    #[arg(long, value_name = "K", default_value_t = 1, value_parser = parse_pipelines)]
-    pub pipelines: u32,
+    /// Pipelines in an actions file (of equal length; stage q of each computes the same model part;
+    /// default: as many as the file's micro-batches show)
+    #[arg(long, value_name = "K", value_parser = parse_pipelines)]
+    pub pipelines: Option<u32>,
+    /// How to read a plan file (default: a `.json` file is a JSON plan, other files are told apart
+    /// by their text)
+    #[arg(long = "plan-format", value_enum, value_name = "FORMAT")]
+    pub plan_format: Option<PlanFormatArg>,
     /// A directory to search for plugins first (repeatable; then PIPEWEAVE_PLUGIN_PATH, then
     /// next to the executable)
     #[arg(long = "plugin-dir", value_name = "DIR")]
     pub plugin_dirs: Vec<PathBuf>,
+    /// A folder of `.weave` schedules, each named by its file name (repeatable; searched before
+    /// PIPEWEAVE_SCHEDULE_PATH; a library schedule's name comes first)
+    #[arg(long = "schedule-dir", value_name = "DIR")]
+    pub schedule_dirs: Vec<PathBuf>,
+}
+
+/// Where schedules are found besides the library, for the commands that look at all of them
+/// (`list`, `check`, `recommend`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct Dirs {
+    /// A directory to search for plugins first (repeatable; then PIPEWEAVE_PLUGIN_PATH, then
+    /// next to the executable)
+    #[arg(long = "plugin-dir", value_name = "DIR")]
+    pub plugin_dirs: Vec<PathBuf>,
+    /// A folder of `.weave` schedules, each named by its file name (repeatable; searched before
+    /// PIPEWEAVE_SCHEDULE_PATH; a library schedule's name comes first)
+    #[arg(long = "schedule-dir", value_name = "DIR")]
+    pub schedule_dirs: Vec<PathBuf>,
 }
 
 impl ScheduleParams {
@@ -71,6 +104,32 @@ impl ScheduleParams {
             stages_per_rank: self.stages_per_rank,
             settings: self.set.clone(),
             pipelines: self.pipelines,
+            format: self.plan_format.map(PlanFormat::from),
+        }
+    }
+}
+
+/// The forms of a plan file `--plan-format` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanFormatArg {
+    /// The actions text, with --pipelines pipelines
+    Actions,
+    /// PyTorch's compute-only CSV (one pipeline)
+    Pytorch,
+    /// PyTorch's compute_comms CSV: its compute cells are the plan, its communication is checked
+    /// against the plan's lowering
+    PytorchComms,
+    /// The versioned JSON plan
+    Json,
+}
+
+impl From<PlanFormatArg> for PlanFormat {
+    fn from(f: PlanFormatArg) -> PlanFormat {
+        match f {
+            PlanFormatArg::Actions => PlanFormat::Actions,
+            PlanFormatArg::Pytorch => PlanFormat::Pytorch,
+            PlanFormatArg::PytorchComms => PlanFormat::PytorchComms,
+            PlanFormatArg::Json => PlanFormat::Json,
         }
     }
 }
@@ -105,6 +164,26 @@ pub struct ManyArgs {
     pub spec: Option<String>,
     #[command(flatten)]
     pub params: ScheduleParams,
+}
+
+/// The window of time `render` and `report` draw.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct TimeWindowArgs {
+    /// Start the timelines at this time (units, or seconds with --spec); they are drawn larger
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub from: Option<f64>,
+    /// End the timelines at this time (units, or seconds with --spec)
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub to: Option<f64>,
+}
+
+/// A time for `--from` and `--to`: a finite number, at least 0.
+pub fn parse_time(text: &str) -> Result<f64, ArgError> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|t| t.is_finite() && *t >= 0.0)
+        .ok_or_else(|| ArgError(format!("`{text}` is not a time (a number ≥ 0)")))
 }
 
 /// What `simulate` prints.

@@ -1,8 +1,8 @@
 //! `pipeweave render`: simulated timelines of several schedules as one SVG, under unit costs or
-//! on a spec adapted to each plan's shape.
+//! on a spec adapted to each plan's shape, whole or in a window of time (`--from`, `--to`).
 
-use crate::args::ManyArgs;
-use crate::many::{Drawn, Many, costing, draw, timelines};
+use crate::args::{ManyArgs, TimeWindowArgs};
+use crate::many::{Drawn, Many, check_window, costing, draw, timelines, window};
 use crate::output::{emit, is_stdout};
 use crate::session::Session;
 use pipeweave_report::{TimeFormat, percent};
@@ -15,8 +15,10 @@ pub fn render(
     many: &ManyArgs,
     svg: &Path,
     comms: bool,
+    time: &TimeWindowArgs,
     session: &mut Session,
 ) -> Result<(), Failure> {
+    check_window(time)?;
     let costing = costing(many.spec.as_deref(), session)?;
     let schedules = Many::resolve(&many.schedules, &many.params, session)?;
     let built = schedules.build_all(&schedules.shape(&costing), session)?;
@@ -27,7 +29,8 @@ pub fn render(
             .map_err(|reason| Failure::invalid(format!("{name}: {reason}")))?;
         drawn.push(d);
     }
-    let text = timelines(&drawn, &costing, comms, "timelines");
+    let window = window(time, &drawn, &costing)?;
+    let text = timelines(&drawn, &costing, comms, "timelines", &window);
     emit(Some(svg), &text)?;
     if is_stdout(svg) {
         return Ok(());

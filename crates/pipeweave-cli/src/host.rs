@@ -1,15 +1,18 @@
-//! The resolver's outside world for the command line: files through `std::fs`, plugins through
-//! `pipeweave-plugin-host` on the search path of `--plugin-dir`, `PIPEWEAVE_PLUGIN_PATH` and the
-//! executable's place. Each plugin runs in a worker process of its own, this same executable
-//! started with the hidden `__plugin-worker` subcommand, kept for the whole run; a crash, an abort
-//! or a hang of a plugin is an error naming it, under a time limit per request
-//! (`PIPEWEAVE_PLUGIN_TIMEOUT`, seconds).
+//! The resolver's outside world for the command line: files through `std::fs`, the user's
+//! schedule folders (`--schedule-dir`, then the absolute entries of `PIPEWEAVE_SCHEDULE_PATH`),
+//! plugins through `pipeweave-plugin-host` on the search path of `--plugin-dir`,
+//! `PIPEWEAVE_PLUGIN_PATH` and the executable's place. Each plugin runs in a worker process of its
+//! own, this same executable started with the hidden `__plugin-worker` subcommand, kept for the
+//! whole run; a crash, an abort or a hang of a plugin is an error naming it, under a time limit per
+//! request (`PIPEWEAVE_PLUGIN_TIMEOUT`, seconds).
 
 use pipeweave_plan::Plan;
 use pipeweave_plugin_host::{
     PluginError, SearchPath, Worker, WorkerOptions, discover, find, find_file,
 };
-use pipeweave_source::{Failure, Host, PluginId, PluginInfo, PluginRequest, PluginTarget, STDIN};
+use pipeweave_source::{
+    Failure, FolderFile, Host, PluginId, PluginInfo, PluginRequest, PluginTarget, STDIN,
+};
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -17,6 +20,9 @@ use std::time::Duration;
 
 /// The environment variable listing plugin directories (separated like `PATH`).
 pub const ENV_PATH: &str = "PIPEWEAVE_PLUGIN_PATH";
+
+/// The environment variable listing schedule folders (separated like `PATH`).
+pub const ENV_SCHEDULE_PATH: &str = "PIPEWEAVE_SCHEDULE_PATH";
 
 /// The environment variable that sets the time limit of one plugin request, in seconds.
 pub const ENV_TIMEOUT: &str = "PIPEWEAVE_PLUGIN_TIMEOUT";
@@ -46,6 +52,10 @@ pub struct CliHost {
     options: Option<WorkerOptions>,
     /// The executable that serves plugins, when it is not this one (a test binary is not).
     worker_exe: Option<PathBuf>,
+    /// `--schedule-dir`, in order.
+    schedule_dirs: Vec<PathBuf>,
+    /// The `.weave` files of the schedule folders, read once.
+    schedule_files: Option<Vec<FolderFile>>,
 }
 
 /// A plugin failure in words; a time limit says how to change it.
@@ -72,6 +82,61 @@ fn parse_timeout(text: &str) -> Option<Duration> {
     (seconds > 0.0)
         .then(|| Duration::try_from_secs_f64(seconds).ok())
         .flatten()
+}
+
+/// The schedule folders, in order: every `--schedule-dir`, then every absolute entry of
+/// `PIPEWEAVE_SCHEDULE_PATH` (`env`); the relative entries of the variable, never searched (they
+/// would depend on the folder pipeweave runs in), come second.
+fn schedule_folders(
+    dirs: &[PathBuf],
+    env: Option<&std::ffi::OsStr>,
+) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let mut folders: Vec<PathBuf> = Vec::new();
+    let mut refused = Vec::new();
+    let from_env = env
+        .map(|v| std::env::split_paths(v).collect::<Vec<_>>())
+        .unwrap_or_default();
+    for d in dirs.iter().cloned() {
+        if !folders.contains(&d) {
+            folders.push(d);
+        }
+    }
+    for d in from_env.into_iter().filter(|d| !d.as_os_str().is_empty()) {
+        if !d.is_absolute() {
+            refused.push(d);
+        } else if !folders.contains(&d) {
+            folders.push(d);
+        }
+    }
+    (folders, refused)
+}
+
+/// The `.weave` files of one folder, by name; a folder that cannot be read is a warning.
+fn weave_files(dir: &Path) -> Vec<FolderFile> {
+    let read = match std::fs::read_dir(dir) {
+        Ok(read) => read,
+        Err(e) => {
+            crate::output::warning(&format!(
+                "cannot read the schedule folder `{}`: {e}",
+                dir.display()
+            ));
+            return Vec::new();
+        }
+    };
+    let mut files: Vec<FolderFile> = read
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|e| e == "weave") && path.is_file())
+        .filter_map(|path| {
+            let name = path.file_stem()?.to_str()?.to_owned();
+            Some(FolderFile {
+                name,
+                path: path.to_str()?.to_owned(),
+            })
+        })
+        .collect();
+    files.sort_by(|a, b| a.name.cmp(&b.name));
+    files
 }
 
 /// The bytes of the regular file at `path`. Anything else (a FIFO, a device, a socket, a folder)
@@ -125,6 +190,12 @@ fn kind_name(kind: &std::fs::FileType) -> &'static str {
 }
 
 impl CliHost {
+    /// Puts `dirs` (`--schedule-dir`) first among the schedule folders.
+    pub fn with_schedule_dirs(&mut self, dirs: &[PathBuf]) {
+        self.schedule_dirs = dirs.to_vec();
+        self.schedule_files = None;
+    }
+
     /// Puts `dirs` (`--plugin-dir`) first on the search path.
     pub fn with_plugin_dirs(&mut self, dirs: &[PathBuf]) {
         self.plugin_dirs = dirs.to_vec();
@@ -226,6 +297,27 @@ impl CliHost {
 impl Host for CliHost {
     fn is_file(&self, path: &str) -> bool {
         path == STDIN || std::fs::metadata(path).is_ok_and(|m| !m.is_dir())
+    }
+
+    fn schedule_files(&mut self) -> Vec<FolderFile> {
+        let dirs = &self.schedule_dirs;
+        self.schedule_files
+            .get_or_insert_with(|| {
+                let env = std::env::var_os(ENV_SCHEDULE_PATH);
+                let (folders, refused) = schedule_folders(dirs, env.as_deref());
+                // Relative entries of the variable are not searched: say so once per process.
+                static WARNED: std::sync::Once = std::sync::Once::new();
+                WARNED.call_once(|| {
+                    for d in &refused {
+                        crate::output::warning(&format!(
+                            "the {ENV_SCHEDULE_PATH} entry `{}` is not searched: only absolute paths are",
+                            d.display()
+                        ));
+                    }
+                });
+                folders.iter().flat_map(|d| weave_files(d)).collect()
+            })
+            .clone()
     }
 
     fn read(&mut self, path: &str) -> Result<String, Failure> {

@@ -20,7 +20,10 @@ mod show;
 mod single;
 mod sweep;
 
-use args::{ArgError, ConvertTo, CostArgs, Format, ManyArgs, MetricArg, PlanArgs, parse_over};
+use args::{
+    ArgError, ConvertTo, CostArgs, Format, ManyArgs, MetricArg, PlanArgs, TimeWindowArgs,
+    parse_over,
+};
 use clap::{Parser, Subcommand};
 use pipeweave_eval::Over;
 use pipeweave_source::Failure;
@@ -72,15 +75,17 @@ enum Command {
     },
     /// List the schedules available by name, with their origin and parameters
     List {
-        /// A directory to search for plugins first (repeatable)
-        #[arg(long = "plugin-dir", value_name = "DIR")]
-        plugin_dirs: Vec<PathBuf>,
+        #[command(flatten)]
+        dirs: args::Dirs,
     },
-    /// Check a schedule file (syntax and names) without compiling a plan
+    /// Check a schedule file: syntax and names, then its plans compiled and validated for
+    /// P = 2…8 and every M up to 2P its requirements allow
     Check {
-        /// A `.weave` file (`-`: standard input) or a library schedule name
+        /// A `.weave` file (`-`: standard input), or a library or schedule folder schedule's name
         #[arg(value_name = "SCHEDULE")]
         file: String,
+        #[command(flatten)]
+        dirs: args::Dirs,
     },
     /// Compile a schedule for given parameters, validate it and write the plan
     Compile {
@@ -103,6 +108,8 @@ enum Command {
         /// Add a lane under every rank with its point-to-point sends
         #[arg(long)]
         comms: bool,
+        #[command(flatten)]
+        window: TimeWindowArgs,
     },
     /// Tabulate and chart the bubble fraction or step time of schedules against M or P
     Sweep {
@@ -138,6 +145,8 @@ enum Command {
         /// Add communication lanes to the timelines
         #[arg(long)]
         comms: bool,
+        #[command(flatten)]
+        window: TimeWindowArgs,
     },
     /// Compare schedules on a cluster spec: step time, bubbles, idle, memory, communication,
     /// throughput and GPU-hours, and what each schedule is and requires
@@ -242,9 +251,14 @@ fn run(command: Command, session: &mut Session) -> Result<(), Failure> {
             costs,
             window,
         } => show::run(&plan, &costs, &window, session),
-        Command::Check { file } => list::check(&file, session),
-        Command::List { plugin_dirs } => list::list(&plugin_dirs, session),
-        Command::Render { many, svg, comms } => draw::render(&many, &svg, comms, session),
+        Command::Check { file, dirs } => list::check(&file, &dirs, session),
+        Command::List { dirs } => list::list(&dirs, session),
+        Command::Render {
+            many,
+            svg,
+            comms,
+            window,
+        } => draw::render(&many, &svg, comms, &window, session),
         Command::Sweep {
             many,
             over,
@@ -258,11 +272,13 @@ fn run(command: Command, session: &mut Session) -> Result<(), Failure> {
             over,
             metric,
             comms,
+            window,
         } => {
             let options = report::Options {
                 over,
                 metric: metric.into(),
                 comms,
+                window,
             };
             report::run(&many, &output, &options, session)
         }

@@ -2,11 +2,13 @@
 //! take them: resolved once, `--set` handed to the schedules that declare it, each built (and
 //! simulated, and compared) on its own so one that cannot run never stops the others.
 
-use crate::args::ScheduleParams;
+use crate::args::{ScheduleParams, TimeWindowArgs};
 use crate::session::Session;
 use pipeweave_check::ValidPlan;
 use pipeweave_eval::{Comparison, Costing, PlanRequest, Planner, Run, Unbuilt};
-use pipeweave_report::{TimelineChart, shape_text, timelines_svg, transfers};
+use pipeweave_report::{
+    SvgWindow, TimeFormat, TimelineChart, shape_text, timelines_svg_window, transfers,
+};
 use pipeweave_source::{Built, Failure, Files, Params, Source, SourceKind};
 use pipeweave_spec::Spec;
 
@@ -27,6 +29,7 @@ impl Many {
         session: &mut Session,
     ) -> Result<Many, Failure> {
         session.host.with_plugin_dirs(&params.plugin_dirs);
+        session.host.with_schedule_dirs(&params.schedule_dirs);
         let sources = names
             .iter()
             .map(|n| session.resolve(n))
@@ -76,6 +79,7 @@ impl Many {
                 .cloned()
                 .collect(),
             pipelines: self.params.pipelines,
+            format: self.params.plan_format.map(Into::into),
         }
     }
 
@@ -96,10 +100,37 @@ impl Many {
         Ok(out)
     }
 
+    /// Pairs of schedules given together that say they build the same plans: (i, j) with
+    /// source i a `.weave` schedule declaring `same as plugin NAME`, source j that plugin, both
+    /// with the same parameters.
+    fn twins(&self) -> Vec<(usize, usize)> {
+        let mut pairs = Vec::new();
+        for (i, s) in self.sources.iter().enumerate() {
+            let Some(declared) = s.declared() else {
+                continue;
+            };
+            let Some(plugin) = declared.same_as_plugin.as_deref() else {
+                continue;
+            };
+            let twin = self.sources.iter().position(|t| {
+                t.plugin_name() == Some(plugin)
+                    && t.declared().is_some_and(|d| d.same_params(declared))
+            });
+            if let Some(j) = twin {
+                pairs.push((i, j));
+            }
+        }
+        pairs
+    }
+
     /// The comparison on `spec` (the built-in default when `default`) of every schedule at
     /// `request`'s P and M (the spec's where it has none). Plans already built (`prebuilt`: the
     /// request they were built for and the outcome of each schedule, in order) serve when they
     /// have the same P and M; otherwise every schedule is built now.
+    ///
+    /// A library schedule and the plugin it says builds the same plans, given together, share one
+    /// row named after both (`dualpipev = plugin:dualpipev`) when their plans are indeed equal
+    /// here (or both refuse); otherwise each keeps its row and the library's says they differ.
     pub fn compare(
         &self,
         spec: &Spec,
@@ -116,28 +147,57 @@ impl Many {
             microbatches: Some(microbatches),
             stages_per_rank: None,
         };
-        let built = prebuilt
+        let prebuilt = prebuilt
             .filter(|(r, _)| (r.ranks, r.microbatches) == (at.ranks, at.microbatches))
             .map(|(_, built)| built);
+        let built: Vec<Result<Built, Failure>> = self
+            .sources
+            .iter()
+            .enumerate()
+            .map(|(i, source)| match prebuilt.and_then(|b| b.get(i)) {
+                Some(b) => b.clone(),
+                None => session.build(source, &self.params_for(source, &at)),
+            })
+            .collect();
+        let mut merged = vec![false; self.sources.len()];
+        let mut names: Vec<String> = self.sources.iter().map(|s| s.name().to_owned()).collect();
+        let mut notes: Vec<Vec<String>> = vec![Vec::new(); self.sources.len()];
+        for (i, j) in self.twins() {
+            let same = match (&built[i], &built[j]) {
+                (Ok(a), Ok(b)) => a.plan == b.plan,
+                (Err(_), Err(_)) => true,
+                _ => false,
+            };
+            let (a, b) = (self.sources[i].name(), self.sources[j].name());
+            if same {
+                merged[j] = true;
+                names[i] = format!("{a} = {b}");
+                if built[i].is_ok() {
+                    notes[i].push("both build this same plan".to_owned());
+                }
+            } else {
+                notes[i].push(format!(
+                    "says it builds the same plans as {b}, but they differ here"
+                ));
+            }
+        }
         let mut c = Comparison::new(spec, default, ranks, microbatches, units);
         for (i, source) in self.sources.iter().enumerate() {
+            if merged[i] {
+                continue;
+            }
             let requires = source
                 .declared()
                 .map(|d| d.requires.clone())
                 .unwrap_or_default();
-            let fresh;
-            let plan = match built.and_then(|b| b.get(i)) {
-                Some(b) => b,
-                None => {
-                    fresh = session.build(source, &self.params_for(source, &at));
-                    &fresh
-                }
-            };
-            let plan = plan
+            let plan = built[i]
                 .as_ref()
                 .map(|b| &b.plan)
                 .map_err(|f| reason(source, f, &session.files));
-            c.push(spec, source.name(), requires, plan);
+            c.push(spec, names[i].clone(), requires, plan);
+            if let Some(row) = c.rows.last_mut() {
+                row.notes.append(&mut notes[i]);
+            }
         }
         c
     }
@@ -191,10 +251,13 @@ impl Planner for ManyPlanner<'_> {
 }
 
 /// Why `source` could not be built, in one line: with the place in front for a file the user
-/// gave (a `.weave` file, a plan file), as the library's and plugins' own words otherwise.
+/// gave (a `.weave` file, one of their schedule folders' files, a plan file), as the library's and
+/// plugins' own words otherwise.
 pub fn reason(source: &Source, failure: &Failure, files: &Files) -> String {
     match source.kind() {
-        SourceKind::WeaveFile | SourceKind::PlanFile => failure.located_reason(files),
+        SourceKind::WeaveFile | SourceKind::Folder | SourceKind::PlanFile => {
+            failure.located_reason(files)
+        }
         SourceKind::Library | SourceKind::Plugin => failure.reason(),
     }
 }
@@ -243,8 +306,51 @@ pub fn draw(name: &str, plan: &ValidPlan, costing: &Costing) -> Result<Drawn, St
     })
 }
 
-/// The SVG of the runs' timelines, stacked on one time scale.
-pub fn timelines(drawn: &[Drawn], costing: &Costing, comms: bool, id: &str) -> String {
+/// Checks `--from` and `--to` before anything is built: the window must end after it starts.
+pub fn check_window(window: &TimeWindowArgs) -> Result<(), Failure> {
+    match (window.from, window.to) {
+        (Some(from), Some(to)) if from >= to => Err(Failure::usage(format!(
+            "--from {from} --to {to}: the window must end after it starts"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The window of the drawing: `--from` must fall inside the longest of the runs' steps.
+pub fn window(
+    window: &TimeWindowArgs,
+    drawn: &[Drawn],
+    costing: &Costing,
+) -> Result<SvgWindow, Failure> {
+    let longest = drawn
+        .iter()
+        .map(|d| d.run.timeline.timing.makespan)
+        .fold(0.0f64, f64::max);
+    if let Some(from) = window.from.filter(|f| *f >= longest) {
+        let ends = if drawn.len() > 1 {
+            "the longest step ends"
+        } else {
+            "the step ends"
+        };
+        return Err(Failure::usage(format!(
+            "--from {from}: {ends} at {}",
+            costing.unit().format(longest)
+        )));
+    }
+    Ok(SvgWindow {
+        from: window.from,
+        to: window.to,
+    })
+}
+
+/// The SVG of the runs' timelines, stacked on one time scale, in `window`.
+pub fn timelines(
+    drawn: &[Drawn],
+    costing: &Costing,
+    comms: bool,
+    id: &str,
+    window: &SvgWindow,
+) -> String {
     let charts: Vec<TimelineChart> = drawn
         .iter()
         .map(|d| TimelineChart {
@@ -258,5 +364,5 @@ pub fn timelines(drawn: &[Drawn], costing: &Costing, comms: bool, id: &str) -> S
             transfers: comms.then(|| transfers(&d.plan, &d.run.timeline, d.run.costs.as_ref())),
         })
         .collect();
-    timelines_svg(&charts, costing.unit(), id)
+    timelines_svg_window(&charts, costing.unit(), id, window)
 }

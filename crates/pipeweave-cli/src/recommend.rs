@@ -1,23 +1,25 @@
 //! `pipeweave recommend --spec FILE`: the search of `pipeweave_eval::recommend` over every library
-//! schedule and every plugin on the search path, printed as a one-page plan.
+//! schedule, every schedule of the user's folders and every plugin on the search path, printed as
+//! a one-page plan.
 
 use crate::output::{emit, warning};
 use crate::session::Session;
 use clap::{Args, ValueEnum};
 use pipeweave_check::ValidPlan;
 use pipeweave_eval::{PlanRequest, Planner, SearchSchedule, Unbuilt};
-use pipeweave_source::{Failure, PLUGIN_PREFIX, Params, Source};
+use pipeweave_param::ParamType;
+use pipeweave_source::{
+    Catalog, Declared, Failure, Origin, PLUGIN_PREFIX, Params, Setting, Source,
+};
 use std::convert::Infallible;
-use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 pub struct RecommendArgs {
     /// The cluster spec: a TOML file, a shipped spec's name, or `default` (the default)
     #[arg(long, value_name = "FILE|NAME")]
     pub spec: Option<String>,
-    /// A directory to search for plugins first (repeatable)
-    #[arg(long = "plugin-dir", value_name = "DIR")]
-    pub plugin_dirs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub dirs: crate::args::Dirs,
     /// Output format
     #[arg(long, value_enum, default_value_t = RecommendFormat::Text)]
     pub format: RecommendFormat,
@@ -42,6 +44,15 @@ impl Planner for Schedules<'_> {
     type Stop = Infallible;
 
     fn plan(&mut self, schedule: &str, r: &PlanRequest) -> Result<ValidPlan, Unbuilt<Infallible>> {
+        self.plan_with(schedule, r, &[])
+    }
+
+    fn plan_with(
+        &mut self,
+        schedule: &str,
+        r: &PlanRequest,
+        settings: &[(String, String)],
+    ) -> Result<ValidPlan, Unbuilt<Infallible>> {
         let Some(entry) = self.schedules.iter_mut().find(|(n, _, _)| n == schedule) else {
             return Err(Unbuilt::Refused(format!("no schedule named `{schedule}`")));
         };
@@ -59,6 +70,13 @@ impl Planner for Schedules<'_> {
             ranks: r.ranks,
             microbatches: r.microbatches,
             stages_per_rank: r.stages_per_rank,
+            settings: settings
+                .iter()
+                .map(|(name, value)| Setting {
+                    name: name.clone(),
+                    value: value.clone(),
+                })
+                .collect(),
             ..Params::default()
         };
         // A requirement's own message: the first error, as the schedule words it.
@@ -72,32 +90,65 @@ impl Planner for Schedules<'_> {
     }
 }
 
+/// A schedule's variants the search tries besides its defaults: every boolean parameter that is
+/// off by default switched on (Chimera's forward doubling), a pipeline count of 4 for a schedule
+/// that takes `pipelines` (Chimera with four pipelines), and both together.
+fn variants(declared: &Declared) -> Vec<Vec<(String, String)>> {
+    let mut options: Vec<(String, String)> = declared
+        .params
+        .iter()
+        .filter(|p| p.ty == ParamType::Bool && p.default.as_deref() == Some("false"))
+        .map(|p| (p.name.clone(), "true".to_owned()))
+        .collect();
+    if declared.takes("pipelines") {
+        options.push(("pipelines".to_owned(), "4".to_owned()));
+    }
+    // Every non-empty combination, in a fixed order.
+    let mut out = Vec::new();
+    for mask in 1..(1u32 << options.len().min(4)) {
+        out.push(
+            options
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| mask & (1 << i) != 0)
+                .map(|(_, o)| o.clone())
+                .collect(),
+        );
+    }
+    out
+}
+
 /// `pipeweave recommend`: the plan; the plugins that failed to load are warnings.
 pub fn run(args: &RecommendArgs, session: &mut Session) -> Result<(), Failure> {
     let spec = session.spec(args.spec.as_deref())?;
-    session.host.with_plugin_dirs(&args.plugin_dirs);
+    session.host.with_plugin_dirs(&args.dirs.plugin_dirs);
+    session.host.with_schedule_dirs(&args.dirs.schedule_dirs);
+    let catalog = Catalog::read(&mut session.host);
+    // Every schedule by the name that resolves to it (plugins by `plugin:NAME`, so a file that
+    // happens to share a plugin's name is never taken for it); a schedule and the plugin that
+    // builds the same plans are one candidate, named after both and built from the schedule.
     let mut search = Vec::new();
     let mut schedules = Vec::new();
-    for e in pipeweave_source::library() {
+    for e in &catalog.entries {
+        let (shown, resolve) = match &e.origin {
+            Origin::Plugin(_) if catalog.is_twin_plugin(&e.name) => continue,
+            Origin::Plugin(_) => (e.resolves_as.clone(), format!("{PLUGIN_PREFIX}{}", e.name)),
+            _ => match catalog.twin_of(&e.name) {
+                Some(plugin) => (
+                    format!("{} = {PLUGIN_PREFIX}{plugin}", e.name),
+                    e.name.clone(),
+                ),
+                None => (e.name.clone(), e.name.clone()),
+            },
+        };
         search.push(SearchSchedule {
-            name: e.name.clone(),
+            name: shown.clone(),
             takes_v: e.declared.takes("v"),
+            variants: variants(&e.declared),
         });
-        schedules.push((e.name.clone(), e.name, None));
+        schedules.push((shown, resolve, None));
     }
-    let (plugins, errors) = pipeweave_source::plugins(&mut session.host);
-    for e in plugins {
-        // A plugin that shares a library schedule's name is shown as `plugin:NAME`.
-        let name = e.resolvable_name();
-        if schedules.iter().any(|(n, _, _)| *n == name) {
-            continue;
-        }
-        search.push(SearchSchedule {
-            name: name.clone(),
-            takes_v: false,
-        });
-        schedules.push((name, format!("{PLUGIN_PREFIX}{}", e.name), None));
-    }
+    let errors = catalog.errors;
     let mut planner = Schedules { session, schedules };
     let r = match pipeweave_eval::recommend(&spec.spec, spec.default, &search, &mut planner) {
         Ok(r) => r,

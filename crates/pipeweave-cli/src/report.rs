@@ -6,15 +6,15 @@
 //! unit costs, as `render` and `sweep` do. Each schedule is built once for the comparison and the
 //! timelines.
 
-use crate::args::ManyArgs;
-use crate::many::{Drawn, Many, costing, draw, reason, timelines};
+use crate::args::{ManyArgs, TimeWindowArgs};
+use crate::many::{Drawn, Many, check_window, costing, draw, reason, timelines, window};
 use crate::output::{emit, is_stdout};
 use crate::session::Session;
 use crate::sweep::sweep;
 use pipeweave_eval::{Comparison, Costing, Metric, Over, Param};
 use pipeweave_report::{
-    Block, HtmlReport, Section, Table, compare_notes, compare_title, costing_text, figures_table,
-    html_page, sweep_svg, sweep_table, traits_table,
+    Block, HtmlReport, Section, SvgWindow, Table, compare_notes, compare_tables, compare_title,
+    costing_text, html_page, sweep_svg, sweep_table,
 };
 use pipeweave_source::Failure;
 use std::path::Path;
@@ -26,6 +26,8 @@ pub struct Options {
     pub over: Option<Over>,
     pub metric: Metric,
     pub comms: bool,
+    /// The window of time the timelines show.
+    pub window: TimeWindowArgs,
 }
 
 /// The default sweep: multiples of P that show the bubble shrinking and the requirements (M ≥ 2P
@@ -49,10 +51,10 @@ fn table(t: Table) -> Block {
     }
 }
 
-/// The comparison as blocks: the figures, the traits, and the notes (rows that could not run,
-/// how the spec was adapted).
+/// The comparison as blocks: the figures, where the step goes, memory, bytes sent, the traits,
+/// and the notes (rows that could not run, how the spec was adapted).
 fn comparison_blocks(c: &Comparison) -> Vec<Block> {
-    let mut blocks = vec![table(figures_table(c)), table(traits_table(c))];
+    let mut blocks: Vec<Block> = compare_tables(c).into_iter().map(table).collect();
     let notes = compare_notes(c);
     if !notes.is_empty() {
         blocks.push(Block::List(notes));
@@ -66,13 +68,17 @@ fn timeline_blocks(
     rejected: Vec<String>,
     options: &Options,
     costing: &Costing,
+    window: &SvgWindow,
 ) -> Vec<Block> {
     let mut blocks = vec![Block::Figure {
-        svg: timelines(drawn, costing, options.comms, "timelines"),
+        svg: timelines(drawn, costing, options.comms, "timelines", window),
+        zoom: true,
         caption: format!(
-            "One row per rank on a shared time axis ({}); cells are labelled with the \
-             micro-batch (numbered within its pipeline); grey is idle time. Hover a cell for its \
-             action and times.",
+            "One row per rank on a shared time axis ({}); cells are coloured by kind, shaded by \
+             chunk or pipeline as the legend says, and labelled with the micro-batch (numbered \
+             within its pipeline); grey is idle time; a chart too dense to label is drawn in \
+             bands. The figure fits the page; the zoom above it enlarges it. Hover a cell for \
+             its action and times.",
             costing_text(costing)
         ),
     }];
@@ -104,6 +110,7 @@ fn sweep_blocks(
     let mut blocks = vec![
         Block::Figure {
             svg: sweep_svg(&result),
+            zoom: false,
             caption: format!(
                 "{} against {}; a gap is a value the schedule cannot take (see the notes under \
                  the table).",
@@ -126,6 +133,7 @@ fn sweep_blocks(
 /// Builds the page. Schedules that cannot be built or run are listed with the reason; the page
 /// fails only when none of them runs.
 fn page(args: &ManyArgs, options: &Options, session: &mut Session) -> Result<String, Failure> {
+    check_window(&options.window)?;
     let costing = costing(args.spec.as_deref(), session)?;
     let many = Many::resolve(&args.schedules, &args.params, session)?;
     let request = many.shape(&costing);
@@ -150,6 +158,7 @@ fn page(args: &ManyArgs, options: &Options, session: &mut Session) -> Result<Str
         }
         return Err(Failure::invalid(message));
     }
+    let window = window(&options.window, &drawn, &costing)?;
 
     // On a spec, the comparison is on it; otherwise on the built-in default with unit makespans.
     let (spec, default, units) = match &costing {
@@ -177,7 +186,7 @@ fn page(args: &ManyArgs, options: &Options, session: &mut Session) -> Result<Str
         Section {
             id: "timelines".into(),
             heading: "Timelines".into(),
-            blocks: timeline_blocks(&drawn, rejected, options, &costing),
+            blocks: timeline_blocks(&drawn, rejected, options, &costing, &window),
         },
         Section {
             id: "sweep".into(),

@@ -16,6 +16,8 @@ pub struct Session {
     pub files: Files,
     /// How many diagnostics to show (`--max-diagnostics`; 0: all).
     pub max_diagnostics: usize,
+    /// The notes shown so far, as shown: a plan built again (a sweep) notes nothing new.
+    noted: std::collections::BTreeSet<String>,
 }
 
 impl Session {
@@ -25,6 +27,7 @@ impl Session {
             host: CliHost::default(),
             files: Files::default(),
             max_diagnostics,
+            noted: std::collections::BTreeSet::new(),
         }
     }
 
@@ -33,14 +36,23 @@ impl Session {
         Source::resolve(arg, &mut self.host, &mut self.files)
     }
 
-    /// Builds and validates `source`'s plan for `params`.
+    /// Builds and validates `source`'s plan for `params`; what reading it noted goes to standard
+    /// error, once.
     pub fn build(&mut self, source: &Source, params: &Params) -> Result<Built, Failure> {
-        source.build(params, &mut self.host, &mut self.files)
+        let built = source.build(params, &mut self.host, &mut self.files)?;
+        if !built.notes.is_empty() {
+            let text = Renderer::new(&self.files, self.max_diagnostics).many(&built.notes);
+            if self.noted.insert(text.clone()) {
+                crate::output::warn(&text);
+            }
+        }
+        Ok(built)
     }
 
     /// The validated plan the arguments name (every plan goes through the validator).
     pub fn load(&mut self, args: &PlanArgs) -> Result<Built, Failure> {
         self.host.with_plugin_dirs(&args.params.plugin_dirs);
+        self.host.with_schedule_dirs(&args.params.schedule_dirs);
         let source = self.resolve(&args.plan)?;
         self.build(&source, &args.params.params())
     }

@@ -3,7 +3,7 @@
 //! does not depend on where it goes). At most [`MAX_ROWS`] ranks are drawn; a note says which
 //! were left out.
 
-use crate::args::{ArgError, CostArgs, PlanArgs};
+use crate::args::{ArgError, CostArgs, PlanArgs, parse_time};
 use crate::output::{emit, warning};
 use crate::session::Session;
 use crate::single::{on_spec, simulate};
@@ -62,14 +62,6 @@ fn parse_rank_range(text: &str) -> Result<RangeInclusive<u32>, ArgError> {
         )));
     }
     Ok(a..=b)
-}
-
-fn parse_time(text: &str) -> Result<f64, ArgError> {
-    text.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|t| t.is_finite() && *t >= 0.0)
-        .ok_or_else(|| ArgError(format!("`{text}` is not a time (a number ≥ 0)")))
 }
 
 fn parse_width(text: &str) -> Result<usize, ArgError> {

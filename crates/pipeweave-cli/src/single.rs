@@ -18,6 +18,7 @@ pub fn on_spec(
     spec: &LoadedSpec,
 ) -> Result<(Built, Evaluation), Failure> {
     session.host.with_plugin_dirs(&args.params.plugin_dirs);
+    session.host.with_schedule_dirs(&args.params.schedule_dirs);
     let source = session.resolve(&args.plan)?;
     let mut params = args.params.params();
     if !source.is_plan_file() {

@@ -2,9 +2,10 @@
 //! source span of every action so that problems found later point back at the line that made it.
 
 use crate::eval::{Fail, Failure, check, eval, fail};
-use crate::ir::{Place, Resolved, SLOT_M, SLOT_P, TopStmt};
+use crate::ir::{MessagePart, Place, Resolved, SLOT_M, SLOT_P, TopStmt};
 use crate::program::{Carried, Counters, Layout, Rank};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
+use pipeweave_param::{ParamType, Value};
 use pipeweave_plan::{Action, Pipeline, Plan};
 use std::ops::Range;
 
@@ -15,8 +16,9 @@ pub struct Args {
     pub ranks: u32,
     /// M: micro-batches per training step, over all pipelines.
     pub microbatches: u32,
-    /// Values for declared parameters (`--stages-per-rank` sets `v`, `--set NAME=VALUE` any).
-    pub values: Vec<(String, i64)>,
+    /// Values for declared parameters (`--stages-per-rank` sets `v`, `--set NAME=VALUE` any), each
+    /// of the parameter's type.
+    pub values: Vec<(String, Value)>,
 }
 
 impl Args {
@@ -30,8 +32,8 @@ impl Args {
     }
 
     /// Sets the declared parameter `name` to `value`.
-    pub fn with(mut self, name: &str, value: i64) -> Args {
-        self.values.push((name.to_owned(), value));
+    pub fn with(mut self, name: &str, value: impl Into<Value>) -> Args {
+        self.values.push((name.to_owned(), value.into()));
         self
     }
 }
@@ -93,12 +95,22 @@ fn to_diag(file: FileId, f: Failure) -> Diagnostic {
 
 /// The names and values of the parameters, for notes under errors: "with P = 4, M = 3, v = 2".
 fn with_params(resolved: &Resolved, env: &[i64]) -> String {
+    with_bound_params(resolved, env, &vec![true; resolved.params.len()])
+}
+
+/// P, M and the parameters `bound` marks, with their values.
+fn with_bound_params(resolved: &Resolved, env: &[i64], bound: &[bool]) -> String {
     let mut parts = vec![
         format!("P = {}", env[SLOT_P]),
         format!("M = {}", env[SLOT_M]),
     ];
-    for p in &resolved.params {
-        parts.push(format!("{} = {}", p.name, env[p.slot]));
+    let params = resolved.params.iter().zip(bound).filter(|(_, b)| **b);
+    for (p, _) in params {
+        parts.push(format!(
+            "{} = {}",
+            p.name,
+            crate::ir::shown(Some(&p.ty), env[p.slot])
+        ));
     }
     format!("with {}", parts.join(", "))
 }
@@ -191,15 +203,31 @@ fn bind_params(
             });
         }
     }
-    for p in &resolved.params {
+    // Which parameters have a value so far (for the notes under errors).
+    let mut bound = vec![false; resolved.params.len()];
+    for (i, p) in resolved.params.iter().enumerate() {
         let given = args.values.iter().rev().find(|(n, _)| *n == p.name);
-        env[p.slot] = match (given, &p.default) {
-            (Some((_, v)), _) => *v,
+        let value = match (given, &p.default) {
+            (Some((_, v)), _) => {
+                let n = number(&p.ty, v);
+                if n.is_none() {
+                    diags.push(Diagnostic::error(p.ty.error(&p.name, v).to_string()));
+                }
+                n
+            }
             (None, Some(x)) => match eval(x, &env) {
-                Ok(v) => v,
+                Ok(v) if admits(&p.ty, v) => Some(v),
+                Ok(v) => {
+                    let d = Diagnostic::error(p.ty.error(&p.name, v).to_string()).with_span_label(
+                        Span::new(file, x.span.clone()),
+                        format!("the default gives {v}"),
+                    );
+                    diags.push(d.with_note(with_bound_params(resolved, &env, &bound)));
+                    None
+                }
                 Err(f) => {
                     diags.push(to_diag(file, *f));
-                    0
+                    None
                 }
             },
             (None, None) => {
@@ -209,17 +237,85 @@ fn bind_params(
                             Span::new(file, p.span.clone()),
                             "declared without a default",
                         )
-                        .with_help(format!("give it a value: --set {}=N", p.name)),
+                        .with_help(format!(
+                            "give it a value: --set {}={}",
+                            p.name,
+                            match &p.ty {
+                                ParamType::Bool => "true|false".to_owned(),
+                                ParamType::Int(_) => "N".to_owned(),
+                                ParamType::Choice(options) => options.join("|"),
+                            }
+                        )),
                 );
-                0
+                None
             }
         };
+        env[p.slot] = value.unwrap_or(0);
+        bound[i] = value.is_some();
     }
     if diags.is_empty() {
         Ok(env)
     } else {
         Err(diags)
     }
+}
+
+/// A value of type `ty` in the environment: a bool as 1 or 0, a choice as its option's index;
+/// `None` when the type does not take it.
+fn number(ty: &ParamType, v: &Value) -> Option<i64> {
+    if !ty.admits(v) {
+        return None;
+    }
+    match (ty, v) {
+        (_, Value::Bool(b)) => Some(i64::from(*b)),
+        (_, Value::Int(n)) => Some(*n),
+        (ParamType::Choice(options), Value::Choice(o)) => {
+            options.iter().position(|x| x == o).map(|i| i as i64)
+        }
+        _ => None,
+    }
+}
+
+/// Whether an evaluated default is a value of `ty` (a bool's is 1 or 0; a choice's default is an
+/// option by construction).
+fn admits(ty: &ParamType, v: i64) -> bool {
+    match ty {
+        ParamType::Bool => v == 0 || v == 1,
+        ParamType::Int(range) => range.contains(v),
+        ParamType::Choice(options) => usize::try_from(v).is_ok_and(|i| i < options.len()),
+    }
+}
+
+/// Whether the top-level requirements hold for `args`: `Ok(false)` when a top-level `require`
+/// fails, errors when the parameters cannot be bound or a top-level `let` fails.
+pub(crate) fn admits_args(
+    file: FileId,
+    resolved: &Resolved,
+    args: &Args,
+) -> Result<bool, Vec<Diagnostic>> {
+    let mut env = bind_params(file, resolved, args)?;
+    for t in &resolved.top {
+        match t {
+            TopStmt::Set(slot, x) => match eval(x, &env) {
+                Ok(v) => env[*slot] = v,
+                Err(f) => {
+                    return Err(vec![
+                        to_diag(file, *f).with_note(with_params(resolved, &env)),
+                    ]);
+                }
+            },
+            TopStmt::Require(req) => match eval(&req.cond, &env) {
+                Ok(0) => return Ok(false),
+                Ok(_) => {}
+                Err(f) => {
+                    return Err(vec![
+                        to_diag(file, *f).with_note(with_params(resolved, &env)),
+                    ]);
+                }
+            },
+        }
+    }
+    Ok(true)
 }
 
 /// Runs the top-level `let`s and `require`s in file order: a failed `let` stops there, failed
@@ -236,8 +332,21 @@ fn run_top(file: FileId, resolved: &Resolved, env: &mut [i64]) -> Result<(), Vec
                 }
             },
             TopStmt::Require(req) => {
-                if let Err(f) = check(req, env) {
-                    diags.push(to_diag(file, *f).with_note(with_params(resolved, env)));
+                // A message without `{holes}` says what is required in words; the values that
+                // fail it go with it, so that a row or a sweep point that shows only the message
+                // still shows them. A message with holes shows its own; the note says the rest.
+                if let Err(mut f) = check(req, env) {
+                    let holes = req
+                        .message
+                        .iter()
+                        .any(|p| matches!(p, MessagePart::Slot(..)));
+                    let with = with_params(resolved, env);
+                    if holes {
+                        diags.push(to_diag(file, *f).with_note(with));
+                    } else {
+                        f.message = format!("{} ({with})", f.message);
+                        diags.push(to_diag(file, *f));
+                    }
                 }
             }
         }

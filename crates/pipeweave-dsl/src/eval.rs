@@ -118,7 +118,7 @@ fn message(parts: &[MessagePart], env: &[i64]) -> String {
         .iter()
         .map(|p| match p {
             MessagePart::Text(t) => t.clone(),
-            MessagePart::Slot(s) => env[*s].to_string(),
+            MessagePart::Slot(s, ty) => crate::ir::shown(ty.as_ref(), env[*s]),
         })
         .collect()
 }

@@ -4,6 +4,7 @@
 //! integers and every action given an origin (the index of its source span).
 
 use crate::syntax::BinOp;
+use pipeweave_param::ParamType;
 use pipeweave_plan::Kind;
 use std::ops::Range;
 
@@ -31,11 +32,26 @@ pub(crate) enum ExprKind {
     If(Box<Expr>, Box<Expr>, Box<Expr>),
 }
 
-/// A piece of a requirement's message: text, or a `{name}` hole filled from a slot.
+/// A piece of a requirement's message: text, or a `{name}` hole filled from a slot (a parameter's
+/// value shown as its type spells it: `true`, an option's name).
 #[derive(Debug, Clone)]
 pub(crate) enum MessagePart {
     Text(String),
-    Slot(usize),
+    Slot(usize, Option<ParamType>),
+}
+
+/// An environment value as a parameter of type `ty` spells it (`true`, `3`, `direct`); a plain
+/// number when there is no type.
+pub(crate) fn shown(ty: Option<&ParamType>, v: i64) -> String {
+    match ty {
+        Some(ParamType::Bool) => (v != 0).to_string(),
+        Some(ParamType::Choice(options)) => usize::try_from(v)
+            .ok()
+            .and_then(|i| options.get(i))
+            .cloned()
+            .unwrap_or_else(|| v.to_string()),
+        _ => v.to_string(),
+    }
 }
 
 /// `require cond else "message"`.
@@ -107,6 +123,8 @@ pub(crate) enum Target {
 pub(crate) struct ParamDef {
     pub name: String,
     pub slot: usize,
+    /// Its type: in the environment a bool is 1 or 0, a choice the index of its option.
+    pub ty: ParamType,
     pub default: Option<Expr>,
     pub span: Range<usize>,
 }

@@ -13,6 +13,8 @@ use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_plan::Kind;
 use std::ops::Range;
 
+mod types;
+
 /// Operators in one expression, its bracketed parts and conditionals included (prefix operators
 /// too): each is a node of the syntax tree, and its walkers recurse once per node. With the
 /// nesting limit ([`nesting::MAX_DEPTH`]) this bounds the depth of every tree; no real schedule
@@ -219,20 +221,27 @@ impl Builder<'_> {
             Rule::doc_item => ItemKind::Doc(self.string(inner.next()?)),
             Rule::param_item => {
                 let name = self.name(inner.next()?);
-                let mut default = None;
-                let mut help = None;
+                let mut decl = ParamDecl {
+                    name,
+                    ty: None,
+                    default: None,
+                    help: None,
+                };
                 for q in inner {
                     match q.as_rule() {
-                        Rule::expr => default = Some(self.expr(q)?),
-                        Rule::string => help = Some(self.string(q)),
+                        Rule::type_bool | Rule::type_int | Rule::type_choice => {
+                            decl.ty = Some(self.param_type(q)?);
+                        }
+                        Rule::expr => decl.default = Some(self.expr(q)?),
+                        Rule::string => decl.help = Some(self.string(q)),
                         _ => {}
                     }
                 }
-                ItemKind::Param {
-                    name,
-                    default,
-                    help,
-                }
+                ItemKind::Param(decl)
+            }
+            Rule::same_item => {
+                let plugin = inner.find(|q| q.as_rule() == Rule::plugin_name)?;
+                ItemKind::SameAs(self.name(plugin))
             }
             Rule::let_stmt => {
                 let name = self.name(inner.next()?);
@@ -505,19 +514,13 @@ impl Builder<'_> {
         true
     }
 
-    fn errors_here(&mut self, errors: Vec<(Range<usize>, String)>) {
-        for (range, message) in errors {
-            self.error(range, message, "here");
-        }
+    fn errors_here(&mut self, errors: Vec<Diagnostic>) {
+        self.diags.extend(errors);
     }
 
-    /// A primary of an expression, built by a builder of its own whose errors are collected
-    /// (labelled "here" by the caller).
-    fn part(
-        &mut self,
-        q: Pair<'_, Rule>,
-        errors: &mut Vec<(Range<usize>, String)>,
-    ) -> Option<Expr> {
+    /// A primary of an expression, built by a builder of its own whose errors are collected (and
+    /// reported by the caller once the expression is read).
+    fn part(&mut self, q: Pair<'_, Rule>, errors: &mut Vec<Diagnostic>) -> Option<Expr> {
         let mut diags = Vec::new();
         let whole = self.span(&q);
         let e = Builder {
@@ -527,7 +530,12 @@ impl Builder<'_> {
             nested: true,
         }
         .primary(q);
-        collect(diags, whole, errors);
+        for mut d in diags {
+            if d.span.is_none() {
+                d.span = Some(Span::new(self.file, whole.clone()));
+            }
+            errors.push(d);
+        }
         e
     }
 
@@ -536,6 +544,7 @@ impl Builder<'_> {
             Rule::expr => self.expr(p),
             Rule::conditional => self.conditional(p),
             Rule::call => self.call(p),
+            Rule::unknown_call => self.unknown_call(p),
             _ => self.leaf(p),
         }
     }
@@ -568,7 +577,7 @@ impl Builder<'_> {
         Some(Expr { kind, span })
     }
 
-    /// A number, `true`, `false` or a name.
+    /// A number, `true`, `false`, a quoted string or a name.
     fn leaf(&mut self, p: Pair<'_, Rule>) -> Option<Expr> {
         let span = self.span(&p);
         let kind = match p.as_rule() {
@@ -583,18 +592,12 @@ impl Builder<'_> {
                     return None;
                 }
             },
-            Rule::boolean => ExprKind::Int(i64::from(p.as_str() == "true")),
+            Rule::boolean => ExprKind::Bool(p.as_str() == "true"),
             Rule::name => ExprKind::Name(p.as_str().to_owned()),
+            Rule::string => ExprKind::Str(self.string(p)),
             _ => return None,
         };
         Some(Expr { kind, span })
-    }
-}
-
-/// A nested builder's diagnostics as (place, message) pairs, at `whole` when they have no span.
-fn collect(diags: Vec<Diagnostic>, whole: Range<usize>, errors: &mut Vec<(Range<usize>, String)>) {
-    for d in diags {
-        errors.push((d.span.map_or_else(|| whole.clone(), |s| s.range), d.message));
     }
 }
 

@@ -4,8 +4,9 @@
 
 use crate::ir::{self, ActionNode, MessagePart, ParamDef, Requirement, Resolved, Stmt, TopStmt};
 use crate::scope::Names;
-use crate::syntax::{self, ItemKind, Place, Schedule};
+use crate::syntax::{self, BinOp, ItemKind, Place, Schedule};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
+use pipeweave_param::ParamType;
 use std::ops::Range;
 
 /// Names every schedule has without declaring them.
@@ -25,6 +26,8 @@ struct Resolver {
     scopes: Vec<usize>,
     slots: usize,
     origins: Vec<Range<usize>>,
+    /// The type of every parameter, by slot.
+    typed: Vec<(usize, ParamType)>,
 }
 
 impl Resolver {
@@ -81,8 +84,31 @@ impl Resolver {
         use syntax::ExprKind as In;
         let kind = match &e.kind {
             In::Int(v) => Out::Const(*v),
+            In::Bool(b) => Out::Const(i64::from(*b)),
+            In::Str(_) => {
+                self.diags.push(
+                    Diagnostic::error("a quoted string here is no value")
+                        .with_span_label(Span::new(self.file, e.span.clone()), "not a number")
+                        .with_help(
+                            "a quoted string is an option of a choice parameter, compared with it: `order == \"a\"`",
+                        ),
+                );
+                Out::Const(0)
+            }
             In::Name(n) => match self.lookup(n) {
-                Some(s) => Out::Slot(s),
+                Some(s) => {
+                    if let Some(ParamType::Choice(options)) = self.type_of(s) {
+                        let first = options.first().cloned().unwrap_or_default();
+                        self.diags.push(
+                            Diagnostic::error(format!(
+                                "`{n}` is a choice: compare it with one of its options"
+                            ))
+                            .with_span_label(Span::new(self.file, e.span.clone()), "a choice")
+                            .with_help(format!("e.g. `{n} == \"{first}\"`")),
+                        );
+                    }
+                    Out::Slot(s)
+                }
                 None => {
                     self.unknown(n, e.span.clone());
                     Out::Const(0)
@@ -90,6 +116,11 @@ impl Resolver {
             },
             In::Neg(a) => Out::Neg(Box::new(self.expr(a))),
             In::Not(a) => Out::Not(Box::new(self.expr(a))),
+            In::Binary(op @ (BinOp::Eq | BinOp::Ne), a, b)
+                if matches!(a.kind, In::Str(_)) || matches!(b.kind, In::Str(_)) =>
+            {
+                self.choice_comparison(*op, a, b)
+            }
             In::Binary(op, a, b) => {
                 Out::Binary(*op, Box::new(self.expr(a)), Box::new(self.expr(b)))
             }
@@ -107,6 +138,67 @@ impl Resolver {
         }
     }
 
+    /// The type of the parameter in `slot`, when the slot is a parameter's.
+    fn type_of(&self, slot: usize) -> Option<&ParamType> {
+        self.typed.iter().find(|(s, _)| *s == slot).map(|(_, t)| t)
+    }
+
+    /// `order == "a"` (either way round, or `!=`): the choice's slot against the option's index.
+    fn choice_comparison(&mut self, op: BinOp, a: &syntax::Expr, b: &syntax::Expr) -> ir::ExprKind {
+        use ir::ExprKind as Out;
+        use syntax::ExprKind as In;
+        let (name, option, at) = match (&a.kind, &b.kind) {
+            (In::Name(n), In::Str(o)) => (n, o, b.span.clone()),
+            (In::Str(o), In::Name(n)) => (n, o, a.span.clone()),
+            _ => {
+                // Two strings, or a string and something that is no name: no choice here.
+                let (a, b) = (self.expr(a), self.expr(b));
+                return Out::Binary(op, Box::new(a), Box::new(b));
+            }
+        };
+        let Some(slot) = self.lookup(name) else {
+            let span = if matches!(a.kind, In::Name(_)) {
+                &a.span
+            } else {
+                &b.span
+            };
+            self.unknown(name, span.clone());
+            return Out::Const(0);
+        };
+        let Some(ParamType::Choice(options)) = self.type_of(slot).cloned() else {
+            self.diags.push(
+                Diagnostic::error(format!(
+                    "`{name}` is no choice parameter, so it is not compared with a quoted string"
+                ))
+                .with_span_label(Span::new(self.file, at), "a quoted string"),
+            );
+            return Out::Const(0);
+        };
+        let Some(index) = options.iter().position(|o| o == option) else {
+            let ty = ParamType::Choice(options.clone());
+            let mut d = Diagnostic::error(format!(
+                "`{name}` has no option `{option}`; it is a choice ({})",
+                ty.allowed()
+            ))
+            .with_span_label(Span::new(self.file, at), "no such option");
+            if let Some(close) = options.iter().find(|o| strsim::levenshtein(o, option) <= 2) {
+                d = d.with_help(format!("did you mean `{close}`?"));
+            }
+            self.diags.push(d);
+            return Out::Const(0);
+        };
+        let span = a.span.start.min(b.span.start)..a.span.end.max(b.span.end);
+        let slot = ir::Expr {
+            kind: Out::Slot(slot),
+            span: span.clone(),
+        };
+        let option = ir::Expr {
+            kind: Out::Const(index as i64),
+            span,
+        };
+        Out::Binary(op, Box::new(slot), Box::new(option))
+    }
+
     fn require(&mut self, r: &syntax::Require, span: Range<usize>) -> Requirement {
         let cond = self.expr(&r.cond);
         let mut message = Vec::new();
@@ -121,7 +213,7 @@ impl Resolver {
                     text.push_str(&rest[..open]);
                     message.push(MessagePart::Text(std::mem::take(&mut text)));
                     match self.lookup(n) {
-                        Some(s) => message.push(MessagePart::Slot(s)),
+                        Some(s) => message.push(MessagePart::Slot(s, self.type_of(s).cloned())),
                         None => {
                             self.unknown(n, r.message_span.clone());
                             message.push(MessagePart::Text(format!("{{{n}}}")));
@@ -250,6 +342,7 @@ pub(crate) fn resolve(
         scopes: Vec::new(),
         slots: 0,
         origins: Vec::new(),
+        typed: Vec::new(),
     };
     r.bind("P");
     r.bind("M");
@@ -332,19 +425,77 @@ impl Resolver {
     /// The parameters: visible everywhere; each default sees P, M and the parameters before it.
     fn params(&mut self, schedule: &Schedule) -> Vec<ParamDef> {
         let mut params = Vec::new();
-        for item in &schedule.items {
-            if let ItemKind::Param { name, default, .. } = &item.kind {
-                let default = default.as_ref().map(|e| self.expr(e));
-                let slot = self.declare(name);
-                params.push(ParamDef {
-                    name: name.text.clone(),
-                    slot,
-                    default,
-                    span: name.span.clone(),
-                });
-            }
+        for decl in schedule.params() {
+            let ty = decl.param_type();
+            let default = decl
+                .default
+                .as_ref()
+                .and_then(|e| self.default(decl, &ty, e));
+            let slot = self.declare(&decl.name);
+            self.typed.push((slot, ty.clone()));
+            params.push(ParamDef {
+                name: decl.name.text.clone(),
+                slot,
+                ty,
+                default,
+                span: decl.name.span.clone(),
+            });
         }
         params
+    }
+
+    /// A parameter's default, resolved: an option's index for a choice, a literal checked
+    /// against the type, any other expression as it is (its value is checked when it is
+    /// evaluated). `None` after an error.
+    fn default(
+        &mut self,
+        decl: &syntax::ParamDecl,
+        ty: &ParamType,
+        e: &syntax::Expr,
+    ) -> Option<ir::Expr> {
+        use syntax::ExprKind as In;
+        let name = &decl.name.text;
+        let literal = match (&e.kind, ty) {
+            (In::Name(o) | In::Str(o), ParamType::Choice(options)) => {
+                match options.iter().position(|x| x == o) {
+                    Some(i) => return Some(self.constant(i as i64, e)),
+                    None => o.clone(),
+                }
+            }
+            (In::Int(n), ParamType::Choice(_)) => n.to_string(),
+            (In::Bool(b), ParamType::Choice(_)) => b.to_string(),
+            (_, ParamType::Choice(_)) => {
+                self.diags.push(
+                    Diagnostic::error(format!(
+                        "the default of `{name}` is one of its options: {}",
+                        ty.allowed()
+                    ))
+                    .with_span_label(Span::new(self.file, e.span.clone()), "not an option"),
+                );
+                return None;
+            }
+            (In::Bool(b), ParamType::Bool) => return Some(self.constant(i64::from(*b), e)),
+            (In::Int(n), ParamType::Bool) => n.to_string(),
+            (In::Bool(b), ParamType::Int(_)) => b.to_string(),
+            (In::Int(n), ParamType::Int(range)) if !range.contains(*n) => n.to_string(),
+            _ => return Some(self.expr(e)),
+        };
+        let mut d = Diagnostic::error(ty.error(name, &literal).to_string())
+            .with_span_label(Span::new(self.file, e.span.clone()), "the default");
+        if decl.ty.is_none() && matches!(e.kind, In::Bool(_)) {
+            d = d.with_help(format!(
+                "a parameter without a type is an int; declare a bool: `param {name}: bool = {literal}`"
+            ));
+        }
+        self.diags.push(d);
+        None
+    }
+
+    fn constant(&self, v: i64, e: &syntax::Expr) -> ir::Expr {
+        ir::Expr {
+            kind: ir::ExprKind::Const(v),
+            span: e.span.clone(),
+        }
     }
 
     /// Reports the items a schedule may have only once, when it has two.
@@ -363,8 +514,10 @@ impl Resolver {
         };
         let (mut seen_pipelines, mut seen_stages, mut seen_place, mut seen_program) =
             (None, None, None, None);
+        let mut seen_same = None;
         for item in &schedule.items {
             match &item.kind {
+                ItemKind::SameAs(_) => single("same as plugin", &item.span, &mut seen_same),
                 ItemKind::Pipelines(_) => single("pipelines", &item.span, &mut seen_pipelines),
                 ItemKind::Stages(_) => single("stages", &item.span, &mut seen_stages),
                 ItemKind::Place(_) => single("place", &item.span, &mut seen_place),

@@ -6,6 +6,7 @@ use std::ops::Range;
 /// Keywords that start a top-level item.
 const TOP: &[&str] = &[
     "doc",
+    "same",
     "param",
     "let",
     "require",
@@ -16,7 +17,15 @@ const TOP: &[&str] = &[
 ];
 /// Top-level keywords that cannot appear inside a block: seeing one at the start of a line ends
 /// whatever came before, even an unclosed block.
-const TOP_ONLY: &[&str] = &["doc", "param", "pipelines", "stages", "place", "program"];
+const TOP_ONLY: &[&str] = &[
+    "doc",
+    "same",
+    "param",
+    "pipelines",
+    "stages",
+    "place",
+    "program",
+];
 
 /// Byte ranges of the top-level items (and the comments around them), in order.
 ///

@@ -3,6 +3,7 @@
 //! Every node keeps the byte range it came from, so that every later diagnostic (an unknown name,
 //! a negative count, a validator problem) can point at the source.
 
+use pipeweave_param::ParamType;
 use pipeweave_plan::Kind;
 use std::ops::Range;
 
@@ -28,13 +29,17 @@ impl Schedule {
     }
 
     /// The declared parameters, in file order.
-    pub fn params(&self) -> impl Iterator<Item = (&Name, Option<&Expr>, Option<&str>)> {
+    pub fn params(&self) -> impl Iterator<Item = &ParamDecl> {
         self.items.iter().filter_map(|i| match &i.kind {
-            ItemKind::Param {
-                name,
-                default,
-                help,
-            } => Some((name, default.as_ref(), help.as_deref())),
+            ItemKind::Param(p) => Some(p),
+            _ => None,
+        })
+    }
+
+    /// The plugin of the first `same as plugin NAME` item.
+    pub fn same_as_plugin(&self) -> Option<&Name> {
+        self.items.iter().find_map(|i| match &i.kind {
+            ItemKind::SameAs(name) => Some(name),
             _ => None,
         })
     }
@@ -63,15 +68,10 @@ pub struct Item {
 pub enum ItemKind {
     /// `doc "text"`: shown by `pipeweave list`.
     Doc(String),
-    /// `param NAME [= default] ["help"]`.
-    Param {
-        /// The parameter's name.
-        name: Name,
-        /// Its default, over P, M and the parameters declared before it; `None`: it must be set.
-        default: Option<Expr>,
-        /// Its description, shown by `pipeweave list`.
-        help: Option<String>,
-    },
+    /// `param NAME[: TYPE] [= default] ["help"]`.
+    Param(ParamDecl),
+    /// `same as plugin NAME`: the plugin builds the same plans as this schedule.
+    SameAs(Name),
     /// `let NAME = expr` at the top level: a constant over the parameters.
     Let {
         /// The constant's name.
@@ -89,6 +89,29 @@ pub enum ItemKind {
     Place(Place),
     /// `program { ... }`: what every rank r runs.
     Program(Block),
+}
+
+/// `param NAME[: TYPE] [= default] ["help"]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamDecl {
+    /// The parameter's name.
+    pub name: Name,
+    /// The declared type and where it is written; `None` when the declaration gives none (an
+    /// `int` then).
+    pub ty: Option<(ParamType, Range<usize>)>,
+    /// Its default, over P, M and the parameters declared before it; `None`: it must be set.
+    pub default: Option<Expr>,
+    /// Its description, shown by `pipeweave list`.
+    pub help: Option<String>,
+}
+
+impl ParamDecl {
+    /// The type: as declared, else an `int` without constraints.
+    pub fn param_type(&self) -> ParamType {
+        self.ty
+            .as_ref()
+            .map_or_else(ParamType::int, |(ty, _)| ty.clone())
+    }
 }
 
 /// `require cond else "message"`: compiling fails with `message` when `cond` is 0.
@@ -235,8 +258,12 @@ pub struct Expr {
 /// The forms of an expression.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExprKind {
-    /// A literal (`true` is 1, `false` 0).
+    /// A whole-number literal.
     Int(i64),
+    /// `true` or `false` (1 or 0 in arithmetic).
+    Bool(bool),
+    /// A quoted string: an option of a choice parameter, compared with it.
+    Str(String),
     /// A parameter, constant, local value, loop variable or builtin (`P`, `M`, `r`, ...).
     Name(String),
     /// `-x`.

@@ -2,12 +2,16 @@
 
 use crate::grammar::Rule;
 
+/// The functions of the language, in the order messages list them.
+pub(crate) const FUNCTIONS: &[&str] = &["min", "max"];
+
 /// What a grammar rule stands for, in words a user knows.
 fn word(rule: Rule) -> &'static str {
     match rule {
         Rule::EOI => "end of file",
         Rule::unit => "a top-level item",
         Rule::doc_item
+        | Rule::same_item
         | Rule::param_item
         | Rule::pipelines_item
         | Rule::stages_item
@@ -15,6 +19,20 @@ fn word(rule: Rule) -> &'static str {
         | Rule::program_item => {
             "a top-level item (doc, param, let, require, pipelines, stages, place or program)"
         }
+        Rule::kw_same | Rule::kw_as | Rule::kw_plugin => "`same as plugin NAME`",
+        Rule::plugin_name => "a plugin name",
+        Rule::type_bool
+        | Rule::type_int
+        | Rule::type_choice
+        | Rule::kw_int
+        | Rule::kw_choice
+        | Rule::param_type => "a type (bool, int or choice(...))",
+        Rule::kw_in => "`in`",
+        Rule::int_range | Rule::range_incl | Rule::range_excl => "a range (`0..=8`, `1..`)",
+        Rule::bound => "a number",
+        Rule::multiple | Rule::kw_multiple | Rule::kw_of => "`multiple of`",
+        Rule::option => "an option name",
+        Rule::unknown_call | Rule::unknown_func | Rule::call_group => "an expression",
         Rule::place_loop | Rule::place_vshape | Rule::place_mirror => {
             "a placement (loop, vshape, mirror or `= expression`)"
         }
@@ -75,9 +93,9 @@ pub(crate) fn expected(rules: &[Rule]) -> String {
         words.retain(|w| !matches!(*w, "a chunk" | "a stage" | "a micro-batch" | "`?`"));
         words.push("`}`");
     }
-    // A name or a number is an expression too; say the most general thing once.
+    // A name, a number or a quoted string is an expression too; say the most general thing once.
     if words.contains(&"an expression") {
-        words.retain(|w| *w != "a number" && *w != "a name");
+        words.retain(|w| *w != "a number" && *w != "a name" && *w != "a quoted string");
     }
     words.sort_by_key(|w| rank(w));
     match words.as_slice() {

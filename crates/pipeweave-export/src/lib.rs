@@ -1,4 +1,4 @@
-//! Plan formats in and out: actions, PyTorch CSV, JSON plan, Chrome trace.
+//! Plan formats in and out: actions, PyTorch CSVs, JSON plan, Chrome trace.
 //!
 //! This is the only crate that knows output formats. It never reads files itself: readers take the
 //! text and a `FileId`, and return a plan or diagnostics with spans; writers take a
@@ -10,6 +10,7 @@
 
 pub mod actions;
 mod document;
+mod format;
 pub mod json;
 mod json_text;
 pub mod pytorch;
@@ -18,6 +19,10 @@ pub mod unvalidated;
 
 pub use actions::{ActionsFile, ActionsText, actions_text, read_actions, write_actions};
 pub use document::{CHUNK, Document};
+pub use format::PlanFormat;
 pub use json::{JsonText, PlanJson, json_text, read_json, write_json};
-pub use pytorch::{CommsCsv, pytorch_comms_csv, pytorch_csv, write_pytorch, write_pytorch_comms};
+pub use pytorch::{
+    CommsCsv, CommsFile, StepAt, pytorch_comms_csv, pytorch_csv, read_pytorch_comms, write_pytorch,
+    write_pytorch_comms,
+};
 pub use trace::{ChromeTrace, chrome_trace, write_chrome_trace};

@@ -18,7 +18,7 @@ pub mod abi;
 pub mod ffi;
 pub mod protocol;
 
-pub use protocol::{Metadata, ParamKind, ParamSpec, Request, Value};
+pub use protocol::{IntRange, Metadata, ParamSpec, ParamType, Request, Value};
 
 /// A schedule generator a plugin exports.
 ///

@@ -1,12 +1,12 @@
 //! The versioned byte protocol spoken over the ABI: metadata, requests and responses as small,
 //! line-based UTF-8 text messages.
 //!
-//! # Format (version 1)
+//! # Format (version 2)
 //!
 //! Every message is UTF-8 text made of lines separated by `\n`:
 //!
 //! ```text
-//! pipeweave-plugin-protocol 1      magic and protocol version
+//! pipeweave-plugin-protocol 2      magic and protocol version
 //! <kind>                           metadata | request | plan | error
 //! <key> <value>                    zero or more fields, in the order listed below
 //! end                              nothing may follow except one final newline
@@ -14,13 +14,16 @@
 //!
 //! Text values (names, descriptions, messages) escape `\` as `\\`, a newline as `\n` and a carriage
 //! return as `\r`, so every field stays on one line. Numbers are unsigned decimal except parameter
-//! values of kind `int`, which may be negative.
+//! values of type `int`, which may be negative.
 //!
 //! - `metadata`: `name <text>`, `version <text>`, `description <text>`, `requires <text>` (the
 //!   schedule's requirements in plain words; may be empty), then per parameter
-//!   `param <name> bool <true|false>` or `param <name> int <default> [min=<n>] [max=<n>]
-//!   [multiple_of=<n>]`, each optionally followed by `param-help <text>`.
-//! - `request`: `ranks <n>`, `microbatches <n>`, then `set <name> <value>` per parameter.
+//!   `param <name> bool <true|false>`, `param <name> int <default> [min=<n>] [max=<n>]
+//!   [multiple_of=<n>]` or `param <name> choice <default> options=<a,b,...>`, each optionally
+//!   followed by `param-help <text>`. The types are `pipeweave-param`'s, the same as a `.weave`
+//!   schedule's; option names are letters, digits and `_`, never `true` or `false`.
+//! - `request`: `ranks <n>`, `microbatches <n>`, then `set <name> <value>` per parameter; a value is
+//!   `true`/`false`, a whole number or an option name, so its spelling says its type.
 //! - `plan`: `ranks <n>`, then per pipeline `pipeline placement=<r,r,...> microbatches=<m,m,...>`
 //!   (position `q` of the placement list is the rank hosting stage `q`), then exactly one
 //!   `program <cells>` line per rank in rank order, cells in the actions format
@@ -29,20 +32,33 @@
 //!   as in every plan file.
 //! - `error`: `message <text>`, the reason the plugin could not build a plan, in plain words.
 //!
+//! Versions: version 2 added `choice` parameters (and option values in requests); everything else
+//! is version 1's. Both are read. Every message is written in the oldest version that can carry it
+//! (version 1 unless it holds a choice), so a plugin built against version 1 still reads every
+//! request it can be sent (a version 1 plugin declares no choice), and a version 1 host still reads
+//! a newer plugin that declares none.
+//!
 //! Unknown kinds and keys are errors: a newer message is refused instead of half read. The codec
 //! converts explicitly to and from the core types; nothing in `pipeweave-plan` is serializable.
 
 mod decode;
 mod encode;
+mod params;
 
 pub use decode::{decode_metadata, decode_request, decode_response};
 pub use encode::{encode_metadata, encode_request, encode_response};
+pub use params::ParamSpec;
+pub use pipeweave_param::{IntRange, ParamType, Value};
 
 use pipeweave_plan::{Action, Pipeline, Plan, PlanError};
 use std::fmt;
 
-/// The version of the message format, written on the first line of every message.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// The newest version of the message format this crate reads and writes (on the first line of
+/// every message).
+pub const PROTOCOL_VERSION: u32 = 2;
+
+/// The oldest version it still reads.
+pub const OLDEST_PROTOCOL_VERSION: u32 = 1;
 
 /// The first word of every message.
 pub const MAGIC: &str = "pipeweave-plugin-protocol";
@@ -60,202 +76,6 @@ pub struct Metadata {
     pub requires: String,
     /// The parameters users set with `--set NAME=VALUE`.
     pub params: Vec<ParamSpec>,
-}
-
-/// One parameter: its name, type, default and constraints.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParamSpec {
-    /// The name, as `--set NAME=VALUE` takes it.
-    pub name: String,
-    /// One line saying what it changes (may be empty).
-    pub help: String,
-    /// Its type, default and constraints.
-    pub kind: ParamKind,
-}
-
-/// The type of a parameter with its default and constraints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ParamKind {
-    /// `true` or `false`.
-    Bool {
-        /// The value when the user sets none.
-        default: bool,
-    },
-    /// A whole number (64-bit, may be negative).
-    Int {
-        /// The value when the user sets none.
-        default: i64,
-        /// The least value allowed, if any.
-        min: Option<i64>,
-        /// The greatest value allowed, if any.
-        max: Option<i64>,
-        /// Values must be multiples of this, if set (0 allows any).
-        multiple_of: Option<i64>,
-    },
-}
-
-/// A parameter value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Value {
-    /// The value of a `bool` parameter.
-    Bool(bool),
-    /// The value of an `int` parameter.
-    Int(i64),
-}
-
-impl fmt::Display for Value {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Value::Bool(b) => write!(f, "{b}"),
-            Value::Int(n) => write!(f, "{n}"),
-        }
-    }
-}
-
-impl ParamSpec {
-    /// A `bool` parameter `name` with its `default` and `help`.
-    pub fn bool(name: &str, default: bool, help: &str) -> ParamSpec {
-        ParamSpec {
-            name: name.to_owned(),
-            help: help.to_owned(),
-            kind: ParamKind::Bool { default },
-        }
-    }
-
-    /// An `int` parameter `name` with its `default` and `help`, unconstrained (see [`ParamSpec::constrained`]).
-    pub fn int(name: &str, default: i64, help: &str) -> ParamSpec {
-        ParamSpec {
-            name: name.to_owned(),
-            help: help.to_owned(),
-            kind: ParamKind::Int {
-                default,
-                min: None,
-                max: None,
-                multiple_of: None,
-            },
-        }
-    }
-
-    /// Sets the bounds and step of an `int` parameter (no effect on a `bool`).
-    pub fn constrained(
-        mut self,
-        min: Option<i64>,
-        max: Option<i64>,
-        multiple_of: Option<i64>,
-    ) -> ParamSpec {
-        if let ParamKind::Int { default, .. } = self.kind {
-            self.kind = ParamKind::Int {
-                default,
-                min,
-                max,
-                multiple_of,
-            };
-        }
-        self
-    }
-
-    /// The value when the user sets none.
-    pub fn default_value(&self) -> Value {
-        match self.kind {
-            ParamKind::Bool { default } => Value::Bool(default),
-            ParamKind::Int { default, .. } => Value::Int(default),
-        }
-    }
-
-    /// The type name shown to users.
-    pub fn type_name(&self) -> &'static str {
-        match self.kind {
-            ParamKind::Bool { .. } => "bool",
-            ParamKind::Int { .. } => "int",
-        }
-    }
-
-    /// The constraints in words (`even, at least 2`), empty when there are none.
-    pub fn constraint_text(&self) -> String {
-        let ParamKind::Int {
-            min,
-            max,
-            multiple_of,
-            ..
-        } = self.kind
-        else {
-            return String::new();
-        };
-        let mut parts = Vec::new();
-        match multiple_of {
-            Some(2) => parts.push("even".to_owned()),
-            Some(k) if k > 1 => parts.push(format!("a multiple of {k}")),
-            _ => {}
-        }
-        if let Some(lo) = min {
-            parts.push(format!("at least {lo}"));
-        }
-        if let Some(hi) = max {
-            parts.push(format!("at most {hi}"));
-        }
-        parts.join(", ")
-    }
-
-    /// Reads a value typed by a user (`true`, `false`, `4`) and checks it against the constraints.
-    pub fn parse(&self, text: &str) -> Result<Value, String> {
-        let value = match self.kind {
-            ParamKind::Bool { .. } => match text {
-                "true" => Value::Bool(true),
-                "false" => Value::Bool(false),
-                _ => {
-                    return Err(format!(
-                        "parameter `{}` takes true or false, not `{text}`",
-                        self.name
-                    ));
-                }
-            },
-            ParamKind::Int { .. } => match text.parse::<i64>() {
-                Ok(n) => Value::Int(n),
-                Err(_) => {
-                    return Err(format!(
-                        "parameter `{}` takes a whole number, not `{text}`",
-                        self.name
-                    ));
-                }
-            },
-        };
-        self.check(value)?;
-        Ok(value)
-    }
-
-    /// Checks a value's type and constraints.
-    pub fn check(&self, value: Value) -> Result<(), String> {
-        match (self.kind, value) {
-            (ParamKind::Bool { .. }, Value::Bool(_)) => Ok(()),
-            (
-                ParamKind::Int {
-                    min,
-                    max,
-                    multiple_of,
-                    ..
-                },
-                Value::Int(n),
-            ) => {
-                let ok = min.is_none_or(|lo| n >= lo)
-                    && max.is_none_or(|hi| n <= hi)
-                    && multiple_of.is_none_or(|k| k == 0 || n % k == 0);
-                if ok {
-                    Ok(())
-                } else {
-                    Err(format!(
-                        "parameter `{}` must be {}, not {n}",
-                        self.name,
-                        self.constraint_text()
-                    ))
-                }
-            }
-            (_, value) => Err(format!(
-                "parameter `{}` takes a {}, not `{value}`",
-                self.name,
-                self.type_name()
-            )),
-        }
-    }
 }
 
 impl Metadata {
@@ -278,16 +98,16 @@ pub struct Request {
 
 impl Request {
     /// The value the request carries for `name`, if any.
-    pub fn value(&self, name: &str) -> Option<Value> {
-        self.params.iter().find(|(n, _)| n == name).map(|&(_, v)| v)
+    pub fn value(&self, name: &str) -> Option<&Value> {
+        self.params.iter().find(|(n, _)| n == name).map(|(_, v)| v)
     }
 
     /// The value of a `bool` parameter, or `default` when the request does not carry it.
     pub fn bool_or(&self, name: &str, default: bool) -> Result<bool, String> {
         match self.value(name) {
             None => Ok(default),
-            Some(Value::Bool(b)) => Ok(b),
-            Some(v) => Err(format!("parameter `{name}` takes true or false, not `{v}`")),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(v) => Err(ParamType::Bool.error(name, v).to_string()),
         }
     }
 
@@ -295,10 +115,17 @@ impl Request {
     pub fn int_or(&self, name: &str, default: i64) -> Result<i64, String> {
         match self.value(name) {
             None => Ok(default),
-            Some(Value::Int(n)) => Ok(n),
-            Some(v) => Err(format!(
-                "parameter `{name}` takes a whole number, not `{v}`"
-            )),
+            Some(Value::Int(n)) => Ok(*n),
+            Some(v) => Err(ParamType::int().error(name, v).to_string()),
+        }
+    }
+
+    /// The value of a `choice` parameter, or `default` when the request does not carry it.
+    pub fn choice_or<'a>(&'a self, name: &str, default: &'a str) -> Result<&'a str, String> {
+        match self.value(name) {
+            None => Ok(default),
+            Some(Value::Choice(option)) => Ok(option),
+            Some(v) => Err(format!("parameter `{name}` is a choice, not `{v}`")),
         }
     }
 }

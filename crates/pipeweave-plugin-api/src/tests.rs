@@ -93,11 +93,11 @@ fn malformed_responses_are_refused_with_a_line() {
         ),
         (
             b"hello",
-            "line 1: expected `pipeweave-plugin-protocol 1`, found `hello`",
+            "line 1: expected `pipeweave-plugin-protocol 2`, found `hello`",
         ),
         (
             b"pipeweave-plugin-protocol 7\nplan\n",
-            "line 1: protocol version `7`, but this pipeweave reads version 1",
+            "line 1: protocol version `7`, but this pipeweave reads versions 1 to 2",
         ),
         (
             b"pipeweave-plugin-protocol 1\nplan\nranks 1\nprogram 0F0\n",
@@ -163,28 +163,19 @@ fn parameters_parse_and_check_constraints() {
     let meta = sample_metadata();
     let k = meta.param("pipelines").unwrap();
     assert_eq!(k.parse("4"), Ok(Value::Int(4)));
-    assert_eq!(
-        k.parse("3"),
-        Err("parameter `pipelines` must be even, at least 2, not 3".into())
-    );
-    assert_eq!(
-        k.parse("0"),
-        Err("parameter `pipelines` must be even, at least 2, not 0".into())
-    );
-    assert_eq!(
-        k.parse("two"),
-        Err("parameter `pipelines` takes a whole number, not `two`".into())
-    );
+    let even = "parameter `pipelines` is an int (an even whole number of at least 2)";
+    assert_eq!(k.parse("3"), Err(format!("{even}, not `3`")));
+    assert_eq!(k.parse("0"), Err(format!("{even}, not `0`")));
+    assert_eq!(k.parse("two"), Err(format!("{even}, not `two`")));
     let fd = meta.param("forward_doubling").unwrap();
     assert_eq!(fd.parse("true"), Ok(Value::Bool(true)));
-    assert_eq!(
-        fd.parse("yes"),
-        Err("parameter `forward_doubling` takes true or false, not `yes`".into())
-    );
-    assert_eq!(
-        fd.check(Value::Int(1)),
-        Err("parameter `forward_doubling` takes a bool, not `1`".into())
-    );
+    let bool_error = |found: &str| {
+        format!("parameter `forward_doubling` is a bool (true or false), not `{found}`")
+    };
+    assert_eq!(fd.parse("yes"), Err(bool_error("yes")));
+    // The one spelling rule: a number is never read as a truth value.
+    assert_eq!(fd.parse("1"), Err(bool_error("1")));
+    assert_eq!(fd.check(&Value::Int(1)), Err(bool_error("1")));
 }
 
 #[test]
@@ -193,6 +184,105 @@ fn metadata_with_a_default_breaking_its_constraints_is_refused() {
     let e = decode_metadata(text).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "line 7: the default breaks the constraints: parameter `k` must be even, not 3"
+        "line 7: the default breaks the constraints: parameter `k` is an int (an even whole number), not `3`"
     );
 }
+
+fn choice_metadata() -> Metadata {
+    Metadata {
+        params: vec![
+            ParamSpec::choice(
+                "joints",
+                &["direct", "doubling", "halving"],
+                "direct",
+                "how units join",
+            ),
+            ParamSpec::bool("overlap", true, ""),
+        ],
+        ..sample_metadata()
+    }
+}
+
+#[test]
+fn a_choice_is_written_in_version_2_and_everything_else_in_version_1() {
+    let bytes = encode_metadata(&choice_metadata());
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    assert!(
+        text.starts_with("pipeweave-plugin-protocol 2\nmetadata\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "param joints choice direct options=direct,doubling,halving\nparam-help how units join\n"
+        ),
+        "{text}"
+    );
+    assert_eq!(decode_metadata(&bytes), Ok(choice_metadata()));
+    let request = Request {
+        ranks: 4,
+        microbatches: 8,
+        params: vec![
+            ("joints".into(), Value::Choice("halving".into())),
+            ("overlap".into(), Value::Bool(true)),
+        ],
+    };
+    let bytes = encode_request(&request);
+    assert!(bytes.starts_with(b"pipeweave-plugin-protocol 2\nrequest\n"));
+    assert_eq!(decode_request(&bytes), Ok(request));
+    let plain = Request {
+        ranks: 4,
+        microbatches: 8,
+        params: vec![("overlap".into(), Value::Bool(true))],
+    };
+    assert!(encode_request(&plain).starts_with(b"pipeweave-plugin-protocol 1\nrequest\n"));
+}
+
+#[test]
+fn version_1_messages_are_still_read_but_hold_no_choice() {
+    let v1 = b"pipeweave-plugin-protocol 1\nmetadata\nname x\nversion 1\ndescription d\nrequires \nparam k choice a options=a,b\nend\n";
+    assert_eq!(
+        decode_metadata(v1).unwrap_err().to_string(),
+        "line 7: parameter `k` is a choice, which needs protocol version 2"
+    );
+    let v2 = String::from_utf8_lossy(v1).replace("protocol 1", "protocol 2");
+    let meta = decode_metadata(v2.as_bytes()).expect("a choice in version 2");
+    assert_eq!(meta.params[0].ty, ParamType::choice(&["a", "b"]));
+    let request = b"pipeweave-plugin-protocol 1\nrequest\nranks 2\nmicrobatches 4\nset k a\nend\n";
+    assert_eq!(
+        decode_request(request).unwrap_err().to_string(),
+        "line 5: a parameter value must be a whole number, found `a`"
+    );
+    let bad = [
+        (
+            "param k choice c options=a,b",
+            "line 7: the default breaks the constraints: parameter `k` is a choice (a or b), not `c`",
+        ),
+        (
+            "param k choice a options=a,a",
+            "line 7: parameter `k`: the option `a` is listed twice",
+        ),
+        (
+            "param k choice a options=a,true",
+            "line 7: parameter `k`: `true` cannot be an option: options are names (letters, digits and `_`), not true or false",
+        ),
+        (
+            "param k choice a",
+            "line 7: choice `k` needs `options=a,b,...`",
+        ),
+        (
+            "param k int 1 min=3 max=2",
+            "line 7: parameter `k`: the range 3..=2 is empty",
+        ),
+    ];
+    for (line, expected) in bad {
+        let text = format!(
+            "pipeweave-plugin-protocol 2\nmetadata\nname x\nversion 1\ndescription d\nrequires \n{line}\nend\n"
+        );
+        assert_eq!(
+            decode_metadata(text.as_bytes()).unwrap_err().to_string(),
+            expected
+        );
+    }
+}
+
+mod decode;

@@ -49,33 +49,26 @@ pub(crate) fn request(
     microbatches: u32,
     settings: &[(String, String)],
 ) -> Result<Request, PluginError> {
-    let bad = |message: String| PluginError::BadSetting {
-        path: path.to_path_buf(),
-        name: metadata.name.clone(),
-        message,
-    };
-    for (i, (name, _)) in settings.iter().enumerate() {
-        if metadata.param(name).is_none() {
-            let known: Vec<&str> = metadata.params.iter().map(|p| p.name.as_str()).collect();
-            let hint = if known.is_empty() {
-                "it takes no parameters".to_owned()
-            } else {
-                format!("its parameters: {}", known.join(", "))
-            };
-            return Err(bad(format!("no parameter `{name}` ({hint})")));
+    // The one reading of settings, the same as a `.weave` schedule's (`pipeweave-param`).
+    let declared = metadata.params.iter().map(|p| (p.name.as_str(), &p.ty));
+    let given = pipeweave_param::read_settings(declared, settings).map_err(|e| {
+        PluginError::BadSetting {
+            path: path.to_path_buf(),
+            name: metadata.name.clone(),
+            message: e.to_string(),
         }
-        if settings[..i].iter().any(|(n, _)| n == name) {
-            return Err(bad(format!("parameter `{name}` is set twice")));
-        }
-    }
-    let mut params = Vec::with_capacity(metadata.params.len());
-    for spec in &metadata.params {
-        let value = match settings.iter().find(|(n, _)| *n == spec.name) {
-            Some((_, text)) => spec.parse(text).map_err(bad)?,
-            None => spec.default_value(),
-        };
-        params.push((spec.name.clone(), value));
-    }
+    })?;
+    let params = metadata
+        .params
+        .iter()
+        .map(|spec| {
+            let value = given
+                .iter()
+                .find(|(n, _)| *n == spec.name)
+                .map_or_else(|| spec.default_value(), |(_, v)| v.clone());
+            (spec.name.clone(), value)
+        })
+        .collect();
     Ok(Request {
         ranks,
         microbatches,

@@ -2,6 +2,9 @@
 //! request, enforced by a Content-Security-Policy that forbids loading anything) holding tables,
 //! figures and notes in sections.
 //!
+//! Figures fit the page's width (their SVG scaled through its viewBox); a wide one gets a zoom
+//! control made of radio buttons and CSS alone, so it needs no script.
+//!
 //! The page is assembled from [`Block`]s, so whoever computes the figures decides what goes in;
 //! this module only lays them out and escapes every piece of text.
 
@@ -27,6 +30,9 @@ pub enum Block {
     Figure {
         /// The SVG markup.
         svg: String,
+        /// Whether it gets a zoom control (fit to the page, 2×, 4×, its own size), for figures
+        /// too detailed to read at the page's width.
+        zoom: bool,
         /// What the figure shows, under it.
         caption: String,
     },
@@ -75,7 +81,15 @@ caption{text-align:left;font-weight:600;padding:4px 0}
 th,td{border:1px solid #d8d8d8;padding:4px 9px;vertical-align:top}
 th{background:#f0f3f7;text-align:left}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
-figure{margin:10px 0 18px;background:#fff;border:1px solid #e2e2e2;padding:8px;overflow-x:auto}
+figure{margin:10px 0 18px;background:#fff;border:1px solid #e2e2e2;padding:8px}
+figure .scroll{overflow-x:auto}
+figure svg{display:block;max-width:100%;height:auto}
+.zoom-name{font-size:0.85em;color:#444}
+.zoomable input{margin:0 3px 6px 12px;vertical-align:middle}
+.zoomable label{font-size:0.85em;color:#333;vertical-align:middle}
+.z-2:checked~.scroll>svg{max-width:none;width:200%}
+.z-4:checked~.scroll>svg{max-width:none;width:400%}
+.z-1:checked~.scroll>svg{max-width:none}
 figcaption{color:#444;font-size:0.9em;margin-top:6px}
 pre{background:#fff;border:1px solid #e2e2e2;padding:8px;overflow-x:auto;font-size:0.85em}
 footer{color:#777;font-size:0.85em;padding-bottom:24px;margin-top:24px}
@@ -129,6 +143,7 @@ pub fn html_page(report: &HtmlReport) -> String {
         out.push_str("</ul></nav>\n");
     }
     out.push_str("</header>\n<main>\n");
+    let mut figures = 0;
     for s in &report.sections {
         let _ = writeln!(
             out,
@@ -137,7 +152,7 @@ pub fn html_page(report: &HtmlReport) -> String {
             esc(&s.heading)
         );
         for b in &s.blocks {
-            block(&mut out, b);
+            block(&mut out, b, &mut figures);
         }
         out.push_str("</section>\n");
     }
@@ -149,7 +164,41 @@ pub fn html_page(report: &HtmlReport) -> String {
     out
 }
 
-fn block(out: &mut String, b: &Block) {
+/// The zoom levels of a figure: (class, label); the CSS above gives each its width.
+const ZOOMS: [(&str, &str); 4] = [
+    ("z-fit", "fit to page"),
+    ("z-2", "2×"),
+    ("z-4", "4×"),
+    ("z-1", "own size"),
+];
+
+/// A figure's markup; `figures` numbers the zoomable ones, so their radio buttons stay apart.
+fn figure(out: &mut String, svg: &str, caption: &str, zoom: bool, figures: &mut usize) {
+    if zoom {
+        *figures += 1;
+        out.push_str("<figure class=\"zoomable\">\n<span class=\"zoom-name\">zoom:</span>");
+        for (i, (class, label)) in ZOOMS.iter().enumerate() {
+            let id = format!("zoom-{figures}-{}", &class[2..]);
+            let checked = if i == 0 { " checked=\"checked\"" } else { "" };
+            let _ = write!(
+                out,
+                "<input type=\"radio\" name=\"zoom-{figures}\" id=\"{id}\" class=\"{class}\"{checked}/>\
+                 <label for=\"{id}\">{label}</label>"
+            );
+        }
+        out.push('\n');
+    } else {
+        out.push_str("<figure>\n");
+    }
+    let _ = writeln!(
+        out,
+        "<div class=\"scroll\">\n{}\n</div>\n<figcaption>{}</figcaption>\n</figure>",
+        svg.trim_end(),
+        esc(caption)
+    );
+}
+
+fn block(out: &mut String, b: &Block, figures: &mut usize) {
     match b {
         Block::Paragraph(text) => {
             let _ = writeln!(out, "<p>{}</p>", esc(text));
@@ -182,14 +231,7 @@ fn block(out: &mut String, b: &Block) {
             }
             out.push_str("</tbody></table>\n");
         }
-        Block::Figure { svg, caption } => {
-            let _ = writeln!(
-                out,
-                "<figure>\n{}<figcaption>{}</figcaption>\n</figure>",
-                svg.trim_end(),
-                esc(caption)
-            );
-        }
+        Block::Figure { svg, caption, zoom } => figure(out, svg, caption, *zoom, figures),
         Block::Pre(text) => {
             let _ = writeln!(out, "<pre>{}</pre>", esc(text.trim_end()));
         }

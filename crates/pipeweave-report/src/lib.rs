@@ -9,6 +9,7 @@
 
 mod compare;
 pub mod format;
+mod hardware;
 mod html;
 mod json;
 mod recommend;
@@ -19,18 +20,20 @@ mod table;
 mod text;
 
 pub use compare::{
-    compare_csv, compare_json, compare_markdown, compare_notes, compare_text, compare_title,
-    figures_table, traits_table,
+    breakdown_table, compare_csv, compare_json, compare_markdown, compare_notes, compare_text,
+    compare_title, figures_table, memory_table, tables as compare_tables, traits_table,
+    volume_table,
 };
 pub use format::{
     TimeFormat, format_time, gib, gib_number, gib_text, gpu_hours, percent, seconds, si,
 };
+pub use hardware::hardware_markdown;
 pub use html::{Block, HtmlReport, Section, html_page};
 pub use json::json;
 pub use pipeweave_eval::TimeUnit;
 pub use recommend::{candidate_label, recommend_json, recommend_markdown, recommend_text};
 pub use simulate::{costing_text, shape_text, simulation_json, simulation_text, step_report_text};
-pub use svg::{TimelineChart, Transfer, timelines_svg, transfers};
+pub use svg::{SvgWindow, TimelineChart, Transfer, timelines_svg, timelines_svg_window, transfers};
 pub use sweep::{SweepTable, sweep_csv, sweep_json, sweep_svg, sweep_table, sweep_text};
 pub use table::Table;
 pub use text::{TextWindow, text_timeline, text_timeline_window};

@@ -1,15 +1,26 @@
 //! Timelines as SVG, in the style of the DualPipe paper's figure: one row per rank on a shared time
-//! axis, compute cells coloured by kind and labelled with their micro-batch, the pipelines (the two
-//! directions of DualPipe and Chimera) told apart by shade and hatching, idle time left blank, and
+//! axis, compute cells coloured by kind and labelled with their micro-batch, a rank's chunks (the
+//! two halves of a V, the loops of an interleaved placement) or the pipelines (the two directions
+//! of DualPipe and Chimera) told apart by shade, odd pipelines hatched, idle time left blank, and
 //! optional lanes with the point-to-point transfers under every rank.
+//!
+//! A chart too dense to label (its typical cell narrower than its label) is drawn in bands: the
+//! runs of cells of one look become one band each and the lanes show how much of the time sends
+//! are in flight. A window of time draws part of the step at a larger scale.
 //!
 //! Output is deterministic: numbers are written with at most two decimals, ids come from a prefix
 //! the caller chooses (so several charts can share one HTML page), and nothing depends on hashing.
 
-use crate::format::{TimeFormat, num, percent, sig};
+mod dense;
+mod palette;
+mod rows;
+
+use crate::format::{TimeFormat, num, sig};
+use palette::{IDLE_FILL, SEND_BWD_FILL, SEND_FWD_FILL, fill};
 use pipeweave_eval::TimeUnit;
-use pipeweave_plan::{Action, Dir, Interval, Kind, Op, Plan, lower};
+use pipeweave_plan::{Dir, Kind, Plan};
 use pipeweave_sim::{CostModel, Timeline};
+use rows::{Rows, Seen};
 use std::fmt::Write;
 
 /// Escapes text for XML content and attribute values.
@@ -73,8 +84,7 @@ pub struct Transfer {
 /// produced the data, taking the cost model's transfer latency.
 pub fn transfers(plan: &Plan, timeline: &Timeline, costs: &dyn CostModel) -> Vec<Transfer> {
     let intervals = &timeline.timing.intervals;
-    lower(plan)
-        .sends()
+    pipeweave_plan::sends(plan)
         .filter_map(|send| {
             let iv = intervals.get(send.rank as usize)?.get(send.action)?;
             Some(Transfer {
@@ -90,18 +100,6 @@ pub fn transfers(plan: &Plan, timeline: &Timeline, costs: &dyn CostModel) -> Vec
         .collect()
 }
 
-/// The transfers sent by each of `ranks` ranks, in their order (one pass: a scan of all the
-/// transfers for every rank made drawing them quadratic in the ranks).
-fn by_sender(transfers: &[Transfer], ranks: usize) -> Vec<Vec<&Transfer>> {
-    let mut by_rank: Vec<Vec<&Transfer>> = vec![Vec::new(); ranks];
-    for tr in transfers {
-        if let Some(list) = by_rank.get_mut(tr.from_rank as usize) {
-            list.push(tr);
-        }
-    }
-    by_rank
-}
-
 /// One schedule's timeline to draw.
 #[derive(Debug, Clone)]
 pub struct TimelineChart<'a> {
@@ -115,15 +113,13 @@ pub struct TimelineChart<'a> {
     pub transfers: Option<Vec<Transfer>>,
 }
 
-/// Fill colours: [kind][shade], shade 0 for even pipelines (light), 1 for odd ones (dark).
-fn fill(kind: Kind, shade: usize) -> &'static str {
-    let pair = match kind {
-        Kind::F => ["#f8c58f", "#e08a3c"],
-        Kind::B => ["#a8d58c", "#5f9f45"],
-        Kind::I => ["#9fc8ea", "#4d87c4"],
-        Kind::W => ["#cdb8ea", "#8e6ac6"],
-    };
-    pair[shade.min(1)]
+/// The part of the step a drawing shows, in the timeline's unit (units, or seconds on a spec).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SvgWindow {
+    /// The start of the time shown (default 0).
+    pub from: Option<f64>,
+    /// The end of the time shown (default the longest makespan).
+    pub to: Option<f64>,
 }
 
 fn kind_name(kind: Kind) -> &'static str {
@@ -135,9 +131,9 @@ fn kind_name(kind: Kind) -> &'static str {
     }
 }
 
-/// A legend entry: its swatch as rectangles (top offset, height, fill, extra attributes) and its
-/// text.
-type LegendItem = (Vec<(f64, f64, String, &'static str)>, &'static str);
+/// A legend entry's swatch: rectangles (left and top offsets, width, height, fill, extra
+/// attributes).
+type Swatch = Vec<(f64, f64, f64, f64, String, &'static str)>;
 
 const ROW_H: f64 = 24.0;
 const ROW_GAP: f64 = 4.0;
@@ -148,12 +144,12 @@ const LEFT: f64 = 66.0;
 const RIGHT: f64 = 132.0;
 const TOP: f64 = 8.0;
 const CHAR_W: f64 = 6.2;
-const IDLE_FILL: &str = "#f1f1f1";
-const SEND_FWD_FILL: &str = "#b5651d";
-const SEND_BWD_FILL: &str = "#3f7a2a";
 
 /// Where things go: one time scale for every chart, and the lane under each rank.
 struct Layout {
+    /// The window of time drawn.
+    from: f64,
+    to: f64,
     /// Pixels per time unit.
     scale: f64,
     plot_w: f64,
@@ -162,7 +158,7 @@ struct Layout {
 }
 
 impl Layout {
-    fn new(charts: &[TimelineChart]) -> Layout {
+    fn new(charts: &[TimelineChart], window: &SvgWindow) -> Layout {
         let lane = if charts.iter().any(|c| c.transfers.is_some()) {
             LANE_H
         } else {
@@ -172,36 +168,64 @@ impl Layout {
             .iter()
             .map(|c| c.timeline.timing.makespan)
             .fold(0.0f64, f64::max);
-        let shortest = charts
-            .iter()
-            .flat_map(|c| c.timeline.timing.intervals.iter().flatten())
-            .map(|iv| iv.end - iv.start)
-            .filter(|d| *d > 0.0)
-            .fold(f64::INFINITY, f64::min);
-        if !(makespan > 0.0 && makespan.is_finite()) {
+        let from = window.from.unwrap_or(0.0).max(0.0);
+        let to = window.to.unwrap_or(makespan).min(makespan);
+        // A window that holds nothing draws the whole step.
+        let (from, to) = if to > from {
+            (from, to)
+        } else {
+            (0.0, makespan)
+        };
+        let span = to - from;
+        if !(span > 0.0 && span.is_finite()) {
             return Layout {
+                from: 0.0,
+                to: 900.0,
                 scale: 1.0,
                 plot_w: 900.0,
                 lane,
             };
         }
+        let shortest = charts
+            .iter()
+            .flat_map(|c| c.timeline.timing.intervals.iter().flatten())
+            .filter(|iv| iv.end >= from && iv.start <= to)
+            .map(|iv| iv.end - iv.start)
+            .filter(|d| *d > 0.0)
+            .fold(f64::INFINITY, f64::min);
         // Wide enough that the shortest cell holds a two-digit label, within 900..2400 pixels.
         let want = if shortest.is_finite() {
             22.0 / shortest
         } else {
             0.0
         };
-        let scale = want.max(900.0 / makespan).min(2400.0 / makespan);
+        let scale = want.max(900.0 / span).min(2400.0 / span);
         Layout {
+            from,
+            to,
             scale,
-            plot_w: makespan * scale,
+            plot_w: span * scale,
             lane,
         }
     }
 
     /// The x of a time.
     fn x(&self, t: f64) -> f64 {
-        LEFT + t * self.scale
+        LEFT + (t - self.from) * self.scale
+    }
+
+    /// The part of `start..end` inside the window, as `(x, width)`; `None` when it is outside.
+    fn clip(&self, start: f64, end: f64) -> Option<(f64, f64)> {
+        if end < self.from || start > self.to {
+            return None;
+        }
+        let (s, e) = (start.max(self.from), end.min(self.to));
+        Some((self.x(s), (e - s).max(0.0) * self.scale))
+    }
+
+    /// Whether the drawing shows part of the step only.
+    fn windowed(&self, makespan: f64) -> bool {
+        self.from > 0.0 || self.to < makespan
     }
 
     /// The width the picture needs: the plot and the idle times right of it, at least 900.
@@ -210,254 +234,19 @@ impl Layout {
     }
 }
 
-/// The label of an op's cell: its micro-batch numbered within its pipeline, as in the paper's
-/// figure (both directions count from 0; the shade tells them apart).
-fn local_mb(plan: &Plan, op: Op) -> (usize, u32) {
-    let j = plan.mb_pipeline(op.mb).unwrap_or(0);
-    let local = plan
-        .pipelines()
-        .get(j as usize)
-        .and_then(|p| p.microbatches.binary_search(&op.mb).ok())
-        .map_or(op.mb, |i| i as u32);
-    (j as usize, local)
-}
-
-/// What the charts drew, for the legend to explain.
-#[derive(Default)]
-struct Seen {
-    /// By [`Kind`] as an index.
-    kinds: [bool; 4],
-    pairs: bool,
-    two_shades: bool,
-}
-
-/// The rows of every chart, written one after the other.
-struct Rows<'a> {
-    out: String,
-    id: &'a str,
-    unit: TimeUnit,
-    lay: &'a Layout,
-    /// The width the chart's longest label needs: a cell gets its label only if it has that
-    /// room, so whether a cell is labelled depends on its size, not on its number's digits.
-    label_w: f64,
-    seen: Seen,
-}
-
-impl Rows<'_> {
-    /// A chart's heading and rows from `y` down; returns the y below them.
-    fn chart(&mut self, chart: &TimelineChart, mut y: f64) -> f64 {
-        let t = chart.timeline;
-        let plan = chart.plan;
-        let longest = plan
-            .pipelines()
-            .iter()
-            .map(|p| p.microbatches.len().saturating_sub(1).to_string().len())
-            .max()
-            .unwrap_or(1);
-        self.label_w = longest as f64 * CHAR_W + 3.0;
-        self.seen.two_shades |= plan.pipelines().len() > 1;
-        let _ = writeln!(
-            self.out,
-            r##"<text x="{}" y="{}" font-size="13" font-weight="bold">{}</text><text x="{}" y="{}" font-size="11" fill="#444" text-anchor="end">makespan {}, bubble {}</text>"##,
-            num(LEFT),
-            num(y + 16.0),
-            esc(&chart.title),
-            num(LEFT + self.lay.plot_w),
-            num(y + 16.0),
-            esc(&self.unit.format(t.timing.makespan)),
-            percent(t.bubble_fraction, 2)
-        );
-        y += TITLE_H;
-        let ranks = plan.programs().len();
-        let by_rank = chart.transfers.as_deref().map(|t| by_sender(t, ranks));
-        for rank in 0..ranks {
-            self.rank_row(chart, rank, y);
-            y += ROW_H;
-            if let Some(transfers) = &by_rank {
-                self.lane(&transfers[rank], y + 1.0);
-                y += self.lay.lane;
-            }
-            y += ROW_GAP;
-        }
-        y
-    }
-
-    /// A rank's row at `row_y`: its name, the idle background, its actions and its idle time.
-    fn rank_row(&mut self, chart: &TimelineChart, rank: usize, row_y: f64) {
-        let t = chart.timeline;
-        let _ = writeln!(
-            self.out,
-            r#"<text x="{}" y="{}" font-size="11" text-anchor="end" dominant-baseline="central">rank {rank}</text><rect x="{}" y="{}" width="{}" height="{}" fill="{IDLE_FILL}"/>"#,
-            num(LEFT - 6.0),
-            num(row_y + ROW_H / 2.0),
-            num(LEFT),
-            num(row_y),
-            num(t.timing.makespan * self.lay.scale),
-            num(ROW_H),
-        );
-        let program = &chart.plan.programs()[rank];
-        let intervals = t.timing.intervals.get(rank).map_or(&[][..], Vec::as_slice);
-        for (a, iv) in program.iter().zip(intervals) {
-            self.action(chart.plan, rank, a, iv, row_y);
-        }
-        if let Some(m) = t.ranks.get(rank) {
-            let share = if t.timing.makespan > 0.0 {
-                m.idle / t.timing.makespan
-            } else {
-                0.0
-            };
-            let _ = writeln!(
-                self.out,
-                r##"<text x="{}" y="{}" font-size="10" fill="#555" dominant-baseline="central">idle {} ({})</text>"##,
-                num(LEFT + self.lay.plot_w + 8.0),
-                num(row_y + ROW_H / 2.0),
-                esc(&self.unit.format(m.idle)),
-                percent(share, 0),
-            );
-        }
-    }
-
-    /// One action's cell (two halves and a frame for a pair), with its tooltip and border.
-    fn action(&mut self, plan: &Plan, rank: usize, a: &Action, iv: &Interval, row_y: f64) {
-        let x = self.lay.x(iv.start);
-        let w = (iv.end - iv.start) * self.lay.scale;
-        let tip = tooltip(rank, a, plan, iv.start, iv.end, self.unit);
-        match *a {
-            Action::One(op) => {
-                self.seen.kinds[op.kind as usize] = true;
-                self.cell(plan, op, [x, row_y, w, ROW_H], &tip);
-            }
-            Action::Pair { f, b } => {
-                self.seen.pairs = true;
-                self.seen.kinds[f.kind as usize] = true;
-                self.seen.kinds[b.kind as usize] = true;
-                let half = ROW_H / 2.0;
-                self.cell(plan, f, [x, row_y, w, half], &tip);
-                self.cell(plan, b, [x, row_y + half, w, half], &tip);
-                let _ = writeln!(
-                    self.out,
-                    r##"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#222" stroke-width="1.2"/>"##,
-                    num(x + 0.6),
-                    num(row_y + 0.6),
-                    num((w - 1.2).max(0.0)),
-                    num(ROW_H - 1.2)
-                );
-            }
-        }
-        // Cell borders drawn last so neighbouring cells stay apart.
-        let _ = writeln!(
-            self.out,
-            r##"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#fff" stroke-width="0.8"/>"##,
-            num(x),
-            num(row_y),
-            num(w),
-            num(ROW_H)
-        );
-    }
-
-    /// One op's coloured cell, hatched for odd pipelines, labelled where the label fits.
-    fn cell(&mut self, plan: &Plan, op: Op, [x, y, w, h]: [f64; 4], tip: &str) {
-        let (j, local) = local_mb(plan, op);
-        let shade = j % 2;
-        let _ = writeln!(
-            self.out,
-            r#"<g class="cell"><title>{}</title><rect x="{}" y="{}" width="{}" height="{}" fill="{}"/>"#,
-            esc(tip),
-            num(x),
-            num(y),
-            num(w),
-            num(h),
-            fill(op.kind, shade)
-        );
-        if shade == 1 {
-            let _ = writeln!(
-                self.out,
-                r#"<rect x="{}" y="{}" width="{}" height="{}" fill="url(#{}-hatch)"/>"#,
-                num(x),
-                num(y),
-                num(w),
-                num(h),
-                self.id
-            );
-        }
-        let text = local.to_string();
-        if w >= self.label_w && h >= 9.0 {
-            let size = if h >= 16.0 { 11.0 } else { 9.5 };
-            let _ = writeln!(
-                self.out,
-                r#"<text x="{}" y="{}" font-size="{}" text-anchor="middle" dominant-baseline="central">{}</text>"#,
-                num(x + w / 2.0),
-                num(y + h / 2.0),
-                num(size),
-                text
-            );
-        }
-        self.out.push_str("</g>\n");
-    }
-
-    /// The lane at `lane_y` under a rank: the transfers it sends, from the send to the arrival.
-    fn lane(&mut self, transfers: &[&Transfer], lane_y: f64) {
-        for tr in transfers {
-            let x = self.lay.x(tr.start);
-            let w = ((tr.end - tr.start) * self.lay.scale).max(2.0);
-            let (colour, what) = match tr.dir {
-                Dir::Fwd => (SEND_FWD_FILL, "activation"),
-                Dir::Bwd => (SEND_BWD_FILL, "gradient"),
-            };
-            let _ = writeln!(
-                self.out,
-                r#"<rect class="comm" x="{}" y="{}" width="{}" height="{}" fill="{colour}"><title>{}</title></rect>"#,
-                num(x),
-                num(lane_y),
-                num(w),
-                num(LANE_H - 2.0),
-                esc(&format!(
-                    "rank {} to rank {}: {what} of stage {} for micro-batch {}, {} to {}",
-                    tr.from_rank,
-                    tr.to_rank,
-                    tr.stage,
-                    tr.mb,
-                    self.unit.format(tr.start),
-                    self.unit.format(tr.end)
-                ))
-            );
-        }
-    }
-}
-
-fn tooltip(rank: usize, a: &Action, plan: &Plan, start: f64, end: f64, unit: TimeUnit) -> String {
-    let describe = |op: Op| {
-        let (j, local) = local_mb(plan, op);
-        format!(
-            "{} of stage {} for micro-batch {} (pipeline {j}, its micro-batch {local})",
-            kind_name(op.kind),
-            op.stage,
-            op.mb
-        )
-    };
-    let what = match a {
-        Action::One(op) => describe(*op),
-        Action::Pair { f, b } => format!("overlapped pair: {} with {}", describe(*f), describe(*b)),
-    };
-    format!(
-        "rank {rank}: {a}: {what}, {} to {}",
-        unit.format(start),
-        unit.format(end)
-    )
-}
-
 /// The time axis under the plot (`plot_top` to `plot_bottom`), with its ticks and name, and the
-/// gridlines behind the rows: `(grid, axis, the axis's y)`.
+/// gridlines behind the rows: `(grid, axis, the axis's y)`. `makespan` is the longest chart's,
+/// to say when the axis shows a window of it.
 fn time_axis(
     lay: &Layout,
     unit: TimeUnit,
+    makespan: f64,
     plot_top: f64,
     plot_bottom: f64,
 ) -> (String, String, f64) {
-    let makespan = lay.plot_w / lay.scale;
-    let (axis_name, factor) = unit.axis(makespan);
+    let (axis_name, factor) = unit.axis(lay.to);
     let mut grid = String::new();
-    let mut axis = String::new();
+    let mut axis = String::from("<g class=\"axis\">\n");
     let axis_y = plot_bottom + 4.0;
     let _ = writeln!(
         axis,
@@ -467,7 +256,7 @@ fn time_axis(
         num(LEFT + lay.plot_w),
         num(axis_y)
     );
-    for v in nice_ticks(0.0, makespan * factor, 12) {
+    for v in nice_ticks(lay.from * factor, lay.to * factor, 12) {
         let x = lay.x(v / factor);
         let _ = writeln!(
             grid,
@@ -479,7 +268,7 @@ fn time_axis(
         );
         let _ = writeln!(
             axis,
-            r##"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#333"/><text x="{}" y="{}" font-size="10" text-anchor="middle">{}</text>"##,
+            r##"<g class="tick"><line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#333"/><text x="{}" y="{}" font-size="10" text-anchor="middle">{}</text></g>"##,
             num(x),
             num(axis_y),
             num(x),
@@ -489,90 +278,144 @@ fn time_axis(
             sig(v)
         );
     }
+    let name = if lay.windowed(makespan) {
+        format!(
+            "{axis_name}, from {} to {}",
+            unit.format(lay.from),
+            unit.format(lay.to)
+        )
+    } else {
+        axis_name.to_owned()
+    };
     let _ = writeln!(
         axis,
-        r#"<text x="{}" y="{}" font-size="11" text-anchor="middle">{axis_name}</text>"#,
+        r#"<text x="{}" y="{}" font-size="11" text-anchor="middle">{}</text>"#,
         num(LEFT + lay.plot_w / 2.0),
-        num(axis_y + 30.0)
+        num(axis_y + 30.0),
+        esc(&name)
     );
+    axis.push_str("</g>\n");
     (grid, axis, axis_y)
 }
 
-/// The legend's entries: the kinds drawn, the pair form, the shades, idle and the lanes.
-fn legend_items(seen: &Seen, lanes: bool, id: &str) -> Vec<LegendItem> {
-    let mut items: Vec<LegendItem> = Vec::new();
-    let solid = |fill: String| vec![(0.0, 12.0, fill, "")];
+/// A square swatch of one fill.
+fn solid(fill: &str, extra: &'static str) -> Swatch {
+    vec![(0.0, 0.0, 12.0, 12.0, fill.to_owned(), extra)]
+}
+
+/// The legend's entries: the kinds drawn in their shades, the pair form, what the shades mean,
+/// bands, idle and the lanes.
+fn legend_items(seen: &Seen, id: &str) -> Vec<(Swatch, String)> {
+    let mut items: Vec<(Swatch, String)> = Vec::new();
     for kind in [Kind::F, Kind::B, Kind::I, Kind::W] {
-        if seen.kinds[kind as usize] {
-            items.push((solid(fill(kind, 0).into()), kind_name(kind)));
+        let shades = seen.kinds[kind as usize];
+        let swatch: Swatch = (0..2)
+            .filter(|&s| shades[s])
+            .enumerate()
+            .map(|(i, s)| (i as f64 * 12.0, 0.0, 12.0, 12.0, fill(kind, s).into(), ""))
+            .collect();
+        if !swatch.is_empty() {
+            items.push((swatch, kind_name(kind).into()));
         }
     }
     if seen.pairs {
         items.push((
             vec![
-                (0.0, 6.0, fill(Kind::F, 0).into(), ""),
-                (6.0, 6.0, fill(Kind::B, 0).into(), ""),
+                (0.0, 0.0, 12.0, 6.0, fill(Kind::F, 0).into(), ""),
+                (0.0, 6.0, 12.0, 6.0, fill(Kind::B, 0).into(), ""),
                 (
                     0.0,
+                    0.0,
+                    12.0,
                     12.0,
                     "none".into(),
                     r##" stroke="#222" stroke-width="1.2""##,
                 ),
             ],
-            "overlapped F&B (forward above)",
+            "overlapped F&B (forward above)".into(),
         ));
     }
-    if seen.two_shades {
-        items.push((solid(fill(Kind::F, 0).into()), "pipeline 0 (light)"));
+    for (hatch, shade, meaning) in &seen.shades {
+        let mut swatch = solid(fill(Kind::F, *shade), "");
+        if *hatch {
+            swatch.push((0.0, 0.0, 12.0, 12.0, format!("url(#{}-hatch)", esc(id)), ""));
+        }
+        items.push((swatch, meaning.clone()));
+    }
+    if seen.bands {
         items.push((
             vec![
-                (0.0, 12.0, fill(Kind::F, 1).into(), ""),
-                (0.0, 12.0, format!("url(#{}-hatch)", esc(id)), ""),
+                (0.0, 0.0, 8.0, 12.0, fill(Kind::F, 0).into(), ""),
+                (8.0, 0.0, 16.0, 12.0, fill(Kind::B, 0).into(), ""),
             ],
-            "pipeline 1 (dark, hatched)",
+            "band: a run of cells of one look (too dense to label)".into(),
         ));
     }
-    items.push((
-        vec![(0.0, 12.0, IDLE_FILL.into(), r##" stroke="#bbb""##)],
-        "idle",
-    ));
-    if lanes {
+    items.push((solid(IDLE_FILL, r##" stroke="#bbb""##), "idle".into()));
+    if seen.lanes {
         items.push((
-            solid(SEND_FWD_FILL.into()),
-            "send: activation (lane under rank)",
+            solid(SEND_FWD_FILL, ""),
+            "send: activation (lane under rank)".into(),
         ));
-        items.push((solid(SEND_BWD_FILL.into()), "send: gradient"));
+        items.push((solid(SEND_BWD_FILL, ""), "send: gradient".into()));
+    }
+    if seen.density {
+        items.push((
+            vec![
+                (
+                    0.0,
+                    0.0,
+                    6.0,
+                    6.0,
+                    SEND_FWD_FILL.into(),
+                    r#" fill-opacity="0.4""#,
+                ),
+                (6.0, 0.0, 6.0, 6.0, SEND_FWD_FILL.into(), ""),
+                (
+                    0.0,
+                    6.0,
+                    6.0,
+                    6.0,
+                    SEND_BWD_FILL.into(),
+                    r#" fill-opacity="0.4""#,
+                ),
+                (6.0, 6.0, 6.0, 6.0, SEND_BWD_FILL.into(), ""),
+            ],
+            "sends, activations above gradients (darker: denser)".into(),
+        ));
     }
     items
 }
 
 /// The legend from `top` down, its entries wrapping onto further lines rather than widening the
 /// picture: `(legend, the y of its last line)`.
-fn legend(items: &[LegendItem], lay: &Layout, top: f64) -> (String, f64) {
+fn legend(items: &[(Swatch, String)], lay: &Layout, top: f64) -> (String, f64) {
     let mut legend = String::new();
     let mut lx = LEFT;
     let mut ly = top;
     let max_w = lay.width();
     for (swatch, text) in items {
-        let item_w = 18.0 + text.chars().count() as f64 * CHAR_W + 16.0;
+        let swatch_w = swatch.iter().map(|s| s.0 + s.2).fold(12.0, f64::max);
+        let item_w = swatch_w + 6.0 + text.chars().count() as f64 * CHAR_W + 16.0;
         if lx > LEFT && lx + item_w > max_w {
             lx = LEFT;
             ly += 20.0;
         }
         legend.push_str(r#"<g class="legend-item">"#);
-        for (dy, h, fill, extra) in swatch {
+        for (dx, dy, w, h, fill, extra) in swatch {
             let _ = writeln!(
                 legend,
-                r#"<rect x="{}" y="{}" width="12" height="{}" fill="{fill}"{extra}/>"#,
-                num(lx),
+                r#"<rect x="{}" y="{}" width="{}" height="{}" fill="{fill}"{extra}/>"#,
+                num(lx + dx),
                 num(ly + dy),
+                num(*w),
                 num(*h)
             );
         }
         let _ = writeln!(
             legend,
             r#"<text x="{}" y="{}" font-size="11" dominant-baseline="central">{}</text></g>"#,
-            num(lx + 18.0),
+            num(lx + swatch_w + 6.0),
             num(ly + 6.0),
             esc(text)
         );
@@ -585,21 +428,28 @@ fn legend(items: &[LegendItem], lay: &Layout, top: f64) -> (String, f64) {
 ///
 /// `id` prefixes every element id of the document (use a different one for each SVG of a page).
 pub fn timelines_svg(charts: &[TimelineChart], unit: TimeUnit, id: &str) -> String {
-    let lay = Layout::new(charts);
-    let mut rows = Rows {
-        out: String::new(),
-        id,
-        unit,
-        lay: &lay,
-        label_w: 0.0,
-        seen: Seen::default(),
-    };
+    timelines_svg_window(charts, unit, id, &SvgWindow::default())
+}
+
+/// Draws the part of the timelines of `charts` that `window` selects (see [`timelines_svg`]).
+pub fn timelines_svg_window(
+    charts: &[TimelineChart],
+    unit: TimeUnit,
+    id: &str,
+    window: &SvgWindow,
+) -> String {
+    let lay = Layout::new(charts, window);
+    let makespan = charts
+        .iter()
+        .map(|c| c.timeline.timing.makespan)
+        .fold(0.0f64, f64::max);
+    let mut rows = Rows::new(id, unit, &lay);
     let mut y = TOP;
     for chart in charts {
         y = rows.chart(chart, y) + BLOCK_GAP;
     }
-    let (grid, axis, axis_y) = time_axis(&lay, unit, TOP, y - BLOCK_GAP);
-    let items = legend_items(&rows.seen, lay.lane > 0.0, id);
+    let (grid, axis, axis_y) = time_axis(&lay, unit, makespan, TOP, y - BLOCK_GAP);
+    let items = legend_items(&rows.seen, id);
     let (legend, last_line) = legend(&items, &lay, axis_y + 42.0);
 
     let width = lay.width().ceil();

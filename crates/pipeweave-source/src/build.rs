@@ -5,9 +5,11 @@ use crate::declared::Declared;
 use crate::failure::Failure;
 use crate::files::Files;
 use crate::host::{Host, PLUGIN_PREFIX, PluginInfo, PluginRequest, shown_name};
-use crate::params::Params;
+use crate::params::{Params, Setting};
 use pipeweave_check::{Problem, ProblemKind, ValidPlan};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
+use pipeweave_export::PlanFormat;
+use pipeweave_param::Value;
 use pipeweave_plan::Plan;
 
 /// A validated plan and where its actions came from.
@@ -19,6 +21,9 @@ pub struct Built {
     pub origins: Option<Vec<Vec<Span>>>,
     /// What to call the plan in messages: a file or schedule name, `plugin:NAME` for a plugin.
     pub name: String,
+    /// What reading the source noted besides errors (a PyTorch CSV's cells left out of the plan),
+    /// for the caller to show.
+    pub notes: Vec<Diagnostic>,
 }
 
 /// Validates `plan`; the problems point at the actions' sources where `origins` knows them.
@@ -28,12 +33,46 @@ fn validated(plan: Plan, origins: Option<Vec<Vec<Span>>>, name: String) -> Resul
             plan,
             origins,
             name,
+            notes: Vec::new(),
         }),
         Err(problems) => Err(Failure::from_diagnostics(problem_diagnostics(
             origins.as_deref(),
             &problems,
         ))),
     }
+}
+
+/// The settings as given (with `-v` as `v`) and their values.
+type Settings = (Vec<Setting>, Vec<(String, Value)>);
+
+/// `--set` and `-v` (the setting `v`) as `name` declares them, read by the one rule of
+/// `pipeweave-param`, the same for a `.weave` schedule and a plugin: a setting it cannot take is a
+/// usage failure naming the parameter, its type and its values.
+fn settings(name: &str, declared: &Declared, params: &Params) -> Result<Settings, Failure> {
+    let mut settings = params.settings.clone();
+    if let Some(v) = params.stages_per_rank {
+        settings.push(Setting {
+            name: "v".to_owned(),
+            value: v.to_string(),
+        });
+    }
+    let values = declared.read_settings(&settings).map_err(|e| match e {
+        // `-v` is the setting `v`: say so to a schedule without it.
+        pipeweave_param::SettingError::Unknown { name: v, known }
+            if v == "v" && params.stages_per_rank.is_some() =>
+        {
+            let its = if known.is_empty() {
+                "it takes no parameters".to_owned()
+            } else {
+                format!("its parameters: {}", known.join(", "))
+            };
+            Failure::usage(format!(
+                "{name}: -v sets the parameter `v`, which it does not have ({its})"
+            ))
+        }
+        e => Failure::usage(format!("{name}: {e}")),
+    })?;
+    Ok((settings, values))
 }
 
 /// Compiles the schedule in `file` (which declares `declared`) for `params`.
@@ -50,32 +89,31 @@ pub(crate) fn weave(
         )));
     };
     let text = files.text(file).unwrap_or_default();
-    if let Some(flag) = undeclared(declared, params) {
-        // The command line names a parameter the schedule does not have, unless the file is
-        // broken (then its parameters are not known, and its errors are the news).
-        let problems = pipeweave_dsl::check(file, text);
-        if problems.iter().any(|d| d.is_error()) {
-            return Err(Failure::from_diagnostics(problems));
+    let values = match settings(name, declared, params) {
+        Ok((_, values)) => values,
+        Err(usage) => {
+            // A setting the schedule cannot take is the command line's mistake, unless the file
+            // is broken (then its parameters are not known, and its errors are the news).
+            let problems = pipeweave_dsl::check(file, text);
+            if problems.iter().any(|d| d.is_error()) {
+                return Err(Failure::from_diagnostics(problems));
+            }
+            return Err(usage);
         }
-        let names: Vec<&str> = declared.params.iter().map(|p| p.name.as_str()).collect();
-        let known = if names.is_empty() {
-            "it takes only P and M".to_owned()
-        } else {
-            format!("its parameters: {}", names.join(", "))
-        };
-        return Err(Failure::usage(format!(
-            "{flag}: `{name}` has no such parameter ({known})"
-        )));
-    }
+    };
     let mut args = pipeweave_dsl::Args::new(ranks, microbatches);
-    if let Some(v) = params.stages_per_rank {
-        args = args.with("v", i64::from(v));
-    }
-    for s in &params.settings {
-        args = args.with(&s.name, s.integer()?);
+    for (n, v) in values {
+        args = args.with(&n, v);
     }
     let compiled = pipeweave_dsl::compile(file, text, &args).map_err(Failure::from_diagnostics)?;
-    let origins = (0..compiled.plan.ranks())
+    let origins = weave_origins(&compiled, file);
+    validated(compiled.plan, Some(origins), name.to_owned())
+}
+
+/// Where every action of a compiled schedule was written, per rank (the file's start when the
+/// compiler knows no place).
+pub(crate) fn weave_origins(compiled: &pipeweave_dsl::Compiled, file: FileId) -> Vec<Vec<Span>> {
+    (0..compiled.plan.ranks())
         .map(|r| {
             (0..compiled.plan.program(r).len())
                 .map(|i| {
@@ -86,28 +124,14 @@ pub(crate) fn weave(
                 })
                 .collect()
         })
-        .collect();
-    validated(compiled.plan, Some(origins), name.to_owned())
-}
-
-/// The first flag that names a parameter `declared` lacks: `-v`, or a `--set`.
-fn undeclared(declared: &Declared, params: &Params) -> Option<String> {
-    if let Some(v) = params.stages_per_rank
-        && !declared.takes("v")
-    {
-        return Some(format!("-v {v}"));
-    }
-    params
-        .settings
-        .iter()
-        .find(|s| !declared.takes(&s.name))
-        .map(|s| format!("--set {}={}", s.name, s.value))
+        .collect()
 }
 
 /// Asks the plugin for its plan, validated here too: the [`Host`] is the caller's (the command
 /// line's plugin host validates what a plugin returns, with the plugin named in its messages).
 pub(crate) fn plugin(
     info: &PluginInfo,
+    declared: &Declared,
     params: &Params,
     host: &mut dyn Host,
 ) -> Result<Built, Failure> {
@@ -122,29 +146,23 @@ pub(crate) fn plugin(
     let microbatches = params
         .microbatches
         .ok_or_else(|| usage("--microbatches M"))?;
-    if params.stages_per_rank.is_some() {
-        return Err(Failure::usage(format!(
-            "the plugin schedule `{name}` fixes its own stages per rank; drop --stages-per-rank"
-        )));
-    }
+    let (settings, _) = settings(name, declared, params)?;
     let request = PluginRequest {
         ranks,
         microbatches,
-        settings: params
-            .settings
-            .iter()
-            .map(|s| (s.name.clone(), s.value.clone()))
-            .collect(),
+        settings: settings.into_iter().map(|s| (s.name, s.value)).collect(),
     };
     let plan = host.generate(info.id, &request)?;
     validated(plan, None, format!("{PLUGIN_PREFIX}{name}"))
 }
 
-/// Reads a plan file: a JSON plan, or the actions text with `params.pipelines` pipelines (`json`
-/// `None`: a JSON plan when the text starts with `{`).
+/// Reads a plan file in the form `params` names, else the one its name gives (`named`), else the
+/// one its text shows ([`PlanFormat::detect`]): a JSON plan, the actions text with
+/// `params.pipelines` pipelines (or as many as it shows), or one of PyTorch's CSVs (one pipeline). A `compute_comms` CSV's
+/// communication is checked against the lowering of the valid plan its compute cells make.
 pub(crate) fn plan_file(
     path: &str,
-    json: Option<bool>,
+    named: Option<PlanFormat>,
     params: &Params,
     host: &mut dyn Host,
     files: &mut Files,
@@ -158,18 +176,58 @@ pub(crate) fn plan_file(
     let name = shown_name(path);
     let file = files.add(name, text);
     let text = files.text(file).unwrap_or_default();
-    if json.unwrap_or_else(|| text.trim_start().starts_with('{')) {
-        let read = pipeweave_export::read_json(text, file).map_err(|d| in_file(d, file))?;
-        return validated(read.plan, None, name.to_owned());
+    let format = params
+        .format
+        .or(named)
+        .unwrap_or_else(|| PlanFormat::detect(text));
+    let k = params.pipelines;
+    if let Some(k) = k.filter(|&k| k > 1)
+        && matches!(format, PlanFormat::Pytorch | PlanFormat::PytorchComms)
+    {
+        return Err(Failure::usage(format!(
+            "`{path}` is read as a {} CSV, which holds one pipeline: --pipelines {k} applies to the actions format (--plan-format actions)",
+            if format == PlanFormat::Pytorch {
+                "PyTorch compute-only"
+            } else {
+                "PyTorch compute_comms"
+            }
+        )));
     }
-    let read = pipeweave_export::read_actions(text, file, params.pipelines)
-        .map_err(|d| in_file(d, file))?;
-    let origins = read
-        .spans
-        .into_iter()
-        .map(|r| r.into_iter().map(|range| Span::new(file, range)).collect())
-        .collect();
-    validated(read.plan, Some(origins), name.to_owned())
+    let spans_in = |spans: Vec<Vec<std::ops::Range<usize>>>| -> Vec<Vec<Span>> {
+        spans
+            .into_iter()
+            .map(|r| r.into_iter().map(|range| Span::new(file, range)).collect())
+            .collect()
+    };
+    match format {
+        PlanFormat::Json => {
+            let read = pipeweave_export::read_json(text, file).map_err(|d| in_file(d, file))?;
+            validated(read.plan, None, name.to_owned())
+        }
+        PlanFormat::Actions | PlanFormat::Pytorch => {
+            let k = if format == PlanFormat::Pytorch {
+                Some(1)
+            } else {
+                k
+            };
+            let read =
+                pipeweave_export::read_actions(text, file, k).map_err(|d| in_file(d, file))?;
+            validated(read.plan, Some(spans_in(read.spans)), name.to_owned())
+        }
+        PlanFormat::PytorchComms => {
+            let read =
+                pipeweave_export::read_pytorch_comms(text, file).map_err(|d| in_file(d, file))?;
+            // The validator's problems first: the check compares with the lowering of a valid plan.
+            let origins = Some(spans_in(read.spans.clone()));
+            let mut built = validated(read.plan.clone(), origins, name.to_owned())?;
+            let comms = read.check();
+            if !comms.is_empty() {
+                return Err(in_file(comms, file));
+            }
+            built.notes = read.notes();
+            Ok(built)
+        }
+    }
 }
 
 /// A reader's problems, each in `file`: one about the whole file (it is empty, it holds no

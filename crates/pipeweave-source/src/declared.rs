@@ -1,6 +1,8 @@
 //! What a schedule declares: its description, its parameters and its requirements, the same for a
-//! `.weave` schedule and a plugin.
+//! `.weave` schedule and a plugin (parameters in `pipeweave-param`'s one model).
 
+use crate::params::Setting;
+use pipeweave_param::{ParamType, SettingError, Value};
 use pipeweave_plugin_api::Metadata;
 
 /// One parameter a schedule declares.
@@ -8,14 +10,13 @@ use pipeweave_plugin_api::Metadata;
 pub struct Param {
     /// The name `--set NAME=VALUE` (or `-v` for `v`) gives.
     pub name: String,
-    /// The default as text: a `.weave` expression, or a plugin's value.
+    /// Its type: bool, int in a range, or choice.
+    pub ty: ParamType,
+    /// The default as text: a value (`true`, `2`, `direct`) or, in a `.weave` schedule, an
+    /// expression over P, M and the parameters before it (`P - 1`); `None` when it must be given.
     pub default: Option<String>,
     /// What it does, in words.
     pub help: Option<String>,
-    /// The type, where the schedule declares one (plugins: `int`, `bool`).
-    pub type_name: Option<String>,
-    /// Constraints in words (`even, at least 2`); empty when there are none.
-    pub constraints: String,
 }
 
 /// What a schedule declares.
@@ -25,8 +26,11 @@ pub struct Declared {
     pub description: String,
     /// Its parameters, in declaration order.
     pub params: Vec<Param>,
-    /// What it requires of P and M, in words (empty when it says nothing).
+    /// What it requires of P and M, in words (empty when it says nothing): a `.weave` schedule's
+    /// `require` messages, a plugin's `requires`.
     pub requires: String,
+    /// The plugin a `.weave` schedule says builds the same plans (`same as plugin NAME`).
+    pub same_as_plugin: Option<String>,
 }
 
 impl Declared {
@@ -35,15 +39,33 @@ impl Declared {
         self.params.iter().any(|p| p.name == name)
     }
 
+    /// Reads `--set NAME=VALUE` settings (and `-v`) by the one rule of `pipeweave-param`: a value
+    /// per setting, or why one cannot be taken.
+    pub fn read_settings(
+        &self,
+        settings: &[Setting],
+    ) -> Result<Vec<(String, Value)>, SettingError> {
+        let pairs: Vec<(String, String)> = settings
+            .iter()
+            .map(|s| (s.name.clone(), s.value.clone()))
+            .collect();
+        pipeweave_param::read_settings(self.params.iter().map(|p| (p.name.as_str(), &p.ty)), &pairs)
+    }
+
+    /// Whether the parameters of `self` and `other` are the same: names, types and defaults.
+    pub fn same_params(&self, other: &Declared) -> bool {
+        let key = |d: &Declared| -> Vec<(String, ParamType, Option<String>)> {
+            d.params
+                .iter()
+                .map(|p| (p.name.clone(), p.ty.clone(), p.default.clone()))
+                .collect()
+        };
+        key(self) == key(other)
+    }
+
     /// What a `.weave` schedule declares, read from its source.
     pub fn of_weave(source: &str) -> Declared {
         let info = pipeweave_dsl::info(source);
-        let requires: Vec<String> = info
-            .requires
-            .into_iter()
-            // `v >= 1` is a sanity check, not something a user plans around.
-            .filter(|c| !c.starts_with("v >="))
-            .collect();
         Declared {
             description: info
                 .doc
@@ -56,13 +78,13 @@ impl Declared {
                 .into_iter()
                 .map(|p| Param {
                     name: p.name,
+                    ty: p.ty,
                     default: p.default,
                     help: p.help,
-                    type_name: None,
-                    constraints: String::new(),
                 })
                 .collect(),
-            requires: requires.join("; "),
+            requires: info.requires.join("; "),
+            same_as_plugin: info.same_as_plugin,
         }
     }
 
@@ -75,13 +97,13 @@ impl Declared {
                 .iter()
                 .map(|p| Param {
                     name: p.name.clone(),
-                    default: Some(p.default_value().to_string()),
-                    help: Some(p.help.clone()),
-                    type_name: Some(p.type_name().to_owned()),
-                    constraints: p.constraint_text(),
+                    ty: p.ty.clone(),
+                    default: Some(p.default.to_string()),
+                    help: (!p.help.is_empty()).then(|| p.help.clone()),
                 })
                 .collect(),
             requires: m.requires.clone(),
+            same_as_plugin: None,
         }
     }
 }

@@ -1,6 +1,7 @@
-//! Everything the resolver needs from the outside world, behind one trait: reading files and
-//! finding, describing and running plugins. The command line implements it with `std::fs` and
-//! `pipeweave-plugin-host`; another host may run plugins in a child process.
+//! Everything the resolver needs from the outside world, behind one trait: reading files, listing
+//! the user's schedule folders, and finding, describing and running plugins. The command line
+//! implements it with `std::fs` and `pipeweave-plugin-host`; another host may run plugins in a
+//! child process.
 
 use crate::failure::Failure;
 use pipeweave_plan::Plan;
@@ -49,6 +50,16 @@ pub fn looks_like_path(text: &str) -> bool {
         || text.ends_with(std::env::consts::DLL_SUFFIX)
 }
 
+/// A `.weave` file in one of the user's schedule folders (`--schedule-dir`,
+/// `PIPEWEAVE_SCHEDULE_PATH`): a schedule by the name of its file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FolderFile {
+    /// The file name without `.weave`: the schedule's name.
+    pub name: String,
+    /// The file's path, as the host reads it.
+    pub path: String,
+}
+
 /// A plugin the host has loaded, by the handle the host gave it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PluginId(pub usize);
@@ -85,6 +96,13 @@ pub trait Host {
     /// The text of the file at `path` ([`STDIN`]: standard input, read once and kept); a failure
     /// names the file and says why it cannot be read (missing, not a regular file, not UTF-8).
     fn read(&mut self, path: &str) -> Result<String, Failure>;
+
+    /// Every `.weave` file of the user's schedule folders, in search order: folder by folder, by
+    /// name within one. Of several files with one name, the first is the one the name means.
+    /// None by default.
+    fn schedule_files(&mut self) -> Vec<FolderFile> {
+        Vec::new()
+    }
 
     /// Whether a plugin called `name` is on the search path (without running it).
     fn has_plugin(&mut self, name: &str) -> bool;

@@ -1,7 +1,8 @@
-//! Resolving what a user names: a PLAN or SCHEDULE argument (a library schedule, a `.weave` file,
-//! `plugin:NAME` or a plugin's name, a plugin library, an actions or JSON plan file) becomes a
-//! [`Source`] that says what it declares and builds validated plans; a `--spec` argument becomes a
-//! [`LoadedSpec`].
+//! Resolving what a user names: a PLAN or SCHEDULE argument (a library schedule, a schedule of the
+//! user's folders by name, a `.weave` file, `plugin:NAME` or a plugin's name, a plugin library, an
+//! actions or JSON plan file) becomes a [`Source`] that says what it declares and builds validated
+//! plans; a `--spec` argument becomes a [`LoadedSpec`]; every schedule there is by name is the
+//! [`Catalog`]; [`check_schedule`] checks a `.weave` file on a grid of P and M.
 //!
 //! Pure: files and plugins are reached through a [`Host`] the caller implements (the command
 //! line with `std::fs` and `pipeweave-plugin-host`). The texts read go into a [`Files`] table, which
@@ -12,6 +13,7 @@
 
 mod build;
 mod catalog;
+mod check;
 mod declared;
 mod failure;
 mod files;
@@ -21,13 +23,14 @@ mod source;
 mod spec;
 
 pub use build::{Built, problem_diagnostics};
-pub use catalog::{Entry, Origin, library, plugins};
+pub use catalog::{Catalog, Entry, Origin, Shadowed, library, plugins, twins};
+pub use check::{Checked, GRID_RANKS, check_schedule};
 pub use declared::{Declared, Param};
 pub use failure::{Failure, FailureKind};
 pub use files::Files;
 pub use host::{
-    Host, PLUGIN_PREFIX, PluginId, PluginInfo, PluginRequest, PluginTarget, STDIN, STDIN_NAME,
-    looks_like_path, shown_name,
+    FolderFile, Host, PLUGIN_PREFIX, PluginId, PluginInfo, PluginRequest, PluginTarget, STDIN,
+    STDIN_NAME, looks_like_path, shown_name,
 };
 pub use params::{Params, Setting, SettingError};
 pub use source::{Source, SourceKind, weave_file};

@@ -6,10 +6,11 @@ use crate::declared::Declared;
 use crate::failure::Failure;
 use crate::files::Files;
 use crate::host::{
-    Host, PLUGIN_PREFIX, PluginInfo, PluginTarget, STDIN, looks_like_path, shown_name,
+    FolderFile, Host, PLUGIN_PREFIX, PluginInfo, PluginTarget, STDIN, looks_like_path, shown_name,
 };
 use crate::params::Params;
 use pipeweave_diagnostics::FileId;
+use pipeweave_export::PlanFormat;
 
 /// What a name resolved to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,9 +19,11 @@ pub enum SourceKind {
     Library,
     /// A `.weave` file.
     WeaveFile,
+    /// A `.weave` file of the user's schedule folders, by its name.
+    Folder,
     /// A plugin, by name or library file.
     Plugin,
-    /// A plan file: the actions text, or a JSON plan (`.json`).
+    /// A plan file: the actions text, PyTorch's CSVs, or a JSON plan.
     PlanFile,
 }
 
@@ -30,9 +33,9 @@ enum Inner {
     Weave(Result<(FileId, Declared), Failure>),
     /// A plugin, loaded (or why it could not be).
     Plugin(Result<(PluginInfo, Declared), Failure>),
-    /// A plan file, read when it is built: a JSON plan or the actions text (`None`: told apart by
-    /// the text, for standard input).
-    PlanFile { json: Option<bool> },
+    /// A plan file, read when it is built, in the form its name gives (`.json`: a JSON plan;
+    /// `None`: told apart by the text).
+    PlanFile { named: Option<PlanFormat> },
 }
 
 /// A resolved PLAN or SCHEDULE argument.
@@ -48,17 +51,24 @@ pub struct Source {
 }
 
 impl Source {
-    /// Resolves `arg`, in this order: `-` (a plan file on standard input, JSON when its text
-    /// starts with `{`); a library schedule's name; a `.weave` file; `plugin:NAME` or
+    /// Resolves `arg`, in this order: `-` (a plan file on standard input); a library schedule's
+    /// name; a schedule in the user's folders by its name; a `.weave` file; `plugin:NAME` or
     /// `plugin:PATH`; an existing file (a plan file; `.json` is a JSON plan); a plugin's name on
-    /// the search path. Anything else is an error.
+    /// the search path. Anything else is an error. A plan file's form is the one its parameters
+    /// name, else its name's, else its text's ([`PlanFormat::detect`]).
     pub fn resolve(arg: &str, host: &mut dyn Host, files: &mut Files) -> Result<Source, Failure> {
         let (kind, inner) = if arg == STDIN {
-            (SourceKind::PlanFile, Inner::PlanFile { json: None })
+            (SourceKind::PlanFile, Inner::PlanFile { named: None })
         } else if let Some(entry) = pipeweave_dsl::library::get(arg) {
             let file = files.add(format!("schedules/{}.weave", entry.name), entry.source);
             let declared = Declared::of_weave(entry.source);
             (SourceKind::Library, Inner::Weave(Ok((file, declared))))
+        } else if let Some(found) = folder_file(arg, host) {
+            let read = host.read(&found.path).map(|text| {
+                let declared = Declared::of_weave(&text);
+                (files.add(found.path, text), declared)
+            });
+            (SourceKind::Folder, Inner::Weave(read))
         } else if arg.ends_with(".weave") {
             let read = host.read(arg).map(|text| {
                 let declared = Declared::of_weave(&text);
@@ -72,8 +82,8 @@ impl Source {
             let json = std::path::Path::new(arg)
                 .extension()
                 .is_some_and(|e| e.eq_ignore_ascii_case("json"));
-            let json = Some(json);
-            (SourceKind::PlanFile, Inner::PlanFile { json })
+            let named = json.then_some(PlanFormat::Json);
+            (SourceKind::PlanFile, Inner::PlanFile { named })
         } else if !looks_like_path(arg) && host.has_plugin(arg) {
             let plugin = plugin(host, &PluginTarget::Named(arg.to_owned()));
             (SourceKind::Plugin, Inner::Plugin(plugin))
@@ -104,6 +114,14 @@ impl Source {
         self.kind == SourceKind::PlanFile
     }
 
+    /// The plugin's own name, when it resolved to a plugin that loaded.
+    pub fn plugin_name(&self) -> Option<&str> {
+        match &self.inner {
+            Inner::Plugin(Ok((info, _))) => Some(&info.metadata.name),
+            _ => None,
+        }
+    }
+
     /// Its parameters and requirements; `None` for a plan file and for a schedule that could not
     /// be read or loaded.
     pub fn declared(&self) -> Option<&Declared> {
@@ -127,12 +145,25 @@ impl Source {
                 build::weave(&self.name, *file, declared, params, files)
             }
             Inner::Plugin(plugin) => {
-                let (info, _) = plugin.as_ref().map_err(Clone::clone)?;
-                build::plugin(info, params, host)
+                let (info, declared) = plugin.as_ref().map_err(Clone::clone)?;
+                build::plugin(info, declared, params, host)
             }
-            Inner::PlanFile { json } => build::plan_file(&self.name, *json, params, host, files),
+            Inner::PlanFile { named } => build::plan_file(&self.name, *named, params, host, files),
         }
     }
+}
+
+/// The first file of the user's schedule folders named `arg` (a name, never a path, a file name
+/// or `-`).
+fn folder_file(arg: &str, host: &mut dyn Host) -> Option<FolderFile> {
+    if arg == STDIN
+        || looks_like_path(arg)
+        || arg.ends_with(".weave")
+        || arg.starts_with(PLUGIN_PREFIX)
+    {
+        return None;
+    }
+    host.schedule_files().into_iter().find(|f| f.name == arg)
 }
 
 fn plugin(host: &mut dyn Host, target: &PluginTarget) -> Result<(PluginInfo, Declared), Failure> {
@@ -141,11 +172,15 @@ fn plugin(host: &mut dyn Host, target: &PluginTarget) -> Result<(PluginInfo, Dec
     Ok((info, declared))
 }
 
-/// The text of a `.weave` schedule to check: a library schedule by name, else the file `arg`
-/// (`-`: standard input).
+/// The text of a `.weave` schedule to check: a library schedule by name, else one of the user's
+/// schedule folders by name, else the file `arg` (`-`: standard input).
 pub fn weave_file(arg: &str, host: &mut dyn Host, files: &mut Files) -> Result<FileId, Failure> {
     if let Some(entry) = pipeweave_dsl::library::get(arg) {
         return Ok(files.add(format!("schedules/{}.weave", entry.name), entry.source));
+    }
+    if let Some(found) = folder_file(arg, host) {
+        let text = host.read(&found.path)?;
+        return Ok(files.add(found.path, text));
     }
     let text = host.read(arg)?;
     Ok(files.add(shown_name(arg), text))

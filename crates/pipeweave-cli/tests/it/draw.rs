@@ -1,12 +1,10 @@
-//! `render`, `sweep` and `report` driven as a user would: files written, tables printed, exit
-//! codes, and the HTML report opened in headless Chromium.
+//! `render` and `sweep` driven as a user would: files written, tables printed, exit codes.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 /// A fresh folder for one test's files, under Cargo's per-target temporary directory.
-fn scratch(test: &str) -> PathBuf {
+pub fn scratch(test: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("draw")
         .join(test);
@@ -16,7 +14,7 @@ fn scratch(test: &str) -> PathBuf {
 }
 
 /// Runs `pipeweave` in `dir` (so output names files relative to it): (exit code, stdout, stderr).
-fn pipeweave(dir: &Path, args: &[&str]) -> (i32, String, String) {
+pub fn pipeweave(dir: &Path, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_pipeweave"))
         .args(args)
         .current_dir(dir)
@@ -30,12 +28,12 @@ fn pipeweave(dir: &Path, args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn read(path: &Path) -> String {
+pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// Parses `text` as XML (SVG, or the report page without its doctype) and counts elements by name.
-fn count(text: &str, name: &str) -> usize {
+pub fn count(text: &str, name: &str) -> usize {
     let text = text.trim_start_matches("<!DOCTYPE html>\n");
     let doc = roxmltree::Document::parse(text).expect("well-formed XML");
     doc.descendants()
@@ -214,185 +212,6 @@ fn sweep_usage_errors_exit_2() {
     }
 }
 
-/// The Chromium binary: `PIPEWEAVE_CHROMIUM`, else `chromium` (Debian's package) or
-/// `chromium-browser` on the PATH.
-fn chromium() -> PathBuf {
-    if let Some(p) = std::env::var_os("PIPEWEAVE_CHROMIUM") {
-        return PathBuf::from(p);
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    for dir in std::env::split_paths(&path) {
-        for name in ["chromium", "chromium-browser"] {
-            let candidate = dir.join(name);
-            if candidate.is_file() {
-                return candidate;
-            }
-        }
-    }
-    panic!(
-        "the report's browser test needs headless Chromium and none is on the PATH: \
-         install it with `apt-get update && apt-get install -y chromium` (CI's .ci/run does), \
-         or point PIPEWEAVE_CHROMIUM at a Chromium binary"
-    );
-}
-
-/// Runs headless Chromium on `page` with `args`, in a fresh profile, with no network and a
-/// generous limit so a wedged browser fails the test instead of hanging it: (stdout, stderr).
-fn headless(page: &Path, profile: &Path, args: &[String]) -> (String, String) {
-    let _ = std::fs::remove_dir_all(profile);
-    let out_path = profile.with_extension("out");
-    let err_path = profile.with_extension("err");
-    let out = std::fs::File::create(&out_path).expect("stdout file");
-    let err = std::fs::File::create(&err_path).expect("stderr file");
-    let mut child = Command::new(chromium())
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-dev-shm-usage",
-            "--hide-scrollbars",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(args)
-        .arg(format!("file://{}", page.display()))
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .spawn()
-        .expect("chromium starts");
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("chromium runs") {
-            break status;
-        }
-        if started.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("chromium did not finish within 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let stderr = read(&err_path);
-    assert!(status.success(), "chromium failed ({status}):\n{stderr}");
-    (read(&out_path), stderr)
-}
-
-/// The console messages Chromium logged for the page (errors, CSP violations, script output):
-/// the page has no script, so any is a fault.
-fn console_messages(stderr: &str) -> Vec<&str> {
-    stderr
-        .lines()
-        .filter(|l| l.contains(":CONSOLE") || l.contains("Uncaught"))
-        .collect()
-}
-
-#[test]
-fn report_renders_in_headless_chromium() {
-    let dir = scratch("report");
-    let (code, out, err) = pipeweave(
-        &dir,
-        &[
-            "report",
-            "1f1b",
-            "dualpipe",
-            "zb-h1",
-            "chimera",
-            "-p",
-            "4",
-            "-m",
-            "8",
-            "-o",
-            "report.html",
-        ],
-    );
-    assert_eq!((code, err.as_str()), (0, ""));
-    assert_eq!(out, "wrote report.html\n");
-    let page = dir.join("report.html");
-    let html = read(&page);
-    assert_eq!(count(&html, "svg"), 2, "timelines and sweep chart");
-    for forbidden in ["<script", "<link", "src=", "@import", "url(http"] {
-        assert!(
-            !html.contains(forbidden),
-            "the page must not load anything: {forbidden}"
-        );
-    }
-
-    // The DOM as Chromium built it: the tables and both figures with their content.
-    let (dom, stderr) = headless(&page, &dir.join("profile-dom"), &["--dump-dom".into()]);
-    assert_eq!(console_messages(&stderr), Vec::<&str>::new());
-    assert!(dom.contains("<h1>pipeweave report: 1f1b, dualpipe, zb-h1, chimera</h1>"));
-    assert!(
-        dom.matches("<table>").count() >= 2,
-        "comparison and sweep tables"
-    );
-    assert_eq!(dom.matches("<svg ").count(), 2);
-    assert_eq!(
-        dom.matches(r#"<g class="cell">"#).count(),
-        64 + 74 + 96 + 64
-    );
-    assert_eq!(dom.matches(r#"<g class="series""#).count(), 4);
-    for name in ["1f1b", "dualpipe", "zb-h1", "chimera"] {
-        assert!(
-            dom.contains(&format!(r#"data-schedule="{name}""#)),
-            "{name}"
-        );
-    }
-
-    // A screenshot: a PNG of the requested size, drawn without console errors.
-    let shot = dir.join("report.png");
-    let (_, stderr) = headless(
-        &page,
-        &dir.join("profile-shot"),
-        &[
-            format!("--screenshot={}", shot.display()),
-            "--window-size=1400,2600".into(),
-        ],
-    );
-    assert_eq!(console_messages(&stderr), Vec::<&str>::new());
-    let png = std::fs::read(&shot).expect("the screenshot was written");
-    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
-    let width = u32::from_be_bytes([png[16], png[17], png[18], png[19]]);
-    let height = u32::from_be_bytes([png[20], png[21], png[22], png[23]]);
-    assert_eq!((width, height), (1400, 2600));
-    // A blank page compresses to a few kilobytes; the tables and figures make it far larger.
-    assert!(png.len() > 100_000, "screenshot of {} bytes", png.len());
-}
-
-#[test]
-fn console_errors_are_caught() {
-    // The check above must see what this Chromium logs for a faulty page: a script error and a
-    // blocked request.
-    let dir = scratch("console");
-    let page = dir.join("faulty.html");
-    std::fs::write(
-        &page,
-        "<!DOCTYPE html><html><head><meta http-equiv=\"Content-Security-Policy\" \
-         content=\"default-src 'none'; script-src 'unsafe-inline'\"></head><body>\
-         <img src=\"https://example.invalid/x.png\"><script>undefinedFunction();</script>\
-         </body></html>",
-    )
-    .expect("page written");
-    let (_, stderr) = headless(&page, &dir.join("profile"), &["--dump-dom".into()]);
-    let messages = console_messages(&stderr);
-    assert!(
-        messages
-            .iter()
-            .any(|m| m.contains("Uncaught ReferenceError")),
-        "{stderr}"
-    );
-    assert!(
-        messages.iter().any(|m| m.contains("example.invalid")),
-        "{stderr}"
-    );
-}
-
 #[test]
 fn render_and_sweep_on_a_spec() {
     let dir = scratch("spec");
@@ -411,8 +230,8 @@ fn render_and_sweep_on_a_spec() {
     );
     assert_eq!((code, err.as_str()), (0, ""));
     insta::assert_snapshot!(out, @r"
-    chimera: makespan 36.645 s, bubble fraction 28.40%
-    dualpipe: makespan 22.641 s, bubble fraction 6.95%
+    chimera: makespan 27.411 s, bubble fraction 27.77%
+    dualpipe: makespan 18.467 s, bubble fraction 11.81%
     wrote ds.svg
     ");
     let svg = read(&dir.join("ds.svg"));
@@ -436,38 +255,208 @@ fn render_and_sweep_on_a_spec() {
     assert_eq!((code, err.as_str()), (0, ""));
     insta::assert_snapshot!(out, @r"
     step time against microbatches
-    microbatches      1f1b  dualpipev
-    16             6.937 s      - [1]
-    32            10.626 s    7.686 s
-    [1] dualpipev, microbatches = 16: DualPipeV needs at least 2P micro-batches (M >= 2P), got M = 16 for P = 16
+    microbatches     1f1b  dualpipev
+    16            5.543 s      - [1]
+    32            8.586 s    7.335 s
+    [1] dualpipev, microbatches = 16: DualPipeV needs M ≥ 2P micro-batches (with P = 16, M = 16, weight_split = true, overlap = true)
     ");
 }
 
+/// The cells of an SVG timeline: (tooltip, fill of the first rectangle).
+fn cells(svg: &str) -> Vec<(String, String)> {
+    let doc = roxmltree::Document::parse(svg).expect("well-formed XML");
+    doc.descendants()
+        .filter(|n| n.has_tag_name("g") && n.attribute("class") == Some("cell"))
+        .map(|g| {
+            let title = g
+                .children()
+                .find(|c| c.has_tag_name("title"))
+                .and_then(|t| t.text())
+                .unwrap_or_default();
+            let fill = g
+                .children()
+                .find(|c| c.has_tag_name("rect"))
+                .and_then(|r| r.attribute("fill"))
+                .unwrap_or_default();
+            (title.to_owned(), fill.to_owned())
+        })
+        .collect()
+}
+
+/// The fill of the cell whose tooltip starts with `prefix`.
+fn fill_of<'a>(cells: &'a [(String, String)], prefix: &str) -> &'a str {
+    cells
+        .iter()
+        .find(|(title, _)| title.starts_with(prefix))
+        .map(|(_, fill)| fill.as_str())
+        .unwrap_or_else(|| panic!("no cell `{prefix}`"))
+}
+
 #[test]
-fn report_on_a_spec_holds_compare_tables() {
-    let dir = scratch("report-spec");
-    let (code, out, err) = pipeweave(
+fn render_tells_chunks_and_directions_apart() {
+    let dir = scratch("render-shades");
+    let (code, _, err) = pipeweave(
         &dir,
         &[
-            "report",
-            "chimera",
+            "render",
+            "zb-v",
             "dualpipe",
-            "--spec",
-            "deepseek-v3-h800-pp16-ep64",
-            "--over",
-            "microbatches=32,64",
-            "-o",
-            "ds.html",
+            "interleaved-1f1b",
+            "-v",
+            "4",
+            "-p",
+            "4",
+            "-m",
+            "8",
+            "--svg",
+            "shades.svg",
         ],
     );
     assert_eq!((code, err.as_str()), (0, ""));
-    assert_eq!(out, "wrote ds.html\n");
-    let html = read(&dir.join("ds.html"));
-    assert_eq!(count(&html, "table"), 3, "figures, traits, sweep");
-    assert!(html.contains("<caption>figures per step"));
-    assert!(
-        html.contains("22.641 s"),
-        "DualPipe's step time as compare shows it"
+    let svg = read(&dir.join("shades.svg"));
+    let all = cells(&svg);
+    // ZB-V's rank 0 hosts stages 0 and 7: the two forwards of micro-batch 0 are two shades of
+    // the forward's colour.
+    let chunk0 = fill_of(&all, "rank 0: 0F0: forward (F) of stage 0 (chunk 0)");
+    let chunk1 = fill_of(&all, "rank 0: 7F0: forward (F) of stage 7 (chunk 1)");
+    assert_ne!(chunk0, chunk1);
+    // DualPipe's second direction is the dark shade, hatched; interleaved 1F1B's four chunks
+    // alternate the two shades.
+    let down = fill_of(&all, "rank 0: 0F0:");
+    assert_eq!(down, chunk0);
+    let up = fill_of(
+        &all,
+        "rank 0: 7F4: forward (F) of stage 7 for micro-batch 4",
     );
-    assert!(html.contains("time (s)"));
+    assert_eq!(up, chunk1);
+    let loops: Vec<&str> = (0..4)
+        .map(|k| {
+            let stage = 4 * k;
+            fill_of(
+                &all,
+                &format!("rank 0: {stage}F0: forward (F) of stage {stage} (chunk {k})"),
+            )
+        })
+        .collect();
+    assert_eq!(loops, [chunk0, chunk1, chunk0, chunk1]);
+    for says in [
+        "chunk 0 (light)",
+        "chunk 1 (dark)",
+        "pipeline 0 (light)",
+        "pipeline 1 (dark, hatched)",
+        "chunks 0, 2, … (light)",
+        "chunks 1, 3, … (dark)",
+    ] {
+        assert!(svg.contains(&format!(">{says}</text>")), "legend: {says}");
+    }
+}
+
+#[test]
+fn dense_timelines_draw_bands_and_a_window_draws_cells() {
+    let dir = scratch("render-dense");
+    let args = [
+        "render",
+        "1f1b",
+        "-p",
+        "16",
+        "-m",
+        "120",
+        "--comms",
+        "--svg",
+        "dense.svg",
+    ];
+    let (code, _, err) = pipeweave(&dir, &args);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let svg = read(&dir.join("dense.svg"));
+    assert_eq!(count(&svg, "svg"), 1);
+    // Too dense to label: bands, no cells, no labels. Each rank's warm-up forwards run back to
+    // back, so at least the 120 of them merge.
+    assert_eq!(svg.matches(r#"<g class="cell">"#).count(), 0);
+    assert!(!svg.contains(r#"text-anchor="middle" dominant-baseline="central""#));
+    let bands = svg.matches(r#"<g class="band">"#).count();
+    assert!(bands > 16 && bands <= 16 * 240 - 120, "{bands} bands");
+    assert!(svg.contains(">band: a run of cells of one look (too dense to label)</text>"));
+    // The lanes show how densely sends fill them (these take no time, yet show), not ticks.
+    assert_eq!(svg.matches(r#"class="comm""#).count(), 0);
+    assert!(svg.matches(r#"class="comm-busy""#).count() > 16);
+    let (code, _, _) = pipeweave(&dir, &args);
+    assert_eq!(code, 0);
+    assert_eq!(svg, read(&dir.join("dense.svg")), "render is deterministic");
+
+    // A window of 40 units: cells and labels again, all inside the plot.
+    let (code, _, err) = pipeweave(
+        &dir,
+        &[
+            "render",
+            "1f1b",
+            "-p",
+            "16",
+            "-m",
+            "120",
+            "--from",
+            "100",
+            "--to",
+            "140",
+            "--svg",
+            "window.svg",
+        ],
+    );
+    assert_eq!((code, err.as_str()), (0, ""));
+    let svg = read(&dir.join("window.svg"));
+    assert_eq!(svg.matches(r#"<g class="band">"#).count(), 0);
+    // 16 ranks in 1F1B's steady state: a forward and a backward every 3 units, about 27 cells
+    // a rank, the first and the last of a row cut by the window.
+    let shown = cells(&svg).len();
+    assert!((16 * 26..=16 * 30).contains(&shown), "{shown} cells");
+    assert!(svg.contains(r#"text-anchor="middle" dominant-baseline="central""#));
+    assert!(svg.contains(">time (units), from 100 to 140</text>"));
+    let doc = roxmltree::Document::parse(&svg).expect("well-formed XML");
+    for rect in doc.descendants().filter(|n| {
+        n.has_tag_name("rect") && n.parent().and_then(|p| p.attribute("class")) == Some("cell")
+    }) {
+        let x: f64 = rect.attribute("x").and_then(|v| v.parse().ok()).expect("x");
+        let w: f64 = rect
+            .attribute("width")
+            .and_then(|v| v.parse().ok())
+            .expect("width");
+        assert!(x >= 66.0 && x + w <= 66.0 + 900.0 + 0.01, "{x} + {w}");
+    }
+}
+
+#[test]
+fn window_errors_exit_2() {
+    let dir = scratch("render-window");
+    for (args, says) in [
+        (
+            &[
+                "render", "1f1b", "-p", "2", "-m", "2", "--from", "3", "--to", "3",
+            ][..],
+            "--from 3 --to 3: the window must end after it starts",
+        ),
+        (
+            &["render", "1f1b", "-p", "2", "-m", "2", "--from", "9"][..],
+            "--from 9: the step ends at 9",
+        ),
+        (
+            &[
+                "render", "1f1b", "gpipe", "-p", "2", "-m", "2", "--from", "40",
+            ][..],
+            "--from 40: the longest step ends at 9",
+        ),
+        (
+            &["render", "1f1b", "-p", "2", "-m", "2", "--from=-1"][..],
+            "is not a time",
+        ),
+        (
+            &["report", "1f1b", "-p", "2", "-m", "2", "--to", "nan"][..],
+            "is not a time",
+        ),
+    ] {
+        let mut args = args.to_vec();
+        args.extend([if args[0] == "report" { "-o" } else { "--svg" }, "x.out"]);
+        let (code, _, err) = pipeweave(&dir, &args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!dir.join("x.out").exists());
+    }
 }

@@ -1,9 +1,13 @@
 //! The `pipeweave` command driven as a user would: output, exit codes and files.
 
+mod browser;
 mod commands;
 mod compare;
 mod draw;
 mod exit_codes;
 mod hostile;
+mod language;
 mod plugins;
+mod report;
+mod roundtrip;
 mod schemas;

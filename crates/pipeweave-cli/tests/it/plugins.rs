@@ -21,7 +21,10 @@ fn pipeweave(args: &[&str]) -> (i32, String, String) {
 /// given; the exit code is -1 when a signal ended it. Paths in the output are filtered.
 fn pipeweave_in(args: &[&str], env: &[(&str, &str)], dir: Option<&Path>) -> (i32, String, String) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_pipeweave"));
-    command.args(args).env_remove("PIPEWEAVE_PLUGIN_PATH");
+    command
+        .args(args)
+        .env_remove("PIPEWEAVE_PLUGIN_PATH")
+        .env_remove("PIPEWEAVE_SCHEDULE_PATH");
     command.envs(env.iter().copied());
     if let Some(dir) = dir {
         command.current_dir(dir);
@@ -336,7 +339,7 @@ fn list_shows_the_good_plugins_beside_broken_ones() {
     assert_eq!(code, 0, "{err}");
     let listed: Vec<&str> = out
         .lines()
-        .filter(|l| l.contains(" plugin ("))
+        .filter(|l| l.split_whitespace().nth(1) == Some("plugin"))
         .filter_map(|l| l.split_whitespace().next())
         .collect();
     assert_eq!(
@@ -344,7 +347,7 @@ fn list_shows_the_good_plugins_beside_broken_ones() {
         [
             "chimera",
             "dualpipe",
-            "dualpipev",
+            "plugin:dualpipev",
             "fault-loop",
             "fault-segfault"
         ]

@@ -4,6 +4,7 @@
 mod bubbles;
 mod common;
 mod deep;
+mod params;
 mod properties;
 mod reference;
 mod validate;

@@ -10,9 +10,7 @@ fn args_for(name: &str, p: u32, m: u32, v: i64, flags: (bool, bool)) -> Args {
     let args = Args::new(p, m);
     match name {
         "interleaved-1f1b" | "interleaved-zb" | "looped-bfs" => args.with("v", v),
-        "dualpipev" => args
-            .with("weight_split", i64::from(flags.0))
-            .with("overlap", i64::from(flags.1)),
+        "dualpipev" => args.with("weight_split", flags.0).with("overlap", flags.1),
         _ => args,
     }
 }

@@ -128,8 +128,8 @@ fn dualpipev_equals_deepseek_with_every_option() {
         .map(str::to_owned)
         .collect();
         let args = Args::new(p, m)
-            .with("weight_split", split)
-            .with("overlap", overlap);
+            .with("weight_split", split == 1)
+            .with("overlap", overlap == 1);
         let plan = compile_library("dualpipev", &args).expect("compiles").plan;
         assert_eq!(program_lines(&plan), expected, "{file}");
     }

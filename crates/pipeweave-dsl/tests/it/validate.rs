@@ -2,24 +2,22 @@
 //! every M up to 4P that its requirements allow.
 
 use pipeweave_diagnostics::FileId;
-use pipeweave_dsl::{Args, library};
+use pipeweave_dsl::{Args, Value, library};
 
 /// Extra parameter settings to sweep per schedule (beyond the defaults).
-fn variants(name: &str) -> Vec<Vec<(&'static str, i64)>> {
+fn variants(name: &str) -> Vec<Vec<(&'static str, Value)>> {
     match name {
         "interleaved-1f1b" | "interleaved-zb" | "looped-bfs" => {
-            vec![
-                vec![("v", 1)],
-                vec![("v", 2)],
-                vec![("v", 3)],
-                vec![("v", 4)],
-            ]
+            (1..=4).map(|v| vec![("v", Value::Int(v))]).collect()
         }
         "dualpipev" => vec![
             vec![],
-            vec![("weight_split", 0)],
-            vec![("overlap", 0)],
-            vec![("weight_split", 0), ("overlap", 0)],
+            vec![("weight_split", Value::Bool(false))],
+            vec![("overlap", Value::Bool(false))],
+            vec![
+                ("weight_split", Value::Bool(false)),
+                ("overlap", Value::Bool(false)),
+            ],
         ],
         _ => vec![vec![]],
     }
@@ -34,13 +32,24 @@ fn every_library_schedule_validates_for_p_2_to_16_and_m_up_to_4p() {
             for p in 2..=16u32 {
                 for m in 1..=4 * p {
                     let mut args = Args::new(p, m);
-                    for &(n, v) in &extra {
-                        args = args.with(n, v);
+                    for (n, v) in &extra {
+                        args = args.with(n, v.clone());
                     }
-                    let Ok(compiled) = pipeweave_dsl::compile(FileId(0), entry.source, &args)
-                    else {
-                        // A failed requirement: this configuration is not allowed.
+                    let prepared =
+                        pipeweave_dsl::prepare(FileId(0), entry.source).expect("resolves");
+                    // A failed requirement: this configuration is not allowed.
+                    if !prepared.admits(&args).expect("the parameters bind") {
                         continue;
+                    }
+                    let compiled = match prepared.compile(&args) {
+                        Ok(c) => c,
+                        Err(diags) => {
+                            failures.push(format!(
+                                "{} {extra:?} P={p} M={m}: does not compile: {}",
+                                entry.name, diags[0].message
+                            ));
+                            continue;
+                        }
                     };
                     checked += 1;
                     let problems = pipeweave_check::problems(&compiled.plan);
@@ -71,7 +80,7 @@ fn requirements_reject_what_the_references_reject() {
     let diags = pipeweave_dsl::compile(FileId(0), src, &Args::new(4, 7)).expect_err("M < 2P");
     assert_eq!(
         diags[0].message,
-        "DualPipeV needs at least 2P micro-batches (M >= 2P), got M = 7 for P = 4"
+        "DualPipeV needs M ≥ 2P micro-batches (with P = 4, M = 7, weight_split = true, overlap = true)"
     );
     let src = library::get("interleaved-1f1b")
         .expect("in the library")
@@ -79,6 +88,6 @@ fn requirements_reject_what_the_references_reject() {
     let diags = pipeweave_dsl::compile(FileId(0), src, &Args::new(4, 9)).expect_err("9 % 2");
     assert_eq!(
         diags[0].message,
-        "M = 9 must be a multiple of the number of rounds max(1, M / P) = 2"
+        "M must be a multiple of the rounds, max(1, M / P), as in PyTorch (with P = 4, M = 9, v = 2)"
     );
 }

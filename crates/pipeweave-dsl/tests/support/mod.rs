@@ -56,7 +56,8 @@ pub fn problems(compiled: &Compiled) -> Vec<Diagnostic> {
         .collect()
 }
 
-/// `# args: P=4 M=8 v=2 split=0` on any line of a fixture sets its parameters (default P=4 M=8).
+/// `# args: P=4 M=8 v=2 split=false order=a` on any line of a fixture sets its parameters
+/// (default P=4 M=8): `true`/`false` are bools, numbers ints, other words options.
 #[allow(dead_code)] // used by the bad-input tests only
 pub fn args(source: &str) -> pipeweave_dsl::Args {
     let mut args = pipeweave_dsl::Args::new(4, 8);
@@ -68,11 +69,16 @@ pub fn args(source: &str) -> pipeweave_dsl::Args {
             let Some((k, v)) = kv.split_once('=') else {
                 continue;
             };
-            let Ok(v) = v.parse::<i64>() else { continue };
-            match k {
-                "P" => args.ranks = v as u32,
-                "M" => args.microbatches = v as u32,
-                _ => args = args.with(k, v),
+            let value = match (v, v.parse::<i64>()) {
+                ("true", _) => pipeweave_dsl::Value::Bool(true),
+                ("false", _) => pipeweave_dsl::Value::Bool(false),
+                (_, Ok(n)) => pipeweave_dsl::Value::Int(n),
+                (word, Err(_)) => pipeweave_dsl::Value::Choice(word.to_owned()),
+            };
+            match (k, &value) {
+                ("P", pipeweave_dsl::Value::Int(n)) => args.ranks = *n as u32,
+                ("M", pipeweave_dsl::Value::Int(n)) => args.microbatches = *n as u32,
+                _ => args = args.with(k, value),
             }
         }
     }

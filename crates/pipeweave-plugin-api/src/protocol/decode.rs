@@ -2,9 +2,10 @@
 //! module) is a [`DecodeError`] with its line.
 
 use super::{
-    DecodeError, MAGIC, Metadata, PROTOCOL_VERSION, ParamKind, ParamSpec, PlanMessage, Request,
-    Response, Value,
+    DecodeError, MAGIC, Metadata, OLDEST_PROTOCOL_VERSION, PROTOCOL_VERSION, ParamSpec,
+    PlanMessage, Request, Response,
 };
+use pipeweave_param::{IntRange, ParamType, Value, is_option_name};
 use pipeweave_plan::cell::CellErrorKind::MicrobatchAbove;
 use pipeweave_plan::cell::parse_action;
 use pipeweave_plan::{MAX_MICROBATCH_ID, Pipeline};
@@ -12,6 +13,8 @@ use pipeweave_plan::{MAX_MICROBATCH_ID, Pipeline};
 struct Reader<'a> {
     lines: std::iter::Peekable<std::iter::Enumerate<std::str::Split<'a, char>>>,
     last_line: usize,
+    /// The message's protocol version.
+    version: u32,
 }
 
 impl<'a> Reader<'a> {
@@ -28,6 +31,7 @@ impl<'a> Reader<'a> {
         let mut r = Reader {
             lines: text.split('\n').enumerate().peekable(),
             last_line: 0,
+            version: PROTOCOL_VERSION,
         };
         let (n, first) = r.line()?;
         let Some(version) = first.strip_prefix(MAGIC).and_then(|v| v.strip_prefix(' ')) else {
@@ -39,15 +43,18 @@ impl<'a> Reader<'a> {
                 ),
             ));
         };
-        if version != PROTOCOL_VERSION.to_string() {
-            return Err(err(
-                n,
-                format!(
-                    "protocol version `{}`, but this pipeweave reads version {PROTOCOL_VERSION}",
-                    shorten(version)
-                ),
-            ));
-        }
+        r.version = match version.parse::<u32>() {
+            Ok(v) if (OLDEST_PROTOCOL_VERSION..=PROTOCOL_VERSION).contains(&v) => v,
+            _ => {
+                return Err(err(
+                    n,
+                    format!(
+                        "protocol version `{}`, but this pipeweave reads versions {OLDEST_PROTOCOL_VERSION} to {PROTOCOL_VERSION}",
+                        shorten(version)
+                    ),
+                ));
+            }
+        };
         let (n, found) = r.line()?;
         if found != kind {
             return Err(err(
@@ -171,6 +178,95 @@ fn number_list(n: usize, what: &str, text: &str) -> Result<Vec<u32>, DecodeError
     text.split(',').map(|t| number(n, what, t)).collect()
 }
 
+/// Reads the words after `param` on line `n`: name, type, default and constraints. `version` is the
+/// message's: a `choice` needs version 2.
+fn decode_param(n: usize, value: &str, version: u32) -> Result<ParamSpec, DecodeError> {
+    let mut words = value.split(' ');
+    let name = unescape(n, words.next().unwrap_or(""))?;
+    if name.is_empty() {
+        return Err(err(n, "a parameter has no name".to_owned()));
+    }
+    let needs = || {
+        err(
+            n,
+            format!("parameter `{name}` needs a type (bool, int or choice) and a default"),
+        )
+    };
+    let keyword = words.next().ok_or_else(needs)?;
+    let default = words.next().ok_or_else(needs)?;
+    let (ty, default) = match keyword {
+        "bool" => match default {
+            "true" => (ParamType::Bool, Value::Bool(true)),
+            "false" => (ParamType::Bool, Value::Bool(false)),
+            _ => return Err(needs()),
+        },
+        "int" => {
+            let default = Value::Int(signed(n, "the default", default)?);
+            let mut range = IntRange::default();
+            for w in words.by_ref() {
+                let (k, v) = w.split_once('=').unwrap_or((w, ""));
+                let slot = match k {
+                    "min" => &mut range.min,
+                    "max" => &mut range.max,
+                    "multiple_of" => &mut range.multiple_of,
+                    _ => return Err(err(n, format!("unknown constraint `{}`", shorten(w)))),
+                };
+                *slot = Some(signed(n, k, v)?);
+            }
+            (ParamType::Int(range), default)
+        }
+        "choice" if version < 2 => {
+            return Err(err(
+                n,
+                format!("parameter `{name}` is a choice, which needs protocol version 2"),
+            ));
+        }
+        "choice" => {
+            let options = words
+                .next()
+                .and_then(|w| w.strip_prefix("options="))
+                .ok_or_else(|| err(n, format!("choice `{name}` needs `options=a,b,...`")))?;
+            let options: Vec<String> = options.split(',').map(str::to_owned).collect();
+            if !is_option_name(default) {
+                return Err(err(
+                    n,
+                    format!("the default `{}` is not an option name", shorten(default)),
+                ));
+            }
+            (
+                ParamType::Choice(options),
+                Value::Choice(default.to_owned()),
+            )
+        }
+        _ => return Err(needs()),
+    };
+    if let Some(extra) = words.next() {
+        return Err(err(n, format!("unexpected `{}`", shorten(extra))));
+    }
+    if let Some(problem) = ty.problem() {
+        return Err(err(n, format!("parameter `{name}`: {problem}")));
+    }
+    let spec = ParamSpec {
+        name,
+        help: String::new(),
+        ty,
+        default,
+    };
+    spec.check(&spec.default)
+        .map_err(|e| err(n, format!("the default breaks the constraints: {e}")))?;
+    Ok(spec)
+}
+
+/// Reads the value of a `set` line: `true`/`false`, a whole number, or (version 2) an option.
+fn decode_value(n: usize, text: &str, version: u32) -> Result<Value, DecodeError> {
+    Ok(match text {
+        "true" => Value::Bool(true),
+        "false" => Value::Bool(false),
+        t if version >= 2 && is_option_name(t) => Value::Choice(t.to_owned()),
+        t => Value::Int(signed(n, "a parameter value", t)?),
+    })
+}
+
 /// Reads a `metadata` message, refusing anything the format does not allow (with its line).
 pub fn decode_metadata(bytes: &[u8]) -> Result<Metadata, DecodeError> {
     let mut r = Reader::new(bytes, "metadata")?;
@@ -193,55 +289,17 @@ pub fn decode_metadata(bytes: &[u8]) -> Result<Metadata, DecodeError> {
                 format!("expected `param` or `end`, found `{}`", shorten(key)),
             ));
         }
-        let mut words = value.split(' ');
-        let name = unescape(n, words.next().unwrap_or(""))?;
-        if name.is_empty() {
-            return Err(err(n, "a parameter has no name".to_owned()));
+        let mut spec = decode_param(n, value, r.version)?;
+        if params.iter().any(|p| p.name == spec.name) {
+            return Err(err(
+                n,
+                format!("parameter `{}` is declared twice", spec.name),
+            ));
         }
-        if params.iter().any(|p| p.name == name) {
-            return Err(err(n, format!("parameter `{name}` is declared twice")));
-        }
-        let kind = match (words.next(), words.next()) {
-            (Some("bool"), Some("true")) => ParamKind::Bool { default: true },
-            (Some("bool"), Some("false")) => ParamKind::Bool { default: false },
-            (Some("int"), Some(d)) => {
-                let default = signed(n, "the default", d)?;
-                let (mut min, mut max, mut multiple_of) = (None, None, None);
-                for w in words.by_ref() {
-                    let (k, v) = w.split_once('=').unwrap_or((w, ""));
-                    let slot = match k {
-                        "min" => &mut min,
-                        "max" => &mut max,
-                        "multiple_of" => &mut multiple_of,
-                        _ => return Err(err(n, format!("unknown constraint `{}`", shorten(w)))),
-                    };
-                    *slot = Some(signed(n, k, v)?);
-                }
-                ParamKind::Int {
-                    default,
-                    min,
-                    max,
-                    multiple_of,
-                }
-            }
-            _ => {
-                return Err(err(
-                    n,
-                    format!("parameter `{name}` needs a type (bool or int) and a default"),
-                ));
-            }
-        };
-        if let Some(extra) = words.next() {
-            return Err(err(n, format!("unexpected `{}`", shorten(extra))));
-        }
-        let mut help = String::new();
         if r.peek_key() == Some("param-help") {
             let (n, text) = r.expect("param-help")?;
-            help = unescape(n, text)?;
+            spec.help = unescape(n, text)?;
         }
-        let spec = ParamSpec { name, help, kind };
-        spec.check(spec.default_value())
-            .map_err(|e| err(n, format!("the default breaks the constraints: {e}")))?;
         params.push(spec);
     }
     Ok(Metadata {
@@ -271,11 +329,7 @@ pub fn decode_request(bytes: &[u8]) -> Result<Request, DecodeError> {
         let Some((name, v)) = value.split_once(' ') else {
             return Err(err(n, "`set` needs a name and a value".to_owned()));
         };
-        let value = match v {
-            "true" => Value::Bool(true),
-            "false" => Value::Bool(false),
-            v => Value::Int(signed(n, "a parameter value", v)?),
-        };
+        let value = decode_value(n, v, r.version)?;
         params.push((unescape(n, name)?, value));
     }
     Ok(Request {

@@ -1,11 +1,14 @@
 //! Writing the protocol's messages (the format is described in the parent module).
 
-use super::{MAGIC, Metadata, PROTOCOL_VERSION, ParamKind, Request, Response};
+use super::{
+    MAGIC, Metadata, OLDEST_PROTOCOL_VERSION, ParamSpec, ParamType, Request, Response, Value,
+};
 use pipeweave_plan::cell::{push_action, push_uint};
 use std::fmt::Write as _;
 
-fn header(out: &mut String, kind: &str) {
-    let _ = writeln!(out, "{MAGIC} {PROTOCOL_VERSION}\n{kind}");
+/// The first two lines, for a message of `version`.
+fn header(out: &mut String, kind: &str, version: u32) {
+    let _ = writeln!(out, "{MAGIC} {version}\n{kind}");
 }
 
 fn escape(text: &str) -> String {
@@ -31,41 +34,53 @@ fn join_numbers(out: &mut Vec<u8>, numbers: &[u32]) {
     }
 }
 
+/// Appends the `param` line (and `param-help` line) of `p`.
+fn encode_param(out: &mut String, p: &ParamSpec) {
+    let _ = write!(
+        out,
+        "param {} {} {}",
+        escape(&p.name),
+        p.ty.keyword(),
+        p.default
+    );
+    match &p.ty {
+        ParamType::Bool => {}
+        ParamType::Int(range) => {
+            for (key, bound) in [
+                ("min", range.min),
+                ("max", range.max),
+                ("multiple_of", range.multiple_of),
+            ] {
+                if let Some(v) = bound {
+                    let _ = write!(out, " {key}={v}");
+                }
+            }
+        }
+        ParamType::Choice(options) => {
+            let _ = write!(out, " options={}", options.join(","));
+        }
+    }
+    out.push('\n');
+    if !p.help.is_empty() {
+        let _ = writeln!(out, "param-help {}", escape(&p.help));
+    }
+}
+
 /// The `metadata` message of `meta`.
 pub fn encode_metadata(meta: &Metadata) -> Vec<u8> {
     let mut out = String::new();
-    header(&mut out, "metadata");
+    let version = if meta.params.iter().any(ParamSpec::needs_version_2) {
+        2
+    } else {
+        OLDEST_PROTOCOL_VERSION
+    };
+    header(&mut out, "metadata", version);
     let _ = writeln!(out, "name {}", escape(&meta.name));
     let _ = writeln!(out, "version {}", escape(&meta.version));
     let _ = writeln!(out, "description {}", escape(&meta.description));
     let _ = writeln!(out, "requires {}", escape(&meta.requires));
     for p in &meta.params {
-        match p.kind {
-            ParamKind::Bool { default } => {
-                let _ = write!(out, "param {} bool {default}", escape(&p.name));
-            }
-            ParamKind::Int {
-                default,
-                min,
-                max,
-                multiple_of,
-            } => {
-                let _ = write!(out, "param {} int {default}", escape(&p.name));
-                if let Some(v) = min {
-                    let _ = write!(out, " min={v}");
-                }
-                if let Some(v) = max {
-                    let _ = write!(out, " max={v}");
-                }
-                if let Some(v) = multiple_of {
-                    let _ = write!(out, " multiple_of={v}");
-                }
-            }
-        }
-        out.push('\n');
-        if !p.help.is_empty() {
-            let _ = writeln!(out, "param-help {}", escape(&p.help));
-        }
+        encode_param(&mut out, p);
     }
     out.push_str("end\n");
     out.into_bytes()
@@ -74,7 +89,12 @@ pub fn encode_metadata(meta: &Metadata) -> Vec<u8> {
 /// The `request` message of `req`.
 pub fn encode_request(req: &Request) -> Vec<u8> {
     let mut out = String::new();
-    header(&mut out, "request");
+    let choice = req
+        .params
+        .iter()
+        .any(|(_, v)| matches!(v, Value::Choice(_)));
+    let version = if choice { 2 } else { OLDEST_PROTOCOL_VERSION };
+    header(&mut out, "request", version);
     let _ = writeln!(
         out,
         "ranks {}\nmicrobatches {}",
@@ -92,13 +112,13 @@ pub fn encode_response(resp: &Response) -> Vec<u8> {
     let mut out = String::new();
     match resp {
         Response::Error(message) => {
-            header(&mut out, "error");
+            header(&mut out, "error", OLDEST_PROTOCOL_VERSION);
             let _ = writeln!(out, "message {}", escape(message));
             out.push_str("end\n");
             out.into_bytes()
         }
         Response::Plan(plan) => {
-            header(&mut out, "plan");
+            header(&mut out, "plan", OLDEST_PROTOCOL_VERSION);
             let _ = writeln!(out, "ranks {}", plan.ranks);
             // Plans are large: the body is written as bytes, all ASCII.
             let mut out = out.into_bytes();

@@ -152,6 +152,60 @@ mod tests {
         }
     }
 
+    /// The frames carry the protocol's version 2 as they carry version 1: a plugin's metadata with
+    /// a `choice` parameter crosses the pipe and is read by the host, and a request that sets an
+    /// option is written in version 2 and read back by the plugin's side.
+    #[test]
+    fn version_2_messages_cross_the_pipe() {
+        use pipeweave_plugin_api::protocol::{
+            Metadata, ParamSpec, Value, decode_request, encode_metadata, encode_request,
+        };
+        let meta = Metadata {
+            name: "joined".into(),
+            version: "1".into(),
+            description: "d".into(),
+            requires: String::new(),
+            params: vec![
+                ParamSpec::choice(
+                    "joints",
+                    &["direct", "doubling", "halving"],
+                    "direct",
+                    "how",
+                ),
+                ParamSpec::bool("overlap", true, ""),
+            ],
+        };
+        let path = std::path::Path::new("libjoined.so");
+        let mut pipe = Vec::new();
+        write_frame(&mut pipe, METADATA, &encode_metadata(&meta)).unwrap();
+        let Incoming::Frame(METADATA, bytes) =
+            read_frame(&mut &pipe[..], 1 << 20, REPLY_TAGS).unwrap()
+        else {
+            panic!("a metadata frame")
+        };
+        assert!(bytes.starts_with(b"pipeweave-plugin-protocol 2\n"));
+        let read = crate::reply::metadata(path, &bytes).unwrap();
+        assert_eq!(read, meta);
+        let settings = [("joints".to_owned(), "halving".to_owned())];
+        let request = crate::reply::request(path, &read, 4, 8, &settings).unwrap();
+        let mut pipe = Vec::new();
+        write_frame(&mut pipe, GENERATE, &encode_request(&request)).unwrap();
+        let Incoming::Frame(GENERATE, bytes) =
+            read_frame(&mut &pipe[..], MAX_REQUEST, &[GENERATE]).unwrap()
+        else {
+            panic!("a request frame")
+        };
+        assert!(bytes.starts_with(b"pipeweave-plugin-protocol 2\n"));
+        let served = decode_request(&bytes).unwrap();
+        assert_eq!(
+            served.value("joints"),
+            Some(&Value::Choice("halving".into()))
+        );
+        assert_eq!(served.value("overlap"), Some(&Value::Bool(true)));
+        let wrong = [("joints".to_owned(), "sideways".to_owned())];
+        assert!(crate::reply::request(path, &read, 4, 8, &wrong).is_err());
+    }
+
     #[test]
     fn lengths_are_bounded_and_cut_frames_are_errors() {
         let mut pipe = Vec::new();

@@ -93,17 +93,12 @@ fn the_three_plugins_describe_themselves() {
             m.name, m.version, m.description, m.requires
         ));
         for param in &m.params {
-            let constraint = param.constraint_text();
-            let constraint = if constraint.is_empty() {
-                String::new()
-            } else {
-                format!(" ({constraint})")
-            };
             text.push_str(&format!(
-                "  --set {}=<{}> default {}{constraint}: {}\n",
+                "  --set {}=<{}> default {} ({}): {}\n",
                 param.name,
-                param.type_name(),
+                param.ty,
                 param.default_value(),
+                param.ty.allowed(),
                 param.help
             ));
         }

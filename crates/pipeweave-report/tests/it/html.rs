@@ -23,6 +23,7 @@ fn page() -> HtmlReport {
                         svg: "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1\" height=\"1\"></svg>\n"
                             .into(),
                         caption: "a dot".into(),
+                        zoom: true,
                     },
                     Block::List(vec!["a < b".into()]),
                     Block::Pre("x & y".into()),

@@ -1,5 +1,7 @@
 use crate::{count, dualpipe, library};
-use pipeweave_report::{TimeUnit, TimelineChart, timelines_svg, transfers};
+use pipeweave_report::{
+    SvgWindow, TimeUnit, TimelineChart, timelines_svg, timelines_svg_window, transfers,
+};
 use pipeweave_sim::{UniformCosts, UnitCosts, simulate};
 
 fn one(name: &str, plan: &pipeweave_check::ValidPlan, comms: bool) -> String {
@@ -17,8 +19,21 @@ fn one(name: &str, plan: &pipeweave_check::ValidPlan, comms: bool) -> String {
 fn one_f_one_b_p4_m8() {
     let plan = library("1f1b", 4, 8);
     let svg = one("1f1b", &plan, false);
-    // 4 ranks × 16 actions, one group per cell.
-    assert_eq!(count(&svg, "g") - legend_items(&svg), 64);
+    // 4 ranks × 16 actions, one group per cell; one pipeline with one stage per rank, so one
+    // shade and nothing in the legend about shades.
+    assert_eq!(svg.matches(r#"<g class="cell">"#).count(), 64);
+    assert!(!svg.contains("(chunk") && !svg.contains("(light)</text>"));
+    insta::assert_snapshot!(svg);
+}
+
+#[test]
+fn zb_v_p4_m8() {
+    // A V: each rank's two stages are chunks 0 and 1, light and dark.
+    let plan = library("zb-v", 4, 8);
+    let svg = one("zb-v", &plan, false);
+    assert_eq!(legend_items(&svg), 3 + 1 + 2);
+    assert!(svg.contains(">chunk 0 (light)</text>"));
+    assert!(svg.contains(">chunk 1 (dark)</text>"));
     insta::assert_snapshot!(svg);
 }
 
@@ -26,7 +41,7 @@ fn one_f_one_b_p4_m8() {
 fn dualpipe_p4_m8() {
     let plan = dualpipe(4, 8);
     let svg = one("dualpipe", &plan, false);
-    assert!(svg.contains("pipeline 1 (dark, hatched)"));
+    assert!(svg.contains(">pipeline 1 (dark, hatched)</text>"));
     assert!(svg.contains("overlapped F&amp;B"));
     insta::assert_snapshot!(svg);
 }
@@ -122,4 +137,63 @@ fn seconds_axis_in_milliseconds() {
 fn empty_input_is_still_an_svg() {
     let svg = timelines_svg(&[], TimeUnit::Units, "e");
     assert_eq!(count(&svg, "svg"), 1);
+}
+
+#[test]
+fn a_window_clips_cells_and_lanes() {
+    // 1F1B p2 m2 under unit costs: 9 units; the window 2.5..6.5 cuts cells at both ends.
+    let plan = library("1f1b", 2, 2);
+    let t = simulate(&plan, &UnitCosts).expect("simulates");
+    let chart = TimelineChart {
+        title: "1f1b".into(),
+        plan: &plan,
+        timeline: &t,
+        transfers: Some(transfers(&plan, &t, &UnitCosts)),
+    };
+    let window = SvgWindow {
+        from: Some(2.5),
+        to: Some(6.5),
+    };
+    let svg = timelines_svg_window(std::slice::from_ref(&chart), TimeUnit::Units, "w", &window);
+    count(&svg, "svg");
+    assert!(svg.contains(">time (units), from 2.5 to 6.5</text>"));
+    // 900 pixels for 4 units: every rectangle of the rows lies in x = 66..966.
+    let doc = roxmltree::Document::parse(&svg).expect("well-formed XML");
+    let rects: Vec<(f64, f64)> = doc
+        .descendants()
+        .filter(|n| {
+            n.has_tag_name("rect")
+                && n.ancestors()
+                    .any(|a| matches!(a.attribute("class"), Some("cell" | "comm")))
+                || n.attribute("class") == Some("comm")
+        })
+        .map(|r| {
+            let v = |a| r.attribute(a).and_then(|v: &str| v.parse().ok()).expect(a);
+            (v("x"), v("width"))
+        })
+        .collect();
+    assert!(!rects.is_empty());
+    for (x, w) in rects {
+        assert!(x >= 66.0 && x + w <= 966.01, "{x} + {w}");
+    }
+    // Rank 0 runs F0 F1 in 0..2, B0 in 4..6 and B1 in 7..9; rank 1 F0 in 1..2, B0 in 2..4, F1
+    // in 4..5 and B1 in 5..7. The window shows rank 0's B0, and rank 1's B0 and B1 cut.
+    let titles: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("title"))
+        .filter_map(|n| n.text())
+        .filter(|t| t.starts_with("rank "))
+        .collect();
+    let shown = |cell: &str| titles.iter().any(|t| t.starts_with(cell));
+    assert!(shown("rank 0: 0B0:") && shown("rank 1: 1B0:") && shown("rank 1: 1B1:"));
+    assert!(!shown("rank 0: 0F1:") && !shown("rank 0: 0B1:") && !shown("rank 1: 1F0:"));
+    // The whole step when the window holds nothing.
+    let past = SvgWindow {
+        from: Some(20.0),
+        to: None,
+    };
+    assert_eq!(
+        timelines_svg_window(std::slice::from_ref(&chart), TimeUnit::Units, "w", &past),
+        timelines_svg(std::slice::from_ref(&chart), TimeUnit::Units, "w")
+    );
 }

@@ -2,10 +2,12 @@
 
 use pipeweave_plan::Plan;
 use pipeweave_plugin_api::{Metadata, ParamSpec};
-use pipeweave_source::{Failure, Host, PluginId, PluginInfo, PluginRequest, PluginTarget};
+use pipeweave_source::{
+    Failure, FolderFile, Host, PluginId, PluginInfo, PluginRequest, PluginTarget,
+};
 
 /// Files by path; the plugin `dualpipe` on the search path and at `lib/libdualpipe.so` (its
-/// setting `reverse` returns an invalid plan, as a host that does not validate would).
+/// parameter `reverse=true` returns an invalid plan, as a host that does not validate would).
 #[derive(Debug, Default)]
 pub struct MemoryHost {
     pub files: Vec<(String, String)>,
@@ -13,6 +15,8 @@ pub struct MemoryHost {
     pub loads: usize,
     /// The requests it received.
     pub requests: Vec<PluginRequest>,
+    /// The `.weave` files of the schedule folders, in search order.
+    pub folders: Vec<FolderFile>,
 }
 
 impl MemoryHost {
@@ -34,7 +38,10 @@ impl MemoryHost {
                 version: "1".into(),
                 description: "DualPipe".into(),
                 requires: "an even number of ranks P".into(),
-                params: vec![ParamSpec::bool("overlap", true, "overlapped pairs")],
+                params: vec![
+                    ParamSpec::bool("overlap", true, "overlapped pairs"),
+                    ParamSpec::bool("reverse", false, "rank 0's program backwards"),
+                ],
             },
             location: "lib/libdualpipe.so".into(),
         }
@@ -52,6 +59,10 @@ impl Host for MemoryHost {
             .find(|(p, _)| p == path)
             .map(|(_, t)| t.clone())
             .ok_or_else(|| Failure::invalid(format!("cannot read `{path}`: not found")))
+    }
+
+    fn schedule_files(&mut self) -> Vec<FolderFile> {
+        self.folders.clone()
     }
 
     fn has_plugin(&mut self, name: &str) -> bool {
@@ -84,7 +95,11 @@ impl Host for MemoryHost {
         };
         let plan = pipeweave_generators::dualpipe(request.ranks, request.microbatches, opts)
             .map_err(Failure::invalid)?;
-        if request.settings.iter().any(|(n, _)| n == "reverse") {
+        if request
+            .settings
+            .iter()
+            .any(|(n, v)| n == "reverse" && v == "true")
+        {
             // A host that lets a broken plan through: rank 0's program backwards.
             let mut programs = plan.programs().to_vec();
             programs[0].reverse();

@@ -3,5 +3,6 @@
 
 mod host;
 mod resolve;
+mod twins;
 
 pub use host::MemoryHost;

@@ -1,9 +1,10 @@
 //! Resolving names, declaring, building.
 
 use crate::MemoryHost;
+use pipeweave_param::ParamType;
 use pipeweave_source::{
-    Failure, FailureKind, Files, Origin, Params, Setting, Source, SourceKind, library, load_spec,
-    looks_like_path, plugins,
+    Catalog, Failure, FailureKind, Files, FolderFile, Origin, Params, Setting, Source, SourceKind,
+    library, load_spec, looks_like_path, plugins,
 };
 
 fn params(p: u32, m: u32) -> Params {
@@ -63,17 +64,25 @@ fn sources_declare_parameters_and_requirements() {
     let mut files = Files::default();
     let dualpipev = resolve("dualpipev", &mut host, &mut files);
     let d = dualpipev.declared().expect("declares");
-    assert_eq!(d.requires, "M >= 2 * P");
+    // A requirement in the schedule's own words, never its condition.
+    assert_eq!(d.requires, "DualPipeV needs M ≥ 2P micro-batches");
+    assert_eq!(d.same_as_plugin.as_deref(), Some("dualpipev"));
     assert!(d.takes("overlap") && !d.takes("v"));
-    // Interleaved 1F1B's `v >= 1` is a sanity check, left out of its requirements.
+    assert_eq!(d.params[0].ty, ParamType::Bool);
+    assert_eq!(d.params[0].default.as_deref(), Some("true"));
+    // `v` is typed: at least 1.
     let interleaved = resolve("interleaved-1f1b", &mut host, &mut files);
     let d = interleaved.declared().expect("declares");
     assert!(d.takes("v"));
-    assert!(!d.requires.contains("v >="), "{}", d.requires);
+    assert_eq!(d.params[0].ty.to_string(), "int in 1..");
+    assert_eq!(
+        d.requires,
+        "M must be a multiple of the rounds, max(1, M / P), as in PyTorch"
+    );
     let plugin = resolve("dualpipe", &mut host, &mut files);
     let d = plugin.declared().expect("declares");
     assert_eq!(d.requires, "an even number of ranks P");
-    assert_eq!(d.params[0].type_name.as_deref(), Some("bool"));
+    assert_eq!(d.params[0].ty, ParamType::Bool);
     assert_eq!(d.params[0].default.as_deref(), Some("true"));
     // Library and plugins, as `list` shows them.
     assert!(library().iter().any(|e| e.name == "zb-v"));
@@ -82,7 +91,7 @@ fn sources_declare_parameters_and_requirements() {
         entries[0].origin,
         Origin::Plugin("lib/libdualpipe.so".into())
     );
-    assert_eq!(entries[0].resolvable_name(), "dualpipe");
+    assert_eq!(entries[0].resolves_as, "dualpipe");
     assert_eq!(errors, ["a broken plugin"]);
 }
 
@@ -117,20 +126,76 @@ fn building_checks_parameters() {
     assert!(f.is_usage());
     assert_eq!(
         f.diagnostics[0].message,
-        "--set x=maybe: `gpipe` has no such parameter (it takes only P and M)"
+        "gpipe: no parameter `x` (it takes no parameters)"
     );
     let interleaved = resolve("interleaved-1f1b", &mut host, &mut files);
     let mut bad = params(4, 8);
     bad.settings.push("v=maybe".parse().expect("NAME=VALUE"));
     assert_eq!(
         usage(interleaved.build(&bad, &mut host, &mut files)),
-        "--set v=maybe: the value must be an integer, true or false"
+        "interleaved-1f1b: parameter `v` is an int (a whole number of at least 1), not `maybe`"
     );
     let mut bad = params(4, 8);
     bad.stages_per_rank = Some(2);
     assert_eq!(
         usage(gpipe.build(&bad, &mut host, &mut files)),
-        "-v 2: `gpipe` has no such parameter (it takes only P and M)"
+        "gpipe: -v sets the parameter `v`, which it does not have (it takes no parameters)"
+    );
+    // A broken file's parameters are not known: its errors come first, not a usage error.
+    let mut broken_host = MemoryHost::with(&[("bad.weave", "stages P\nprogram { F B r2 }\n")]);
+    let broken = resolve("bad.weave", &mut broken_host, &mut files);
+    let f = broken
+        .build(&bad, &mut broken_host, &mut files)
+        .expect_err("a syntax error");
+    assert_eq!(f.kind, FailureKind::Invalid);
+    assert!(
+        f.diagnostics[0].message.starts_with("expected an action"),
+        "{}",
+        f.diagnostics[0].message
+    );
+    // One rule for every schedule: the library's and the plugin's bools read alike.
+    let dualpipev = resolve("dualpipev", &mut host, &mut files);
+    let plugin = resolve("plugin:dualpipe", &mut host, &mut files);
+    for (source, name) in [(&dualpipev, "dualpipev"), (&plugin, "dualpipe")] {
+        for text in ["2", "1", "yes"] {
+            let mut bad = params(4, 8);
+            bad.settings.push(Setting {
+                name: "overlap".into(),
+                value: text.into(),
+            });
+            let f = source
+                .build(&bad, &mut host, &mut files)
+                .expect_err("refused");
+            assert!(f.is_usage());
+            assert_eq!(
+                f.diagnostics[0].message,
+                format!("{name}: parameter `overlap` is a bool (true or false), not `{text}`")
+            );
+        }
+        let mut v = params(4, 8);
+        v.stages_per_rank = Some(2);
+        let f = source.build(&v, &mut host, &mut files).expect_err("no v");
+        assert!(f.is_usage());
+        assert!(
+            f.diagnostics[0].message.starts_with(&format!(
+                "{name}: -v sets the parameter `v`, which it does not have ("
+            )),
+            "{}",
+            f.diagnostics[0].message
+        );
+    }
+    let interleaved = resolve("interleaved-1f1b", &mut host, &mut files);
+    let mut zero = params(4, 8);
+    zero.stages_per_rank = Some(0);
+    assert_eq!(
+        usage(interleaved.build(&zero, &mut host, &mut files)),
+        "interleaved-1f1b: parameter `v` is an int (a whole number of at least 1), not `0`"
+    );
+    let mut extra = params(4, 8);
+    extra.settings.push("v=true".parse().expect("NAME=VALUE"));
+    assert_eq!(
+        usage(interleaved.build(&extra, &mut host, &mut files)),
+        "interleaved-1f1b: parameter `v` is an int (a whole number of at least 1), not `true`"
     );
     let file = resolve("plan.actions", &mut host, &mut files);
     let f = file
@@ -202,7 +267,7 @@ fn failures_point_into_the_files_read() {
         .expect_err("M < 2P");
     assert_eq!(
         f.reason(),
-        "DualPipeV needs at least 2P micro-batches (M >= 2P), got M = 4 for P = 4"
+        "DualPipeV needs M ≥ 2P micro-batches (with P = 4, M = 4, weight_split = true, overlap = true)"
     );
     let span = f.diagnostics[0].span.clone().expect("a place");
     assert_eq!(files.name(span.file), Some("schedules/dualpipev.weave"));
@@ -238,6 +303,87 @@ fn specs_by_file_and_by_name() {
         &mut files,
     );
     assert!(!bad.expect_err("syntax").diagnostics.is_empty());
+}
+
+#[test]
+fn schedule_folders_come_after_the_library_and_before_plugins() {
+    let mut host = MemoryHost::with(&[
+        (
+            "a/mine.weave",
+            "doc \"mine\"\nstages P\nprogram { repeat M { F } repeat M { B } }\n",
+        ),
+        (
+            "a/1f1b.weave",
+            "doc \"not the library's\"\nstages P\nprogram { }\n",
+        ),
+        (
+            "b/mine.weave",
+            "doc \"a second mine\"\nstages P\nprogram { }\n",
+        ),
+        (
+            "b/dualpipe.weave",
+            "doc \"shadows the plugin's name\"\nstages P\nprogram { repeat M { F } repeat M { B } }\n",
+        ),
+    ]);
+    host.folders = [
+        "a/mine.weave",
+        "a/1f1b.weave",
+        "b/mine.weave",
+        "b/dualpipe.weave",
+    ]
+    .iter()
+    .map(|path| FolderFile {
+        name: path[2..].trim_end_matches(".weave").to_owned(),
+        path: (*path).to_owned(),
+    })
+    .collect();
+    let mut files = Files::default();
+    let kind = |arg: &str, host: &mut MemoryHost, files: &mut Files| {
+        let s = resolve(arg, host, files);
+        (s.kind(), s.declared().map(|d| d.description.clone()))
+    };
+    use SourceKind::*;
+    assert_eq!(
+        kind("mine", &mut host, &mut files),
+        (Folder, Some("mine".to_owned()))
+    );
+    assert_eq!(kind("1f1b", &mut host, &mut files).0, Library);
+    assert_eq!(
+        kind("dualpipe", &mut host, &mut files),
+        (Folder, Some("shadows the plugin's name".to_owned()))
+    );
+    assert_eq!(kind("plugin:dualpipe", &mut host, &mut files).0, Plugin);
+    let built = resolve("mine", &mut host, &mut files)
+        .build(&params(2, 2), &mut host, &mut files)
+        .expect("builds");
+    assert_eq!(built.name, "mine");
+    let catalog = Catalog::read(&mut host);
+    let folder: Vec<(&str, &str)> = catalog
+        .entries
+        .iter()
+        .filter(|e| matches!(e.origin, Origin::Folder(_)))
+        .map(|e| (e.name.as_str(), e.resolves_as.as_str()))
+        .collect();
+    assert_eq!(folder, [("mine", "mine"), ("dualpipe", "dualpipe")]);
+    let plugin = catalog
+        .entries
+        .iter()
+        .find(|e| matches!(e.origin, Origin::Plugin(_)))
+        .expect("the plugin");
+    assert_eq!(plugin.resolves_as, "plugin:dualpipe");
+    let shadowed: Vec<(&str, &str)> = catalog
+        .shadowed
+        .iter()
+        .map(|s| (s.path.as_str(), s.by.as_str()))
+        .collect();
+    assert_eq!(
+        shadowed,
+        [
+            ("a/1f1b.weave", "the library's 1f1b"),
+            ("b/mine.weave", "a/mine.weave")
+        ]
+    );
+    assert_eq!(catalog.errors, ["a broken plugin"]);
 }
 
 /// `-` is standard input: a plan file whose form its text tells (JSON starts with `{`), named
