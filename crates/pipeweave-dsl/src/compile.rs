@@ -65,6 +65,11 @@ impl Origins {
         Some(Span::new(self.file, range))
     }
 
+    /// How many actions rank `rank`'s program has (0 for a rank the plan does not have).
+    pub fn actions(&self, rank: u32) -> usize {
+        self.at.get(rank as usize).map_or(0, Vec::len)
+    }
+
     /// The span of the `program` item (for problems at the end of a rank's program).
     pub fn program(&self) -> Span {
         Span::new(self.file, self.program.clone())
