@@ -4,7 +4,8 @@
 
 use crate::eval::{Fail, check, eval, fail};
 use crate::ir::{ActionNode, Expr, Step, Stmt, Target};
-use pipeweave_plan::{Action, Kind, Op};
+use pipeweave_plan::memory::{self, OutOfMemory};
+use pipeweave_plan::{Action, Kind, MAX_OPS, Op};
 use std::collections::VecDeque;
 use std::ops::Range;
 
@@ -27,6 +28,17 @@ pub(crate) struct Layout<'a> {
     pub stages_per_pipeline: u32,
     /// Per pipeline.
     pub carried: &'a [Carried],
+}
+
+impl Layout<'_> {
+    /// The fewest actions rank `rank`'s program can hold and be valid: a forward and a backward
+    /// of every micro-batch of its pipeline on each of its stages.
+    pub(crate) fn least_actions(&self, rank: u32) -> usize {
+        self.chunks[rank as usize]
+            .iter()
+            .map(|&s| 2 * self.carried[(s / self.stages_per_pipeline) as usize].count as usize)
+            .sum()
+    }
 }
 
 /// Every stage's next counted forward and backward (F; B or I) on the rank being run: one table
@@ -75,9 +87,24 @@ pub(crate) struct Rank<'a> {
     /// The actions so far, and the origin of each.
     pub out: Vec<Action>,
     pub origin: Vec<u32>,
-    /// Loop iterations so far, over all ranks.
-    steps: &'a mut u64,
+    /// Loop iterations and operations so far, over all ranks.
+    tally: &'a mut Tally,
 }
+
+/// What the ranks run so far, over all ranks: loop iterations (at most [`MAX_STEPS`]) and
+/// operations (at most [`MAX_OPS`]).
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    steps: u64,
+    ops: usize,
+}
+
+/// The messages of the limits that stop every rank, not only the one that reached them.
+pub(crate) const STOPS: [&str; 3] = [
+    "the schedule runs more than",
+    "the schedule makes more than",
+    "out of memory",
+];
 
 impl<'a> Rank<'a> {
     /// Rank `rank`'s interpreter; `counters` must be clear.
@@ -85,7 +112,7 @@ impl<'a> Rank<'a> {
         rank: u32,
         layout: &Layout<'a>,
         counters: &'a mut Counters,
-        steps: &'a mut u64,
+        tally: &'a mut Tally,
     ) -> Rank<'a> {
         Rank {
             rank,
@@ -97,8 +124,17 @@ impl<'a> Rank<'a> {
             pending_w: VecDeque::new(),
             out: Vec::new(),
             origin: Vec::new(),
-            steps,
+            tally,
         }
+    }
+
+    /// Room for `n` actions, the least the rank's program holds (a forward and a backward of
+    /// every micro-batch on each of its stages), asked for at once: memory that is not there is
+    /// an error now, naming its size.
+    pub(crate) fn reserve(&mut self, n: usize) -> Result<(), OutOfMemory> {
+        self.out = memory::with_capacity(n, "the programs being built")?;
+        self.origin = memory::with_capacity(n, "the origins of the actions")?;
+        Ok(())
     }
 
     fn stage(&self, a: &ActionNode, env: &[i64]) -> Result<u32, Fail> {
@@ -258,14 +294,29 @@ impl<'a> Rank<'a> {
         Ok(Some(Op::new(stage, a.kind, m)))
     }
 
-    fn push(&mut self, action: Action, origin: u32) {
+    /// Appends an action written at `span` (its origin's), counting its operations.
+    fn push(&mut self, action: Action, origin: u32, span: &Range<usize>) -> Result<(), Fail> {
+        self.tally.ops += if action.is_pair() { 2 } else { 1 };
+        if self.tally.ops > MAX_OPS {
+            return Err(fail(
+                span,
+                format!(
+                    "the schedule makes more than {MAX_OPS} operations, the most a plan may have"
+                ),
+                "stopped here",
+            ));
+        }
+        let out_of_memory = |e: OutOfMemory| fail(span, e.to_string(), "stopped here");
+        memory::grow(&mut self.out, "the programs being built").map_err(out_of_memory)?;
+        memory::grow(&mut self.origin, "the origins of the actions").map_err(out_of_memory)?;
         self.out.push(action);
         self.origin.push(origin);
+        Ok(())
     }
 
     fn tick(&mut self, span: &Range<usize>) -> Result<(), Fail> {
-        *self.steps += 1;
-        if *self.steps > MAX_STEPS {
+        self.tally.steps += 1;
+        if self.tally.steps > MAX_STEPS {
             return Err(fail(
                 span,
                 format!("the schedule runs more than {MAX_STEPS} steps"),
@@ -346,16 +397,17 @@ impl<'a> Rank<'a> {
             match step {
                 Step::One(a, origin) => {
                     if let Some(op) = self.op(a, env)? {
-                        self.push(Action::One(op), *origin);
+                        self.push(Action::One(op), *origin, &a.span)?;
                     }
                 }
-                Step::Pair(f, b, origin) => {
-                    let f = self.op(f, env)?;
-                    let b = self.op(b, env)?;
+                Step::Pair(f_node, b_node, origin) => {
+                    let f = self.op(f_node, env)?;
+                    let b = self.op(b_node, env)?;
+                    let span = &f_node.span;
                     match (f, b) {
-                        (Some(f), Some(b)) => self.push(Action::Pair { f, b }, *origin),
+                        (Some(f), Some(b)) => self.push(Action::Pair { f, b }, *origin, span)?,
                         (Some(one), None) | (None, Some(one)) => {
-                            self.push(Action::One(one), *origin)
+                            self.push(Action::One(one), *origin, span)?
                         }
                         (None, None) => {}
                     }

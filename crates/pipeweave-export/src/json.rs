@@ -11,7 +11,7 @@ use crate::json_text::{push_f64, push_uint};
 use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_plan::{
-    Action, Dir, Interval, Kind, LoweredPlan, Op, Pipeline, Plan, Step, Timing, lower,
+    Action, Dir, Interval, Kind, LoweredPlan, Op, Pipeline, Plan, Step, Timing, lower, try_lower,
 };
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write};
@@ -285,7 +285,7 @@ pub(crate) fn json_document<'p>(
     }
     Ok(JsonText {
         plan,
-        lowered: lower(plan),
+        lowered: try_lower(plan).map_err(|e| Diagnostic::error(e.to_string()))?,
         timing,
     })
 }

@@ -24,7 +24,7 @@ use crate::document::{Chunks, Document};
 use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::cell::push_step;
-use pipeweave_plan::{LoweredPlan, Plan, lower};
+use pipeweave_plan::{LoweredPlan, Plan, try_lower};
 use std::io::{self, Write};
 
 /// Checks that PyTorch's runtime can hold the plan.
@@ -122,7 +122,7 @@ pub fn write_pytorch_comms(plan: &ValidPlan) -> Result<String, Diagnostic> {
 pub fn pytorch_comms_csv(plan: &ValidPlan) -> Result<CommsCsv<'_>, Diagnostic> {
     check_expressible(plan)?;
     Ok(CommsCsv {
-        lowered: lower(plan),
+        lowered: try_lower(plan).map_err(|e| Diagnostic::error(e.to_string()))?,
     })
 }
 

@@ -30,6 +30,7 @@
 
 use crate::action::{Action, Kind, Op};
 use crate::lowered::{LoweredPlan, NONE, code};
+use crate::memory::{self, OutOfMemory};
 use crate::plan::Plan;
 use std::collections::HashMap;
 
@@ -510,14 +511,29 @@ fn layout(programs: &[Vec<Action>], t: &Tables, replicated: bool) -> Layout {
 
 /// Lowers every rank's program. Works on any plan; ops on unknown stages or micro-batches, or on a
 /// rank that does not host their stage, get no communication.
+///
+/// The lowered steps take 8 bytes each, about 32 per action: where running out of memory must be
+/// an error rather than the end of the process, use [`try_lower`].
 pub fn lower(plan: &Plan) -> LoweredPlan<'_> {
+    match try_lower(plan) {
+        Ok(lowered) => lowered,
+        // What an infallible allocation does.
+        Err(e) => std::alloc::handle_alloc_error(
+            std::alloc::Layout::from_size_align(e.bytes, 8)
+                .unwrap_or(std::alloc::Layout::new::<u64>()),
+        ),
+    }
+}
+
+/// [`lower`], or the error naming the size of the table that could not be allocated.
+pub fn try_lower(plan: &Plan) -> Result<LoweredPlan<'_>, OutOfMemory> {
     lower_by(plan, |l, programs, reductions| l.run(programs, reductions))
 }
 
 /// [`lower`] with the plain round-robin, every rank visited in every round (quadratic in the
 /// ranks): what the event-driven rounds must give exactly.
 #[cfg(test)]
-pub(crate) fn lower_plainly(plan: &Plan) -> LoweredPlan<'_> {
+pub(crate) fn lower_plainly(plan: &Plan) -> Result<LoweredPlan<'_>, OutOfMemory> {
     lower_by(plan, |l, programs, reductions| {
         l.run_plainly(programs, reductions)
     })
@@ -526,7 +542,7 @@ pub(crate) fn lower_plainly(plan: &Plan) -> LoweredPlan<'_> {
 /// The rounds of the lowering, given the programs and each rank's reduction entries.
 type Rounds = fn(&mut Lowering<'_>, &[Vec<Action>], &[Vec<(usize, u64)>]);
 
-fn lower_by(plan: &Plan, rounds: Rounds) -> LoweredPlan<'_> {
+fn lower_by(plan: &Plan, rounds: Rounds) -> Result<LoweredPlan<'_>, OutOfMemory> {
     let ranks = plan.ranks() as usize;
     let programs = plan.programs();
     let t = Tables::new(plan);
@@ -541,10 +557,10 @@ fn lower_by(plan: &Plan, rounds: Rounds) -> LoweredPlan<'_> {
     // The backward sends' waits are written into the programs' tails as the sends are.
     let mut l = Lowering {
         t: &t,
-        codes: vec![0; starts[ranks]],
+        codes: memory::zeroed(starts[ranks], "the lowered programs")?,
         cursor: starts[..ranks].to_vec(),
         tail: tail_starts.clone(),
-        flags: vec![0; t.slots],
+        flags: memory::zeroed(t.slots, "the lowering's table")?,
         wait: vec![NO_WAIT; ranks],
         strays: HashMap::new(),
         active: RankSet::new(ranks),
@@ -554,12 +570,12 @@ fn lower_by(plan: &Plan, rounds: Rounds) -> LoweredPlan<'_> {
     let mut codes = l.codes;
     close_gaps(&mut codes, &mut starts, &ends);
     let peers = t.after.iter().zip(&t.before).map(|(&a, &b)| [b, a]);
-    LoweredPlan {
+    Ok(LoweredPlan {
         plan,
         starts,
         codes,
         peers: peers.collect(),
-    }
+    })
 }
 
 impl Lowering<'_> {

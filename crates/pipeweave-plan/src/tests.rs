@@ -372,7 +372,7 @@ mod rounds {
     use proptest::prelude::*;
 
     fn same(plan: &Plan) -> Result<(), TestCaseError> {
-        let (events, plain) = (lower(plan), lower_plainly(plan));
+        let (events, plain) = (lower(plan), lower_plainly(plan).expect("lowers"));
         prop_assert_eq!(&events.starts, &plain.starts);
         prop_assert_eq!(&events.codes, &plain.codes);
         Ok(())

@@ -9,6 +9,7 @@
 
 use super::{Comm, CommSlice, RECV_TID, REDUCE_TID, SEND_TID};
 use pipeweave_diagnostics::Diagnostic;
+use pipeweave_plan::memory::{self, OutOfMemory};
 use pipeweave_plan::{Dir, Kind, Plan, Timing};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -59,9 +60,10 @@ impl Slices {
         if count >= (u32::MAX / 2 - plan.num_stages()) as usize {
             return Err(too_large());
         }
-        let starts = ConsumerStarts::new(plan, timing);
-        let mut times = Vec::with_capacity(count);
-        let mut ids = Vec::with_capacity(count);
+        let no_memory = |e: OutOfMemory| Diagnostic::error(e.to_string());
+        let starts = ConsumerStarts::new(plan, timing).map_err(no_memory)?;
+        let mut times = memory::with_capacity(count, "the trace's transfers").map_err(no_memory)?;
+        let mut ids = memory::with_capacity(count, "the trace's transfers").map_err(no_memory)?;
         for send in pipeweave_plan::sends(plan) {
             let consumer = match send.dir {
                 Dir::Fwd => 0,
@@ -90,7 +92,7 @@ impl Slices {
             order: Vec::new(),
             lanes_of: Vec::new(),
         };
-        slices.order = slices.ordered();
+        slices.order = slices.ordered().map_err(no_memory)?;
         let mut lanes = Lanes::default();
         for &id in &slices.order {
             let c = slices.slice(id);
@@ -154,7 +156,7 @@ impl Slices {
     /// Slices are bucketed by rank and kind first, then each bucket is sorted stably by time: a
     /// bucket is a few already ordered runs (a rank's sends come in program order), which a stable
     /// sort merges in about linear time, where one sort of everything would not.
-    fn ordered(&self) -> Vec<u32> {
+    fn ordered(&self) -> Result<Vec<u32>, OutOfMemory> {
         let total = 2 * self.ids.len() + self.reduces.len();
         let bucket = |id: u32| {
             let c = self.slice(id);
@@ -176,7 +178,7 @@ impl Slices {
             starts[b] += starts[b - 1];
         }
         let mut next = starts.clone();
-        let mut order = vec![0u32; total];
+        let mut order: Vec<u32> = memory::zeroed(total, "the order of the trace's slices")?;
         for id in ids() {
             let b = bucket(id);
             order[next[b]] = id;
@@ -189,7 +191,7 @@ impl Slices {
                 x.start.total_cmp(&y.start).then(x.end.total_cmp(&y.end))
             });
         }
-        order
+        Ok(order)
     }
 }
 
@@ -238,7 +240,7 @@ struct ConsumerStarts {
 }
 
 impl ConsumerStarts {
-    fn new(plan: &Plan, timing: &Timing) -> ConsumerStarts {
+    fn new(plan: &Plan, timing: &Timing) -> Result<ConsumerStarts, OutOfMemory> {
         let mut place = vec![u32::MAX; plan.mb_bound() as usize];
         let mut per_stage = 0;
         for p in plan.pipelines() {
@@ -256,7 +258,7 @@ impl ConsumerStarts {
         let mut starts = ConsumerStarts {
             place,
             per_stage,
-            dense: vec![[f64::NAN; 2]; cells],
+            dense: memory::filled(cells, [f64::NAN; 2], "the trace's table of consumers")?,
             sparse: HashMap::new(),
         };
         for (program, times) in plan.programs().iter().zip(&timing.intervals) {
@@ -280,7 +282,7 @@ impl ConsumerStarts {
                 }
             }
         }
-        starts
+        Ok(starts)
     }
 
     #[inline]
