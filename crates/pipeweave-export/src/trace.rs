@@ -151,9 +151,10 @@ impl Document for ChromeTrace<'_> {
             w.c.spill()?;
         }
         // A flow arrow per transfer, from the producing action to the consuming one.
-        for (id, (t, &[_, used])) in slices.ids.iter().zip(&slices.times).enumerate() {
-            let sent = timing.intervals[t.from as usize][t.action as usize];
-            w.flow(id, t.from, sent.start, t.to, used);
+        for (id, (&t, &[_, used])) in slices.ids.iter().zip(&slices.times).enumerate() {
+            let (from, to) = slices.ranks(t);
+            let sent = timing.intervals[from as usize][t.action as usize];
+            w.flow(id, from, sent.start, to, used);
             w.c.spill()?;
         }
         w.c.raw("\n]}\n");

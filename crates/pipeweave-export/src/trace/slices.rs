@@ -3,8 +3,9 @@
 //! its ends, every stage's gradient reduction, the order the slices are written in, and how many
 //! tracks each rank and kind needs.
 //!
-//! Kept small, since a big plan has millions of transfers: 40 bytes a transfer (its times and
-//! ids), 8 for the order of its two slices; the slices themselves are made again as they are
+//! Kept small, since a big plan has millions of transfers: 28 bytes a transfer (its times, its
+//! stage, micro-batch and direction, and the producing action; the ranks are its stage's host and
+//! its neighbour's), 8 for the order of its two slices; the slices themselves are made again as they are
 //! written, and their tracks assigned again in the same order ([`Lanes`]).
 
 use super::{Comm, CommSlice, RECV_TID, REDUCE_TID, SEND_TID};
@@ -14,16 +15,30 @@ use pipeweave_plan::{Dir, Kind, Plan, Timing};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-/// A transfer's ids: sending and receiving rank, sending stage, micro-batch, direction, and the
-/// index of the producing action in the sender's program.
+/// A transfer's ids: the sending stage, the micro-batch with the direction in its top bit
+/// (micro-batch ids are below 2²⁴), and the index of the producing action in the sender's program.
 #[derive(Clone, Copy)]
 pub(super) struct Ids {
-    pub from: u32,
-    pub to: u32,
-    pub stage: u32,
-    pub mb: u32,
+    stage: u32,
+    mb_dir: u32,
     pub action: u32,
-    pub dir: Dir,
+}
+
+/// The top bit of [`Ids::mb_dir`]: gradients (backward).
+const BWD: u32 = 1 << 31;
+
+impl Ids {
+    fn dir(self) -> Dir {
+        if self.mb_dir & BWD == 0 {
+            Dir::Fwd
+        } else {
+            Dir::Bwd
+        }
+    }
+
+    fn mb(self) -> u32 {
+        self.mb_dir & !BWD
+    }
 }
 
 /// A gradient reduction's slice.
@@ -43,6 +58,9 @@ pub(super) struct Slices {
     pub times: Vec<[f64; 2]>,
     pub ids: Vec<Ids>,
     reduces: Vec<Reduce>,
+    /// The rank hosting each stage: a transfer goes from its stage's host to its neighbour's
+    /// (a valid plan runs work on its stage's host only).
+    hosts: Vec<u32>,
     /// The slices in the order they are written, by id: `2·i` the sending side of transfer i,
     /// `2·i + 1` its receiving side, `2·transfers + k` reduction k.
     pub order: Vec<u32>,
@@ -74,13 +92,15 @@ impl Slices {
             };
             let action = u32::try_from(send.action).map_err(|_| too_large())?;
             times.push([timing.intervals[send.rank as usize][send.action].end, used]);
+            debug_assert!(send.mb < BWD && plan.stage_rank(send.stage) == Some(send.rank));
+            let dir = match send.dir {
+                Dir::Fwd => 0,
+                Dir::Bwd => BWD,
+            };
             ids.push(Ids {
-                from: send.rank,
-                to: send.peer,
                 stage: send.stage,
-                mb: send.mb,
+                mb_dir: send.mb | dir,
                 action,
-                dir: send.dir,
             });
         }
         drop(starts);
@@ -89,6 +109,7 @@ impl Slices {
             times,
             ids,
             reduces,
+            hosts: plan.hosts().to_vec(),
             order: Vec::new(),
             lanes_of: Vec::new(),
         };
@@ -119,28 +140,26 @@ impl Slices {
             };
         };
         let [start, used] = self.times[i];
+        let (from, to) = self.ranks(*t);
+        let (dir, stage, mb) = (t.dir(), t.stage, t.mb());
         let (rank, comm) = if id.is_multiple_of(2) {
-            (
-                t.from,
-                Comm::Send {
-                    dir: t.dir,
-                    stage: t.stage,
-                    mb: t.mb,
-                    from: t.from,
-                    to: t.to,
-                },
-            )
+            let send = Comm::Send {
+                dir,
+                stage,
+                mb,
+                from,
+                to,
+            };
+            (from, send)
         } else {
-            (
-                t.to,
-                Comm::Recv {
-                    dir: t.dir,
-                    stage: t.stage,
-                    mb: t.mb,
-                    from: t.from,
-                    to: t.to,
-                },
-            )
+            let recv = Comm::Recv {
+                dir,
+                stage,
+                mb,
+                from,
+                to,
+            };
+            (to, recv)
         };
         CommSlice {
             rank,
@@ -148,6 +167,17 @@ impl Slices {
             end: used.max(start),
             comm,
         }
+    }
+
+    /// The sending and the receiving rank of a transfer: its stage's host and its neighbour's.
+    #[inline]
+    pub(super) fn ranks(&self, t: Ids) -> (u32, u32) {
+        let s = t.stage as usize;
+        let neighbour = match t.dir() {
+            Dir::Fwd => s + 1,
+            Dir::Bwd => s.wrapping_sub(1),
+        };
+        (self.hosts[s], self.hosts[neighbour])
     }
 
     /// The order of the slices: by rank, kind (send, receive, reduce), start, end, and then the
