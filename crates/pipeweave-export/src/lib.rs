@@ -2,9 +2,10 @@
 //!
 //! This is the only crate that knows output formats. It never reads files itself: readers take the
 //! text and a `FileId`, and return a plan or diagnostics with spans; writers take a
-//! [`ValidPlan`](pipeweave_check::ValidPlan) (a plan is validated before it is exported) and return
-//! the text or, when a format cannot express the plan, a diagnostic saying why and what to use
-//! instead. [`unvalidated`] has the two plan formats' writers for plans not known to be valid.
+//! [`ValidPlan`](pipeweave_check::ValidPlan) (a plan is validated before it is exported) and make a
+//! [`Document`], written to any `io::Write` in chunks as it is made (the `write_*` functions give
+//! its whole text), or, when a format cannot express the plan, a diagnostic saying why and what to
+//! use instead. [`unvalidated`] has the two plan formats' writers for plans not known to be valid.
 
 #![warn(missing_docs)]
 
