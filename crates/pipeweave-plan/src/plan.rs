@@ -224,6 +224,19 @@ impl Plan {
         })
     }
 
+    /// This plan with other programs, one per rank (the caller keeps that count).
+    pub(crate) fn with_programs(&self, programs: Vec<Vec<Action>>) -> Plan {
+        debug_assert_eq!(programs.len(), self.programs.len());
+        Plan {
+            ranks: self.ranks,
+            stages_per_pipeline: self.stages_per_pipeline,
+            pipelines: self.pipelines.clone(),
+            programs,
+            mb_pipeline: self.mb_pipeline.clone(),
+            hosts: self.hosts.clone(),
+        }
+    }
+
     /// A plan with one pipeline carrying micro-batches `0..microbatches`.
     pub fn single(
         ranks: u32,
