@@ -49,6 +49,27 @@ fn zero_bubble_split_is_accepted() {
 }
 
 #[test]
+fn a_plan_without_backwards_is_an_evaluation_plan() {
+    let p = plan(vec![0, 1], 2, &["0F0,0F1", "1F0,1F1"]);
+    assert_eq!(messages(&p), Vec::<String>::new());
+    // Its forwards are still all required, once each.
+    let p = plan(vec![0, 1], 2, &["0F0,0F1,0F1", "1F1"]);
+    assert_eq!(
+        messages(&p),
+        [
+            "rank 0, action 3 (0F1): the forward of stage 0, micro-batch 1 runs twice (first at action 2)",
+            "rank 1, end of program: stage 1 never runs the forward of micro-batch 0 (1F0)",
+        ]
+    );
+    // One backward anywhere makes it a training plan again: every other backward is missing.
+    let p = plan(vec![0, 1], 1, &["0F0,0B0", "1F0"]);
+    assert_eq!(
+        messages(&p),
+        ["rank 1, end of program: stage 1 never runs the backward of micro-batch 0 (1B0)"]
+    );
+}
+
+#[test]
 fn work_problems_name_rank_position_and_action() {
     let p = plan(
         vec![0, 1],

@@ -1,6 +1,8 @@
 //! Checks of the work itself: every op names a real stage on its own rank and a micro-batch of its
 //! pipeline; every stage runs every micro-batch once forward and once backward (B, or I then W);
 //! backwards follow their forward, W follows its I; pairs are a forward with a B or I.
+//! A plan with no backward at all is an evaluation plan (`Plan::forward_only`): there every
+//! forward is still required once, and no backward is missing.
 
 use crate::problem::{Problem, ProblemKind};
 use pipeweave_plan::{Action, Kind, Op, Plan};
@@ -110,6 +112,7 @@ pub(crate) fn check_work(plan: &Plan) -> Vec<Problem> {
             }
         }
     }
+    let training = !plan.is_forward_only();
     for (j, pipeline) in plan.pipelines().iter().enumerate() {
         for (q, &host) in pipeline.placement.iter().enumerate() {
             let stage = plan.stage_id(j as u32, q as u32);
@@ -128,6 +131,9 @@ pub(crate) fn check_work(plan: &Plan) -> Vec<Problem> {
                 let slot = seen.slots[x];
                 if slot.f == NONE {
                     missing(Kind::F);
+                }
+                if !training {
+                    continue;
                 }
                 if slot.bwd == NONE {
                     missing(Kind::B);
