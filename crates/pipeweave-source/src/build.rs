@@ -10,7 +10,7 @@ use pipeweave_check::{Problem, ProblemKind, ValidPlan};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_export::PlanFormat;
 use pipeweave_param::Value;
-use pipeweave_plan::Plan;
+use pipeweave_plan::{Kind, Plan};
 
 /// A validated plan and where its actions came from.
 #[derive(Debug, Clone)]
@@ -24,6 +24,31 @@ pub struct Built {
     /// What reading the source noted besides errors (a PyTorch CSV's cells left out of the plan),
     /// for the caller to show.
     pub notes: Vec<Diagnostic>,
+}
+
+impl Built {
+    /// The evaluation form of this plan (`Plan::forward_only`), each forward keeping its origin.
+    /// The forwards of a valid plan are valid on their own (each waits only on earlier forwards,
+    /// which the training plan already ran in an order that progresses); validated all the same.
+    pub(crate) fn forward_only(self) -> Result<Built, Failure> {
+        let origins = self.origins.map(|origins| {
+            origins
+                .into_iter()
+                .zip(self.plan.programs())
+                .map(|(spans, program)| {
+                    spans
+                        .into_iter()
+                        .zip(program)
+                        .filter(|(_, a)| a.ops().any(|op| op.kind == Kind::F))
+                        .map(|(span, _)| span)
+                        .collect()
+                })
+                .collect()
+        });
+        let mut built = validated(self.plan.forward_only(), origins, self.name)?;
+        built.notes = self.notes;
+        Ok(built)
+    }
 }
 
 /// Validates `plan`; the problems point at the actions' sources where `origins` knows them.

@@ -5,6 +5,7 @@ mod commands;
 mod compare;
 mod draw;
 mod exit_codes;
+mod forward_only;
 mod hostile;
 mod language;
 mod plugins;
