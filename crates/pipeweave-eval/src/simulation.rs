@@ -113,6 +113,10 @@ pub struct Simulation {
     /// The step's figures on a spec.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spec: Option<StepReport>,
+    /// On a spec, how it was fitted to the plan, one sentence per change (empty when the plan has
+    /// the spec's shape).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fitted: Option<Vec<String>>,
     /// Every rank's times.
     pub ranks: Vec<RankTimes>,
 }
@@ -158,6 +162,7 @@ impl Simulation {
             bubble_fraction: timeline.bubble_fraction,
             exposed_comm: timeline.exposed_comm,
             spec: report.cloned(),
+            fitted: report.map(|_| Vec::new()),
             ranks,
         }
     }

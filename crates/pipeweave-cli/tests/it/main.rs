@@ -3,10 +3,13 @@
 mod browser;
 mod commands;
 mod compare;
+mod costs;
 mod draw;
 mod exit_codes;
+mod fitting;
 mod hostile;
 mod language;
 mod plugins;
 mod report;
 mod schemas;
+mod sweeps;

@@ -113,7 +113,10 @@ fn the_stages_per_rank_hint_names_a_value_the_spec_does_not_have() {
                     .strip_prefix("set `parallelism.stages_per_rank` to ")
                     .and_then(|v| v.parse::<u32>().ok())
                     .unwrap_or_else(|| panic!("an unexpected help: {help}"));
-                assert_ne!(v, spec.parallelism.stages_per_rank, "P = {ranks}, S = {stages}");
+                assert_ne!(
+                    v, spec.parallelism.stages_per_rank,
+                    "P = {ranks}, S = {stages}"
+                );
                 assert_eq!(v * ranks, stages, "P = {ranks}, S = {stages}");
             }
         }
