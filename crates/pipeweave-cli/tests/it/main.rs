@@ -4,6 +4,7 @@ mod browser;
 mod commands;
 mod compare;
 mod costs;
+mod docs;
 mod draw;
 mod exit_codes;
 mod fitting;
