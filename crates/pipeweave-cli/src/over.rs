@@ -121,6 +121,11 @@ pub fn parse_over(text: &str) -> Result<OverArg, ArgError> {
         "ranks" | "p" | "P" => Param::Ranks,
         "stages_per_rank" | "stages-per-rank" | "v" => Param::StagesPerRank,
         other if pipeweave_param::is_option_name(other) => Param::Setting(other.to_owned()),
+        "" => {
+            return Err(ArgError(format!(
+                "--over {text}: the parameter's name is missing (NAME=VALUES)"
+            )));
+        }
         other => {
             return Err(ArgError(format!(
                 "--over: `{other}` is not a parameter's name"
@@ -324,6 +329,7 @@ mod tests {
     fn errors() {
         assert!(error("microbatches").contains("NAME=VALUES"));
         assert!(error("a-b=1").contains("`a-b` is not a parameter's name"));
+        assert!(error("=3").contains("the parameter's name is missing"));
         assert!(error("m=0..4").contains("`0` is not a value"));
         assert!(error("m=8..4").contains("runs backwards"));
         assert!(error("m=4..8:0").contains("`0` is not a step"));
