@@ -168,16 +168,9 @@ impl Many {
         session: &mut Session,
     ) -> Result<Comparison, Failure> {
         let spec = on.spec;
-        let costing = Costing::Spec {
-            spec: Box::new(spec.clone()),
-            default: on.default,
-            rule: on.rule,
-        };
-        let (ranks, microbatches) = costing
-            .shape(request.ranks, request.microbatches)
-            .map_err(Failure::invalid)?;
-        let ranks = ranks.unwrap_or(spec.parallelism.pp);
-        let microbatches = microbatches.unwrap_or(spec.training.microbatches);
+        let (ranks, microbatches) =
+            pipeweave_eval::plan_shape(spec, on.rule, request.ranks, request.microbatches)
+                .map_err(Failure::invalid)?;
         let at = PlanRequest {
             ranks: Some(ranks),
             microbatches: Some(microbatches),

@@ -68,16 +68,6 @@ impl Costing {
         }
     }
 
-    /// P and M when the command line leaves them out: the spec's.
-    pub fn default_shape(&self) -> (Option<u32>, Option<u32>) {
-        match self {
-            Costing::Unit | Costing::Uniform(_) => (None, None),
-            Costing::Spec { spec, .. } => {
-                (Some(spec.parallelism.pp), Some(spec.training.microbatches))
-            }
-        }
-    }
-
     /// P and M for a plan: those given; on a spec, the others by its rule ([`plan_shape`]).
     /// Fails when no whole number of micro-batches keeps the spec's global batch.
     pub fn shape(
