@@ -1,7 +1,7 @@
 //! The arguments several commands share, parsed once into typed values: which plan or schedules,
 //! their parameters (`--set NAME=VALUE` as settings), the costs (`--costs KEY=VALUE,...` as
-//! uniform costs), `--over NAME=VALUES` as a sweep's values, and the window of time a drawing
-//! shows (`--from`, `--to`).
+//! uniform costs, or `--spec` with the flags of the one rule by which it meets a plan), and the
+//! window of time a drawing shows (`--from`, `--to`). `--over` is read in `over.rs`.
 //!
 //! A value parser's error is an [`ArgError`]: `main` prints it as `error: ...` and exits with 2,
 //! like every other usage error of ours.
@@ -105,9 +105,10 @@ impl ScheduleParams {
 /// How a cluster spec meets the plans, the one rule of every command that takes `--spec`.
 #[derive(Debug, Clone, Args)]
 pub struct SpecArgs {
-    /// A cluster spec: a TOML file (`-`: standard input), a shipped spec's name, or `default`;
-    /// its `parallelism.pp` and `training.microbatches` are the defaults of -p and -m, and it is
-    /// fitted to each plan's shape (P, M, the layers cut into the plan's stages), which a note says
+    /// A cluster spec: a TOML file (`-`: standard input), a shipped spec's name, or `default` (what
+    /// compare uses without it); its `parallelism.pp` and `training.microbatches` are the defaults
+    /// of -p and -m, and it is fitted to each plan's shape (P, M, the layers cut into the plan's
+    /// stages), as a note says
     #[arg(long = "spec", id = "spec", value_name = "FILE|NAME")]
     pub name: Option<String>,
     /// Refuse a plan whose shape is not the spec's (P, stages per rank, M), pointing at the spec's
