@@ -45,6 +45,9 @@ pub enum Costing {
 pub struct Run {
     /// The simulated step.
     pub timeline: Timeline,
+    /// The step time: the makespan with unit costs; on a spec the pipeline, then the
+    /// data-parallel synchronisation and the optimizer.
+    pub step_time: f64,
     /// The costs the step was simulated with (for transfer times).
     pub costs: Box<dyn CostModel>,
     /// On a spec, how it was fitted to the plan, one sentence per change.
@@ -90,6 +93,7 @@ impl Costing {
                 let timeline =
                     pipeweave_sim::simulate(plan, &UnitCosts).map_err(|e| e.to_string())?;
                 Ok(Run {
+                    step_time: timeline.timing.makespan,
                     timeline,
                     costs: Box::new(UnitCosts),
                     fitted: Vec::new(),
@@ -98,6 +102,7 @@ impl Costing {
             Costing::Uniform(costs) => {
                 let timeline = pipeweave_sim::simulate(plan, costs).map_err(|e| e.to_string())?;
                 Ok(Run {
+                    step_time: timeline.timing.makespan,
                     timeline,
                     costs: Box::new(*costs),
                     fitted: Vec::new(),
@@ -107,6 +112,7 @@ impl Costing {
                 let fitted = fit(spec, plan, *rule).map_err(|d| crate::step::messages(&d))?;
                 let e = evaluate(&fitted.spec, plan).map_err(|d| crate::step::messages(&d))?;
                 Ok(Run {
+                    step_time: e.report.step_time_s,
                     timeline: e.timeline,
                     costs: Box::new(e.costs),
                     fitted: fitted.notes(),

@@ -9,6 +9,7 @@
 
 #![warn(missing_docs)]
 
+mod breakdown;
 mod compare;
 mod costing;
 mod finite;
@@ -20,6 +21,7 @@ mod simulation;
 mod step;
 mod sweep;
 
+pub use breakdown::{Breakdown, RankStep, Step, Volumes, step};
 pub use compare::{Comparison, Figures, Row, Traits, evaluate_row};
 pub use costing::{Costing, Run, TimeUnit};
 pub use finite::non_finite;
@@ -31,9 +33,9 @@ pub use pipeweave_param::Value;
 pub use planner::{PlanRequest, Planner, Unbuilt};
 pub use questions::{ParamCost, dualpipe_param_cost, gpu_hours_recovered_per_million_tokens};
 pub use recommend::{
-    Candidate, M_PER_CONFIG, MAX_M, Recommendation, RejectedPp, SearchSchedule, V_VALUES, Verdict,
-    recommend,
+    Candidate, LostOn, M_PER_CONFIG, MAX_M, Recommendation, RejectedShape, SearchSchedule,
+    V_VALUES, Verdict, recommend,
 };
 pub use simulation::{RankMemory, RankTimes, Shape, Simulation};
-pub use step::{Evaluation, RankReport, StepReport, evaluate};
+pub use step::{Evaluation, MemoryBreakdown, RankReport, StepReport, evaluate};
 pub use sweep::{Metric, Over, Param, Sweep, SweepPoint, SweepSeries, Tick, sweep};

@@ -18,7 +18,8 @@ use serde::{Serialize, Serializer};
 pub enum Metric {
     /// Share of rank-time spent idle.
     Bubble,
-    /// The step's makespan (units, or seconds with a spec).
+    /// The step time: the makespan (units); on a spec, in seconds, with the data-parallel
+    /// synchronisation and the optimizer after the pipeline.
     StepTime,
 }
 
@@ -245,7 +246,7 @@ pub fn sweep<P: Planner + ?Sized>(
                 match point(schedule, &over.param, x, base, costing, planner) {
                     Ok(plan) => costing.run(&plan).map(|run| match metric {
                         Metric::Bubble => run.timeline.bubble_fraction,
-                        Metric::StepTime => run.timeline.timing.makespan,
+                        Metric::StepTime => run.step_time,
                     }),
                     Err(Unbuilt::Refused(reason)) => Err(reason),
                     Err(Unbuilt::Stop(stop)) => return Err(stop),

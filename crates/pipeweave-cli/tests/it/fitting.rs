@@ -7,7 +7,8 @@ use crate::draw::{pipeweave, read, scratch};
 use std::path::Path;
 
 /// Runs every command on `args` (a plan, its parameters and the spec's flags) in `dir` and writes
-/// what each printed: its exit code, standard output (the first `lines` lines) and standard error.
+/// what each printed: its exit code, standard output (the first `lines` lines and the last, where
+/// `compare` puts its notes) and standard error.
 fn transcript(dir: &Path, extra: &[&str], lines: usize) -> String {
     let commands: [&[&str]; 7] = [
         &["simulate", "zb-v"],
@@ -23,8 +24,15 @@ fn transcript(dir: &Path, extra: &[&str], lines: usize) -> String {
         let args: Vec<&str> = command.iter().chain(extra).copied().collect();
         let (code, out, err) = pipeweave(dir, &args);
         text.push_str(&format!("$ pipeweave {}\nexit {code}\n", args.join(" ")));
-        for line in out.lines().take(lines) {
+        let out: Vec<&str> = out.lines().collect();
+        for line in out.iter().take(lines) {
             text.push_str(&format!("  {line}\n"));
+        }
+        if out.len() > lines + 1 {
+            text.push_str(&format!("  … {} lines\n", out.len() - lines - 1));
+        }
+        if let Some(last) = out.get(lines.max(out.len().saturating_sub(1))) {
+            text.push_str(&format!("  {last}\n"));
         }
         for line in err.lines() {
             text.push_str(&format!("! {line}\n"));

@@ -98,13 +98,13 @@ fn thousands_of_unknown_spec_keys_on_one_line_are_bounded() {
     )
     .expect("the unit spec");
     let (head, _) = spec
-        .split_once("[efficiency]")
-        .expect("an efficiency table");
+        .split_once("[parallelism]")
+        .expect("a parallelism table");
     let (before, after) = head.split_once("[cluster]").expect("a cluster table");
     dir.write(
         "keys.toml",
         format!(
-            "{before}efficiency = {{ achievable_fraction = 0.5, {} }}\n[cluster]{after}",
+            "{before}parallelism = {{ pp = 4, tp = 1, ep = 1, dp = 1, {} }}\n[cluster]{after}",
             keys.join(", ")
         ),
     );
@@ -319,25 +319,24 @@ fn figures_stay_finite() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../specs/unit.toml"),
     )
     .expect("the unit spec");
-    dir.write(
-        "tiny.toml",
-        unit.replace("peak_tflops = 100.0", "peak_tflops = 5e-324"),
-    );
-    dir.write(
-        "slow.toml",
+    let with_override = |key: &str, value: &str| {
         unit.replace(
-            "intra_node_latency_us = 1.0",
-            "intra_node_latency_us = 1e308",
-        ),
-    );
+            "[model]",
+            &format!(
+                "[cluster.override]\n{key} = {{ value = {value}, source = \"a typo\" }}\n\n[model]"
+            ),
+        )
+    };
+    dir.write("tiny.toml", with_override("peak_tflops_bf16", "5e-324"));
+    dir.write("slow.toml", with_override("intra_node_latency_us", "1e308"));
     let out = dir.run(&["simulate", "1f1b", "--spec", "tiny.toml"]);
     assert_eq!((out.status.code(), out.stdout.is_empty()), (Some(1), true));
     insta::assert_snapshot!("peak_too_small", text(&out.stderr));
     let out = dir.run(&["compare", "1f1b", "--spec", "slow.toml", "--format", "json"]);
     assert_eq!((out.status.code(), out.stdout.is_empty()), (Some(1), true));
     assert!(text(&out.stderr).starts_with(
-        "error: `cluster.intra_node_latency_us` must be at most 1000000000, found 1e308\n   \
-         ┌─ slow.toml:15:25\n"
+        "error: `cluster.override.intra_node_latency_us.value` must be at most 1000000000, \
+         found 1e308\n   ┌─ slow.toml:15:35\n"
     ));
     let out = dir.run(&[
         "simulate",
