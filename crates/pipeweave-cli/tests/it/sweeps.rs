@@ -71,6 +71,54 @@ fn over_the_ranks_the_gpus_dp_or_the_global_batch_stay() {
     ));
 }
 
+/// The step times of a sweep over the ranks on DeepSeek-V3's spec at M = 64, as JSON, with `extra`.
+fn step_times(dir: &Path, extra: &[&str]) -> Vec<f64> {
+    let mut args = vec![
+        "sweep",
+        "1f1b",
+        "--spec",
+        "deepseek-v3-h800-pp16-ep64",
+        "--over",
+        "ranks=8,16,32",
+        "-m",
+        "64",
+        "--metric",
+        "step-time",
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    let (code, out, err) = pipeweave(dir, &args);
+    assert_eq!((code, err.as_str()), (0, ""), "{args:?}");
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("the sweep is JSON");
+    doc["series"][0]["points"]
+        .as_array()
+        .expect("points")
+        .iter()
+        .map(|p| p["value"].as_f64().expect("a step time"))
+        .collect()
+}
+
+/// The cost model prices the data parallelism (the gradient reduction over dp replicas and the
+/// optimizer on its ZeRO shard), so keeping dp instead of the GPUs gives another step time
+/// wherever P is not the spec's: at P = 8 dp 128 (kept) instead of 256 reduces over half the
+/// replicas and is faster; at P = 32 dp 128 (kept) instead of 64 is not the same step either. At
+/// the spec's own P = 16 both rules give the spec itself.
+#[test]
+fn keeping_dp_changes_the_step_time_where_p_changes() {
+    let dir = scratch("sweep-keep-dp");
+    let gpus = step_times(&dir, &[]);
+    let dp = step_times(&dir, &["--keep-dp"]);
+    assert_eq!(gpus[1], dp[1], "P = 16 is the spec's own shape");
+    assert!(
+        dp[0] < gpus[0],
+        "P = 8: dp 128 {} vs dp 256 {}",
+        dp[0],
+        gpus[0]
+    );
+    assert_ne!(dp[2], gpus[2], "P = 32: dp 128 vs dp 64");
+}
+
 /// Over micro-batches at a fixed global batch the micro-batch size follows M; a size that is not
 /// whole is a gap with the reason.
 #[test]
