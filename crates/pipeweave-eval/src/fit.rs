@@ -171,6 +171,13 @@ fn replicas(spec: &Spec, pp: u32, rule: SpecRule) -> Result<(u32, u64), String> 
                 par.tp, par.dp
             ));
         }
+        if wanted > node && spec.cluster.hardware.network_id.is_none() {
+            return Err(format!(
+                "pp {pp} × tp {} × dp {} (kept) is {wanted} GPUs, more than the spec's one node \
+                 of {node}, and the spec names no `cluster.network` between nodes",
+                par.tp, par.dp
+            ));
+        }
         return Ok((par.dp, wanted));
     }
     let per_replica = u64::from(pp) * u64::from(par.tp);

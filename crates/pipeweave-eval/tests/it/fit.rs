@@ -110,3 +110,23 @@ fn a_rule_that_cannot_hold_says_why() {
     assert_eq!(microbatches_at(&deepseek, 32, SpecRule::default()), Ok(240));
     assert_eq!(global_batch(&deepseek), 15360);
 }
+
+/// Keeping dp on a spec of one node without a network would need a second node and a network the
+/// spec does not name (the cost model would price it as the intra-node link): refused, with the
+/// reason.
+#[test]
+fn keeping_dp_beyond_a_node_needs_a_network() {
+    let unit = load("unit");
+    assert!(unit.cluster.hardware.network_id.is_none());
+    let err = fit(
+        &unit,
+        &library("1f1b", 8, 8).expect("builds"),
+        rule(false, true, false),
+    )
+    .expect_err("no network");
+    assert_eq!(
+        err[0].message,
+        "pp 8 × tp 1 × dp 1 (kept) is 8 GPUs, more than the spec's one node of 4, and the spec \
+         names no `cluster.network` between nodes"
+    );
+}
