@@ -222,7 +222,7 @@ pub enum ConvertTo {
 pub enum MetricArg {
     /// Share of rank-time spent idle
     Bubble,
-    /// The step's makespan (seconds with --spec, units otherwise)
+    /// The step time (units; with --spec seconds, data-parallel sync and optimizer included)
     StepTime,
 }
 
