@@ -88,6 +88,56 @@ fn thousands_of_errors_on_one_line_are_bounded() {
     assert!(err.len() < 16_000 * 400, "{} bytes", err.len());
 }
 
+/// A compute_comms CSV is bounded the same way: 16,000 transfers without a micro-batch on one line,
+/// and a file whose every send is repeated (each one reported against the lowering).
+#[test]
+fn thousands_of_bad_compute_comms_cells_are_bounded() {
+    let dir = Scratch::new("comms");
+    dir.write("bad.csv", vec!["0SEND_F"; 16_000].join(",") + "\n");
+    let out = dir.run(&["validate", "bad.csv"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.len() < 30_000, "{} bytes", err.len());
+    assert_eq!(
+        err.matches("error: expected a micro-batch number after `0SEND_F`")
+            .count(),
+        50
+    );
+    assert!(err.ends_with("error: 16,000 problems found\n"), "{err}");
+    let written = dir.run(&[
+        "export",
+        "1f1b",
+        "-p",
+        "8",
+        "-m",
+        "256",
+        "--to",
+        "pytorch-comms",
+    ]);
+    assert_eq!(written.status.code(), Some(0));
+    let twice: String = text(&written.stdout)
+        .lines()
+        .map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            let mut out = Vec::new();
+            for c in cells {
+                out.push(c);
+                if c.contains("SEND_") && !c.contains("WAIT") {
+                    out.push(c);
+                }
+            }
+            out.join(",") + "\n"
+        })
+        .collect();
+    dir.write("twice.csv", twice);
+    let out = dir.run(&["validate", "twice.csv"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.len() < 60_000, "{} bytes", err.len());
+    assert_eq!(err.matches("appears a second time").count(), 50);
+    assert!(err.ends_with("error: 3,584 problems found\n"), "{err}");
+}
+
 /// 8,000 unknown keys in one inline table of a spec (before: 849 MB in 21 s).
 #[test]
 fn thousands_of_unknown_spec_keys_on_one_line_are_bounded() {

@@ -12,5 +12,6 @@ mod hostile;
 mod language;
 mod plugins;
 mod report;
+mod roundtrip;
 mod schemas;
 mod sweeps;
