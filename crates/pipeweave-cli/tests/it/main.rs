@@ -3,8 +3,11 @@
 mod browser;
 mod commands;
 mod compare;
+mod costs;
+mod docs;
 mod draw;
 mod exit_codes;
+mod fitting;
 mod forward_only;
 mod hostile;
 mod language;
@@ -12,3 +15,4 @@ mod plugins;
 mod report;
 mod roundtrip;
 mod schemas;
+mod sweeps;
