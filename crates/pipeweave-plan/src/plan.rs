@@ -127,6 +127,9 @@ pub struct Plan {
     mb_pipeline: Vec<u32>,
     /// Derived: global stage → hosting rank (hot in every pass, so a table, not arithmetic).
     hosts: Vec<u32>,
+    /// An evaluation step (forwards only), as said by `forward_only`, `into_evaluation` or a file:
+    /// never inferred from the programs, so a plan that forgot its backwards stays invalid.
+    pub(crate) evaluation: bool,
 }
 
 impl Plan {
@@ -221,6 +224,7 @@ impl Plan {
             programs,
             mb_pipeline,
             hosts,
+            evaluation: false,
         })
     }
 
@@ -234,6 +238,7 @@ impl Plan {
             programs,
             mb_pipeline: self.mb_pipeline.clone(),
             hosts: self.hosts.clone(),
+            evaluation: self.evaluation,
         }
     }
 

@@ -75,7 +75,8 @@ fn simulated_with_no_activation_saved() {
     assert!(ranks.iter().all(|r| r["peak_activations"] == 0), "{out}");
 }
 
-/// The JSON plan keeps it (and reads back as the same evaluation plan); PyTorch's CSVs refuse it.
+/// The JSON plan says it (and reads back as the same evaluation plan); the actions text is read
+/// as one when told; PyTorch's CSVs refuse it.
 #[test]
 fn exported_to_json_and_refused_by_pytorchs_csvs() {
     let dir = std::env::temp_dir().join(format!("pipeweave-forward-only-{}", std::process::id()));
@@ -97,10 +98,28 @@ fn exported_to_json_and_refused_by_pytorchs_csvs() {
     ]);
     assert_eq!((code, err.as_str()), (0, ""));
     let (code, out, err) = pipeweave(&["validate", path]);
-    std::fs::remove_dir_all(&dir).expect("temp dir removed");
     assert_eq!((code, err.as_str()), (0, ""));
     assert!(
         out.ends_with("64 compute operations, forwards only: an evaluation step)\n"),
+        "{out}"
+    );
+    // The actions text has no place to say so: read back, it is a training step missing its
+    // backwards, unless --forward-only says it is an evaluation step.
+    let file = dir.join("eval.actions");
+    let actions = file.to_str().expect("utf-8 path");
+    let (code, _, err) = pipeweave(&["convert", path, "--to", "actions", "-o", actions]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let (code, _, err) = pipeweave(&["validate", actions]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("never runs the backward of micro-batch 0"),
+        "{err}"
+    );
+    let (code, out, err) = pipeweave(&["validate", actions, "--forward-only"]);
+    std::fs::remove_dir_all(&dir).expect("temp dir removed");
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert!(
+        out.ends_with("forwards only: an evaluation step)\n"),
         "{out}"
     );
     for to in ["pytorch", "pytorch-comms"] {
