@@ -6,7 +6,7 @@
 //! all: into a temporary file beside it, flushed to the disk, then renamed over it, so on any error
 //! an existing file stays as it was and no temporary file remains.
 
-use crate::diagnostics::Renderer;
+use pipeweave_diagnostics::Renderer;
 use pipeweave_source::{Failure, Files};
 use std::io::{ErrorKind, Write};
 use std::path::Path;
@@ -158,7 +158,7 @@ pub fn finish(result: Result<(), Failure>, files: &Files, max_diagnostics: usize
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            let text = Renderer::new(files, max_diagnostics).failure(&f);
+            let text = Renderer::new(files, max_diagnostics).failure(&f.diagnostics);
             let _ = std::io::stderr().lock().write_all(text.as_bytes());
             ExitCode::from(f.exit_code())
         }

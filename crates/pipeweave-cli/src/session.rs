@@ -3,8 +3,8 @@
 //! read a spec.
 
 use crate::args::PlanArgs;
-use crate::diagnostics::Renderer;
 use crate::host::CliHost;
+use pipeweave_diagnostics::Renderer;
 use pipeweave_source::{Built, Failure, Files, LoadedSpec, Params, Source};
 
 /// The outside world of one command.

@@ -4,12 +4,12 @@
 use crate::build::{self, Built};
 use crate::declared::Declared;
 use crate::failure::Failure;
-use crate::files::Files;
 use crate::host::{
     FolderFile, Host, PLUGIN_PREFIX, PluginInfo, PluginTarget, STDIN, looks_like_path, shown_name,
 };
 use crate::params::Params;
 use pipeweave_diagnostics::FileId;
+use pipeweave_diagnostics::Files;
 
 /// What a name resolved to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
