@@ -133,13 +133,7 @@ fn new_file_permissions() -> Option<std::fs::Permissions> {
 /// found in `what`'s figures): the inputs are bounded so that this does not happen, and a figure
 /// printed as `inf` or `NaN%` would be wrong silently.
 pub fn finite(what: &str, found: Option<(String, f64)>) -> Result<(), Failure> {
-    match found {
-        None => Ok(()),
-        Some((path, x)) => Err(Failure::invalid(format!(
-            "{what}: the figure `{path}` came out as {x}, not a finite number; an input is too \
-             large or too small for pipeweave to compute with"
-        ))),
-    }
+    pipeweave_eval::finite(what, found).map_err(Failure::invalid)
 }
 
 /// Prints rendered text (a warning) on standard error (where a failed write has nowhere to be

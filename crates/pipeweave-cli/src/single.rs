@@ -4,7 +4,7 @@
 use crate::args::{ConvertTo, CostArgs, Format, PlanArgs};
 use crate::output::{self, emit};
 use crate::session::Session;
-use pipeweave_eval::{Evaluation, Shape, Simulation, evaluate, non_finite};
+use pipeweave_eval::{Evaluation, Shape, Simulation, evaluate_on_spec, non_finite};
 use pipeweave_plan::Plan;
 use pipeweave_sim::{CostModel, Timeline};
 use pipeweave_source::{Built, Failure, LoadedSpec};
@@ -28,13 +28,8 @@ pub fn on_spec(
             .or(Some(spec.spec.training.microbatches));
     }
     let built = session.build(&source, &params)?;
-    let problems = spec.spec.check_plan(&built.plan);
-    if !problems.is_empty() {
-        return Err(Failure::from_diagnostics(problems));
-    }
-    let e = evaluate(&spec.spec, &built.plan).map_err(Failure::from_diagnostics)?;
-    output::finite(&built.name, non_finite(&e.report))?;
-    finite_timeline(&built.name, &built.plan, &e.timeline)?;
+    let e = evaluate_on_spec(&built.name, &spec.spec, &built.plan)
+        .map_err(Failure::from_diagnostics)?;
     Ok((built, e))
 }
 

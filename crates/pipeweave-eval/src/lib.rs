@@ -22,7 +22,7 @@ mod sweep;
 
 pub use compare::{Comparison, Figures, Row, Traits, evaluate_row};
 pub use costing::{Costing, Run, TimeUnit};
-pub use finite::non_finite;
+pub use finite::{finite, non_finite};
 pub use fit::{fit_spec, split_layers};
 pub use planner::{PlanRequest, Planner, Unbuilt};
 pub use questions::{ParamCost, dualpipe_param_cost, gpu_hours_recovered_per_million_tokens};
@@ -31,5 +31,5 @@ pub use recommend::{
     recommend,
 };
 pub use simulation::{RankMemory, RankTimes, Shape, Simulation};
-pub use step::{Evaluation, RankReport, StepReport, evaluate};
+pub use step::{Evaluation, RankReport, StepReport, evaluate, evaluate_on_spec};
 pub use sweep::{Metric, Over, Param, Sweep, SweepPoint, SweepSeries, Tick, sweep};

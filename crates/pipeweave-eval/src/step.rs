@@ -188,6 +188,26 @@ pub fn evaluate(spec: &Spec, plan: &ValidPlan) -> Result<Evaluation, Vec<Diagnos
     })
 }
 
+/// The plan `name` on `spec` as `simulate --spec` and `export --spec` take it: checked against
+/// the spec (P, M, the model's parts; a mismatch points at the spec's key), evaluated, and every
+/// figure of the report and the timeline finite ([`crate::finite`]).
+pub fn evaluate_on_spec(
+    name: &str,
+    spec: &Spec,
+    plan: &ValidPlan,
+) -> Result<Evaluation, Vec<Diagnostic>> {
+    let problems = spec.check_plan(plan);
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let e = evaluate(spec, plan)?;
+    let one = |m: String| vec![Diagnostic::error(m)];
+    crate::finite(name, crate::non_finite(&e.report)).map_err(one)?;
+    let sim = crate::Simulation::new(name, plan, &e.timeline, None);
+    crate::finite(name, crate::non_finite(&sim)).map_err(one)?;
+    Ok(e)
+}
+
 /// Every diagnostic's message, joined by `; `: a failure in one line.
 pub(crate) fn messages(diags: &[Diagnostic]) -> String {
     diags

@@ -97,6 +97,28 @@ impl Source {
         })
     }
 
+    /// A plan given as text under `name` (the host reads it by that name): a JSON plan when the
+    /// text starts with `{`, the actions text otherwise, as for standard input.
+    pub fn plan_text(name: &str) -> Source {
+        Source {
+            name: name.to_owned(),
+            kind: SourceKind::PlanFile,
+            inner: Inner::PlanFile { json: None },
+        }
+    }
+
+    /// Why it could not be built, in one line: with the place in front for a file the user gave
+    /// (a `.weave` file, one of their schedule folders' files, a plan file), as the library's and
+    /// plugins' own words otherwise.
+    pub fn failure_reason(&self, failure: &Failure, files: &Files) -> String {
+        match self.kind {
+            SourceKind::WeaveFile | SourceKind::Folder | SourceKind::PlanFile => {
+                failure.located_reason(files)
+            }
+            SourceKind::Library | SourceKind::Plugin => failure.reason(),
+        }
+    }
+
     /// The argument as the user wrote it.
     pub fn name(&self) -> &str {
         &self.name
