@@ -50,14 +50,20 @@ fn build(c: &mut context::Context, arg: &str, params: &Params) -> Result<Plan, R
     let built = c
         .build(&source, params)
         .map_err(|f| Raised::new(&f, &c.files, Kind::Plan))?;
-    Ok(Plan { built })
+    let requires = source.declared().map(|d| d.requires.clone());
+    Ok(Plan {
+        built,
+        requires: requires.unwrap_or_default(),
+    })
 }
 
 /// Compiles a schedule (a library schedule's or plugin's name, a `.weave` file, a schedule of
 /// the user's folders) or reads a plan file, and validates the plan.
 ///
-/// Schedule parameters are keyword arguments: `weight_split=True`, `lag=1`, as `--set` gives
-/// them. Raises `UsageError` for parameters the schedule cannot take, `PlanError` when there is
+/// `ranks` (P), `microbatches` (M) and `stages_per_rank` (v) are `-p`, `-m` and `-v` of the command
+/// line; the schedule's own parameters are keyword arguments, `weight_split=True`, `lag=1`, as
+/// `--set` gives them. `plugin_dirs` and `schedule_dirs` are searched first, before
+/// `PIPEWEAVE_PLUGIN_PATH` and `PIPEWEAVE_SCHEDULE_PATH`. Raises `UsageError` for parameters the schedule cannot take, `PlanError` when there is
 /// no valid plan, with the command line's message.
 #[pyfunction]
 #[pyo3(signature = (schedule, *, ranks=None, microbatches=None, stages_per_rank=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **params))]
@@ -113,7 +119,10 @@ fn load(py: Python<'_>, path: PathBuf, pipelines: u32) -> PyResult<Plan> {
         let built = c
             .build(&source, &params)
             .map_err(|f| Raised::new(&f, &c.files, Kind::Plan))?;
-        Ok(Plan { built })
+        Ok(Plan {
+            built,
+            requires: String::new(),
+        })
     })
 }
 
@@ -141,7 +150,10 @@ fn validate(py: Python<'_>, text_or_path: &Bound<'_, PyAny>, pipelines: u32) -> 
         let built = c
             .build(&Source::plan_text(TEXT_NAME), &params)
             .map_err(|f| Raised::new(&f, &c.files, Kind::Plan))?;
-        Ok(Plan { built })
+        Ok(Plan {
+            built,
+            requires: String::new(),
+        })
     })
 }
 

@@ -18,6 +18,8 @@ use pyo3::types::{PyDict, PyList};
 #[derive(Debug)]
 pub struct Plan {
     pub built: Built,
+    /// What the schedule requires of P and M, in its own words (empty for a plan file).
+    pub requires: String,
 }
 
 /// `costs=`: `"F=1,B=2"` as `--costs` takes it, or a dict of the same keys.
@@ -307,7 +309,8 @@ impl Plan {
             let plan = self.plan();
             let (p, m) = (plan.ranks(), plan.num_microbatches());
             let mut cmp = Comparison::new(&loaded.spec, loaded.default, p, m, units);
-            cmp.push(&loaded.spec, self.built.name.as_str(), "", Ok(plan));
+            let requires = self.requires.as_str();
+            cmp.push(&loaded.spec, self.built.name.as_str(), requires, Ok(plan));
             for name in &schedules {
                 let source = c
                     .resolve(name)
