@@ -30,9 +30,13 @@ def results(tmp_path_factory):
 def reference(stages, m, size):
     """The unpipelined model: parts in a chain, each micro-batch's loss backward (torchtitan's
     builder keeps PyTorch's `scale_grads=False`: the step's gradient is the sum)."""
+    before = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
-    parts = [titan_worker.part(s) for s in range(stages)]
-    x, y = titan_worker.batch(m, size)
+    try:
+        parts = [titan_worker.part(s) for s in range(stages)]
+        x, y = titan_worker.batch(m, size)
+    finally:
+        torch.set_default_dtype(before)
     losses = []
     for k in range(m):
         out = x[k * size : (k + 1) * size]
