@@ -66,6 +66,10 @@ fn build(c: &mut context::Context, arg: &str, params: &Params) -> Result<Plan, R
 /// `PIPEWEAVE_PLUGIN_PATH` and `PIPEWEAVE_SCHEDULE_PATH`. Raises `UsageError` for parameters the schedule cannot take, `PlanError` when there is
 /// no valid plan, with the command line's message.
 #[pyfunction]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the Python signature: every keyword is an argument"
+)]
 #[pyo3(signature = (schedule, *, ranks=None, microbatches=None, stages_per_rank=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **params))]
 fn compile(
     py: Python<'_>,
