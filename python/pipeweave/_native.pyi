@@ -74,10 +74,10 @@ def compile(
 ) -> Plan:
     """Compiles a schedule (name, `.weave` file, plugin) or reads a plan file, and validates the plan."""
 
-def load(path: _Path, *, pipelines: int = 1) -> Plan:
-    """Reads a plan file (JSON plan, or the actions text with `pipelines` pipelines) and validates it."""
+def load(path: _Path, *, pipelines: int | None = None) -> Plan:
+    """Reads a plan file (JSON plan, compute_comms CSV, or the actions text with `pipelines` pipelines) and validates it."""
 
-def validate(text_or_path: str | os.PathLike[str], *, pipelines: int = 1) -> Plan:
+def validate(text_or_path: str | os.PathLike[str], *, pipelines: int | None = None) -> Plan:
     """Validates a plan given as text or read from a path; raises PlanError with every problem."""
 
 def list_schedules(*, plugin_dirs: list[_Path] = ..., schedule_dirs: list[_Path] = ...) -> list[dict[str, Any]]:

@@ -1,6 +1,7 @@
 //! Workspace-level integration tests: the reference vectors recorded from the real
 //! implementations, loaded, validated and simulated through the library crates.
 
+mod calibration;
 mod deadlock;
 mod reference;
 mod spec_questions;

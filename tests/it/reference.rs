@@ -43,7 +43,7 @@ fn entries() -> Vec<Entry> {
 /// The vector's plan, through the validator.
 fn load(e: &Entry) -> ValidPlan {
     let text = std::fs::read_to_string(root().join(&e.path)).expect("vector file");
-    let file = pipeweave_export::read_actions(&text, FileId(0), e.pipelines)
+    let file = pipeweave_export::read_actions(&text, FileId(0), Some(e.pipelines))
         .unwrap_or_else(|d| panic!("{} does not load: {d:?}", e.path));
     pipeweave_check::validate(file.plan)
         .unwrap_or_else(|problems| panic!("{}: {problems:?}", e.path))
@@ -195,4 +195,58 @@ fn lowering_equals_pytorch() {
         checked += 1;
     }
     assert_eq!(checked, 16);
+}
+
+/// PyTorch's own compute_comms CSVs read back as the plan they were lowered from: the plain
+/// lowering, the one the runtime builds with FSDP's `UNSHARD`/`RESHARD` (`NAME.fsdp.comms`), and
+/// the one with `defer_pp_recv=True` (`NAME.defer-recv.comms`), all recorded from torch 2.15.0 with
+/// `record.py`. Each has nothing to report but one: `defer_pp_recv` moves ZB-V's receives next to
+/// their consumers across the one channel between two ranks that carries both directions, so rank 1
+/// posts `2RECV_B0` before `1RECV_F2` while rank 0 sends `0SEND_F2` first. PyTorch matches the
+/// messages in posting order, and this is a real fault: run on gloo, that step's gradients differ
+/// from the unpipelined model's by up to 0.3 (the conformance suite's negative case "zb-v-p2/pytorch
+/// through PyTorch's defer_pp_recv"), while the same CSV without it matches.
+#[test]
+fn pytorchs_compute_comms_csvs_read_back_as_their_plans() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/torch-lowered");
+    let entries = entries();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("torch-lowered")
+        .map(|f| f.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "comms"))
+        .collect();
+    files.sort();
+    let mut forms = std::collections::BTreeMap::new();
+    for path in &files {
+        let file_name = path.file_name().and_then(|n| n.to_str()).expect("name");
+        let (stem, form) = file_name.split_once('.').expect("NAME.FORM");
+        let e = entries
+            .iter()
+            .find(|e| e.pipelines == 1 && e.path.ends_with(&format!("/{stem}.actions")))
+            .unwrap_or_else(|| panic!("{file_name}: no reference vector {stem}"));
+        let text = std::fs::read_to_string(path).expect("comms file");
+        assert_eq!(
+            pipeweave_export::PlanFormat::detect(&text),
+            pipeweave_export::PlanFormat::PytorchComms,
+            "{file_name}"
+        );
+        let read = pipeweave_export::read_pytorch_comms(&text, FileId(0))
+            .unwrap_or_else(|d| panic!("{file_name}: {d:?}"));
+        assert_eq!(read.plan, *load(e), "{file_name}");
+        let messages: Vec<String> = read.check().into_iter().map(|d| d.message).collect();
+        let expected: &[&str] = if file_name == "ZBVZeroBubble_v2_p2_m4.defer-recv.comms" {
+            &["rank 1, cell 13: `1RECV_F2` is out of order on the channel from rank 0 to rank 1"]
+        } else {
+            &[]
+        };
+        assert_eq!(messages, expected, "{file_name}");
+        let sharding = read.notes().len();
+        assert_eq!(sharding, usize::from(form == "fsdp.comms"), "{file_name}");
+        *forms.entry(form.to_owned()).or_insert(0) += 1;
+    }
+    let counts: Vec<(&str, i32)> = forms.iter().map(|(f, n)| (f.as_str(), *n)).collect();
+    assert_eq!(
+        counts,
+        [("comms", 16), ("defer-recv.comms", 2), ("fsdp.comms", 16)]
+    );
 }

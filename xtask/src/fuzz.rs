@@ -14,7 +14,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The targets, as `fuzz/Cargo.toml` names them.
-pub const TARGETS: &[&str] = &["dsl", "spec", "actions", "json", "protocol"];
+pub const TARGETS: &[&str] = &[
+    "dsl",
+    "spec",
+    "actions",
+    "pytorch_comms",
+    "json",
+    "protocol",
+];
 
 /// The cargo-fuzz release installed when none is found.
 const CARGO_FUZZ_VERSION: &str = "0.13.2";

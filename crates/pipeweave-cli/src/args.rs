@@ -8,6 +8,7 @@
 
 use clap::{Args, ValueEnum};
 use pipeweave_eval::{Metric, Over, Param};
+use pipeweave_export::PlanFormat;
 use pipeweave_sim::UniformCosts;
 use pipeweave_source::{Params, Setting};
 use std::fmt;
@@ -38,8 +39,8 @@ fn set_help() -> String {
 /// Which plan to work on.
 #[derive(Debug, Args)]
 pub struct PlanArgs {
-    /// A schedule, or a plan file (actions text, PyTorch compute-only CSV, or JSON plan; `-`:
-    /// standard input)
+    /// A schedule, or a plan file (actions text, PyTorch compute-only or compute_comms CSV, or JSON
+    /// plan; `-`: standard input)
     #[arg(value_name = "PLAN")]
     pub plan: String,
     #[command(flatten)]
@@ -62,9 +63,14 @@ pub struct ScheduleParams {
     pub stages_per_rank: Option<u32>,
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_setting, help = set_help())]
     pub set: Vec<Setting>,
-    /// Pipelines in an actions file (of equal length; stage q of each computes the same model part)
-    #[arg(long, value_name = "K", default_value_t = 1, value_parser = parse_pipelines)]
-    pub pipelines: u32,
+    /// Pipelines in an actions file (of equal length; stage q of each computes the same model part;
+    /// default: as many as the file's micro-batches show)
+    #[arg(long, value_name = "K", value_parser = parse_pipelines)]
+    pub pipelines: Option<u32>,
+    /// How to read a plan file (default: a `.json` file is a JSON plan, other files are told apart
+    /// by their text)
+    #[arg(long = "plan-format", value_enum, value_name = "FORMAT")]
+    pub plan_format: Option<PlanFormatArg>,
     /// A directory to search for plugins first (repeatable; then PIPEWEAVE_PLUGIN_PATH, then
     /// next to the executable)
     #[arg(long = "plugin-dir", value_name = "DIR")]
@@ -98,6 +104,32 @@ impl ScheduleParams {
             stages_per_rank: self.stages_per_rank,
             settings: self.set.clone(),
             pipelines: self.pipelines,
+            format: self.plan_format.map(PlanFormat::from),
+        }
+    }
+}
+
+/// The forms of a plan file `--plan-format` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanFormatArg {
+    /// The actions text, with --pipelines pipelines
+    Actions,
+    /// PyTorch's compute-only CSV (one pipeline)
+    Pytorch,
+    /// PyTorch's compute_comms CSV: its compute cells are the plan, its communication is checked
+    /// against the plan's lowering
+    PytorchComms,
+    /// The versioned JSON plan
+    Json,
+}
+
+impl From<PlanFormatArg> for PlanFormat {
+    fn from(f: PlanFormatArg) -> PlanFormat {
+        match f {
+            PlanFormatArg::Actions => PlanFormat::Actions,
+            PlanFormatArg::Pytorch => PlanFormat::Pytorch,
+            PlanFormatArg::PytorchComms => PlanFormat::PytorchComms,
+            PlanFormatArg::Json => PlanFormat::Json,
         }
     }
 }

@@ -79,6 +79,7 @@ impl Many {
                 .cloned()
                 .collect(),
             pipelines: self.params.pipelines,
+            format: self.params.plan_format.map(Into::into),
         }
     }
 

@@ -7,7 +7,10 @@ use crate::session::Session;
 use clap::{Args, ValueEnum};
 use pipeweave_check::ValidPlan;
 use pipeweave_eval::{PlanRequest, Planner, SearchSchedule, Unbuilt};
-use pipeweave_source::{Catalog, Failure, Origin, PLUGIN_PREFIX, Params, Source};
+use pipeweave_param::ParamType;
+use pipeweave_source::{
+    Catalog, Declared, Failure, Origin, PLUGIN_PREFIX, Params, Setting, Source,
+};
 use std::convert::Infallible;
 
 #[derive(Debug, Args)]
@@ -41,6 +44,15 @@ impl Planner for Schedules<'_> {
     type Stop = Infallible;
 
     fn plan(&mut self, schedule: &str, r: &PlanRequest) -> Result<ValidPlan, Unbuilt<Infallible>> {
+        self.plan_with(schedule, r, &[])
+    }
+
+    fn plan_with(
+        &mut self,
+        schedule: &str,
+        r: &PlanRequest,
+        settings: &[(String, String)],
+    ) -> Result<ValidPlan, Unbuilt<Infallible>> {
         let Some(entry) = self.schedules.iter_mut().find(|(n, _, _)| n == schedule) else {
             return Err(Unbuilt::Refused(format!("no schedule named `{schedule}`")));
         };
@@ -58,6 +70,13 @@ impl Planner for Schedules<'_> {
             ranks: r.ranks,
             microbatches: r.microbatches,
             stages_per_rank: r.stages_per_rank,
+            settings: settings
+                .iter()
+                .map(|(name, value)| Setting {
+                    name: name.clone(),
+                    value: value.clone(),
+                })
+                .collect(),
             ..Params::default()
         };
         // A requirement's own message: the first error, as the schedule words it.
@@ -69,6 +88,34 @@ impl Planner for Schedules<'_> {
                 Unbuilt::Refused(first.map_or_else(|| f.reason(), |d| d.message.clone()))
             })
     }
+}
+
+/// A schedule's variants the search tries besides its defaults: every boolean parameter that is
+/// off by default switched on (Chimera's forward doubling), a pipeline count of 4 for a schedule
+/// that takes `pipelines` (Chimera with four pipelines), and both together.
+fn variants(declared: &Declared) -> Vec<Vec<(String, String)>> {
+    let mut options: Vec<(String, String)> = declared
+        .params
+        .iter()
+        .filter(|p| p.ty == ParamType::Bool && p.default.as_deref() == Some("false"))
+        .map(|p| (p.name.clone(), "true".to_owned()))
+        .collect();
+    if declared.takes("pipelines") {
+        options.push(("pipelines".to_owned(), "4".to_owned()));
+    }
+    // Every non-empty combination, in a fixed order.
+    let mut out = Vec::new();
+    for mask in 1..(1u32 << options.len().min(4)) {
+        out.push(
+            options
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| mask & (1 << i) != 0)
+                .map(|(_, o)| o.clone())
+                .collect(),
+        );
+    }
+    out
 }
 
 /// `pipeweave recommend`: the plan; the plugins that failed to load are warnings.
@@ -97,6 +144,7 @@ pub fn run(args: &RecommendArgs, session: &mut Session) -> Result<(), Failure> {
         search.push(SearchSchedule {
             name: shown.clone(),
             takes_v: e.declared.takes("v"),
+            variants: variants(&e.declared),
         });
         schedules.push((shown, resolve, None));
     }

@@ -13,8 +13,8 @@ use crate::session::Session;
 use crate::sweep::sweep;
 use pipeweave_eval::{Comparison, Costing, Metric, Over, Param};
 use pipeweave_report::{
-    Block, HtmlReport, Section, SvgWindow, Table, compare_notes, compare_title, costing_text,
-    figures_table, html_page, sweep_svg, sweep_table, traits_table,
+    Block, HtmlReport, Section, SvgWindow, Table, compare_notes, compare_tables, compare_title,
+    costing_text, html_page, sweep_svg, sweep_table,
 };
 use pipeweave_source::Failure;
 use std::path::Path;
@@ -51,10 +51,10 @@ fn table(t: Table) -> Block {
     }
 }
 
-/// The comparison as blocks: the figures, the traits, and the notes (rows that could not run,
-/// how the spec was adapted).
+/// The comparison as blocks: the figures, where the step goes, memory, bytes sent, the traits,
+/// and the notes (rows that could not run, how the spec was adapted).
 fn comparison_blocks(c: &Comparison) -> Vec<Block> {
-    let mut blocks = vec![table(figures_table(c)), table(traits_table(c))];
+    let mut blocks: Vec<Block> = compare_tables(c).into_iter().map(table).collect();
     let notes = compare_notes(c);
     if !notes.is_empty() {
         blocks.push(Block::List(notes));

@@ -16,6 +16,8 @@ pub struct Session {
     pub files: Files,
     /// How many diagnostics to show (`--max-diagnostics`; 0: all).
     pub max_diagnostics: usize,
+    /// The notes shown so far, as shown: a plan built again (a sweep) notes nothing new.
+    noted: std::collections::BTreeSet<String>,
 }
 
 impl Session {
@@ -25,6 +27,7 @@ impl Session {
             host: crate::host::host(),
             files: Files::default(),
             max_diagnostics,
+            noted: std::collections::BTreeSet::new(),
         }
     }
 
@@ -33,9 +36,17 @@ impl Session {
         Source::resolve(arg, &mut self.host, &mut self.files)
     }
 
-    /// Builds and validates `source`'s plan for `params`.
+    /// Builds and validates `source`'s plan for `params`; what reading it noted goes to standard
+    /// error, once.
     pub fn build(&mut self, source: &Source, params: &Params) -> Result<Built, Failure> {
-        source.build(params, &mut self.host, &mut self.files)
+        let built = source.build(params, &mut self.host, &mut self.files)?;
+        if !built.notes.is_empty() {
+            let text = Renderer::new(&self.files, self.max_diagnostics).many(&built.notes);
+            if self.noted.insert(text.clone()) {
+                crate::output::warn(&text);
+            }
+        }
+        Ok(built)
     }
 
     /// The validated plan the arguments name (every plan goes through the validator).

@@ -1,6 +1,7 @@
 //! One test per bad plan under `tests/fixtures/bad/`: `pipeweave validate` must exit 1 and render
 //! its diagnostics with file:line:column; the rendered text is pinned by a snapshot.
-//! A file named `*.kN.actions` is read with `--pipelines N`.
+//! A file named `*.kN.actions` is read with `--pipelines N`; a `*.csv` file is a PyTorch
+//! compute_comms CSV, its form told by its text.
 
 use datatest_stable::Utf8Path;
 use std::process::Command;
@@ -10,10 +11,11 @@ fn validate(path: &Utf8Path) -> datatest_stable::Result<()> {
     let dir = path.parent().ok_or("fixture without a folder")?;
     let pipelines = name
         .strip_suffix(".actions")
-        .and_then(|stem| stem.rsplit_once(".k"))
-        .map_or("1", |(_, k)| k);
+        .map(|stem| stem.rsplit_once(".k").map_or("1", |(_, k)| k));
+    let mut args = vec!["validate", name];
+    args.extend(pipelines.map(|k| ["--pipelines", k]).into_iter().flatten());
     let out = Command::new(env!("CARGO_BIN_EXE_pipeweave"))
-        .args(["validate", name, "--pipelines", pipelines])
+        .args(args)
         .current_dir(dir)
         .output()?;
     let text = format!(
@@ -40,5 +42,5 @@ fn validate(path: &Utf8Path) -> datatest_stable::Result<()> {
 }
 
 datatest_stable::harness! {
-    { test = validate, root = "tests/fixtures/bad", pattern = r"\.actions$" },
+    { test = validate, root = "tests/fixtures/bad", pattern = r"\.(actions|csv)$" },
 }

@@ -4,8 +4,9 @@
 //! Schedules that could not run stay in the comparison with the reason, so a reader sees why a
 //! row has no figures. The caller builds the plans; this module only evaluates them.
 
+use crate::breakdown::{Breakdown, Volumes};
 use crate::fit::fit_spec;
-use crate::step::{RankReport, StepReport, evaluate};
+use crate::step::{MemoryBreakdown, RankReport, StepReport, evaluate};
 use pipeweave_check::ValidPlan;
 use pipeweave_plan::{Action, Kind, Plan};
 use pipeweave_spec::Spec;
@@ -14,15 +15,15 @@ use serde::{Serialize, Serializer};
 /// One schedule's figures on the spec's cluster (seconds, bytes).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Figures {
-    /// The step's makespan in seconds.
+    /// The step in seconds: the pipeline, then synchronisation and optimizer.
     pub step_time_s: f64,
     /// The makespan with unit costs (F = I = W = 1), when asked for.
     pub makespan_units: Option<f64>,
-    /// Share of rank-time spent idle.
+    /// Share of rank-time spent waiting for other ranks.
     pub bubble_fraction: f64,
-    /// The largest idle time of a rank in one step.
+    /// The most and the least time a rank waits in one step (bubble and point-to-point).
     pub idle_worst_s: f64,
-    /// The smallest idle time of a rank in one step.
+    /// The least time a rank waits in one step.
     pub idle_best_s: f64,
     /// The most live activations of any rank (stage-micro-batch units).
     pub peak_activations: u32,
@@ -30,19 +31,28 @@ pub struct Figures {
     pub activation_bytes: f64,
     /// The largest weight bytes of any GPU (every stage it hosts: replicas count).
     pub weight_bytes: f64,
-    /// The largest total (weights, gradients, optimizer state, activations) of any GPU.
+    /// The largest total of any GPU.
     pub memory_bytes: f64,
-    /// Usable bytes of one GPU.
+    /// That GPU's memory by what holds it.
+    pub memory_per_gpu: MemoryBreakdown,
+    /// Its total over the GPU's memory.
+    pub memory_fraction: f64,
+    /// Memory of one GPU as the framework sees it, and what a plan may use of it.
     pub gpu_memory_bytes: f64,
-    /// Whether any GPU needs more memory than it has.
+    /// What a plan may use of one GPU's memory.
+    pub memory_limit_bytes: f64,
+    /// Whether any GPU needs more than the limit.
     pub out_of_memory: bool,
-    /// Exposed communication over all pipeline ranks in one step.
-    pub exposed_comm_s: f64,
-    /// The same as a share of all rank-time of the step.
-    pub exposed_comm_fraction: f64,
-    /// Pipeline ranks (for the mean exposed communication of a rank).
-    #[serde(skip)]
-    pub ranks: u32,
+    /// Exposed communication of one pipeline rank per step: mean and worst over the ranks.
+    pub exposed_comm_per_rank_mean_s: f64,
+    /// The worst exposed communication of one pipeline rank per step.
+    pub exposed_comm_per_rank_max_s: f64,
+    /// Exposed communication summed over the pipeline ranks.
+    pub exposed_comm_total_s: f64,
+    /// Where the step goes, the mean over the pipeline ranks.
+    pub breakdown_per_rank_mean_s: Breakdown,
+    /// Bytes one GPU sends per step, by kind (the mean over the GPUs).
+    pub volume_per_gpu_bytes: Volumes,
     /// Tokens per second of the whole cluster.
     pub tokens_per_s: f64,
     /// GPU-hours per million tokens.
@@ -55,15 +65,16 @@ impl Figures {
     /// The figures of a step's report (and optionally the unit-cost makespan of the same plan).
     pub fn from_report(report: &StepReport, makespan_units: Option<f64>) -> Figures {
         let max = |f: &dyn Fn(&RankReport) -> f64| report.ranks.iter().map(f).fold(0.0, f64::max);
+        let idle = |r: &RankReport| r.breakdown.bubble_s + r.breakdown.exposed_p2p_s;
         Figures {
             step_time_s: report.step_time_s,
             makespan_units,
             bubble_fraction: report.bubble_fraction,
-            idle_worst_s: max(&|r| r.idle_s),
+            idle_worst_s: max(&idle),
             idle_best_s: report
                 .ranks
                 .iter()
-                .map(|r| r.idle_s)
+                .map(idle)
                 .fold(f64::INFINITY, f64::min)
                 .min(report.step_time_s),
             peak_activations: report
@@ -75,11 +86,16 @@ impl Figures {
             activation_bytes: max(&|r| r.memory.activations),
             weight_bytes: max(&|r| r.memory.params),
             memory_bytes: max(&|r| r.memory.total()),
+            memory_per_gpu: report.memory_per_gpu,
+            memory_fraction: report.memory_fraction,
             gpu_memory_bytes: report.gpu_memory_bytes,
+            memory_limit_bytes: report.memory_limit_bytes,
             out_of_memory: report.out_of_memory,
-            exposed_comm_s: report.exposed_comm_s,
-            exposed_comm_fraction: report.exposed_comm_fraction,
-            ranks: report.pipeline_ranks,
+            exposed_comm_per_rank_mean_s: report.exposed_comm_per_rank_mean_s,
+            exposed_comm_per_rank_max_s: report.exposed_comm_per_rank_max_s,
+            exposed_comm_total_s: report.exposed_comm_total_s,
+            breakdown_per_rank_mean_s: report.breakdown_per_rank_mean_s,
+            volume_per_gpu_bytes: report.volume_per_gpu_bytes,
             tokens_per_s: report.tokens_per_s,
             gpu_hours_per_million_tokens: report.gpu_hours_per_million_tokens,
             bubble_gpu_hours_per_million_tokens: report.bubble_gpu_hours_per_million_tokens,
@@ -191,7 +207,7 @@ impl Comparison {
             spec: spec.name.clone(),
             default_spec,
             gpus: spec.cluster.gpus(),
-            gpu: spec.cluster.gpu.clone(),
+            gpu: spec.cluster.gpu_name().to_owned(),
             ranks,
             microbatches,
             spec_microbatches: spec.training.microbatches,

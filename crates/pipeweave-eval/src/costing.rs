@@ -41,6 +41,9 @@ pub enum Costing {
 pub struct Run {
     /// The simulated step.
     pub timeline: Timeline,
+    /// The step time: the makespan with unit costs; on a spec the pipeline, then the
+    /// data-parallel synchronisation and the optimizer.
+    pub step_time: f64,
     /// The costs the step was simulated with (for transfer times).
     pub costs: Box<dyn CostModel>,
 }
@@ -80,6 +83,7 @@ impl Costing {
                 let timeline =
                     pipeweave_sim::simulate(plan, &UnitCosts).map_err(|e| e.to_string())?;
                 Ok(Run {
+                    step_time: timeline.timing.makespan,
                     timeline,
                     costs: Box::new(UnitCosts),
                 })
@@ -88,6 +92,7 @@ impl Costing {
                 let (fitted, _) = fit_spec(spec, plan)?;
                 let e = evaluate(&fitted, plan).map_err(|d| crate::step::messages(&d))?;
                 Ok(Run {
+                    step_time: e.report.step_time_s,
                     timeline: e.timeline,
                     costs: Box::new(e.costs),
                 })

@@ -9,6 +9,7 @@
 
 #![warn(missing_docs)]
 
+mod breakdown;
 mod compare;
 mod costing;
 mod finite;
@@ -20,6 +21,7 @@ mod simulation;
 mod step;
 mod sweep;
 
+pub use breakdown::{Breakdown, RankStep, Step, Volumes, step};
 pub use compare::{Comparison, Figures, Row, Traits, evaluate_row};
 pub use costing::{Costing, Run, TimeUnit};
 pub use finite::{finite, non_finite};
@@ -27,9 +29,9 @@ pub use fit::{fit_spec, split_layers};
 pub use planner::{PlanRequest, Planner, Unbuilt};
 pub use questions::{ParamCost, dualpipe_param_cost, gpu_hours_recovered_per_million_tokens};
 pub use recommend::{
-    Candidate, M_PER_CONFIG, MAX_M, Recommendation, RejectedPp, SearchSchedule, V_VALUES, Verdict,
-    recommend,
+    Candidate, LostOn, M_PER_CONFIG, MAX_M, Recommendation, RejectedShape, SearchSchedule,
+    V_VALUES, Verdict, recommend,
 };
 pub use simulation::{RankMemory, RankTimes, Shape, Simulation};
-pub use step::{Evaluation, RankReport, StepReport, evaluate, evaluate_on_spec};
+pub use step::{Evaluation, MemoryBreakdown, RankReport, StepReport, evaluate, evaluate_on_spec};
 pub use sweep::{Metric, Over, Param, Sweep, SweepPoint, SweepSeries, Tick, sweep};

@@ -38,6 +38,24 @@ pub trait Planner {
         request: &PlanRequest,
     ) -> Result<ValidPlan, Unbuilt<Self::Stop>>;
 
+    /// The validated plan of `schedule` for `request` built with `settings` (`NAME`, `VALUE`)
+    /// besides its defaults, as `--set NAME=VALUE` gives them (a plugin's variants). A planner
+    /// that takes no settings refuses any.
+    fn plan_with(
+        &mut self,
+        schedule: &str,
+        request: &PlanRequest,
+        settings: &[(String, String)],
+    ) -> Result<ValidPlan, Unbuilt<Self::Stop>> {
+        if settings.is_empty() {
+            self.plan(schedule, request)
+        } else {
+            Err(Unbuilt::Refused(format!(
+                "this planner takes no settings for `{schedule}`"
+            )))
+        }
+    }
+
     /// Whether `schedule` has a fixed shape (a plan file): a sweep gives it no value.
     fn fixed_shape(&self, schedule: &str) -> bool {
         let _ = schedule;

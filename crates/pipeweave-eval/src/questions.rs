@@ -9,7 +9,7 @@
 use crate::step::StepReport;
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::{Pipeline, Plan};
-use pipeweave_spec::{CostTable, Spec, model_state, rank_weights};
+use pipeweave_spec::{CostTable, Spec, rank_state};
 
 /// GPU-hours per million tokens that `improved` saves over `baseline` (negative when it costs more).
 pub fn gpu_hours_recovered_per_million_tokens(baseline: &StepReport, improved: &StepReport) -> f64 {
@@ -82,8 +82,7 @@ pub fn dualpipe_param_cost(spec: &Spec) -> Result<ParamCost, Vec<Diagnostic>> {
     let most = |costs: &CostTable, plan: &Plan| {
         (0..p)
             .map(|r| {
-                let (d, e) = rank_weights(costs, plan, r);
-                let state = model_state(spec, d, e);
+                let state = rank_state(spec, costs, plan, r);
                 (state.params, state.params + state.grads + state.optimizer)
             })
             .fold((0.0f64, 0.0f64), |(a, b), (x, y)| (a.max(x), b.max(y)))

@@ -1,6 +1,7 @@
 //! One simulated step as plain data: the plan's shape, the timeline's figures per rank, and on a
 //! spec the step's figures and memory per rank. `simulate` prints it as text or JSON.
 
+use crate::breakdown::Breakdown;
 use crate::costing::TimeUnit;
 use crate::step::{RankReport, StepReport};
 use pipeweave_plan::Plan;
@@ -47,11 +48,15 @@ pub struct RankMemory {
     pub optimizer_bytes: f64,
     /// Activations at the peak.
     pub activations_bytes: f64,
+    /// Temporary buffers.
+    pub buffers_bytes: f64,
+    /// The CUDA context and the communication buffers.
+    pub reserve_bytes: f64,
     /// All of it.
     pub total_bytes: f64,
-    /// The total as a share of the GPU's usable memory.
+    /// The total as a share of the GPU's memory as the framework sees it.
     pub fraction_of_gpu: f64,
-    /// Whether the total exceeds the GPU's memory.
+    /// Whether the total exceeds that memory less the headroom.
     pub out_of_memory: bool,
 }
 
@@ -63,6 +68,8 @@ impl RankMemory {
             grads_bytes: rank.memory.grads,
             optimizer_bytes: rank.memory.optimizer,
             activations_bytes: rank.memory.activations,
+            buffers_bytes: rank.memory.buffers,
+            reserve_bytes: rank.memory.reserve,
             total_bytes: rank.memory.total(),
             fraction_of_gpu: rank.memory_fraction,
             out_of_memory: rank.out_of_memory,
@@ -83,8 +90,12 @@ pub struct RankTimes {
     pub longest_idle: f64,
     /// The most live activations (stage-micro-batch units).
     pub peak_activations: u32,
-    /// Communication no compute hides.
+    /// Communication no compute hides, in the step (on a spec: tensor-parallel, all-to-all,
+    /// point-to-point and data-parallel).
     pub exposed_comm: f64,
+    /// On a spec, where the rank's step goes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub breakdown_s: Option<Breakdown>,
     /// Memory on a spec.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<RankMemory>,
@@ -104,12 +115,17 @@ pub struct Simulation {
         serialize_with = "unit_symbol"
     )]
     pub time_unit: TimeUnit,
-    /// The step's makespan.
+    /// The step's makespan (on a spec, the pipeline's: the step ends after its synchronisation,
+    /// `spec.step_time_s`).
     pub makespan: f64,
     /// Share of rank-time spent idle.
     pub bubble_fraction: f64,
-    /// Exposed communication over all ranks.
-    pub exposed_comm: f64,
+    /// Exposed communication of one rank: the mean and the worst over the ranks.
+    pub exposed_comm_per_rank_mean: f64,
+    /// The worst exposed communication of one rank.
+    pub exposed_comm_per_rank_max: f64,
+    /// Exposed communication summed over the ranks.
+    pub exposed_comm_total: f64,
     /// The step's figures on a spec.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spec: Option<StepReport>,
@@ -132,20 +148,25 @@ impl Simulation {
         timeline: &Timeline,
         report: Option<&StepReport>,
     ) -> Simulation {
-        let ranks = timeline
+        let ranks: Vec<RankTimes> = timeline
             .ranks
             .iter()
             .enumerate()
-            .map(|(r, m)| RankTimes {
-                rank: r as u32,
-                busy: m.busy,
-                idle: m.idle,
-                longest_idle: m.longest_idle,
-                peak_activations: m.peak_activations,
-                exposed_comm: m.exposed_comm,
-                memory: report.and_then(|rep| rep.ranks.get(r)).map(RankMemory::of),
+            .map(|(r, m)| {
+                let spec_rank = report.and_then(|rep| rep.ranks.get(r));
+                RankTimes {
+                    rank: r as u32,
+                    busy: m.busy,
+                    idle: m.idle,
+                    longest_idle: m.longest_idle,
+                    peak_activations: m.peak_activations,
+                    exposed_comm: spec_rank.map_or(m.exposed_comm, RankReport::exposed_comm_s),
+                    breakdown_s: spec_rank.map(|x| x.breakdown),
+                    memory: spec_rank.map(RankMemory::of),
+                }
             })
             .collect();
+        let total = ranks.iter().fold(0.0, |a, r| a + r.exposed_comm);
         Simulation {
             plan: name.into(),
             shape: Shape::of(plan),
@@ -156,7 +177,9 @@ impl Simulation {
             },
             makespan: timeline.timing.makespan,
             bubble_fraction: timeline.bubble_fraction,
-            exposed_comm: timeline.exposed_comm,
+            exposed_comm_per_rank_mean: total / ranks.len().max(1) as f64,
+            exposed_comm_per_rank_max: ranks.iter().map(|r| r.exposed_comm).fold(0.0, f64::max),
+            exposed_comm_total: total,
             spec: report.cloned(),
             ranks,
         }

@@ -195,7 +195,7 @@ pub fn sweep<P: Planner + ?Sized>(
                 match planner.plan(schedule, &request) {
                     Ok(plan) => costing.run(&plan).map(|run| match metric {
                         Metric::Bubble => run.timeline.bubble_fraction,
-                        Metric::StepTime => run.timeline.timing.makespan,
+                        Metric::StepTime => run.step_time,
                     }),
                     Err(Unbuilt::Refused(reason)) => Err(reason),
                     Err(Unbuilt::Stop(stop)) => return Err(stop),

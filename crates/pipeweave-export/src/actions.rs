@@ -10,7 +10,10 @@
 //!   (a blank line in the middle is an idle rank; an idle last rank is written as a line holding
 //!   a single `,`, which is a line of empty cells);
 //! - the number of stages is one more than the largest stage id, and must split into `pipelines`
-//!   pipelines of equal length;
+//!   pipelines of equal length; when the number of pipelines is not given, it is the most the
+//!   file's micro-batches allow: each micro-batch stays within the stages of one pipeline, so a
+//!   file of K pipelines written by pipeweave reads back as K pipelines, and a file whose
+//!   micro-batches each run through every stage is one pipeline (PyTorch's CSV);
 //! - a stage runs on the rank on whose line it appears (on exactly one);
 //! - a pipeline carries the micro-batches its stages mention.
 //!
@@ -40,16 +43,17 @@ pub struct ActionsFile {
     pub spans: Vec<Vec<Range<usize>>>,
 }
 
-/// Reads an actions file holding `pipelines` pipelines of equal length.
+/// Reads an actions file holding `pipelines` pipelines of equal length (`None`: as many as the
+/// file shows, see the module's documentation).
 ///
 /// Returns every problem found, never only the first.
 pub fn read_actions(
     source: &str,
     file: FileId,
-    pipelines: u32,
+    pipelines: Option<u32>,
 ) -> Result<ActionsFile, Vec<Diagnostic>> {
     let mut diags = Vec::new();
-    if pipelines == 0 {
+    if pipelines == Some(0) {
         diags.push(
             Diagnostic::error("the number of pipelines must be at least 1")
                 .with_help("a file of one ordinary pipeline is read with 1 pipeline"),
@@ -67,7 +71,22 @@ pub fn read_actions(
         ));
         return Err(diags);
     }
-    let first = place_stages(&programs, &spans, file, &mut diags);
+    let plan = plan_of(programs, &spans, pipelines, file, diags)?;
+    Ok(ActionsFile { plan, spans })
+}
+
+/// The plan of `pipelines` pipelines (`None`: as many as the micro-batches allow) the programs
+/// read from a file describe, `spans` being where each action's cell is; `diags` holds the
+/// problems found so far (the plan is built only when there are none). Used by every reader of
+/// cells.
+pub(crate) fn plan_of(
+    programs: Vec<Vec<Action>>,
+    spans: &[Vec<Range<usize>>],
+    pipelines: Option<u32>,
+    file: FileId,
+    mut diags: Vec<Diagnostic>,
+) -> Result<Plan, Vec<Diagnostic>> {
+    let first = place_stages(&programs, spans, file, &mut diags);
     if !diags.is_empty() {
         return Err(diags);
     }
@@ -78,16 +97,16 @@ pub fn read_actions(
         );
         return Err(diags);
     };
-    check_stage_ids(&first, pipelines, file, &mut diags);
+    check_stage_ids(&first, pipelines.unwrap_or(1), file, &mut diags);
     if !diags.is_empty() {
         return Err(diags);
     }
 
     // The gap check bounds the number of stages by the number of cells, so these tables are small.
-    let k = pipelines;
+    let k = pipelines.unwrap_or_else(|| most_pipelines(&programs, max_stage + 1));
     let s = (u64::from(max_stage) + 1) / u64::from(k);
     let s = s as u32;
-    let mbs = pipeline_microbatches(&programs, &spans, k, s, file, &mut diags);
+    let mbs = pipeline_microbatches(&programs, spans, k, s, file, &mut diags);
     if !diags.is_empty() {
         return Err(diags);
     }
@@ -98,10 +117,39 @@ pub fn read_actions(
             microbatches: mbs[j].keys().copied().collect(),
         })
         .collect();
-    match Plan::new(lines.len() as u32, pipelines, programs) {
-        Ok(plan) => Ok(ActionsFile { plan, spans }),
-        Err(e) => Err(vec![Diagnostic::error(e.to_string())]),
+    Plan::new(programs.len() as u32, pipelines, programs)
+        .map_err(|e| vec![Diagnostic::error(e.to_string())])
+}
+
+/// The most pipelines `n` stages split into with every micro-batch within one of them: the
+/// smallest pipeline length S dividing `n` such that no micro-batch runs on stages on both sides
+/// of a multiple of S. Linear in the actions and the stages: a boundary between stages b − 1 and b
+/// is crossed when some micro-batch's lowest stage is below b and its highest at or above it.
+fn most_pipelines(programs: &[Vec<Action>], n: u32) -> u32 {
+    let mut span: BTreeMap<u32, (u32, u32)> = BTreeMap::new();
+    for op in programs.iter().flatten().flat_map(Action::ops) {
+        let (lo, hi) = span.entry(op.mb).or_insert((op.stage, op.stage));
+        *lo = (*lo).min(op.stage);
+        *hi = (*hi).max(op.stage);
     }
+    // crossings[b]: how many micro-batches run on both sides of the boundary before stage b.
+    let mut crossings = vec![0i64; n as usize + 1];
+    for &(lo, hi) in span.values() {
+        crossings[lo as usize + 1] += 1;
+        crossings[hi as usize + 1] -= 1;
+    }
+    let mut open = 0;
+    let crossed: Vec<bool> = crossings
+        .iter()
+        .map(|&d| {
+            open += d;
+            open > 0
+        })
+        .collect();
+    (1..=n)
+        .filter(|s| n.is_multiple_of(*s))
+        .find(|&s| (s..n).step_by(s as usize).all(|b| !crossed[b as usize]))
+        .map_or(1, |s| n / s)
 }
 
 /// The lines of the file that are ranks, each with the byte where it starts: `\r` before `\n`
@@ -147,7 +195,11 @@ fn read_programs(
                     cell_spans.push(at..at + cell.len());
                 }
                 Err(errors) => {
-                    diags.extend(errors.into_iter().map(|e| cell_diagnostic(file, at, e)));
+                    diags.extend(
+                        errors
+                            .into_iter()
+                            .map(|e| cell_diagnostic(file, at, e, Cells::Actions)),
+                    );
                 }
             }
         }
@@ -298,7 +350,7 @@ fn pipeline_stages(j: u32, s: u32) -> String {
     }
 }
 
-fn is_blank(c: char) -> bool {
+pub(crate) fn is_blank(c: char) -> bool {
     c == ' ' || c == '\t' || c == '\r'
 }
 
@@ -333,18 +385,31 @@ pub(crate) fn write_plan(plan: &Plan) -> String {
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
+/// Which cells a file holds: compute actions only, or the steps of a `compute_comms` CSV too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cells {
+    Actions,
+    Steps,
+}
+
 /// A problem the cell reader found in the cell starting at byte `at`, as a located diagnostic
-/// with the words of this format.
-fn cell_diagnostic(file: FileId, at: usize, e: CellError) -> Diagnostic {
+/// with the words of the format.
+pub(crate) fn cell_diagnostic(file: FileId, at: usize, e: CellError, cells: Cells) -> Diagnostic {
     const PAIR_HELP: &str = "write an overlapped pair as `(0F1;3B0)OVERLAP_F_B`";
     let span = Span::new(file, at + e.range.start..at + e.range.end);
     let d = Diagnostic::error(e.to_string());
     match e.kind {
-        CellErrorKind::ExpectedStage { .. } => d
-            .with_span(span)
-            .with_help("a cell is `<stage><F|B|I|W><micro-batch>`, e.g. `0F1`"),
+        CellErrorKind::ExpectedStage { .. } => d.with_span(span).with_help(match cells {
+            Cells::Actions => "a cell is `<stage><F|B|I|W><micro-batch>`, e.g. `0F1`",
+            Cells::Steps => {
+                "a cell is `<stage><F|B|I|W><micro-batch>`, e.g. `0F1`, or a step such as `0SEND_F1` or `0REDUCE_GRAD`"
+            }
+        }),
+        CellErrorKind::NotCompute { .. } if cells == Cells::Steps => {
+            d.with_span(span).with_help(PAIR_HELP)
+        }
         CellErrorKind::NotCompute { .. } => d.with_span(span).with_help(
-            "the actions format holds compute actions only (F, B, I, W and overlapped pairs); communication is added by lowering",
+            "the actions format holds compute actions only (F, B, I, W and overlapped pairs); communication is added by lowering, and a PyTorch compute_comms CSV is read as `pytorch-comms`",
         ),
         CellErrorKind::Trailing { .. } => d
             .with_span_label(span, "not part of the action")
@@ -362,7 +427,8 @@ fn cell_diagnostic(file: FileId, at: usize, e: CellError) -> Diagnostic {
         | CellErrorKind::MicrobatchAbove { .. }
         | CellErrorKind::ExpectedKind { .. }
         | CellErrorKind::UnknownKind { .. }
-        | CellErrorKind::ExpectedMicrobatch { .. } => d.with_span(span),
+        | CellErrorKind::ExpectedMicrobatch { .. }
+        | CellErrorKind::ExpectedStepMicrobatch { .. } => d.with_span(span),
     }
 }
 
@@ -376,7 +442,7 @@ fn kind_name(kind: Kind) -> &'static str {
 }
 
 /// A file of more lines than a plan may have ranks, pointing at the first line too many.
-fn too_many_ranks(line: Span) -> Diagnostic {
+pub(crate) fn too_many_ranks(line: Span) -> Diagnostic {
     let max = pipeweave_plan::MAX_RANKS;
     Diagnostic::error(format!(
         "the file has more than {max} ranks (lines); a plan has at most {max} ranks"

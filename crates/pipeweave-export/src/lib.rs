@@ -1,4 +1,4 @@
-//! Plan formats in and out: actions, PyTorch CSV, JSON plan, Chrome trace.
+//! Plan formats in and out: actions, PyTorch CSVs, JSON plan, Chrome trace.
 //!
 //! This is the only crate that knows output formats. It never reads files itself: readers take the
 //! text and a `FileId`, and return a plan or diagnostics with spans; writers take a
@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod actions;
+mod format;
 pub mod json;
 mod json_text;
 pub mod pytorch;
@@ -16,6 +17,7 @@ pub mod trace;
 pub mod unvalidated;
 
 pub use actions::{ActionsFile, read_actions, write_actions};
+pub use format::PlanFormat;
 pub use json::{PlanJson, read_json, write_json};
-pub use pytorch::{write_pytorch, write_pytorch_comms};
+pub use pytorch::{CommsFile, StepAt, read_pytorch_comms, write_pytorch, write_pytorch_comms};
 pub use trace::write_chrome_trace;

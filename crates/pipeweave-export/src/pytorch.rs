@@ -1,4 +1,5 @@
-//! PyTorch 2.15's schedule CSVs, as `_PipelineScheduleRuntime._load_csv` reads them.
+//! PyTorch 2.15's schedule CSVs, as `_PipelineScheduleRuntime._load_csv` reads them: written here,
+//! read back in `read.rs` (a compute-only CSV is the actions text) and checked in `check.rs`.
 //!
 //! - `compute_only`: one row per rank, one compute cell per action (`0F1`, `3I0`, `(0F3;7B5)OVERLAP_F_B`).
 //!   torchtitan loads the same file (`--parallelism.pipeline_parallel_schedule_csv`).
@@ -12,6 +13,11 @@
 //!
 //! PyTorch's runtime knows one pipeline whose stages each run on one rank, with micro-batches
 //! `0..M`; plans outside that (Chimera, bidirectional DualPipe) are refused with the reason.
+
+mod check;
+mod read;
+
+pub use read::{CommsFile, StepAt, read_pytorch_comms};
 
 use crate::actions::write_plan;
 use pipeweave_check::ValidPlan;

@@ -1,10 +1,13 @@
-//! One snapshot per bad actions file under `tests/fixtures/actions/`.
+//! One snapshot per bad actions file under `tests/fixtures/actions/` and per bad compute_comms CSV
+//! under `tests/fixtures/pytorch-comms/`.
 //!
-//! A fixture named `NAME.kN.actions` is read with N pipelines (1 otherwise). Diagnostics are shown in
-//! a plain text form (line:column and the spanned text); the CLI snapshots the rendered form.
+//! A fixture named `NAME.kN.actions` is read with N pipelines (1 otherwise). A compute_comms fixture
+//! holds a valid plan (its compute cells) whose communication is wrong, or cells that do not read.
+//! Diagnostics are shown in a plain text form (line:column and the spanned text); the CLI snapshots
+//! the rendered form.
 
 use pipeweave_diagnostics::{Diagnostic, FileId, line_col};
-use pipeweave_export::read_actions;
+use pipeweave_export::{read_actions, read_pytorch_comms};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -17,7 +20,7 @@ fn actions_fixture(path: &Path, source: String) -> datatest_stable::Result<()> {
         .split('.')
         .find_map(|part| part.strip_prefix('k').and_then(|n| n.parse::<u32>().ok()))
         .unwrap_or(1);
-    let text = match read_actions(&source, FileId(0), k) {
+    let text = match read_actions(&source, FileId(0), Some(k)) {
         Ok(_) => {
             return Err(format!("{name} is a bad-input fixture but it reads without error").into());
         }
@@ -33,6 +36,39 @@ fn actions_fixture(path: &Path, source: String) -> datatest_stable::Result<()> {
         prepend_module_to_snapshot => false,
     }, {
         insta::assert_snapshot!("actions", text);
+    });
+    Ok(())
+}
+
+fn comms_fixture(path: &Path, source: String) -> datatest_stable::Result<()> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let diags = match read_pytorch_comms(&source, FileId(0)) {
+        Err(diags) => diags,
+        Ok(file) => {
+            let problems = pipeweave_check::problems(&file.plan);
+            if !problems.is_empty() {
+                return Err(format!("{name}: its plan is invalid: {problems:?}").into());
+            }
+            file.check()
+        }
+    };
+    if diags.is_empty() {
+        return Err(format!("{name} is a bad-input fixture but it reads without error").into());
+    }
+    let text = diags
+        .iter()
+        .map(|d| describe(&source, d))
+        .collect::<Vec<_>>()
+        .join("\n");
+    insta::with_settings!({
+        input_file => path,
+        snapshot_suffix => name.trim_end_matches(".csv"),
+        prepend_module_to_snapshot => false,
+    }, {
+        insta::assert_snapshot!("pytorch_comms", text);
     });
     Ok(())
 }
@@ -68,4 +104,5 @@ fn describe(source: &str, d: &Diagnostic) -> String {
 
 datatest_stable::harness! {
     { test = actions_fixture, root = "tests/fixtures/actions", pattern = r"\.actions$" },
+    { test = comms_fixture, root = "tests/fixtures/pytorch-comms", pattern = r"\.csv$" },
 }

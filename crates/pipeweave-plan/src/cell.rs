@@ -6,9 +6,10 @@
 //! costs more than the rest of an export per cell on big plans. Cells hold only digits, letters and
 //! `();_`, so they can go inside JSON strings and CSV fields without escapes.
 //!
-//! The reader takes one trimmed cell and returns the action or every problem in it as a
-//! [`CellError`] with a byte range inside the cell; readers of files turn those into located
-//! diagnostics. Ids are decimal; leading zeros are accepted and never written.
+//! The readers take one trimmed cell and return the action ([`parse_action`]) or the step of
+//! PyTorch's `compute_comms` CSV ([`parse_step`]), or every problem in it as a [`CellError`] with a
+//! byte range inside the cell; readers of files turn those into located diagnostics. Ids are
+//! decimal; leading zeros are accepted and never written.
 
 use crate::action::{Action, Kind, Op};
 use crate::lowered::Step;
@@ -271,6 +272,16 @@ pub enum CellErrorKind {
         /// What stands there, as for [`CellErrorKind::ExpectedStage`].
         found: Option<char>,
     },
+    /// No digits after a transfer's name (`1SEND_F`); `found` as for
+    /// [`CellErrorKind::ExpectedStage`].
+    ExpectedStepMicrobatch {
+        /// The stage read.
+        stage: u32,
+        /// The transfer's name read (`SEND_F`, ...).
+        name: &'static str,
+        /// What stands there.
+        found: Option<char>,
+    },
     /// Text after a whole op.
     Trailing {
         /// The text after the op.
@@ -338,6 +349,11 @@ impl fmt::Display for CellError {
                 "expected a micro-batch number after `{stage}{letter}`, found {}",
                 Found(*found)
             ),
+            CellErrorKind::ExpectedStepMicrobatch { stage, name, found } => write!(
+                f,
+                "expected a micro-batch number after `{stage}{name}`, found {}",
+                Found(*found)
+            ),
             CellErrorKind::Trailing { rest, op } => write!(f, "unexpected `{rest}` after `{op}`"),
             CellErrorKind::PairEnd { found: Some(found) } => write!(
                 f,
@@ -377,6 +393,205 @@ pub fn parse_action(cell: &str, max_mb: u32) -> Result<Action, Vec<CellError>> {
         return Err(vec![trailing(cell, 0, used)]);
     }
     Ok(Action::One(op))
+}
+
+/// A cell of PyTorch's `compute_comms` CSV: a compute action, or one of the other actions of 2.15's
+/// `_Action` grammar. A transfer names the stage PyTorch writes (the receiving one for `RECV_*`,
+/// the sending one for `SEND_*` and `WAIT_SEND_*`), as [`Step`] does, without the peer: the plan's
+/// placement gives that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StepCell {
+    /// A compute action (`0F1`, `(0F3;7B5)OVERLAP_F_B`).
+    Compute(Action),
+    /// `<stage>RECV_F<mb>`, `<stage>RECV_B<mb>`.
+    Recv {
+        /// Activations (`F`) or gradients (`B`).
+        dir: Dir,
+        /// The receiving stage.
+        stage: u32,
+        /// The micro-batch.
+        mb: u32,
+    },
+    /// `<stage>SEND_F<mb>`, `<stage>SEND_B<mb>`.
+    Send {
+        /// Activations (`F`) or gradients (`B`).
+        dir: Dir,
+        /// The sending stage.
+        stage: u32,
+        /// The micro-batch.
+        mb: u32,
+    },
+    /// `<stage>WAIT_SEND_F<mb>`, `<stage>WAIT_SEND_B<mb>`: the wait for that send.
+    WaitSend {
+        /// Activations (`F`) or gradients (`B`).
+        dir: Dir,
+        /// The sending stage.
+        stage: u32,
+        /// The micro-batch.
+        mb: u32,
+    },
+    /// `<stage>REDUCE_GRAD`.
+    ReduceGrad {
+        /// The stage whose gradients are reduced.
+        stage: u32,
+    },
+    /// `<stage>WAIT_REDUCE_GRAD`.
+    WaitReduceGrad {
+        /// The stage whose reduction is waited for.
+        stage: u32,
+    },
+    /// `<stage>UNSHARD`: FSDP gathers the stage's parameters before it computes.
+    Unshard {
+        /// The stage.
+        stage: u32,
+    },
+    /// `<stage>RESHARD`: FSDP frees them again.
+    Reshard {
+        /// The stage.
+        stage: u32,
+    },
+}
+
+/// What a step's name stands for, before its ids are read.
+#[derive(Debug, Clone, Copy)]
+enum Named {
+    Recv(Dir),
+    Send(Dir),
+    WaitSend(Dir),
+    ReduceGrad,
+    WaitReduceGrad,
+    Unshard,
+    Reshard,
+}
+
+/// The names of the steps that are not computation, as 2.15's `_action_regex` lists them (none is
+/// a prefix of another).
+const STEP_NAMES: [(&str, Named); 10] = [
+    ("WAIT_REDUCE_GRAD", Named::WaitReduceGrad),
+    ("WAIT_SEND_F", Named::WaitSend(Dir::Fwd)),
+    ("WAIT_SEND_B", Named::WaitSend(Dir::Bwd)),
+    ("REDUCE_GRAD", Named::ReduceGrad),
+    ("UNSHARD", Named::Unshard),
+    ("RESHARD", Named::Reshard),
+    ("SEND_F", Named::Send(Dir::Fwd)),
+    ("RECV_F", Named::Recv(Dir::Fwd)),
+    ("SEND_B", Named::Send(Dir::Bwd)),
+    ("RECV_B", Named::Recv(Dir::Bwd)),
+];
+
+/// The stage's digits and the step name after them, when the cell names a step that is not
+/// computation.
+fn step_name(cell: &str) -> Option<(usize, &'static str, Named)> {
+    let digits = cell.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let rest = &cell[digits..];
+    STEP_NAMES
+        .iter()
+        .find(|(name, _)| rest.starts_with(name))
+        .map(|&(name, named)| (digits, name, named))
+}
+
+/// Whether a (trimmed) cell names one of PyTorch's steps that are not computation: a transfer, a
+/// wait, a gradient reduction, `UNSHARD` or `RESHARD`. What tells a `compute_comms` CSV from a
+/// compute-only one.
+pub fn is_step_cell(cell: &str) -> bool {
+    step_name(cell).is_some()
+}
+
+/// Reads one cell of a `compute_comms` CSV: a compute action as [`parse_action`] reads it, or a
+/// step. A transfer needs its micro-batch (2.15's runtime refuses one without); the other steps
+/// take none. Nothing may follow. Returns every problem found in the cell.
+pub fn parse_step(cell: &str, max_mb: u32) -> Result<StepCell, Vec<CellError>> {
+    let Some((digits, name, named)) = step_name(cell) else {
+        return parse_action(cell, max_mb).map(StepCell::Compute);
+    };
+    let stage = parse_id(&cell[..digits], 0, Id::Stage).map_err(|e| vec![e])?;
+    let after = digits + name.len();
+    let rest = &cell[after..];
+    let transfer = match named {
+        Named::Recv(dir) | Named::Send(dir) | Named::WaitSend(dir) => Some(dir),
+        _ => None,
+    };
+    let Some(dir) = transfer else {
+        if !rest.is_empty() {
+            return Err(vec![trailing(cell, 0, after)]);
+        }
+        return Ok(match named {
+            Named::ReduceGrad => StepCell::ReduceGrad { stage },
+            Named::WaitReduceGrad => StepCell::WaitReduceGrad { stage },
+            Named::Unshard => StepCell::Unshard { stage },
+            _ => StepCell::Reshard { stage },
+        });
+    };
+    let mb_digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if mb_digits == 0 {
+        return Err(vec![error(
+            first_char(rest, after),
+            CellErrorKind::ExpectedStepMicrobatch {
+                stage,
+                name,
+                found: rest.chars().next(),
+            },
+        )]);
+    }
+    let mb = parse_id(&rest[..mb_digits], after, Id::Microbatch).map_err(|e| vec![e])?;
+    if mb > max_mb {
+        return Err(vec![error(
+            after..after + mb_digits,
+            CellErrorKind::MicrobatchAbove { mb, max: max_mb },
+        )]);
+    }
+    if after + mb_digits < cell.len() {
+        return Err(vec![trailing(cell, 0, after + mb_digits)]);
+    }
+    Ok(match named {
+        Named::Recv(_) => StepCell::Recv { dir, stage, mb },
+        Named::Send(_) => StepCell::Send { dir, stage, mb },
+        _ => StepCell::WaitSend { dir, stage, mb },
+    })
+}
+
+impl fmt::Display for StepCell {
+    /// The cell as PyTorch writes it (the peer-less form of [`push_step`]).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt_cell(f, |out| push_step_cell(out, self))
+    }
+}
+
+/// Appends a step cell as PyTorch writes it.
+pub fn push_step_cell(out: &mut Vec<u8>, cell: &StepCell) {
+    let named = |out: &mut Vec<u8>, stage: u32, name: &[u8]| {
+        push_uint(out, stage.into());
+        out.extend_from_slice(name);
+    };
+    match *cell {
+        StepCell::Compute(ref a) => push_action(out, a),
+        StepCell::Recv { dir, stage, mb } => push_transfer(out, b"RECV_", dir, stage, mb),
+        StepCell::Send { dir, stage, mb } => push_transfer(out, b"SEND_", dir, stage, mb),
+        StepCell::WaitSend { dir, stage, mb } => {
+            push_transfer(out, b"WAIT_SEND_", dir, stage, mb);
+        }
+        StepCell::ReduceGrad { stage } => named(out, stage, b"REDUCE_GRAD"),
+        StepCell::WaitReduceGrad { stage } => named(out, stage, b"WAIT_REDUCE_GRAD"),
+        StepCell::Unshard { stage } => named(out, stage, b"UNSHARD"),
+        StepCell::Reshard { stage } => named(out, stage, b"RESHARD"),
+    }
+}
+
+impl From<Step> for StepCell {
+    /// The cell of a lowered step (its peer left out).
+    fn from(step: Step) -> StepCell {
+        match step {
+            Step::Compute(a) => StepCell::Compute(a),
+            Step::Recv { dir, stage, mb, .. } => StepCell::Recv { dir, stage, mb },
+            Step::Send { dir, stage, mb, .. } => StepCell::Send { dir, stage, mb },
+            Step::WaitSend { dir, stage, mb, .. } => StepCell::WaitSend { dir, stage, mb },
+            Step::ReduceGrad { stage } => StepCell::ReduceGrad { stage },
+            Step::WaitReduceGrad { stage } => StepCell::WaitReduceGrad { stage },
+        }
+    }
 }
 
 /// Text after the op `text[..used]`, where `text` starts at byte `at` of the cell.

@@ -94,7 +94,7 @@ fn compile(
         microbatches,
         stages_per_rank,
         settings,
-        pipelines: 1,
+        ..Params::default()
     };
     with_host(py, |c| {
         c.dirs(&plugin_dirs, &schedule_dirs);
@@ -102,11 +102,11 @@ fn compile(
     })
 }
 
-/// Reads a plan file (a JSON plan, or the actions text with `pipelines` pipelines) and validates
-/// it.
+/// Reads a plan file (a JSON plan, PyTorch's compute_comms CSV, or the actions text with
+/// `pipelines` pipelines, by default as many as its micro-batches show) and validates it.
 #[pyfunction]
-#[pyo3(signature = (path, *, pipelines=1))]
-fn load(py: Python<'_>, path: PathBuf, pipelines: u32) -> PyResult<Plan> {
+#[pyo3(signature = (path, *, pipelines=None))]
+fn load(py: Python<'_>, path: PathBuf, pipelines: Option<u32>) -> PyResult<Plan> {
     let arg = path.to_string_lossy().into_owned();
     with_host(py, |c| {
         let source = c
@@ -136,8 +136,12 @@ fn load(py: Python<'_>, path: PathBuf, pipelines: u32) -> PyResult<Plan> {
 /// An `os.PathLike`, or a `str` without a newline, comma or `{`, is a path; any other `str` is the
 /// plan's text (messages call it `<string>`).
 #[pyfunction]
-#[pyo3(signature = (text_or_path, *, pipelines=1))]
-fn validate(py: Python<'_>, text_or_path: &Bound<'_, PyAny>, pipelines: u32) -> PyResult<Plan> {
+#[pyo3(signature = (text_or_path, *, pipelines=None))]
+fn validate(
+    py: Python<'_>,
+    text_or_path: &Bound<'_, PyAny>,
+    pipelines: Option<u32>,
+) -> PyResult<Plan> {
     let text = match text_or_path.extract::<String>() {
         Ok(s) if s.contains('\n') || s.contains(',') || s.trim_start().starts_with('{') => Some(s),
         _ => None,

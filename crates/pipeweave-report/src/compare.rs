@@ -32,14 +32,14 @@ pub fn compare_title(c: &Comparison) -> String {
     )
 }
 
+/// The most loaded GPU's total, its share of the GPU's memory, `OOM` over the limit.
 fn memory_text(f: &Figures) -> String {
-    let share = if f.gpu_memory_bytes > 0.0 {
-        f.memory_bytes / f.gpu_memory_bytes
-    } else {
-        0.0
-    };
     let oom = if f.out_of_memory { " OOM" } else { "" };
-    format!("{} ({}){oom}", gib_text(f.memory_bytes), percent(share, 0))
+    format!(
+        "{} ({}){oom}",
+        gib_text(f.memory_bytes),
+        percent(f.memory_fraction, 0)
+    )
 }
 
 fn yes_no(b: bool) -> String {
@@ -59,13 +59,12 @@ fn figure_cells(f: &Figures, units: bool) -> Vec<String> {
         percent(f.bubble_fraction, 1),
         seconds(f.idle_worst_s),
         seconds(f.idle_best_s),
-        format!("{} ({})", gib_text(f.activation_bytes), f.peak_activations),
-        gib_text(f.weight_bytes),
+        f.peak_activations.to_string(),
         memory_text(f),
         format!(
-            "{} ({})",
-            seconds(f.exposed_comm_s / f64::from(f.ranks.max(1))),
-            percent(f.exposed_comm_fraction, 1)
+            "{} · {}",
+            seconds(f.exposed_comm_per_rank_mean_s),
+            seconds(f.exposed_comm_per_rank_max_s)
         ),
         si(f.tokens_per_s),
         gpu_hours(f.bubble_gpu_hours_per_million_tokens),
@@ -84,32 +83,145 @@ pub fn figures_table(c: &Comparison) -> Table {
             "bubble",
             "idle worst",
             "idle best",
-            "activations (peak)",
-            "weights",
+            "peak activations",
             "memory/GPU",
-            "exposed comm/rank",
+            "exposed comm/rank mean · max",
             "tokens/s",
             "bubble GPU-h/Mtok",
         ]
         .map(str::to_owned),
     );
+    rows_table(
+        c,
+        format!("figures per step ({})", compare_title(c)),
+        header,
+        |f| figure_cells(f, c.units),
+    )
+}
+
+/// A table of one row per schedule: its name and `cells` of its figures, dashes without them.
+fn rows_table(
+    c: &Comparison,
+    caption: String,
+    header: Vec<String>,
+    cells: impl Fn(&Figures) -> Vec<String>,
+) -> Table {
     let rows = c
         .rows
         .iter()
         .map(|row| {
-            let mut cells = vec![row.schedule.clone()];
+            let mut out = vec![row.schedule.clone()];
             match &row.outcome {
-                Ok(f) => cells.extend(figure_cells(f, c.units)),
-                Err(_) => cells.extend(std::iter::repeat_n(NONE.to_owned(), header.len() - 1)),
+                Ok(f) => out.extend(cells(f)),
+                Err(_) => out.extend(std::iter::repeat_n(NONE.to_owned(), header.len() - 1)),
             }
-            cells
+            out
         })
         .collect();
     Table {
-        caption: format!("figures per step ({})", compare_title(c)),
+        caption,
         header,
         rows,
     }
+}
+
+/// Where a rank's step goes, the mean over the pipeline ranks; the terms add up to the step time.
+pub fn breakdown_table(c: &Comparison) -> Table {
+    let header = [
+        "schedule",
+        "compute",
+        "overlap slowdown",
+        "exposed TP",
+        "exposed all-to-all",
+        "exposed p2p",
+        "bubble",
+        "exposed DP",
+        "optimizer",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    rows_table(
+        c,
+        "step time per rank (mean over the pipeline ranks; the terms add up to the step time)"
+            .to_owned(),
+        header,
+        |f| {
+            let b = &f.breakdown_per_rank_mean_s;
+            [
+                b.compute_s,
+                b.overlap_slowdown_s,
+                b.exposed_tp_s,
+                b.exposed_all_to_all_s,
+                b.exposed_p2p_s,
+                b.bubble_s,
+                b.exposed_dp_s,
+                b.optimizer_s,
+            ]
+            .map(seconds)
+            .to_vec()
+        },
+    )
+}
+
+/// The most loaded GPU's memory by what holds it, against the GPU's memory and the limit.
+pub fn memory_table(c: &Comparison) -> Table {
+    let limit = c
+        .rows
+        .iter()
+        .find_map(|r| r.outcome.as_ref().ok())
+        .map(|f| {
+            format!(
+                "total (of {}, limit {})",
+                gib_text(f.gpu_memory_bytes),
+                gib_text(f.memory_limit_bytes)
+            )
+        })
+        .unwrap_or_else(|| "total".to_owned());
+    let mut header = [
+        "schedule",
+        "weights",
+        "gradients",
+        "optimizer",
+        "activations",
+        "buffers",
+        "reserve",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    header.push(limit);
+    rows_table(
+        c,
+        "memory of the most loaded GPU (replicas of a stage count)".to_owned(),
+        header,
+        |f| {
+            let m = &f.memory_per_gpu;
+            vec![
+                gib_text(m.weights_bytes),
+                gib_text(m.gradients_bytes),
+                gib_text(m.optimizer_bytes),
+                gib_text(m.activations_bytes),
+                gib_text(m.buffers_bytes),
+                gib_text(m.reserve_bytes),
+                memory_text(f),
+            ]
+        },
+    )
+}
+
+/// Bytes one GPU sends per step, by kind (the mean over the GPUs).
+pub fn volume_table(c: &Comparison) -> Table {
+    let header = ["schedule", "p2p", "TP", "all-to-all", "DP"]
+        .map(str::to_owned)
+        .to_vec();
+    rows_table(
+        c,
+        "bytes one GPU sends per step (mean over the GPUs)".to_owned(),
+        header,
+        |f| {
+            let v = &f.volume_per_gpu_bytes;
+            [v.p2p, v.tp, v.all_to_all, v.dp].map(gib_text).to_vec()
+        },
+    )
 }
 
 /// The traits table: what each schedule is and requires.
@@ -181,12 +293,26 @@ pub fn compare_notes(c: &Comparison) -> Vec<String> {
     out
 }
 
+/// Every table of a comparison, in the order the views show them.
+pub fn tables(c: &Comparison) -> Vec<Table> {
+    vec![
+        figures_table(c),
+        breakdown_table(c),
+        memory_table(c),
+        volume_table(c),
+        traits_table(c),
+    ]
+}
+
 /// The comparison as aligned text tables.
 pub fn compare_text(c: &Comparison) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", compare_title(c));
-    for t in [figures_table(c), traits_table(c)] {
+    for (i, t) in tables(c).into_iter().enumerate() {
         out.push('\n');
+        if i > 0 {
+            let _ = writeln!(out, "{}", t.caption);
+        }
         text_table(&t.header, &t.rows, &right_aligned(&t), &mut out);
     }
     let notes = compare_notes(c);
@@ -203,8 +329,11 @@ pub fn compare_text(c: &Comparison) -> String {
 pub fn compare_markdown(c: &Comparison) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "**{}**", markdown_cell(&compare_title(c)));
-    for t in [figures_table(c), traits_table(c)] {
+    for (i, t) in tables(c).into_iter().enumerate() {
         out.push('\n');
+        if i > 0 {
+            let _ = writeln!(out, "{}\n", markdown_cell(&t.caption));
+        }
         markdown_table(&t, &mut out);
     }
     let notes = compare_notes(c);
@@ -226,6 +355,9 @@ fn num(x: f64) -> String {
     }
 }
 
+/// The figure columns of the CSV, between `microbatches` and `model_copies`.
+const CSV_FIGURES: usize = 37;
+
 const CSV_COLUMNS: &[&str] = &[
     "schedule",
     "spec",
@@ -240,10 +372,31 @@ const CSV_COLUMNS: &[&str] = &[
     "activation_bytes",
     "weight_bytes",
     "memory_bytes",
+    "memory_fraction",
     "gpu_memory_bytes",
+    "memory_limit_bytes",
     "out_of_memory",
-    "exposed_comm_s",
-    "exposed_comm_fraction",
+    "weights_bytes",
+    "gradients_bytes",
+    "optimizer_bytes",
+    "activations_bytes",
+    "buffers_bytes",
+    "reserve_bytes",
+    "exposed_comm_per_rank_mean_s",
+    "exposed_comm_per_rank_max_s",
+    "exposed_comm_total_s",
+    "compute_s",
+    "overlap_slowdown_s",
+    "exposed_tp_s",
+    "exposed_all_to_all_s",
+    "exposed_p2p_s",
+    "bubble_s",
+    "exposed_dp_s",
+    "optimizer_s",
+    "p2p_bytes_per_gpu",
+    "tp_bytes_per_gpu",
+    "all_to_all_bytes_per_gpu",
+    "dp_bytes_per_gpu",
     "tokens_per_s",
     "gpu_hours_per_million_tokens",
     "bubble_gpu_hours_per_million_tokens",
@@ -269,25 +422,56 @@ pub fn compare_csv(c: &Comparison) -> String {
             c.microbatches.to_string(),
         ];
         match &row.outcome {
-            Ok(f) => cells.extend([
-                num(f.step_time_s),
-                f.makespan_units.map(num).unwrap_or_default(),
-                num(f.bubble_fraction),
-                num(f.idle_worst_s),
-                num(f.idle_best_s),
-                f.peak_activations.to_string(),
-                num(f.activation_bytes),
-                num(f.weight_bytes),
-                num(f.memory_bytes),
-                num(f.gpu_memory_bytes),
-                f.out_of_memory.to_string(),
-                num(f.exposed_comm_s),
-                num(f.exposed_comm_fraction),
-                num(f.tokens_per_s),
-                num(f.gpu_hours_per_million_tokens),
-                num(f.bubble_gpu_hours_per_million_tokens),
-            ]),
-            Err(_) => cells.extend(std::iter::repeat_n(String::new(), 16)),
+            Ok(f) => {
+                cells.extend([
+                    num(f.step_time_s),
+                    f.makespan_units.map(num).unwrap_or_default(),
+                    num(f.bubble_fraction),
+                    num(f.idle_worst_s),
+                    num(f.idle_best_s),
+                    f.peak_activations.to_string(),
+                    num(f.activation_bytes),
+                    num(f.weight_bytes),
+                    num(f.memory_bytes),
+                    num(f.memory_fraction),
+                    num(f.gpu_memory_bytes),
+                    num(f.memory_limit_bytes),
+                    f.out_of_memory.to_string(),
+                ]);
+                let m = &f.memory_per_gpu;
+                let b = &f.breakdown_per_rank_mean_s;
+                let v = &f.volume_per_gpu_bytes;
+                cells.extend(
+                    [
+                        m.weights_bytes,
+                        m.gradients_bytes,
+                        m.optimizer_bytes,
+                        m.activations_bytes,
+                        m.buffers_bytes,
+                        m.reserve_bytes,
+                        f.exposed_comm_per_rank_mean_s,
+                        f.exposed_comm_per_rank_max_s,
+                        f.exposed_comm_total_s,
+                        b.compute_s,
+                        b.overlap_slowdown_s,
+                        b.exposed_tp_s,
+                        b.exposed_all_to_all_s,
+                        b.exposed_p2p_s,
+                        b.bubble_s,
+                        b.exposed_dp_s,
+                        b.optimizer_s,
+                        v.p2p,
+                        v.tp,
+                        v.all_to_all,
+                        v.dp,
+                        f.tokens_per_s,
+                        f.gpu_hours_per_million_tokens,
+                        f.bubble_gpu_hours_per_million_tokens,
+                    ]
+                    .map(num),
+                );
+            }
+            Err(_) => cells.extend(std::iter::repeat_n(String::new(), CSV_FIGURES)),
         }
         match &row.traits {
             Some(t) => cells.extend([
@@ -308,7 +492,7 @@ pub fn compare_csv(c: &Comparison) -> String {
     out
 }
 
-/// The comparison as JSON (`schemas/pipeweave-compare.v1.schema.json`): the spec, P, M, and one
+/// The comparison as JSON (`schemas/pipeweave-compare.v2.schema.json`): the spec, P, M, and one
 /// object per schedule with raw figures (seconds, bytes), its traits, or its `error`.
 pub fn compare_json(c: &Comparison) -> String {
     crate::json::json(c)

@@ -9,6 +9,7 @@
 
 mod compare;
 pub mod format;
+mod hardware;
 mod html;
 mod json;
 mod recommend;
@@ -19,12 +20,14 @@ mod table;
 mod text;
 
 pub use compare::{
-    compare_csv, compare_json, compare_markdown, compare_notes, compare_text, compare_title,
-    figures_table, traits_table,
+    breakdown_table, compare_csv, compare_json, compare_markdown, compare_notes, compare_text,
+    compare_title, figures_table, memory_table, tables as compare_tables, traits_table,
+    volume_table,
 };
 pub use format::{
     TimeFormat, format_time, gib, gib_number, gib_text, gpu_hours, percent, seconds, si,
 };
+pub use hardware::hardware_markdown;
 pub use html::{Block, HtmlReport, Section, html_page};
 pub use json::json;
 pub use pipeweave_eval::TimeUnit;

@@ -1,5 +1,6 @@
-//! `recommend`'s page: the choice with its figures and savings, the runners-up, why every other
-//! schedule lost (worse time, memory, a requirement) and the pipeline degrees left out.
+//! `recommend`'s page: the choice with its figures, where its step goes and what it saves, the
+//! runners-up, why every other schedule family lost (the term of the step it loses most on,
+//! memory, a requirement) and the shapes left out.
 //!
 //! The [`Recommendation`] comes from `pipeweave-eval`'s search; this module only formats it.
 
@@ -8,121 +9,155 @@ use crate::table::{NONE, Table, markdown_cell, markdown_table};
 use pipeweave_eval::{Candidate, Recommendation};
 use std::fmt::Write as _;
 
-/// `zb-h1, PP 8, M 32 × 1 seq, v 2`.
+/// `zb-h1, PP 8, TP 8, M 32 × 1 seq, v 2, forward_doubling=true, recompute full`.
 pub fn candidate_label(c: &Candidate) -> String {
-    let v = c.v.map(|v| format!(", v {v}")).unwrap_or_default();
-    format!(
-        "{}, PP {}, M {} × {} seq{}",
-        c.schedule, c.pp, c.microbatches, c.micro_batch_size, v
-    )
+    let mut s = format!(
+        "{}, PP {}, TP {}, M {} × {} seq",
+        c.schedule, c.pp, c.tp, c.microbatches, c.micro_batch_size
+    );
+    if let Some(v) = c.v {
+        let _ = write!(s, ", v {v}");
+    }
+    for x in &c.settings {
+        let _ = write!(s, ", {x}");
+    }
+    if c.recompute != "none" {
+        let _ = write!(s, ", recompute {}", c.recompute);
+    }
+    s
 }
 
 fn memory_text(c: &Candidate) -> String {
-    let f = &c.figures;
+    let capacity = if c.memory_fraction > 0.0 {
+        c.memory_bytes / c.memory_fraction
+    } else {
+        0.0
+    };
     format!(
         "{} of {} ({})",
-        gib_text(f.memory_bytes),
-        gib_number(f.gpu_memory_bytes),
-        percent(f.memory_bytes / f.gpu_memory_bytes.max(1.0), 0)
+        gib_text(c.memory_bytes),
+        gib_number(capacity),
+        percent(c.memory_fraction, 0)
     )
 }
 
+fn time_text(c: &Candidate) -> String {
+    c.step_time_s.map_or_else(|| NONE.to_owned(), seconds)
+}
+
 fn pct_slower(c: &Candidate, base: &Candidate) -> String {
-    let r = c.figures.step_time_s / base.figures.step_time_s - 1.0;
+    let r = c.time() / base.time() - 1.0;
     // Signed: a runner-up is slower (+), a fitting candidate can be faster than one that does not.
     format!("{:+.1}%", r * 100.0)
 }
 
 fn savings(choice: &Candidate, base: &Candidate, what: &str) -> String {
-    let saved = base.run_gpu_hours - choice.run_gpu_hours;
-    let share = if base.run_gpu_hours > 0.0 {
-        saved / base.run_gpu_hours
-    } else {
-        0.0
+    let (Some(mine), Some(theirs)) = (choice.run_gpu_hours, base.run_gpu_hours) else {
+        return format!(
+            "— over 1F1B {what} ({}): it does not fit in memory ({})",
+            candidate_label(base),
+            memory_text(base)
+        );
     };
-    let oom = if base.figures.out_of_memory {
-        " (that 1F1B would not fit in memory)"
-    } else {
-        ""
-    };
+    let saved = theirs - mine;
+    let share = if theirs > 0.0 { saved / theirs } else { 0.0 };
     format!(
-        "{} GPU-hours ({}) over 1F1B {what} ({}){oom}",
+        "{} GPU-hours ({}) over 1F1B {what} ({})",
         si(saved),
         percent(share, 1),
         candidate_label(base)
     )
 }
 
-/// The choice (or, when nothing fits, the fastest option) as labelled lines; an empty label
-/// continues the line above.
+/// The choice as labelled lines; an empty label continues the line above.
 fn choice_lines(r: &Recommendation) -> Vec<(&'static str, String)> {
     let mut lines = Vec::new();
-    match &r.choice {
-        Some(c) => {
-            let f = &c.figures;
-            lines.push(("choice", candidate_label(c)));
-            lines.push((
-                "",
-                format!(
-                    "dp {}, {} stage{} per rank{}, {} model cop{}",
-                    c.dp,
-                    c.stages_per_rank,
-                    if c.stages_per_rank == 1 { "" } else { "s" },
-                    // With replicas every rank hosts that many stages of each copy.
-                    if c.model_copies == 1 {
-                        ""
-                    } else {
-                        " and model copy"
-                    },
-                    c.model_copies,
-                    if c.model_copies == 1 { "y" } else { "ies" }
-                ),
-            ));
-            lines.push(("step time", seconds(f.step_time_s)));
-            lines.push(("bubble", percent(f.bubble_fraction, 1)));
-            lines.push(("memory/GPU", memory_text(c)));
-            lines.push(("tokens/s", si(f.tokens_per_s)));
-            lines.push(("whole run", format!("{} GPU-hours", si(c.run_gpu_hours))));
-            if let Some(b) = &r.same_shape_1f1b {
-                lines.push(("saves", savings(c, b, "at the same shape")));
-            }
-            if let Some(b) = &r.spec_1f1b {
-                lines.push(("", savings(c, b, "as the spec has it")));
-            }
-        }
-        None => {
-            let gpu = r
-                .verdicts
-                .iter()
-                .find_map(|v| v.least_memory.as_ref())
-                .map_or_else(
-                    || gib_number(0.0),
-                    |c| gib_number(c.figures.gpu_memory_bytes),
-                );
-            lines.push((
-                "choice",
-                format!(
-                    "none: no configuration fits in {gpu} GiB per GPU under the spec's memory model"
-                ),
-            ));
-            lines.push((
-                "",
-                "(activations are counted without recomputation; below, how far each option is)"
-                    .to_owned(),
-            ));
-            if let Some(c) = &r.fastest {
-                lines.push((
-                    "fastest",
-                    format!(
-                        "{}: {}, bubble {}, if memory allowed ({})",
-                        candidate_label(c),
-                        seconds(c.figures.step_time_s),
-                        percent(c.figures.bubble_fraction, 1),
-                        memory_text(c)
-                    ),
-                ));
-            }
-        }
+    let Some(c) = &r.choice else {
+        lines.push((
+            "choice",
+            format!(
+                "none: no configuration fits in GPU memory less {} headroom under the spec's memory model",
+                percent(r.memory_headroom, 0)
+            ),
+        ));
+        lines.push(("", "(below, how far each option is)".to_owned()));
+        return lines;
+    };
+    lines.push(("choice", candidate_label(c)));
+    lines.push((
+        "",
+        format!(
+            "dp {}, {} stage{} per rank{}, {} model cop{}",
+            c.dp,
+            c.stages_per_rank,
+            if c.stages_per_rank == 1 { "" } else { "s" },
+            // With replicas every rank hosts that many stages of each copy.
+            if c.model_copies == 1 {
+                ""
+            } else {
+                " and model copy"
+            },
+            c.model_copies,
+            if c.model_copies == 1 { "y" } else { "ies" }
+        ),
+    ));
+    lines.push(("step time", time_text(c)));
+    if let Some(f) = &c.figures {
+        let b = &f.breakdown_per_rank_mean_s;
+        lines.push(("bubble", percent(f.bubble_fraction, 1)));
+        lines.push((
+            "exposed comm",
+            format!(
+                "{} per rank (mean), {} (worst rank)",
+                seconds(f.exposed_comm_per_rank_mean_s),
+                seconds(f.exposed_comm_per_rank_max_s)
+            ),
+        ));
+        lines.push((
+            "step per rank",
+            format!(
+                "compute {}, overlap slowdown {}, exposed TP {}, all-to-all {}, p2p {}",
+                seconds(b.compute_s),
+                seconds(b.overlap_slowdown_s),
+                seconds(b.exposed_tp_s),
+                seconds(b.exposed_all_to_all_s),
+                seconds(b.exposed_p2p_s)
+            ),
+        ));
+        lines.push((
+            "",
+            format!(
+                "bubble {}, exposed DP {}, optimizer {}",
+                seconds(b.bubble_s),
+                seconds(b.exposed_dp_s),
+                seconds(b.optimizer_s)
+            ),
+        ));
+    }
+    lines.push((
+        "memory/GPU",
+        format!(
+            "{}, limit {}",
+            memory_text(c),
+            gib_text(c.memory_limit_bytes)
+        ),
+    ));
+    if let Some(f) = &c.figures {
+        lines.push(("tokens/s", si(f.tokens_per_s)));
+    }
+    if let Some(h) = c.run_gpu_hours {
+        lines.push(("whole run", format!("{} GPU-hours", si(h))));
+    }
+    if let Some(b) = &r.same_shape_1f1b {
+        lines.push(("saves", savings(c, b, "at the same shape")));
+    }
+    if let Some(b) = &r.spec_1f1b {
+        let label = if r.same_shape_1f1b.is_some() {
+            ""
+        } else {
+            "saves"
+        };
+        lines.push((label, savings(c, b, "as the spec has it")));
     }
     lines
 }
@@ -134,18 +169,28 @@ fn why_not(r: &Recommendation) -> Vec<(&str, String, Option<&str>)> {
     for v in &r.verdicts {
         let why = match (&v.best, &v.least_memory, &r.choice) {
             (Some(c), _, Some(choice)) if c == choice => continue,
-            (Some(c), _, Some(choice)) => format!(
-                "worse time: {} ({}) at best, {}",
-                seconds(c.figures.step_time_s),
-                pct_slower(c, choice),
-                candidate_label(c)
-            ),
+            (Some(c), _, Some(choice)) => {
+                let mut why = format!(
+                    "worse time: {} ({}) at best, {}",
+                    time_text(c),
+                    pct_slower(c, choice),
+                    candidate_label(c)
+                );
+                if let Some(l) = &v.lost_on {
+                    let _ = write!(
+                        why,
+                        "; most of it {} (+{} per rank)",
+                        l.term,
+                        seconds(l.more_s)
+                    );
+                }
+                why
+            }
             (Some(c), _, None) => format!("fits: {}", candidate_label(c)),
             (None, Some(c), _) => format!(
-                "memory: needs at least {} ({}, {})",
+                "memory: needs at least {} ({})",
                 memory_text(c),
-                candidate_label(c),
-                seconds(c.figures.step_time_s)
+                candidate_label(c)
             ),
             (None, None, _) => format!(
                 "requirement: {}",
@@ -160,43 +205,47 @@ fn why_not(r: &Recommendation) -> Vec<(&str, String, Option<&str>)> {
     out
 }
 
-/// The pipeline degrees left out, those with the same reason on one line: `PP 1, 3: reason`.
+/// The shapes left out, those with the same reason on one line: `TP 8: PP 64, 128: reason`.
 fn left_out(r: &Recommendation) -> Vec<String> {
-    let mut groups: Vec<(Vec<u32>, &str)> = Vec::new();
-    for rejected in &r.rejected_pp {
+    let mut groups: Vec<(u32, Vec<u32>, &str)> = Vec::new();
+    let mut lines = Vec::new();
+    for s in &r.rejected_shapes {
+        let Some(pp) = s.pp else {
+            lines.push(format!("TP {}: {}", s.tp, s.reason));
+            continue;
+        };
         match groups
             .iter_mut()
-            .find(|(_, why)| *why == rejected.reason.as_str())
+            .find(|(tp, _, why)| *tp == s.tp && *why == s.reason.as_str())
         {
-            Some((pps, _)) => pps.push(rejected.pp),
-            None => groups.push((vec![rejected.pp], rejected.reason.as_str())),
+            Some((_, pps, _)) => pps.push(pp),
+            None => groups.push((s.tp, vec![pp], s.reason.as_str())),
         }
     }
-    groups
-        .into_iter()
-        .map(|(pps, why)| {
-            let list: Vec<String> = pps.iter().map(u32::to_string).collect();
-            format!("PP {}: {why}", list.join(", "))
-        })
-        .collect()
+    lines.extend(groups.into_iter().map(|(tp, pps, why)| {
+        let list: Vec<String> = pps.iter().map(u32::to_string).collect();
+        format!("TP {tp}, PP {}: {why}", list.join(", "))
+    }));
+    lines
 }
 
 fn headline(r: &Recommendation) -> String {
     format!(
-        "recommendation for spec {}: {} × {}, tp {}, global batch {} sequences of {} tokens, {} tokens in the run",
+        "recommendation for spec {}: {} × {}, EP {}, global batch {} sequences of {} tokens, {} tokens in the run, {} of memory kept free",
         r.spec,
         r.gpus,
         r.gpu,
-        r.tp,
+        r.ep,
         r.global_sequences,
         r.sequence_length,
-        si(r.total_tokens)
+        si(r.total_tokens),
+        percent(r.memory_headroom, 0)
     )
 }
 
 fn searched(r: &Recommendation) -> String {
     format!(
-        "searched: {} configurations simulated ({} out of memory), {} not buildable",
+        "searched: {} configurations simulated, {} that fit in memory in no way, {} not buildable",
         r.simulated, r.out_of_memory, r.unmet
     )
 }
@@ -220,7 +269,7 @@ pub fn recommend_text(r: &Recommendation) -> String {
         let _ = writeln!(s, "{label:<14}{value}");
     }
     if !r.runners_up.is_empty() {
-        s.push_str("\nrunners-up (the fastest of each other schedule that fits)\n");
+        s.push_str("\nrunners-up (the fastest of each other schedule family that fits)\n");
         // At least 44 wide; a longer label (a library schedule named with its twin plugin)
         // widens it.
         let width = r
@@ -234,26 +283,30 @@ pub fn recommend_text(r: &Recommendation) -> String {
             let vs = versus_choice(r, c)
                 .map(|p| format!(", {p} vs the choice"))
                 .unwrap_or_default();
+            let bubble = c
+                .figures
+                .as_ref()
+                .map_or_else(|| NONE.to_owned(), |f| percent(f.bubble_fraction, 1));
             let _ = writeln!(
                 s,
                 "  {:<width$} {:>10}  bubble {:>6}  {}{vs}",
                 candidate_label(c),
-                seconds(c.figures.step_time_s),
-                percent(c.figures.bubble_fraction, 1),
+                time_text(c),
+                bubble,
                 memory_text(c)
             );
         }
     }
     s.push_str("\nwhy not the others\n");
-    let why_not = why_not(r);
+    let reasons = why_not(r);
     // At least 22 wide; a longer name (a library schedule named with its twin plugin) widens it.
-    let width = why_not
+    let width = reasons
         .iter()
-        .map(|(schedule, _, _)| schedule.chars().count())
+        .map(|(f, _, _)| f.chars().count())
         .chain([22])
         .max()
         .unwrap_or(22);
-    for (schedule, why, partly) in why_not {
+    for (schedule, why, partly) in reasons {
         let _ = writeln!(s, "  {schedule:<width$} {why}");
         if let Some(reason) = partly {
             let _ = writeln!(s, "  {:<width$} not buildable in some shapes: {reason}", "");
@@ -261,7 +314,7 @@ pub fn recommend_text(r: &Recommendation) -> String {
     }
     let left_out = left_out(r);
     if !left_out.is_empty() {
-        s.push_str("\npipeline degrees left out\n");
+        s.push_str("\nshapes left out\n");
         for line in left_out {
             let _ = writeln!(s, "  {line}");
         }
@@ -288,7 +341,7 @@ pub fn recommend_markdown(r: &Recommendation) -> String {
     };
     markdown_table(&choice, &mut s);
     if !r.runners_up.is_empty() {
-        s.push_str("\n**runners-up** (the fastest of each other schedule that fits)\n\n");
+        s.push_str("\n**runners-up** (the fastest of each other schedule family that fits)\n\n");
         let runners = Table {
             caption: String::new(),
             header: [
@@ -306,8 +359,10 @@ pub fn recommend_markdown(r: &Recommendation) -> String {
                 .map(|c| {
                     vec![
                         candidate_label(c),
-                        seconds(c.figures.step_time_s),
-                        percent(c.figures.bubble_fraction, 1),
+                        time_text(c),
+                        c.figures
+                            .as_ref()
+                            .map_or_else(|| NONE.to_owned(), |f| percent(f.bubble_fraction, 1)),
                         memory_text(c),
                         versus_choice(r, c).unwrap_or_else(|| NONE.to_owned()),
                     ]
@@ -329,7 +384,7 @@ pub fn recommend_markdown(r: &Recommendation) -> String {
     }
     let left_out = left_out(r);
     if !left_out.is_empty() {
-        s.push_str("\n**pipeline degrees left out**\n\n");
+        s.push_str("\n**shapes left out**\n\n");
         for line in left_out {
             let _ = writeln!(s, "- {}", markdown_cell(&line));
         }
@@ -337,7 +392,7 @@ pub fn recommend_markdown(r: &Recommendation) -> String {
     s
 }
 
-/// The search's outcome as JSON (`schemas/pipeweave-recommend.v1.schema.json`).
+/// The search's outcome as JSON (`schemas/pipeweave-recommend.v2.schema.json`).
 pub fn recommend_json(r: &Recommendation) -> String {
     crate::json::json(r)
 }

@@ -1,7 +1,7 @@
 //! One simulated step for people: the plan's shape, the step's figures on a spec, and every
 //! rank's times, as text or JSON.
 
-use crate::format::{format_time, gib_number, gpu_hours, percent, seconds, si};
+use crate::format::{format_time, gib_number, gib_text, gpu_hours, percent, seconds, si};
 use pipeweave_eval::{Costing, Shape, Simulation, StepReport};
 use std::fmt::Write as _;
 
@@ -31,7 +31,7 @@ pub fn costing_text(costing: &Costing) -> String {
             spec.name,
             if *default { " (built-in default)" } else { "" },
             spec.cluster.gpus(),
-            spec.cluster.gpu
+            spec.cluster.gpu_name()
         ),
     }
 }
@@ -67,9 +67,32 @@ pub fn step_report_text(r: &StepReport) -> String {
     let _ = writeln!(f, "bubble fraction      {}", percent(r.bubble_fraction, 1));
     let _ = writeln!(
         f,
-        "exposed comm         {} per step over all ranks ({} of rank-time)",
-        seconds(r.exposed_comm_s),
-        percent(r.exposed_comm_fraction, 1)
+        "exposed comm         {} per rank (mean), {} (worst rank), {} summed over the ranks",
+        seconds(r.exposed_comm_per_rank_mean_s),
+        seconds(r.exposed_comm_per_rank_max_s),
+        seconds(r.exposed_comm_total_s)
+    );
+    let b = &r.breakdown_per_rank_mean_s;
+    let _ = writeln!(
+        f,
+        "step per rank (mean) compute {}, overlap slowdown {}, exposed TP {}, all-to-all {}, p2p {}, bubble {}, exposed DP {}, optimizer {}",
+        seconds(b.compute_s),
+        seconds(b.overlap_slowdown_s),
+        seconds(b.exposed_tp_s),
+        seconds(b.exposed_all_to_all_s),
+        seconds(b.exposed_p2p_s),
+        seconds(b.bubble_s),
+        seconds(b.exposed_dp_s),
+        seconds(b.optimizer_s)
+    );
+    let v = &r.volume_per_gpu_bytes;
+    let _ = writeln!(
+        f,
+        "bytes per GPU, step  p2p {}, TP {}, all-to-all {}, DP {}",
+        gib_text(v.p2p),
+        gib_text(v.tp),
+        gib_text(v.all_to_all),
+        gib_text(v.dp)
     );
     let _ = writeln!(
         f,
@@ -87,20 +110,26 @@ pub fn step_report_text(r: &StepReport) -> String {
     );
     let _ = writeln!(
         f,
-        "memory per GPU in GiB, of {} (activations: peak live micro-batch stages)",
-        gib_number(r.gpu_memory_bytes)
+        "memory per GPU in GiB, of {}, limit {} (activations: peak live micro-batch stages)",
+        gib_number(r.gpu_memory_bytes),
+        gib_number(r.memory_limit_bytes)
     );
-    let _ = writeln!(f, "  rank  params   grads   optim   activ  (peak)   total");
+    let _ = writeln!(
+        f,
+        "  rank  params   grads   optim   activ  (peak)    bufs reserve   total"
+    );
     for rank in &r.ranks {
         let _ = writeln!(
             f,
-            "{:>6} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}{}",
+            "{:>6} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}{}",
             rank.rank,
             gib_number(rank.memory.params),
             gib_number(rank.memory.grads),
             gib_number(rank.memory.optimizer),
             gib_number(rank.memory.activations),
             format!("({})", rank.peak_activations),
+            gib_number(rank.memory.buffers),
+            gib_number(rank.memory.reserve),
             gib_number(rank.memory.total()),
             if rank.out_of_memory {
                 "  out of memory"
@@ -112,7 +141,7 @@ pub fn step_report_text(r: &StepReport) -> String {
     if r.out_of_memory {
         let _ = writeln!(
             f,
-            "OUT OF MEMORY: at least one rank needs more than its GPU has"
+            "OUT OF MEMORY: at least one rank needs more than its GPU's memory less the headroom"
         );
     }
     f
@@ -151,8 +180,14 @@ pub fn simulation_text(sim: &Simulation) -> String {
         sim.bubble_fraction,
         percent(sim.bubble_fraction, 2)
     );
-    if sim.exposed_comm > 0.0 {
-        let _ = writeln!(s, "exposed comm     {}", format_time(sim.exposed_comm));
+    if sim.exposed_comm_total > 0.0 {
+        let _ = writeln!(
+            s,
+            "exposed comm     {} per rank (mean), {} (worst), {} in all",
+            format_time(sim.exposed_comm_per_rank_mean),
+            format_time(sim.exposed_comm_per_rank_max),
+            format_time(sim.exposed_comm_total)
+        );
     }
     let _ = writeln!(s);
     let _ = writeln!(
@@ -173,7 +208,7 @@ pub fn simulation_text(sim: &Simulation) -> String {
     s
 }
 
-/// `simulate`'s JSON (`schemas/pipeweave-simulate.v1.schema.json`): the shape, the step's figures
+/// `simulate`'s JSON (`schemas/pipeweave-simulate.v2.schema.json`): the shape, the step's figures
 /// and every rank's times; on a spec, times in seconds (`time_unit`), the `spec` figures and every
 /// rank's memory.
 pub fn simulation_json(sim: &Simulation) -> String {

@@ -8,6 +8,7 @@ use crate::params::{Params, Setting};
 use pipeweave_check::{Problem, ProblemKind, ValidPlan};
 use pipeweave_diagnostics::Files;
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
+use pipeweave_export::PlanFormat;
 use pipeweave_param::Value;
 use pipeweave_plan::Plan;
 
@@ -20,6 +21,9 @@ pub struct Built {
     pub origins: Option<Vec<Vec<Span>>>,
     /// What to call the plan in messages: a file or schedule name, `plugin:NAME` for a plugin.
     pub name: String,
+    /// What reading the source noted besides errors (a PyTorch CSV's cells left out of the plan),
+    /// for the caller to show.
+    pub notes: Vec<Diagnostic>,
 }
 
 /// Validates `plan`; the problems point at the actions' sources where `origins` knows them.
@@ -29,6 +33,7 @@ fn validated(plan: Plan, origins: Option<Vec<Vec<Span>>>, name: String) -> Resul
             plan,
             origins,
             name,
+            notes: Vec::new(),
         }),
         Err(problems) => Err(Failure::from_diagnostics(problem_diagnostics(
             origins.as_deref(),
@@ -151,11 +156,13 @@ pub(crate) fn plugin(
     validated(plan, None, format!("{PLUGIN_PREFIX}{name}"))
 }
 
-/// Reads a plan file: a JSON plan, or the actions text with `params.pipelines` pipelines (`json`
-/// `None`: a JSON plan when the text starts with `{`).
+/// Reads a plan file in the form `params` names, else the one its name gives (`named`), else the
+/// one its text shows ([`PlanFormat::detect`]): a JSON plan, the actions text with
+/// `params.pipelines` pipelines (or as many as it shows), or one of PyTorch's CSVs (one pipeline). A `compute_comms` CSV's
+/// communication is checked against the lowering of the valid plan its compute cells make.
 pub(crate) fn plan_file(
     path: &str,
-    json: Option<bool>,
+    named: Option<PlanFormat>,
     params: &Params,
     host: &mut dyn Host,
     files: &mut Files,
@@ -169,18 +176,58 @@ pub(crate) fn plan_file(
     let name = shown_name(path);
     let file = files.add(name, text);
     let text = files.text(file).unwrap_or_default();
-    if json.unwrap_or_else(|| text.trim_start().starts_with('{')) {
-        let read = pipeweave_export::read_json(text, file).map_err(|d| in_file(d, file))?;
-        return validated(read.plan, None, name.to_owned());
+    let format = params
+        .format
+        .or(named)
+        .unwrap_or_else(|| PlanFormat::detect(text));
+    let k = params.pipelines;
+    if let Some(k) = k.filter(|&k| k > 1)
+        && matches!(format, PlanFormat::Pytorch | PlanFormat::PytorchComms)
+    {
+        return Err(Failure::usage(format!(
+            "`{path}` is read as a {} CSV, which holds one pipeline: --pipelines {k} applies to the actions format (--plan-format actions)",
+            if format == PlanFormat::Pytorch {
+                "PyTorch compute-only"
+            } else {
+                "PyTorch compute_comms"
+            }
+        )));
     }
-    let read = pipeweave_export::read_actions(text, file, params.pipelines)
-        .map_err(|d| in_file(d, file))?;
-    let origins = read
-        .spans
-        .into_iter()
-        .map(|r| r.into_iter().map(|range| Span::new(file, range)).collect())
-        .collect();
-    validated(read.plan, Some(origins), name.to_owned())
+    let spans_in = |spans: Vec<Vec<std::ops::Range<usize>>>| -> Vec<Vec<Span>> {
+        spans
+            .into_iter()
+            .map(|r| r.into_iter().map(|range| Span::new(file, range)).collect())
+            .collect()
+    };
+    match format {
+        PlanFormat::Json => {
+            let read = pipeweave_export::read_json(text, file).map_err(|d| in_file(d, file))?;
+            validated(read.plan, None, name.to_owned())
+        }
+        PlanFormat::Actions | PlanFormat::Pytorch => {
+            let k = if format == PlanFormat::Pytorch {
+                Some(1)
+            } else {
+                k
+            };
+            let read =
+                pipeweave_export::read_actions(text, file, k).map_err(|d| in_file(d, file))?;
+            validated(read.plan, Some(spans_in(read.spans)), name.to_owned())
+        }
+        PlanFormat::PytorchComms => {
+            let read =
+                pipeweave_export::read_pytorch_comms(text, file).map_err(|d| in_file(d, file))?;
+            // The validator's problems first: the check compares with the lowering of a valid plan.
+            let origins = Some(spans_in(read.spans.clone()));
+            let mut built = validated(read.plan.clone(), origins, name.to_owned())?;
+            let comms = read.check();
+            if !comms.is_empty() {
+                return Err(in_file(comms, file));
+            }
+            built.notes = read.notes();
+            Ok(built)
+        }
+    }
 }
 
 /// A reader's problems, each in `file`: one about the whole file (it is empty, it holds no

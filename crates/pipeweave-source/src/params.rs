@@ -1,6 +1,7 @@
-//! The parameters a schedule is built with: P, M, stages per rank, `NAME=VALUE` settings, and the
-//! pipelines of an actions file.
+//! The parameters a schedule is built with: P, M, stages per rank, `NAME=VALUE` settings, and how
+//! to read a plan file (its form, the pipelines of an actions file).
 
+use pipeweave_export::PlanFormat;
 use std::fmt;
 use std::str::FromStr;
 
@@ -40,8 +41,8 @@ impl FromStr for Setting {
     }
 }
 
-/// What a schedule is built with; a plan file takes only `pipelines`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a schedule is built with; a plan file takes only `format` and `pipelines`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Params {
     /// Ranks P.
     pub ranks: Option<u32>,
@@ -51,20 +52,12 @@ pub struct Params {
     pub stages_per_rank: Option<u32>,
     /// Other parameters, by name.
     pub settings: Vec<Setting>,
-    /// Pipelines of an actions file (its stages split into this many of equal length).
-    pub pipelines: u32,
-}
-
-impl Default for Params {
-    fn default() -> Params {
-        Params {
-            ranks: None,
-            microbatches: None,
-            stages_per_rank: None,
-            settings: Vec::new(),
-            pipelines: 1,
-        }
-    }
+    /// Pipelines of an actions file (its stages split into this many of equal length); `None`: as
+    /// many as its micro-batches show.
+    pub pipelines: Option<u32>,
+    /// The form of a plan file; `None`: `.json` files are JSON plans, others are told apart by
+    /// their text ([`PlanFormat::detect`]).
+    pub format: Option<PlanFormat>,
 }
 
 impl Params {

@@ -10,6 +10,7 @@ use crate::host::{
 use crate::params::Params;
 use pipeweave_diagnostics::FileId;
 use pipeweave_diagnostics::Files;
+use pipeweave_export::PlanFormat;
 
 /// What a name resolved to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,7 +23,7 @@ pub enum SourceKind {
     Folder,
     /// A plugin, by name or library file.
     Plugin,
-    /// A plan file: the actions text, or a JSON plan (`.json`).
+    /// A plan file: the actions text, PyTorch's CSVs, or a JSON plan.
     PlanFile,
 }
 
@@ -32,9 +33,9 @@ enum Inner {
     Weave(Result<(FileId, Declared), Failure>),
     /// A plugin, loaded (or why it could not be).
     Plugin(Result<(PluginInfo, Declared), Failure>),
-    /// A plan file, read when it is built: a JSON plan or the actions text (`None`: told apart by
-    /// the text, for standard input).
-    PlanFile { json: Option<bool> },
+    /// A plan file, read when it is built, in the form its name gives (`.json`: a JSON plan;
+    /// `None`: told apart by the text).
+    PlanFile { named: Option<PlanFormat> },
 }
 
 /// A resolved PLAN or SCHEDULE argument.
@@ -50,13 +51,14 @@ pub struct Source {
 }
 
 impl Source {
-    /// Resolves `arg`, in this order: `-` (a plan file on standard input, JSON when its text
-    /// starts with `{`); a library schedule's name; a schedule in the user's folders by its name;
-    /// a `.weave` file; `plugin:NAME` or `plugin:PATH`; an existing file (a plan file; `.json` is
-    /// a JSON plan); a plugin's name on the search path. Anything else is an error.
+    /// Resolves `arg`, in this order: `-` (a plan file on standard input); a library schedule's
+    /// name; a schedule in the user's folders by its name; a `.weave` file; `plugin:NAME` or
+    /// `plugin:PATH`; an existing file (a plan file; `.json` is a JSON plan); a plugin's name on
+    /// the search path. Anything else is an error. A plan file's form is the one its parameters
+    /// name, else its name's, else its text's ([`PlanFormat::detect`]).
     pub fn resolve(arg: &str, host: &mut dyn Host, files: &mut Files) -> Result<Source, Failure> {
         let (kind, inner) = if arg == STDIN {
-            (SourceKind::PlanFile, Inner::PlanFile { json: None })
+            (SourceKind::PlanFile, Inner::PlanFile { named: None })
         } else if let Some(entry) = pipeweave_dsl::library::get(arg) {
             let file = files.add(format!("schedules/{}.weave", entry.name), entry.source);
             let declared = Declared::of_weave(entry.source);
@@ -80,8 +82,8 @@ impl Source {
             let json = std::path::Path::new(arg)
                 .extension()
                 .is_some_and(|e| e.eq_ignore_ascii_case("json"));
-            let json = Some(json);
-            (SourceKind::PlanFile, Inner::PlanFile { json })
+            let named = json.then_some(PlanFormat::Json);
+            (SourceKind::PlanFile, Inner::PlanFile { named })
         } else if !looks_like_path(arg) && host.has_plugin(arg) {
             let plugin = plugin(host, &PluginTarget::Named(arg.to_owned()));
             (SourceKind::Plugin, Inner::Plugin(plugin))
@@ -103,7 +105,7 @@ impl Source {
         Source {
             name: name.to_owned(),
             kind: SourceKind::PlanFile,
-            inner: Inner::PlanFile { json: None },
+            inner: Inner::PlanFile { named: None },
         }
     }
 
@@ -168,7 +170,7 @@ impl Source {
                 let (info, declared) = plugin.as_ref().map_err(Clone::clone)?;
                 build::plugin(info, declared, params, host)
             }
-            Inner::PlanFile { json } => build::plan_file(&self.name, *json, params, host, files),
+            Inner::PlanFile { named } => build::plan_file(&self.name, *named, params, host, files),
         }
     }
 }

@@ -1,60 +1,87 @@
-//! The cost model: compute and communication times of every part, for a given plan's placement.
+//! The cost model: what every action of a plan costs on a spec's cluster, for the plan's placement.
 //!
-//! Each part's forward is a chain of tasks on two resources, compute and communication. For every
-//! layer in order: attention (compute), then for an MoE layer dispatch (communication), the experts
-//! (compute) and combine (communication), for a dense layer the MLP (compute); the last part ends
-//! with the output head. A backward (B, or I) walks the layers in reverse: for an MoE layer the
-//! gradient goes back through combine (communication), the experts (compute) and dispatch
-//! (communication), then attention (compute); the last part starts with the head. W is compute
-//! only.
+//! Each part's forward is a chain of tasks on two resources, compute and communication
+//! ([`crate::schedule`]). For every layer in order: the attention block (compute) between its
+//! tensor-parallel collectives, then the MLP block: for an MoE layer the dispatch
+//! (communication), the experts (compute) and the combine (communication), for a dense layer
+//! the MLP (compute), again between tensor-parallel collectives; the last part ends with the
+//! output head and the multi-token-prediction modules. A backward (B, or I) walks the layers in
+//! reverse: the head first, then for an MoE layer the combine's gradient (communication), the
+//! experts (compute), the dispatch's gradient (communication), then the attention (compute). W is
+//! compute only.
 //!
-//! Times: a compute task takes `FLOPs / (peak · achievable_fraction)`. A dispatch or combine takes
-//! the latency of the slowest network it crosses plus its volume over the bandwidth: tokens × copies
-//! × hidden × bytes. Over the inter-node network a token travels `experts_per_token` times, or,
-//! with node-limited routing, once per destination node, `min(experts_per_token,
-//! max_nodes_per_token, nodes of the group)` times (DeepSeek-V3 §3.2.2: at most 4 nodes, then NVLink
-//! forwarding); over NVLink it reaches `experts_per_token` GPUs. The two networks run at once, so
-//! the time is the larger of the two. Only the share of copies that leaves a node (or a GPU) is
-//! charged: `(nodes − 1) / nodes` inter-node, `(g − 1) / g` over NVLink for g group members per
-//! node. The
-//! forward dispatch uses `moe.dispatch_dtype`; combine and both backward transfers use the
+//! **Compute from the operations** ([`crate::model`]): a compute task takes `GEMM FLOPs / (peak of
+//! gemm_dtype × its GEMM efficiency) + attention FLOPs / (16-bit peak × the kernel's efficiency,
+//! forward or backward) + element-wise bytes / (HBM bandwidth × its efficiency)`, every figure
+//! from the GPU table. Standard attention's batched GEMMs run at the GEMM efficiency of the
 //! activation format.
 //!
-//! **The overlap rule.** An action's duration is the makespan of its chains scheduled on the two
-//! resources by list scheduling: each resource runs one task at a time, a task starts once the
-//! previous task of its chain has ended, and of the tasks that could start next the earliest wins
-//! (the forward chain on a tie). A lone F or B is one chain, so it pays every transfer in full (its
-//! duration is compute + communication). An overlapped F&B pair runs the forward chain and the
-//! backward chain together, so the dispatch and combine of one hide under the compute of the other
-//! (DeepSeek-V3 Figure 4, DualPipe's overlap). The exposed communication of an action is its
-//! duration minus its compute time: the time the compute resource waits.
+//! **Communication** ([`crate::comm`]): a dispatch or combine moves a micro-batch's tokens to
+//! their experts (forward: dispatch in `moe.dispatch_dtype`, combine in the activation format;
+//! backward: the combine's gradient travels like a dispatch, in `dispatch_dtype`, the dispatch's
+//! gradient like a combine, DeepSeek-V3 §3.3.3). With tensor parallelism every block all-gathers
+//! its input and reduce-scatters its output (sequence parallelism) or all-reduces its output
+//! (without), on the intra-node link, forward and backward (Korthikanti et al. 2022 §4.2.2); with
+//! `tp_comm_overlap` they run beside the block's compute instead of between.
+//!
+//! **Overlap**: an action's duration is its chains scheduled on the two resources; a lone F or B
+//! is one chain and pays its communication in full; an overlapped F&B pair runs the forward's and
+//! the backward's chains at once, so one half's communication hides under the other's compute
+//! (DeepSeek-V3 Figure 4), and compute slows while communication takes SMs (`training.comm_sms`).
 //!
 //! Point-to-point transfers between stages on different ranks: latency plus the boundary
 //! activation (`tokens × hidden × activation bytes / tp`: each tensor rank sends its slice) over
-//! the intra-node or inter-node bandwidth, depending on whether the two pipeline ranks share a
-//! node under `parallelism.placement`.
+//! the intra-node or inter-node link, depending on whether the two pipeline ranks share a node.
+//!
+//! Data-parallel gradient reduction, the parameter all-gather and the optimizer step are priced
+//! per part here ([`GradSync`]) and placed on a simulated timeline by `pipeweave-eval`.
 //!
 //! Measured costs replace derived ones per part: `f_ms`, `i_ms`, `w_ms` set the lone action's
-//! duration (the compute tasks are scaled so that compute + all-to-all equals it);
+//! duration (the compute tasks are scaled so that compute + communication equals it);
 //! `all_to_all_ms` sets one forward chunk's dispatch + combine (the backward moves the same);
 //! `pair_ms` sets the F&B pair's duration on the part.
 
-use crate::model;
-use crate::spec::{PlacementOrder, Recompute, Spec};
+use crate::comm::{self, Links, Spread};
+use crate::hardware::Key;
+use crate::model::{self, Work};
+use crate::schedule::{ActionCost, Share, Task, TaskKind, schedule};
+use crate::spec::{Recompute, Spec};
+use crate::sync::{GradSync, grad_sync};
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::{Kind, Op, Plan};
 use pipeweave_sim::CostModel;
+use std::cell::RefCell;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Res {
-    Compute,
-    Comm,
+/// Bytes one GPU sends in one action, by kind.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Volume {
+    /// Tensor- and sequence-parallel collectives.
+    pub tp: f64,
+    /// Expert dispatch and combine, over both links.
+    pub all_to_all: f64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Task {
-    res: Res,
-    dur: f64,
+/// One pass of a part: its tasks and what it costs alone.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Pass {
+    /// The chain of compute and communication tasks.
+    pub chain: Vec<Task>,
+    /// Tensor-parallel collectives that run beside the chain (`tp_comm_overlap`), else empty.
+    pub side: Vec<Task>,
+    /// The pass run alone.
+    pub cost: ActionCost,
+    /// Bytes it sends.
+    pub volume: Volume,
+}
+
+impl Pass {
+    fn chains(&self) -> Vec<&[Task]> {
+        if self.side.is_empty() {
+            vec![&self.chain]
+        } else {
+            vec![&self.chain, &self.side]
+        }
+    }
 }
 
 /// Derived per-part figures, in seconds and bytes.
@@ -62,21 +89,14 @@ struct Task {
 pub struct PartCosts {
     /// Layers `[start, end)` of the model in this part.
     pub layers: (u64, u64),
-    /// Lone forward duration (compute and the all-to-all it does not hide), in seconds.
-    pub f: f64,
-    /// Input-gradient backward duration, in seconds.
-    pub i: f64,
-    /// Weight-gradient backward duration, in seconds.
-    pub w: f64,
-    /// Full backward duration (input and weight gradients together), in seconds.
-    pub b: f64,
-    /// Compute time inside F, in seconds (the rest of F is exposed all-to-all); likewise
-    /// `i_compute` and `b_compute`.
-    pub f_compute: f64,
-    /// Compute time inside I, in seconds.
-    pub i_compute: f64,
-    /// Compute time inside B, in seconds.
-    pub b_compute: f64,
+    /// A lone forward.
+    pub f: Pass,
+    /// An input-gradient backward.
+    pub i: Pass,
+    /// A weight-gradient backward.
+    pub w: Pass,
+    /// A full backward (input and weight gradients together).
+    pub b: Pass,
     /// Dispatch + combine time of one forward chunk (zero without MoE layers).
     pub all_to_all: f64,
     /// A measured pair duration, when given.
@@ -84,18 +104,17 @@ pub struct PartCosts {
     /// Activation bytes one micro-batch keeps on this part between its forward and its backward.
     pub activation_bytes: f64,
     /// Bytes live once per rank on top of the kept ones while this part's backward runs: with
-    /// full recomputation, the largest layer's recomputed activations (zero otherwise).
+    /// full recomputation, the largest layer's activations.
     pub activation_working_bytes: f64,
     /// Weights (a count of parameters) on one GPU that are not sharded over ep.
     pub dense_params: f64,
     /// Routed-expert weights (a count of parameters) on one GPU, sharded over ep.
     pub expert_params: f64,
-    f_chain: Vec<Task>,
-    i_chain: Vec<Task>,
-    b_chain: Vec<Task>,
+    /// Data-parallel gradient reduction, parameter all-gather and optimizer step of the part.
+    pub sync: GradSync,
 }
 
-/// A spec's costs for one plan. Implements [`CostModel`] in seconds.
+/// The costs of every part of a spec for one plan's placement: what the simulator asks.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CostTable {
     /// The figures of each model part, by position in a pipeline.
@@ -105,144 +124,99 @@ pub struct CostTable {
     stage_rank: Vec<u32>,
     /// Node of each pipeline rank (for its first data- and tensor-parallel GPU).
     rank_node: Vec<u64>,
-    p2p_bytes: f64,
-    intra: (f64, f64),
-    inter: (f64, f64),
+    /// Bytes of one boundary activation a GPU sends to the next stage.
+    pub p2p_bytes: f64,
+    links: Links,
+    /// The rate compute keeps while communication runs beside it.
+    rate_shared: f64,
+    /// Overlapped pairs already costed, by (forward part, backward part, backward is I); sized on
+    /// first use.
+    pairs: RefCell<Vec<Option<ActionCost>>>,
 }
 
-/// List-schedules chains of tasks on the two resources; returns (makespan, compute time).
-fn run_chains(chains: &[&[Task]]) -> (f64, f64) {
-    let mut next = vec![0usize; chains.len()];
-    let mut ready = vec![0.0f64; chains.len()];
-    let mut free = [0.0f64; 2];
-    let mut compute = 0.0;
-    loop {
-        let mut best: Option<(f64, usize)> = None;
-        for (c, chain) in chains.iter().enumerate() {
-            if let Some(task) = chain.get(next[c]) {
-                let slot = usize::from(task.res == Res::Comm);
-                let start = ready[c].max(free[slot]);
-                if best.is_none_or(|(s, _)| start < s) {
-                    best = Some((start, c));
-                }
+/// Compute throughputs of one GPU: FLOP/s of the linear layers and of the attention kernel
+/// (forward, backward), element-wise bytes per second.
+struct Rates {
+    gemm: f64,
+    attn_fwd: f64,
+    attn_bwd: f64,
+    hbm: f64,
+}
+
+impl Rates {
+    fn of(spec: &Spec) -> Rates {
+        let t = &spec.training;
+        let hw = &spec.cluster.hardware;
+        // Validated when the spec was read; a tiny rate keeps a missing figure from dividing by 0.
+        let rate = |peak: Key, eff: Key| (hw.or(peak, 0.0) * 1e12 * hw.or(eff, 0.0)).max(1.0);
+        let act_peak = Key::peak(t.activation_dtype);
+        let (attn_fwd, attn_bwd) = match t.attention.keys() {
+            Some((f, b)) => (rate(act_peak, f), rate(act_peak, b)),
+            None => {
+                let r = rate(act_peak, Key::gemm(t.activation_dtype, t.fp8_gemm_kernel));
+                (r, r)
             }
-        }
-        let Some((start, c)) = best else { break };
-        let task = chains[c][next[c]];
-        let end = start + task.dur;
-        free[usize::from(task.res == Res::Comm)] = end;
-        ready[c] = end;
-        next[c] += 1;
-        if task.res == Res::Compute {
-            compute += task.dur;
+        };
+        Rates {
+            gemm: rate(
+                Key::peak(t.gemm_dtype),
+                Key::gemm(t.gemm_dtype, t.fp8_gemm_kernel),
+            ),
+            attn_fwd,
+            attn_bwd,
+            hbm: (hw.or(Key::HbmGbps, 0.0) * 1e9 * hw.or(Key::HbmEfficiency, 0.0)).max(1.0),
         }
     }
-    let makespan = ready.iter().copied().fold(0.0, f64::max);
-    (makespan, compute)
+
+    fn time(&self, w: &Work) -> f64 {
+        w.gemm / self.gemm
+            + w.attn_fwd / self.attn_fwd
+            + w.attn_bwd / self.attn_bwd
+            + w.bytes / self.hbm
+    }
 }
 
-fn sum(chain: &[Task], res: Res) -> f64 {
+fn sum(chain: &[Task], f: impl Fn(&Task) -> bool) -> f64 {
     // fold from +0.0: `Sum` for floats starts at −0.0, which would print as "-0"
     chain
         .iter()
-        .filter(|t| t.res == res)
+        .filter(|t| f(t))
         .fold(0.0, |acc, t| acc + t.dur)
 }
 
-/// Scales the compute tasks of a chain so that the chain's total becomes `target` (communication
-/// kept); with no compute to scale, adds one compute task.
+/// Scales the compute tasks of a chain so that the chain's total becomes `target`
+/// (communication kept); with no compute to scale, adds one compute task.
 fn fit_compute(chain: &mut Vec<Task>, target: f64) {
-    let comm = sum(chain, Res::Comm);
+    let comm = sum(chain, |t| t.kind != TaskKind::Compute);
     let want = (target - comm).max(0.0);
-    let have = sum(chain, Res::Compute);
+    let have = sum(chain, |t| t.kind == TaskKind::Compute);
     if have > 0.0 {
         let k = want / have;
-        for t in chain.iter_mut().filter(|t| t.res == Res::Compute) {
+        for t in chain.iter_mut().filter(|t| t.kind == TaskKind::Compute) {
             t.dur *= k;
         }
     } else if want > 0.0 {
-        chain.push(Task {
-            res: Res::Compute,
-            dur: want,
-        });
+        chain.push(Task::compute(want));
     }
 }
 
-/// Scales the communication tasks of a chain to total `target`; with none, puts half before and
+/// Scales the all-to-all tasks of a chain to total `target`; with none, puts half before and
 /// half after the compute.
-fn fit_comm(chain: &mut Vec<Task>, target: f64) {
-    let have = sum(chain, Res::Comm);
+fn fit_all_to_all(chain: &mut Vec<Task>, target: f64) {
+    let have = sum(chain, |t| t.kind == TaskKind::AllToAll);
     if have > 0.0 {
         let k = target / have;
-        for t in chain.iter_mut().filter(|t| t.res == Res::Comm) {
+        for t in chain.iter_mut().filter(|t| t.kind == TaskKind::AllToAll) {
             t.dur *= k;
         }
     } else if target > 0.0 {
         let half = Task {
-            res: Res::Comm,
+            kind: TaskKind::AllToAll,
             dur: target / 2.0,
         };
         chain.insert(0, half);
         chain.push(half);
     }
-}
-
-/// The GPU index of (pipeline rank, data rank, tensor rank).
-fn gpu_index(spec: &Spec, pp_rank: u64, dp_rank: u64, tp_rank: u64) -> u64 {
-    let p = &spec.parallelism;
-    let (pp, tp, dp) = (u64::from(p.pp), u64::from(p.tp), u64::from(p.dp));
-    match p.placement {
-        PlacementOrder::PpOutermost => pp_rank * dp * tp + dp_rank * tp + tp_rank,
-        PlacementOrder::PpInnermost => (dp_rank * tp + tp_rank) * pp + pp_rank,
-    }
-}
-
-/// (nodes an expert-parallel group spans, its GPUs per node).
-fn ep_spread(spec: &Spec) -> (f64, f64) {
-    let ep = u64::from(spec.parallelism.ep);
-    let gpn = u64::from(spec.cluster.gpus_per_node);
-    let mut nodes: Vec<u64> = (0..ep).map(|d| gpu_index(spec, 0, d, 0) / gpn).collect();
-    nodes.sort_unstable();
-    nodes.dedup();
-    let n = nodes.len().max(1) as f64;
-    (n, ep as f64 / n)
-}
-
-/// Seconds of one dispatch or combine of a micro-batch's tokens on one GPU, moving `bytes` per
-/// element.
-fn all_to_all_time(spec: &Spec, bytes: f64) -> f64 {
-    let Some(moe) = spec.model.moe else {
-        return 0.0;
-    };
-    let ep = f64::from(spec.parallelism.ep);
-    if ep <= 1.0 {
-        return 0.0;
-    }
-    let c = &spec.cluster;
-    let tokens = spec.training.tokens_per_microbatch() / f64::from(spec.parallelism.tp);
-    let h = spec.model.hidden as f64;
-    let k = moe.experts_per_token as f64;
-    let (nodes, per_node) = ep_spread(spec);
-    // Over NVLink: every copy whose expert sits on another GPU of the node it reaches.
-    let nvlink_share = if nodes > 1.0 {
-        (per_node - 1.0) / per_node
-    } else {
-        (ep - 1.0) / ep
-    };
-    let nvlink = tokens * k * h * bytes * nvlink_share / (c.intra_node_gbps * 1e9);
-    let mut latency = c.intra_node_latency_us * 1e-6;
-    let ib = if nodes > 1.0 {
-        latency = latency.max(c.inter_node_latency_us * 1e-6);
-        // Node-limited routing sends one copy per destination node and forwards it over NVLink;
-        // a plain all-to-all sends every routed copy on its own.
-        let copies = moe
-            .max_nodes_per_token
-            .map_or(k, |m| k.min(m as f64).min(nodes));
-        tokens * copies * h * bytes * (nodes - 1.0) / nodes / (c.inter_node_gbps * 1e9)
-    } else {
-        0.0
-    };
-    latency + nvlink.max(ib)
 }
 
 /// Why a spec and a plan cannot be costed together.
@@ -251,6 +225,143 @@ fn mismatch(spec: &Spec, plan: &Plan) -> Vec<Diagnostic> {
         .into_iter()
         .filter(|d| !d.message.contains("micro-batches"))
         .collect()
+}
+
+/// The communication of one block and pass: (tasks before the compute, tasks after it, bytes
+/// sent) for tensor parallelism.
+struct Tp {
+    /// Seconds and bytes of one all-gather (or reduce-scatter) of a block's activation.
+    ring: f64,
+    ring_bytes: f64,
+    sequence_parallel: bool,
+    active: bool,
+}
+
+impl Tp {
+    fn of(spec: &Spec, links: &Links) -> Tp {
+        let tp = spec.parallelism.tp;
+        let n = spec.training.tokens_per_microbatch()
+            * spec.model.hidden as f64
+            * spec.training.activation_dtype.bytes();
+        let group = Spread {
+            nodes: 1.0,
+            per_node: f64::from(tp),
+        };
+        Tp {
+            ring: comm::reduce_scatter(links, n, group),
+            ring_bytes: comm::ring_bytes(n, f64::from(tp)),
+            sequence_parallel: spec.parallelism.sequence_parallel,
+            active: tp > 1,
+        }
+    }
+
+    /// (before, after) the block's compute.
+    fn around(&self) -> (Vec<Task>, Vec<Task>) {
+        if !self.active {
+            return (Vec::new(), Vec::new());
+        }
+        let task = |dur| Task {
+            kind: TaskKind::Tp,
+            dur,
+        };
+        if self.sequence_parallel {
+            (vec![task(self.ring)], vec![task(self.ring)])
+        } else {
+            (Vec::new(), vec![task(2.0 * self.ring)])
+        }
+    }
+
+    /// Bytes one GPU sends for one block and pass.
+    fn bytes(&self) -> f64 {
+        if self.active {
+            2.0 * self.ring_bytes
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Builds passes from blocks: the chain, the tasks beside it and the bytes.
+struct Builder<'a> {
+    rates: Rates,
+    /// The rate compute keeps while communication runs beside it.
+    rate_shared: f64,
+    tp: Tp,
+    /// Forward dispatch, forward combine, backward combine-gradient, backward dispatch-gradient:
+    /// (seconds, bytes).
+    a2a: [(f64, f64); 4],
+    overlap_tp: bool,
+    full: bool,
+    spec: &'a Spec,
+}
+
+impl Builder<'_> {
+    fn compute(&self, pass: &mut Pass, w: &Work) {
+        pass.chain.push(Task::compute(self.rates.time(w)));
+    }
+
+    fn tp_block(&self, pass: &mut Pass, body: impl FnOnce(&Self, &mut Pass)) {
+        let (before, after) = self.tp.around();
+        pass.volume.tp += self.tp.bytes();
+        if self.overlap_tp {
+            pass.side.extend(before);
+            body(self, pass);
+            pass.side.extend(after);
+        } else {
+            pass.chain.extend(before);
+            body(self, pass);
+            pass.chain.extend(after);
+        }
+    }
+
+    fn a2a(&self, pass: &mut Pass, which: usize) {
+        let (dur, bytes) = self.a2a[which];
+        if dur > 0.0 {
+            pass.chain.push(Task {
+                kind: TaskKind::AllToAll,
+                dur,
+            });
+            pass.volume.all_to_all += bytes;
+        }
+    }
+
+    /// A layer's forward.
+    fn forward(&self, pass: &mut Pass, l: &model::Layer) {
+        self.tp_block(pass, |b, p| b.compute(p, &l.attn.f));
+        self.tp_block(pass, |b, p| {
+            if l.moe {
+                b.a2a(p, 0);
+                b.compute(p, &l.mlp.f);
+                b.a2a(p, 1);
+            } else {
+                b.compute(p, &l.mlp.f);
+            }
+        });
+    }
+
+    /// A layer's backward: with `weights`, B (I and W together), else I.
+    fn backward(&self, pass: &mut Pass, l: &model::Layer, weights: bool) {
+        if self.full {
+            // Full recomputation runs the layer's forward again, all-to-all included, first.
+            self.forward(pass, l);
+        }
+        let work = |blk: &model::Block| if weights { blk.i.plus(blk.w) } else { blk.i };
+        self.tp_block(pass, |b, p| {
+            if l.moe {
+                b.a2a(p, 2);
+                b.compute(p, &work(&l.mlp));
+                b.a2a(p, 3);
+            } else {
+                b.compute(p, &work(&l.mlp));
+            }
+        });
+        self.tp_block(pass, |b, p| b.compute(p, &work(&l.attn)));
+    }
+
+    fn finish(&self, mut pass: Pass) -> Pass {
+        pass.cost = schedule(&pass.chains(), Share::WhileCommunicating(self.rate_shared));
+        pass
+    }
 }
 
 impl CostTable {
@@ -262,137 +373,40 @@ impl CostTable {
         if !errors.is_empty() {
             return Err(errors);
         }
-        let speed = spec.cluster.peak_flops() * spec.achievable_fraction;
-        let act = spec.training.activation_dtype.bytes();
-        let dispatch_bytes = spec.model.moe.map_or(act, |m| m.dispatch_dtype.bytes());
-        let dispatch_f = all_to_all_time(spec, dispatch_bytes);
-        let combine = all_to_all_time(spec, act);
-        let (head_flops, head_params, logits_bytes) = model::head(spec);
-        let full = spec.training.recompute == Recompute::Full;
+        let links = Links::of(spec);
+        let t = &spec.training;
+        let act = t.activation_dtype.bytes();
+        let dispatch = spec.model.moe.map_or(act, |m| m.dispatch_dtype.bytes());
+        let a2a = |bytes: f64| {
+            let (s, ib, nvl) = comm::all_to_all(spec, &links, bytes);
+            (s, ib + nvl)
+        };
+        let sms = spec.cluster.figure(Key::Sms).max(1.0);
+        let rate_shared = ((sms - t.comm_sms) / sms).clamp(0.01, 1.0);
+        let b = Builder {
+            rates: Rates::of(spec),
+            rate_shared,
+            tp: Tp::of(spec, &links),
+            a2a: [a2a(dispatch), a2a(act), a2a(dispatch), a2a(act)],
+            overlap_tp: t.tp_comm_overlap,
+            full: t.recompute == Recompute::Full,
+            spec,
+        };
+        let head = model::head(spec);
         let ranges = model::part_layers(spec);
         let last = ranges.len().saturating_sub(1);
-        let compute = |flops: f64| Task {
-            res: Res::Compute,
-            dur: flops / speed,
-        };
-        let comm = |dur: f64| Task {
-            res: Res::Comm,
-            dur,
-        };
         let mut parts = Vec::with_capacity(ranges.len());
         for (q, &(start, end)) in ranges.iter().enumerate() {
             let layers: Vec<model::Layer> = (start..end).map(|i| model::layer(spec, i)).collect();
-            let mut f_chain = Vec::new();
-            let mut i_chain = Vec::new();
-            let mut b_chain = Vec::new();
-            let mut w_flops = 0.0;
-            let mut activation_bytes = 0.0;
-            let mut activation_working_bytes: f64 = 0.0;
-            let mut dense_params = 0.0;
-            let mut expert_params = 0.0;
-            for l in &layers {
-                f_chain.push(compute(l.attn_f));
-                if l.moe {
-                    f_chain.push(comm(dispatch_f));
-                    f_chain.push(compute(l.mlp_f));
-                    f_chain.push(comm(combine));
-                } else {
-                    f_chain.push(compute(l.mlp_f));
-                }
-                w_flops += l.attn_w + l.mlp_w;
-                if full {
-                    activation_bytes += l.input_bytes;
-                    activation_working_bytes = activation_working_bytes.max(l.activation_bytes);
-                } else {
-                    activation_bytes += l.activation_bytes;
-                }
-                dense_params += l.dense_params;
-                expert_params += l.expert_params;
-            }
-            if q == last {
-                f_chain.push(compute(head_flops));
-                i_chain.push(compute(head_flops));
-                b_chain.push(compute(2.0 * head_flops));
-                w_flops += head_flops;
-                activation_bytes += logits_bytes;
-                dense_params += head_params;
-            }
-            if q == 0 {
-                dense_params += model::embedding_params(spec);
-            }
-            for l in layers.iter().rev() {
-                let (i_parts, b_parts) = (
-                    (l.mlp_i, l.attn_i),
-                    (l.mlp_i + l.mlp_w, l.attn_i + l.attn_w),
-                );
-                for (chain, (mlp, attn)) in [(&mut i_chain, i_parts), (&mut b_chain, b_parts)] {
-                    // Full recomputation runs the layer's forward again, all-to-all included,
-                    // before its backward; otherwise only the MLA up-projections, if asked, before
-                    // the attention's gradient.
-                    let attn = if full {
-                        chain.push(compute(l.attn_f));
-                        if l.moe {
-                            chain.push(comm(dispatch_f));
-                            chain.push(compute(l.mlp_f));
-                            chain.push(comm(combine));
-                        } else {
-                            chain.push(compute(l.mlp_f));
-                        }
-                        attn
-                    } else {
-                        attn + l.attn_recompute
-                    };
-                    if l.moe {
-                        chain.push(comm(combine));
-                        chain.push(compute(mlp));
-                        chain.push(comm(combine));
-                    } else {
-                        chain.push(compute(mlp));
-                    }
-                    chain.push(compute(attn));
-                }
-            }
-            let mut w_chain = vec![compute(w_flops)];
-            let m = &spec.measured;
-            let at = |v: &Option<Vec<f64>>| v.as_ref().and_then(|v| v.get(q).copied());
-            if let Some(a2a) = at(&m.all_to_all) {
-                fit_comm(&mut f_chain, a2a);
-                fit_comm(&mut i_chain, a2a);
-                fit_comm(&mut b_chain, a2a);
-            }
-            if let Some(f) = at(&m.f) {
-                fit_compute(&mut f_chain, f);
-            }
-            if let (Some(i), Some(w)) = (at(&m.i), at(&m.w)) {
-                fit_compute(&mut i_chain, i);
-                w_chain = vec![compute(0.0)];
-                fit_compute(&mut w_chain, w);
-                let b_target = i + w;
-                fit_compute(&mut b_chain, b_target);
-            }
-            let (f, f_compute) = run_chains(&[&f_chain]);
-            let (i, i_compute) = run_chains(&[&i_chain]);
-            let (b, b_compute) = run_chains(&[&b_chain]);
-            let (w, _) = run_chains(&[&w_chain]);
-            parts.push(PartCosts {
-                layers: (start, end),
-                f,
-                i,
-                w,
-                b,
-                f_compute,
-                i_compute,
-                b_compute,
-                all_to_all: sum(&f_chain, Res::Comm),
-                pair_measured: at(&m.pair),
-                activation_bytes,
-                activation_working_bytes,
-                dense_params,
-                expert_params,
-                f_chain,
-                i_chain,
-                b_chain,
-            });
+            let mtp: Vec<model::Layer> = if q == last {
+                (0..spec.model.mtp_depth)
+                    .map(|k| model::layer(spec, spec.model.layers + k))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let part = b.part(q, (start, end), &layers, &mtp, &head, plan, &links);
+            parts.push(part);
         }
 
         let s = plan.stages_per_pipeline();
@@ -401,18 +415,18 @@ impl CostTable {
             .collect();
         let gpn = u64::from(spec.cluster.gpus_per_node);
         let rank_node = (0..u64::from(spec.parallelism.pp))
-            .map(|r| gpu_index(spec, r, 0, 0) / gpn)
+            .map(|r| comm::gpu_index(spec, r, 0, 0) / gpn)
             .collect();
-        let c = &spec.cluster;
         Ok(CostTable {
             parts,
             stages_per_pipeline: s,
             stage_rank,
             rank_node,
-            p2p_bytes: spec.training.tokens_per_microbatch() * spec.model.hidden as f64 * act
+            p2p_bytes: t.tokens_per_microbatch() * spec.model.hidden as f64 * act
                 / f64::from(spec.parallelism.tp),
-            intra: (c.intra_node_latency_us * 1e-6, c.intra_node_gbps * 1e9),
-            inter: (c.inter_node_latency_us * 1e-6, c.inter_node_gbps * 1e9),
+            links,
+            rate_shared,
+            pairs: RefCell::new(Vec::new()),
         })
     }
 
@@ -421,25 +435,74 @@ impl CostTable {
             .get((stage % self.stages_per_pipeline.max(1)) as usize)
     }
 
-    /// (duration, compute inside it) of an overlapped pair.
-    fn pair_times(&self, f: Op, b: Op) -> (f64, f64) {
+    /// What an overlapped pair costs.
+    pub fn pair_cost(&self, f: Op, b: Op) -> ActionCost {
+        let n = self.parts.len();
+        let key = (self.part_of(f.stage) * n + self.part_of(b.stage)) * 2
+            + usize::from(b.kind == Kind::I);
+        if let Some(Some(c)) = self.pairs.borrow().get(key) {
+            return *c;
+        }
+        let cost = self.pair_cost_uncached(f, b);
+        let mut cache = self.pairs.borrow_mut();
+        if cache.is_empty() {
+            cache.resize(2 * n * n, None);
+        }
+        if let Some(slot) = cache.get_mut(key) {
+            *slot = Some(cost);
+        }
+        cost
+    }
+
+    fn pair_cost_uncached(&self, f: Op, b: Op) -> ActionCost {
         let (Some(pf), Some(pb)) = (self.part(f.stage), self.part(b.stage)) else {
-            return (0.0, 0.0);
+            return ActionCost::default();
         };
-        let b_chain = if b.kind == Kind::I {
-            &pb.i_chain
-        } else {
-            &pb.b_chain
-        };
-        let (mut dur, compute) = run_chains(&[&pf.f_chain, b_chain]);
+        let back = if b.kind == Kind::I { &pb.i } else { &pb.b };
+        let mut chains = pf.f.chains();
+        chains.extend(back.chains());
+        // Only a pair that communicates reserves SMs for it.
+        let communicates = chains
+            .iter()
+            .any(|c| c.iter().any(|t| t.kind != TaskKind::Compute));
+        let rate = if communicates { self.rate_shared } else { 1.0 };
+        let mut cost = schedule(&chains, Share::Reserved(rate));
         // A measured pair applies when both halves are the part's own F and full B.
         if let Some(p) = pf.pair_measured
             && f.stage % self.stages_per_pipeline == b.stage % self.stages_per_pipeline
             && b.kind == Kind::B
         {
-            dur = p;
+            cost = ActionCost {
+                duration: p,
+                compute: p.min(cost.compute),
+                slowdown: 0.0,
+                exposed_tp: 0.0,
+                exposed_all_to_all: (p - cost.compute).max(0.0),
+            };
         }
-        (dur, compute)
+        cost
+    }
+
+    /// What a lone action costs.
+    pub fn op_cost(&self, op: Op) -> ActionCost {
+        self.part(op.stage)
+            .map_or(ActionCost::default(), |p| match op.kind {
+                Kind::F => p.f.cost,
+                Kind::B => p.b.cost,
+                Kind::I => p.i.cost,
+                Kind::W => p.w.cost,
+            })
+    }
+
+    /// Bytes one GPU sends inside an action (tensor-parallel collectives, all-to-all).
+    pub fn op_volume(&self, op: Op) -> Volume {
+        self.part(op.stage)
+            .map_or(Volume::default(), |p| match op.kind {
+                Kind::F => p.f.volume,
+                Kind::B => p.b.volume,
+                Kind::I => p.i.volume,
+                Kind::W => p.w.volume,
+            })
     }
 
     /// True when two pipeline ranks sit on the same node.
@@ -458,27 +521,151 @@ impl CostTable {
         if from_rank == to_rank {
             return 0.0;
         }
-        let (lat, bw) = if self.same_node(from_rank, to_rank) {
-            self.intra
+        let link = if self.same_node(from_rank, to_rank) {
+            &self.links.intra
         } else {
-            self.inter
+            &self.links.inter
         };
-        lat + self.p2p_bytes / bw
+        comm::p2p(link, self.p2p_bytes)
+    }
+
+    /// The part of a global stage.
+    pub fn part_of(&self, stage: u32) -> usize {
+        (stage % self.stages_per_pipeline.max(1)) as usize
+    }
+}
+
+impl Builder<'_> {
+    /// The costs of part `q` (its layers, and the last part's head and multi-token prediction).
+    #[allow(clippy::too_many_arguments)]
+    fn part(
+        &self,
+        q: usize,
+        range: (u64, u64),
+        layers: &[model::Layer],
+        mtp: &[model::Layer],
+        head: &model::Head,
+        plan: &Plan,
+        links: &Links,
+    ) -> PartCosts {
+        let spec = self.spec;
+        let t = &spec.training;
+        let last = q + 1 == spec.parallelism.layers_per_stage.len();
+        let proj = model::mtp_projection_params(spec);
+        let tokens = t.tokens_per_microbatch();
+        let proj_work = Work {
+            gemm: 2.0 * proj * tokens,
+            ..Work::default()
+        };
+        let (mut f, mut i, mut bb) = (Pass::default(), Pass::default(), Pass::default());
+        let mut w_work = Work::default();
+        let mut activation_bytes = 0.0;
+        let mut working: f64 = 0.0;
+        let mut dense = 0.0;
+        let mut expert = 0.0;
+        let full = t.recompute == Recompute::Full;
+        let mut keep = |l: &model::Layer| {
+            if full {
+                activation_bytes += l.input_bytes;
+                working = working.max(l.activation_bytes);
+            } else {
+                activation_bytes += l.activation_bytes;
+            }
+        };
+        for l in layers.iter() {
+            self.forward(&mut f, l);
+            w_work = w_work.plus(l.attn.w).plus(l.mlp.w);
+            keep(l);
+            dense += l.dense_params;
+            expert += l.expert_params;
+        }
+        if last {
+            self.compute(&mut f, &head.f);
+            w_work = w_work.plus(head.w);
+            dense += head.params;
+            for l in mtp {
+                self.compute(&mut f, &proj_work);
+                self.forward(&mut f, l);
+                self.compute(&mut f, &head.f);
+                w_work = w_work
+                    .plus(l.attn.w)
+                    .plus(l.mlp.w)
+                    .plus(proj_work)
+                    .plus(head.w);
+                keep(l);
+                dense += l.dense_params + proj;
+                expert += l.expert_params;
+            }
+            // the FP32 logits for the loss, of the head and of every prediction module
+            activation_bytes += head.logits_bytes * (1 + mtp.len()) as f64;
+        }
+        if q == 0 {
+            dense += model::embedding_params(spec);
+        }
+        for (pass, weights) in [(&mut i, false), (&mut bb, true)] {
+            if last {
+                for l in mtp.iter().rev() {
+                    self.compute(pass, &if weights { head.i.plus(head.w) } else { head.i });
+                    self.backward(pass, l, weights);
+                    let pw = if weights { 2.0 } else { 1.0 };
+                    self.compute(
+                        pass,
+                        &Work {
+                            gemm: proj_work.gemm * pw,
+                            ..Work::default()
+                        },
+                    );
+                }
+                self.compute(pass, &if weights { head.i.plus(head.w) } else { head.i });
+            }
+            for l in layers.iter().rev() {
+                self.backward(pass, l, weights);
+            }
+        }
+        let mut w = Pass::default();
+        self.compute(&mut w, &w_work);
+        let m = &spec.measured;
+        let at = |v: &Option<Vec<f64>>| v.as_ref().and_then(|v| v.get(q).copied());
+        if let Some(a2a) = at(&m.all_to_all) {
+            for p in [&mut f, &mut i, &mut bb] {
+                fit_all_to_all(&mut p.chain, a2a);
+            }
+        }
+        if let Some(x) = at(&m.f) {
+            fit_compute(&mut f.chain, x);
+        }
+        if let (Some(xi), Some(xw)) = (at(&m.i), at(&m.w)) {
+            fit_compute(&mut i.chain, xi);
+            w.chain = Vec::new();
+            fit_compute(&mut w.chain, xw);
+            fit_compute(&mut bb.chain, xi + xw);
+        }
+        let all_to_all = sum(&f.chain, |t| t.kind == TaskKind::AllToAll);
+        let sync = grad_sync(spec, plan, q, dense, expert, links);
+        PartCosts {
+            layers: range,
+            f: self.finish(f),
+            i: self.finish(i),
+            w: self.finish(w),
+            b: self.finish(bb),
+            all_to_all,
+            pair_measured: at(&m.pair),
+            activation_bytes,
+            activation_working_bytes: working,
+            dense_params: dense,
+            expert_params: expert,
+            sync,
+        }
     }
 }
 
 impl CostModel for CostTable {
     fn op(&self, op: Op) -> f64 {
-        self.part(op.stage).map_or(0.0, |p| match op.kind {
-            Kind::F => p.f,
-            Kind::B => p.b,
-            Kind::I => p.i,
-            Kind::W => p.w,
-        })
+        self.op_cost(op).duration
     }
 
     fn pair(&self, f: Op, b: Op) -> f64 {
-        self.pair_times(f, b).0
+        self.pair_cost(f, b).duration
     }
 
     fn transfer(&self, from: u32, to: u32) -> f64 {
@@ -492,16 +679,10 @@ impl CostModel for CostTable {
     }
 
     fn exposed_op(&self, op: Op) -> f64 {
-        self.part(op.stage).map_or(0.0, |p| match op.kind {
-            Kind::F => p.f - p.f_compute,
-            Kind::B => p.b - p.b_compute,
-            Kind::I => p.i - p.i_compute,
-            Kind::W => 0.0,
-        })
+        self.op_cost(op).exposed()
     }
 
     fn exposed_pair(&self, f: Op, b: Op) -> f64 {
-        let (dur, compute) = self.pair_times(f, b);
-        (dur - compute).max(0.0)
+        self.pair_cost(f, b).exposed()
     }
 }

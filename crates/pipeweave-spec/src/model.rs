@@ -1,38 +1,71 @@
-//! Per-layer and per-part arithmetic: parameters, FLOPs, activation bytes and expert all-to-all
-//! volume, all for one micro-batch on one GPU (after tensor and expert parallelism).
+//! Per-layer and per-part work: parameters, GEMM FLOPs, attention-kernel FLOPs and element-wise
+//! bytes, for one micro-batch on one GPU (after tensor and expert parallelism).
 //!
-//! Formulas (T = tokens of a micro-batch = sequence length × micro-batch size; every FLOP count is
-//! divided by tp, activations are kept for T / tp tokens):
-//! - a linear layer with `p` weights costs `2·p·T` FLOPs forward, `2·p·T` for the input gradient
+//! T = tokens of a micro-batch = sequence length s × micro-batch size; t = tp.
+//! - A linear layer with `p` weights costs `2·p·T` FLOPs forward, `2·p·T` for the input gradient
 //!   (I) and `2·p·T` for the weight gradient (W) (Narayanan et al. 2021, §5.1; Qi et al. 2023,
-//!   Table 1 splits the backward this way);
-//! - causal attention scores and weighted sum cost `T·s·heads·(d_qk + d_v)` FLOPs forward (half of
-//!   the non-causal `2·T·s·heads·(d_qk + d_v)` that Qi et al. count as `4·s²·b·h`, since
-//!   FlashAttention skips masked blocks) and twice that in
-//!   the input backward; they have no weights, so nothing in W;
-//! - an MoE layer's FLOPs count the router, the shared experts and `experts_per_token` routed
-//!   experts per token (expert parallelism balances tokens, so each GPU does that much work);
-//! - the output head (last part) is a linear layer of `vocab·hidden` weights; the embedding (first
-//!   part) is a lookup with no FLOPs; normalisation and biases are ignored (under 0.1% here).
-//! - activation bytes follow Korthikanti et al. 2022 (§4.1) with FlashAttention (no s² term) and
-//!   sequence parallelism (everything divided by tp), generalised to gated, MLA and expert layers,
-//!   with the spec's recomputation and FP8-caching options (DeepSeek-V3 §3.2.3, §3.3.3); see
-//!   `attention_activation`, `mlp_block_activation` and specs/README.md.
+//!   Table 1), divided by t; they run in `training.gemm_dtype`.
+//! - The attention core (`QKᵀ` and the weighted sum) computes `2·T·s·heads·(d_qk + d_v)` FLOPs with
+//!   standard attention (the whole score matrix, masked afterwards) and twice that in the backward
+//!   (four GEMMs); FlashAttention skips the masked half of a causal matrix, `T·s·heads·(d_qk +
+//!   d_v)` forward, and recomputes the scores in its backward, 2.5× the forward (FlashAttention-3
+//!   §4.1: five GEMMs against two). No weights, so nothing in W.
+//! - Model FLOPs (the utilisation's numerator) count the causal attention core, `T·s·heads·(d_qk +
+//!   d_v)` forward and twice that backward, and no recomputation, whatever the kernel.
+//! - An MoE layer computes the router, the shared experts and `experts_per_token` routed experts
+//!   per token (expert parallelism balances tokens, so each GPU does that much work).
+//! - The output head (last part, and once more per multi-token-prediction module) is a linear layer
+//!   of `vocab·hidden` weights; the embedding (first part) is a lookup without FLOPs.
+//! - Element-wise kernels (normalisation, residual adds, dropout, rotary embedding, the MLP's
+//!   activation, standard attention's softmax, FP8 quantisation of GEMM inputs, the experts'
+//!   permutation, the loss) move the bytes of [`elementwise`]; a backward moves twice its
+//!   forward's (each gradient reads and writes one more tensor); each weight gradient is
+//!   accumulated into the gradient buffer once per micro-batch (read and write in `grad_dtype`).
+//!
+//! Activation bytes are in [`crate::activation`].
 
-use crate::spec::{Mlp, Spec};
+use crate::activation;
+use crate::spec::{Attention, Dtype, Mlp, Moe, Spec};
+
+/// Work of one pass of a block on one GPU: what its compute time is made of.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub(crate) struct Work {
+    /// FLOPs of linear layers, in `gemm_dtype`.
+    pub gemm: f64,
+    /// FLOPs the attention kernel executes in a forward pass.
+    pub attn_fwd: f64,
+    /// FLOPs the attention kernel executes in a backward pass (recomputation included).
+    pub attn_bwd: f64,
+    /// Bytes element-wise kernels read and write.
+    pub bytes: f64,
+}
+
+impl Work {
+    pub fn plus(self, o: Work) -> Work {
+        Work {
+            gemm: self.gemm + o.gemm,
+            attn_fwd: self.attn_fwd + o.attn_fwd,
+            attn_bwd: self.attn_bwd + o.attn_bwd,
+            bytes: self.bytes + o.bytes,
+        }
+    }
+}
+
+/// A block's three passes.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub(crate) struct Block {
+    pub f: Work,
+    pub i: Work,
+    pub w: Work,
+}
 
 /// What one layer costs, per micro-batch on one GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub(crate) struct Layer {
-    /// Attention block (projections and the attention core); for a dense layer this also holds
-    /// nothing of the MLP.
-    pub attn_f: f64,
-    pub attn_i: f64,
-    pub attn_w: f64,
+    /// Attention block: norm, projections, attention core, residual.
+    pub attn: Block,
     /// MLP block: dense MLP, or router + shared + routed experts.
-    pub mlp_f: f64,
-    pub mlp_i: f64,
-    pub mlp_w: f64,
+    pub mlp: Block,
     /// True for an MoE layer (it dispatches and combines tokens over expert parallelism).
     pub moe: bool,
     /// Weights held by one GPU, not sharded over expert parallelism (attention, dense MLP, router,
@@ -45,9 +78,8 @@ pub(crate) struct Layer {
     pub activation_bytes: f64,
     /// Bytes of the layer's input, all that full recomputation keeps.
     pub input_bytes: f64,
-    /// FLOPs the backward spends re-running the MLA up-projections before the attention's input
-    /// gradient (`recompute_mla_up_projection`; zero otherwise).
-    pub attn_recompute: f64,
+    /// Model FLOPs of the layer (forward, input and weight gradients) on this GPU.
+    pub model_flops: f64,
 }
 
 fn mlp_weights(mlp: Mlp, hidden: f64, ffn: f64) -> f64 {
@@ -57,119 +89,19 @@ fn mlp_weights(mlp: Mlp, hidden: f64, ffn: f64) -> f64 {
     }
 }
 
-/// Bytes per element of an activation cached in FP8: one byte and one FP32 scale per 128 elements
-/// (DeepSeek-V3 §3.3.1, tile- and block-wise quantisation with 1×128 tiles).
-const FP8_CACHED: f64 = 1.0 + 4.0 / 128.0;
-/// Bytes per element of DeepSeek-V3's 12-bit E5M6 format, used for the attention output
-/// (§3.3.3: the input of the linear layer after attention).
-const E5M6: f64 = 1.5;
-
-/// The bytes per element of the activations a layer keeps, by kind, under the spec's options.
-struct ActBytes {
-    /// Activations kept in `activation_dtype` whatever the options: layer inputs, Q/K/V, the
-    /// inputs of a dense layer's activation function.
-    plain: f64,
-    /// Inputs of linear layers and of the experts' SwiGLU: FP8 with `fp8_activation_cache`.
-    linear_input: f64,
-    /// The attention output (input of the output projection): E5M6 with `fp8_activation_cache`.
-    attn_out: f64,
-    /// 0 when RMSNorm outputs are recomputed (`recompute_norms`), else `linear_input`.
-    norm_out: f64,
+/// The attention's shape: weights, per-token core factor heads·(d_qk + d_v), up-projection
+/// weights that `recompute_mla_up_projection` runs again, rotary dimensions per token (queries and
+/// keys), widths of the GEMM inputs (per token), and the latent widths MLA normalises.
+pub(crate) struct AttnShape {
+    pub weights: f64,
+    pub core: f64,
+    pub up: f64,
+    pub rope: f64,
+    pub gemm_inputs: f64,
+    pub latents: f64,
 }
 
-fn act_bytes(spec: &Spec) -> ActBytes {
-    let t = &spec.training;
-    let plain = t.activation_dtype.bytes();
-    let (linear_input, attn_out) = if t.fp8_activation_cache {
-        (FP8_CACHED.min(plain), E5M6.min(plain))
-    } else {
-        (plain, plain)
-    };
-    ActBytes {
-        plain,
-        linear_input,
-        attn_out,
-        norm_out: if t.recompute_norms { 0.0 } else { linear_input },
-    }
-}
-
-/// Activation bytes per token an MLP of size `ffn` keeps, excluding its input (the caller counts
-/// it: a norm output or a dispatched copy). `expert` selects the experts' rules: their SwiGLU inputs
-/// may be cached in FP8 and their activation output recomputed.
-fn mlp_activation(spec: &Spec, ffn: f64, expert: bool) -> f64 {
-    let b = act_bytes(spec);
-    let recompute_act = expert && spec.training.recompute_moe_activation;
-    // The activation function's output is the down projection's input (a linear input); it is
-    // not kept when recomputed.
-    let act_out = if recompute_act {
-        0.0
-    } else {
-        ffn * b.linear_input
-    };
-    match spec.model.mlp {
-        // the first linear's output (GELU's input), then GELU's output
-        Mlp::Plain => ffn * if expert { b.linear_input } else { b.plain } + act_out,
-        // gate and up outputs (SwiGLU's inputs), then their product; SiLU's own output is
-        // recomputed in the fused SwiGLU backward (§3.3.3 caches the experts' SwiGLU inputs in FP8)
-        Mlp::Gated => 2.0 * ffn * if expert { b.linear_input } else { b.plain } + act_out,
-    }
-}
-
-/// Activation bytes per token of an attention block: the layer input (the norm's input, kept in
-/// full precision as the residual), the norm output (the projections' input), for MLA the
-/// compressed latents, then Q, K, V and the attention output.
-fn attention_activation(spec: &Spec) -> f64 {
-    let m = &spec.model;
-    let b = act_bytes(spec);
-    let h = m.hidden as f64;
-    let heads = m.heads as f64;
-    let (latents, qkv, out) = match &m.mla {
-        Some(a) => {
-            let qk = (a.qk_nope_head_dim + a.qk_rope_head_dim) as f64;
-            let v = a.v_head_dim as f64;
-            // the query and key-value latents (the up-projections' inputs) and the decoupled
-            // rotary key
-            let latents = (a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim) as f64;
-            let qkv = if spec.training.recompute_mla_up_projection {
-                0.0
-            } else {
-                heads * qk * 2.0 + heads * v
-            };
-            (latents, qkv, heads * v)
-        }
-        None => {
-            let d = m.head_dim as f64;
-            let kv = m.kv_heads as f64;
-            (0.0, heads * d + 2.0 * kv * d, heads * d)
-        }
-    };
-    h * b.plain + h * b.norm_out + latents * b.linear_input + qkv * b.plain + out * b.attn_out
-}
-
-/// Activation bytes per token of an MLP block (dense or MoE): the block's input (the residual),
-/// the norm output (router and shared-expert input), then each routed copy keeps its dispatched
-/// input and its internals, and the shared experts their internals.
-fn mlp_block_activation(spec: &Spec, moe: Option<crate::spec::Moe>) -> f64 {
-    let m = &spec.model;
-    let b = act_bytes(spec);
-    let h = m.hidden as f64;
-    match moe {
-        Some(moe) => {
-            let e = moe.expert_ffn as f64;
-            let k = moe.experts_per_token as f64;
-            let internals = mlp_activation(spec, e, true);
-            h * b.plain
-                + h * b.norm_out
-                + k * (h * b.linear_input + internals)
-                + moe.shared_experts as f64 * internals
-        }
-        None => h * b.plain + h * b.norm_out + mlp_activation(spec, m.ffn as f64, false),
-    }
-}
-
-/// (weights, per-token core FLOPs factor heads·(d_qk + d_v), up-projection weights that
-/// `recompute_mla_up_projection` runs again)
-fn attention(spec: &Spec) -> (f64, f64, f64) {
+pub(crate) fn attention(spec: &Spec) -> AttnShape {
     let m = &spec.model;
     let h = m.hidden as f64;
     let heads = m.heads as f64;
@@ -195,36 +127,128 @@ fn attention(spec: &Spec) -> (f64, f64, f64) {
             } else {
                 kv_up
             };
-            (q + kv + o, heads * (qk + v), up)
+            AttnShape {
+                weights: q + kv + o,
+                core: heads * (qk + v),
+                up,
+                // the queries' rotary part per head and the one shared rotary key
+                rope: heads * rope + rope,
+                // the hidden state (query and key-value down-projections share it), the two
+                // latents, the attention output
+                gemm_inputs: h + ql + kvl + heads * v,
+                latents: ql + kvl,
+            }
         }
         None => {
             let d = m.head_dim as f64;
             let kv = m.kv_heads as f64;
-            let weights = h * heads * d * 2.0 + 2.0 * h * kv * d;
-            (weights, heads * 2.0 * d, 0.0)
+            AttnShape {
+                weights: h * heads * d * 2.0 + 2.0 * h * kv * d,
+                core: heads * 2.0 * d,
+                up: 0.0,
+                rope: (heads + kv) * d,
+                gemm_inputs: h + heads * d,
+                latents: 0.0,
+            }
         }
     }
 }
 
-/// The cost of layer `index` (0-based) for one micro-batch on one GPU.
+/// FP8 quantisation of one GEMM input element: read it in the activation format, write one byte
+/// and one FP32 scale per 128 elements (DeepSeek-V3 §3.3.1).
+fn quantise(spec: &Spec) -> f64 {
+    if spec.training.gemm_dtype == Dtype::Fp8 {
+        spec.training.activation_dtype.bytes() + 1.0 + 4.0 / 128.0
+    } else {
+        0.0
+    }
+}
+
+/// Element-wise bytes per token of one forward pass of a layer's two blocks on one GPU, as
+/// (attention block, MLP block); `sp` divides what runs on the sequence-parallel shard.
+fn elementwise(spec: &Spec, moe: Option<Moe>, shape: &AttnShape) -> (f64, f64) {
+    let m = &spec.model;
+    let t = &spec.training;
+    let tp = f64::from(spec.parallelism.tp);
+    let sp = if spec.parallelism.sequence_parallel {
+        tp
+    } else {
+        1.0
+    };
+    let a = t.activation_dtype.bytes();
+    let h = m.hidden as f64;
+    let q = quantise(spec);
+    // norm (read, write), residual add (two reads, a write), dropout (read, write, a mask byte)
+    let dropout = if t.dropout > 0.0 {
+        2.0 * h * a + h
+    } else {
+        0.0
+    };
+    let around = (2.0 * h * a + 3.0 * h * a + dropout) / sp;
+    // rotary embedding of queries and keys (read, write); MLA's latent norms
+    let mut attn = around + (2.0 * shape.rope * a + 2.0 * shape.latents * a) / tp;
+    if t.attention == Attention::Standard {
+        // the score matrix: written by QKᵀ, read and written by the softmax, read and written by
+        // dropout with its mask, read by the weighted sum
+        let s = t.sequence_length as f64;
+        let x = a;
+        let drop = if t.dropout > 0.0 { 2.0 * x + 1.0 } else { 0.0 };
+        attn += m.heads as f64 / tp * s * (4.0 * x + drop);
+    }
+    attn += q * shape.gemm_inputs / tp;
+    let act = |ffn: f64| match m.mlp {
+        Mlp::Gated => 3.0 * ffn * a,
+        Mlp::Plain => 2.0 * ffn * a,
+    };
+    let mlp = match moe {
+        Some(moe) => {
+            let e = moe.expert_ffn as f64;
+            let k = moe.experts_per_token as f64;
+            let copies = k + moe.shared_experts as f64;
+            let dispatch = moe.dispatch_dtype.bytes();
+            // permute into the dispatch layout (read, write), unpermute and weigh the combined
+            // copies (read k, write one)
+            let permute = 2.0 * k * h * dispatch + k * h * a + h * a;
+            around + (permute + copies * act(e) + q * (h + copies * e)) / tp
+        }
+        None => {
+            let f = m.ffn as f64;
+            around + (act(f) + q * (h + f)) / tp
+        }
+    };
+    (attn, mlp)
+}
+
+/// The cost of layer `index` (0-based; `model.layers` and above are multi-token-prediction
+/// layers, shaped like the last) for one micro-batch on one GPU.
 pub(crate) fn layer(spec: &Spec, index: u64) -> Layer {
     let m = &spec.model;
     let t = &spec.training;
-    let p = &spec.parallelism;
-    let tp = f64::from(p.tp);
+    let tp = f64::from(spec.parallelism.tp);
     let h = m.hidden as f64;
     let s = t.sequence_length as f64;
-    // FLOPs use every token of the micro-batch and are split over tp once; activations are kept
-    // for the GPU's slice of the sequence (sequence parallelism).
     let tokens = t.tokens_per_microbatch();
+    let grad = t.grad_dtype.bytes();
 
-    let (attn_weights, core_factor, up_weights) = attention(spec);
-    let core_f = tokens * s * core_factor;
-    let attn_f = 2.0 * attn_weights * tokens + core_f;
-    let attn_i = 2.0 * attn_weights * tokens + 2.0 * core_f;
-    let attn_w = 2.0 * attn_weights * tokens;
+    let shape = attention(spec);
+    // causal core FLOPs (what FlashAttention executes forward, and the model-FLOPs convention)
+    let causal = tokens * s * shape.core;
+    let (core_f, core_b) = if t.attention.is_flash() {
+        (causal, 2.5 * causal)
+    } else {
+        (2.0 * causal, 4.0 * causal)
+    };
+    let proj = 2.0 * shape.weights * tokens;
+    let up = if t.recompute_mla_up_projection {
+        2.0 * shape.up * tokens
+    } else {
+        0.0
+    };
+    let selective = t.recompute == crate::spec::Recompute::Selective && !t.attention.is_flash();
 
-    let moe = m.moe.filter(|moe| index >= moe.dense_layers);
+    let moe = m
+        .moe
+        .filter(|moe| index.min(m.layers.saturating_sub(1)) >= moe.dense_layers);
     let (active_mlp, dense_mlp, expert_weights) = match moe {
         Some(moe) => {
             let e = mlp_weights(m.mlp, h, moe.expert_ffn as f64);
@@ -232,7 +256,7 @@ pub(crate) fn layer(spec: &Spec, index: u64) -> Layer {
             let shared = moe.shared_experts as f64 * e;
             let k = moe.experts_per_token as f64;
             let active = router + shared + k * e;
-            let expert_total = moe.routed_experts as f64 * e / f64::from(p.ep);
+            let expert_total = moe.routed_experts as f64 * e / f64::from(spec.parallelism.ep);
             (active, router + shared, expert_total)
         }
         None => {
@@ -240,40 +264,109 @@ pub(crate) fn layer(spec: &Spec, index: u64) -> Layer {
             (w, w, 0.0)
         }
     };
-    let per_token = attention_activation(spec) + mlp_block_activation(spec, moe);
-    let attn_recompute = if t.recompute_mla_up_projection {
-        2.0 * up_weights * tokens
-    } else {
-        0.0
+    let (ew_attn, ew_mlp) = elementwise(spec, moe, &shape);
+    let dense_params = (shape.weights + dense_mlp) / tp;
+    let expert_params = expert_weights / tp;
+    // the weight gradients accumulated into the gradient buffer (read, write) per micro-batch
+    let accumulate = |params: f64| 2.0 * params * grad;
+    let attn = Block {
+        f: Work {
+            gemm: proj / tp,
+            attn_fwd: core_f / tp,
+            attn_bwd: 0.0,
+            bytes: ew_attn * tokens,
+        },
+        i: Work {
+            gemm: (proj + up) / tp,
+            attn_fwd: if selective { core_f / tp } else { 0.0 },
+            attn_bwd: core_b / tp,
+            bytes: 2.0 * ew_attn * tokens,
+        },
+        w: Work {
+            gemm: proj / tp,
+            bytes: accumulate(shape.weights / tp),
+            ..Work::default()
+        },
     };
+    let mlp_flops = 2.0 * active_mlp * tokens / tp;
+    let mlp = Block {
+        f: Work {
+            gemm: mlp_flops,
+            bytes: ew_mlp * tokens,
+            ..Work::default()
+        },
+        i: Work {
+            gemm: mlp_flops,
+            bytes: 2.0 * ew_mlp * tokens,
+            ..Work::default()
+        },
+        w: Work {
+            gemm: mlp_flops,
+            // every weight of the GPU's experts gets a gradient from its share of the tokens
+            bytes: accumulate(dense_mlp / tp + expert_params),
+            ..Work::default()
+        },
+    };
+    let (kept, input) = activation::layer_bytes(spec, moe);
     Layer {
-        attn_f: attn_f / tp,
-        attn_i: attn_i / tp,
-        attn_w: attn_w / tp,
-        mlp_f: 2.0 * active_mlp * tokens / tp,
-        mlp_i: 2.0 * active_mlp * tokens / tp,
-        mlp_w: 2.0 * active_mlp * tokens / tp,
+        attn,
+        mlp,
         moe: moe.is_some(),
-        dense_params: (attn_weights + dense_mlp) / tp,
-        expert_params: expert_weights / tp,
-        activation_bytes: per_token * tokens / tp,
-        input_bytes: h * tokens / tp * t.activation_dtype.bytes(),
-        attn_recompute: attn_recompute / tp,
+        dense_params,
+        expert_params,
+        activation_bytes: kept * tokens,
+        input_bytes: input * tokens,
+        model_flops: (3.0 * proj + 3.0 * causal) / tp + 3.0 * mlp_flops,
     }
 }
 
-/// The output head (on the last part): FLOPs per micro-batch on one GPU, weights, and the bytes of
-/// the FP32 logits kept for the loss.
-pub(crate) fn head(spec: &Spec) -> (f64, f64, f64) {
+/// The output head on one GPU for one micro-batch: its forward work (the loss's element-wise
+/// bytes included; the backward's and the weight gradient's follow from it), its weights, and
+/// the bytes of the FP32 logits kept for the loss.
+pub(crate) struct Head {
+    pub f: Work,
+    pub i: Work,
+    pub w: Work,
+    pub params: f64,
+    pub logits_bytes: f64,
+}
+
+pub(crate) fn head(spec: &Spec) -> Head {
     let m = &spec.model;
+    let t = &spec.training;
     let tp = f64::from(spec.parallelism.tp);
-    let tokens = spec.training.tokens_per_microbatch();
+    let tokens = t.tokens_per_microbatch();
     let w = (m.vocab * m.hidden) as f64;
-    (
-        2.0 * w * tokens / tp,
-        w / tp,
-        tokens * m.vocab as f64 * 4.0 / tp,
-    )
+    let gemm = 2.0 * w * tokens / tp;
+    let vocab = m.vocab as f64 / tp;
+    // final norm on the shard, the FP32 logits read and written by the softmax and the loss
+    let sp = if spec.parallelism.sequence_parallel {
+        tp
+    } else {
+        1.0
+    };
+    let bytes = (2.0 * m.hidden as f64 * t.activation_dtype.bytes() / sp + 2.0 * vocab * 4.0)
+        * tokens
+        + quantise(spec) * m.hidden as f64 * tokens;
+    Head {
+        f: Work {
+            gemm,
+            bytes,
+            ..Work::default()
+        },
+        i: Work {
+            gemm,
+            bytes: 2.0 * bytes,
+            ..Work::default()
+        },
+        w: Work {
+            gemm,
+            bytes: 2.0 * w / tp * t.grad_dtype.bytes(),
+            ..Work::default()
+        },
+        params: w / tp,
+        logits_bytes: tokens * vocab * 4.0,
+    }
 }
 
 /// Embedding weights on one GPU (first part).
@@ -295,37 +388,38 @@ pub(crate) fn part_layers(spec: &Spec) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// Model FLOPs of one token through the whole model, forward and backward (for the achieved
-/// fraction of peak): the sum of every part's F + I + W per micro-batch, times tp, divided by
-/// the micro-batch's tokens.
+/// Model FLOPs of one token through the whole model, forward and backward: every layer's and the
+/// head's F + I + W, causal attention, no recomputation, multi-token prediction left out (as
+/// DeepSeek counts it).
 pub fn flops_per_token(spec: &Spec) -> f64 {
     let tp = f64::from(spec.parallelism.tp);
     let mut per_mb = 0.0;
     for i in 0..spec.model.layers {
-        let l = layer(spec, i);
-        per_mb += l.attn_f + l.attn_i + l.attn_w + l.mlp_f + l.mlp_i + l.mlp_w;
+        per_mb += layer(spec, i).model_flops;
     }
-    per_mb += 3.0 * head(spec).0;
+    per_mb += 3.0 * head(spec).f.gemm;
     per_mb * tp / spec.training.tokens_per_microbatch()
 }
 
-/// Total parameters of one model copy (for reports and tests).
+/// Total parameters of one model copy (for reports and tests), multi-token prediction included.
 pub fn total_parameters(spec: &Spec) -> f64 {
     let tp = f64::from(spec.parallelism.tp);
     let ep = f64::from(spec.parallelism.ep);
     let mut n = 0.0;
-    for i in 0..spec.model.layers {
+    for i in 0..spec.model.layers + spec.model.mtp_depth {
         let l = layer(spec, i);
         n += l.dense_params * tp + l.expert_params * tp * ep;
     }
-    n + embedding_params(spec) * tp + head(spec).1 * tp
+    let h = spec.model.hidden as f64;
+    n += spec.model.mtp_depth as f64 * 2.0 * h * h;
+    n + embedding_params(spec) * tp + head(spec).params * tp
 }
 
-/// Parameters one token activates (forward), embedding lookup excluded.
+/// Parameters one token activates (forward), embedding lookup and multi-token prediction excluded.
 pub fn active_parameters(spec: &Spec) -> f64 {
     let m = &spec.model;
     let h = m.hidden as f64;
-    let (attn, _, _) = attention(spec);
+    let attn = attention(spec).weights;
     let mut n = 0.0;
     for i in 0..m.layers {
         n += attn;
@@ -339,4 +433,11 @@ pub fn active_parameters(spec: &Spec) -> f64 {
         };
     }
     n + (m.vocab * m.hidden) as f64
+}
+
+/// The projection of a multi-token-prediction module (two normalised hidden states concatenated,
+/// `2h → h`, DeepSeek-V3 §2.2) on one GPU: its weights.
+pub(crate) fn mtp_projection_params(spec: &Spec) -> f64 {
+    let h = spec.model.hidden as f64;
+    2.0 * h * h / f64::from(spec.parallelism.tp)
 }

@@ -7,10 +7,12 @@
 //! [`sections`] reads each section into its type, and [`consistency`] checks values of different
 //! sections against each other.
 
+mod cluster;
 mod consistency;
 mod depth;
 mod sections;
 mod table;
+mod training;
 
 use crate::spec::Spec;
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};

@@ -1,11 +1,14 @@
-//! The validated spec: cluster, model, training run, parallelism, efficiency and measured costs.
+//! The validated spec: cluster (with its GPU and network figures), model, training run,
+//! parallelism and measured costs.
 //!
 //! Values here passed the checks of `parse`; a `Spec` also remembers where each key stood in its
 //! source so later checks (against a plan or a schedule) can point at the right place.
 
+use crate::hardware::{Hardware, Key};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use std::collections::BTreeMap;
 use std::ops::Range;
+use std::sync::Arc;
 
 /// A number format for parameters, gradients, optimizer state or activations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -51,27 +54,19 @@ impl Dtype {
     }
 }
 
-/// The machines: one kind of GPU, nodes of equal size, two levels of network.
+/// The machines: one kind of GPU, nodes of equal size, a network between them. Every figure of
+/// the GPU and the network comes from the tables of [`crate::hardware`], with the spec's overrides.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cluster {
-    /// The GPU's name, as the spec writes it.
-    pub gpu: String,
-    /// Peak dense BF16 tensor throughput of one GPU, in TFLOP/s.
-    pub peak_tflops: f64,
-    /// Memory of one GPU, in GiB.
-    pub memory_gib: f64,
-    /// GPUs sharing the intra-node network.
+    /// The GPU's and the network's figures.
+    pub hardware: Hardware,
+    /// GPUs sharing the intra-node link.
     pub gpus_per_node: u32,
     /// Number of nodes.
     pub nodes: u32,
-    /// Bandwidth per GPU, one direction, in GB/s (10^9 bytes per second).
-    pub intra_node_gbps: f64,
-    /// Bandwidth per GPU between nodes, one direction, in GB/s.
-    pub inter_node_gbps: f64,
-    /// Latency of one message, in microseconds.
-    pub intra_node_latency_us: f64,
-    /// Latency of one message between nodes, in microseconds.
-    pub inter_node_latency_us: f64,
+    /// Memory of NCCL's and the expert all-to-all's buffers per GPU, GiB; `None`: the default
+    /// ([`Spec::comm_buffers_bytes`]).
+    pub comm_buffers_gib: Option<f64>,
 }
 
 impl Cluster {
@@ -80,14 +75,19 @@ impl Cluster {
         u64::from(self.gpus_per_node) * u64::from(self.nodes)
     }
 
-    /// Memory of one GPU, in bytes (GiB × 2³⁰).
-    pub fn memory_bytes(&self) -> f64 {
-        self.memory_gib * 1024.0 * 1024.0 * 1024.0
+    /// The GPU's name, for reports.
+    pub fn gpu_name(&self) -> &str {
+        &self.hardware.gpu_name
     }
 
-    /// Peak dense BF16 throughput of one GPU, in FLOP/s.
-    pub fn peak_flops(&self) -> f64 {
-        self.peak_tflops * 1e12
+    /// Memory of one GPU as the framework sees it, in bytes.
+    pub fn memory_bytes(&self) -> f64 {
+        self.hardware.memory_bytes()
+    }
+
+    /// A figure of the GPU or the network (0 when the tables have none).
+    pub fn figure(&self, key: Key) -> f64 {
+        self.hardware.or(key, 0.0)
     }
 }
 
@@ -159,6 +159,9 @@ pub struct Model {
     pub mla: Option<Mla>,
     /// Mixture of experts, when the model has MoE layers.
     pub moe: Option<Moe>,
+    /// Multi-token prediction modules after the last layer (DeepSeek-V3: 1), each one more layer
+    /// (like the last) and a pass through the shared output head, on the last part.
+    pub mtp_depth: u64,
 }
 
 /// The training run: batch shape, length, number formats and what is recomputed.
@@ -182,9 +185,38 @@ pub struct Training {
     pub optimizer_dtype: Dtype,
     /// Format of activations and of point-to-point transfers.
     pub activation_dtype: Dtype,
+    /// Format the linear layers compute in (DeepSeek-V3: FP8).
+    pub gemm_dtype: Dtype,
+    /// The FP8 GEMM kernels, when `gemm_dtype` is FP8.
+    pub fp8_gemm_kernel: Fp8Kernel,
+    /// The attention kernel.
+    pub attention: Attention,
+    /// Dropout probability after attention and MLP and on the attention probabilities (0: none).
+    pub dropout: f64,
     /// ZeRO stage: 0 none, 1 optimizer state and master weights sharded over data parallelism,
     /// 2 gradients too.
     pub zero_stage: u32,
+    /// What ZeRO-2 does with pipeline parallelism.
+    pub zero2_with_pipeline: Zero2Pipeline,
+    /// With several model copies (Chimera, DualPipe) and ZeRO, one optimizer state sharded over
+    /// the ranks of every copy (`true`) or one per copy.
+    pub optimizer_shared_across_copies: bool,
+    /// Format of the data-parallel gradient reduction (Llama 3: FP32).
+    pub grad_reduce_dtype: Dtype,
+    /// Megatron-LM's `overlap_grad_reduce`: gradient buckets are reduced as the last backward of
+    /// each stage produces them.
+    pub overlap_grad_reduce: bool,
+    /// Megatron-LM's `overlap_param_gather`: the ZeRO parameter all-gather runs under the next
+    /// step's forward, only its first bucket exposed.
+    pub overlap_param_gather: bool,
+    /// Parameters per gradient bucket; `None`: Megatron-LM's default max(4·10⁷, 10⁶·dp).
+    pub grad_bucket_params: Option<f64>,
+    /// Tensor-parallel collectives overlapped with the GEMMs (Megatron-LM's `tp_comm_overlap`).
+    pub tp_comm_overlap: bool,
+    /// SMs communication kernels take while they overlap compute (DeepSeek-V3: 20 of 132).
+    pub comm_sms: f64,
+    /// Share of the GPU's memory kept free: a plan fits when it needs at most (1 − headroom) of it.
+    pub memory_headroom: f64,
     /// What the backward recomputes instead of keeping from the forward.
     pub recompute: Recompute,
     /// RMSNorm (LayerNorm) outputs are recomputed in the backward, not kept (DeepSeek-V3 §3.2.3).
@@ -201,12 +233,81 @@ pub struct Training {
 }
 
 /// Layer-level activation recomputation (Korthikanti et al. 2022, §4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Recompute {
     /// Keep every activation the backward needs.
     None,
+    /// Recompute the attention core (scores, softmax, dropout) in the backward: drops the s²
+    /// activations of standard attention; FlashAttention already does it.
+    Selective,
     /// Keep only each layer's input; the backward runs the layer's forward again first.
     Full,
+}
+
+impl Recompute {
+    /// The name specs write.
+    pub fn name(self) -> &'static str {
+        match self {
+            Recompute::None => "none",
+            Recompute::Selective => "selective",
+            Recompute::Full => "full",
+        }
+    }
+}
+
+/// The attention kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attention {
+    /// FlashAttention-3 (Hopper).
+    Flash3,
+    /// FlashAttention-2 (Ampere and newer).
+    Flash2,
+    /// Batched GEMMs with the score matrix in memory, softmax and dropout between them.
+    Standard,
+}
+
+impl Attention {
+    /// The name specs write.
+    pub fn name(self) -> &'static str {
+        match self {
+            Attention::Flash3 => "flash3",
+            Attention::Flash2 => "flash2",
+            Attention::Standard => "standard",
+        }
+    }
+
+    /// Whether the kernel keeps no score matrix (FlashAttention).
+    pub fn is_flash(self) -> bool {
+        self != Attention::Standard
+    }
+
+    /// The table's (forward, backward) efficiency keys of a FlashAttention kernel.
+    pub fn keys(self) -> Option<(Key, Key)> {
+        match self {
+            Attention::Flash3 => Some((Key::Flash3Fwd, Key::Flash3Bwd)),
+            Attention::Flash2 => Some((Key::Flash2Fwd, Key::Flash2Bwd)),
+            Attention::Standard => None,
+        }
+    }
+}
+
+/// Which FP8 GEMM kernels a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fp8Kernel {
+    /// DeepGEMM (DeepSeek, February 2025).
+    Deepgemm,
+    /// The CUTLASS-based block-scaled kernels DeepSeek trained V3 with (2024).
+    Cutlass,
+}
+
+/// ZeRO-2 with pipeline parallelism: gradients accumulate over the micro-batches of a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Zero2Pipeline {
+    /// Keep full gradients until the last micro-batch, then reduce-scatter (Megatron-LM,
+    /// torchtitan): the memory of ZeRO-1.
+    Accumulate,
+    /// Refuse the combination, as DeepSpeed does.
+    Refuse,
 }
 
 impl Training {
@@ -245,6 +346,9 @@ pub struct Parallelism {
     pub layers_per_stage: Vec<u64>,
     /// Where pipeline ranks sit among the GPUs (decides which boundaries cross nodes).
     pub placement: PlacementOrder,
+    /// Sequence parallelism with tensor parallelism (Korthikanti et al. 2022): the parts outside
+    /// the tensor-parallel blocks run on 1/tp of the tokens.
+    pub sequence_parallel: bool,
 }
 
 impl Parallelism {
@@ -285,12 +389,11 @@ pub struct Spec {
     pub training: Training,
     /// How the work is split.
     pub parallelism: Parallelism,
-    /// Fraction of peak throughput a compute operation reaches.
-    pub achievable_fraction: f64,
     /// Measured durations that replace derived ones.
     pub measured: Measured,
-    /// Where each key stood: dotted key path → its value's byte range.
-    pub(crate) spans: BTreeMap<String, Range<usize>>,
+    /// Where each key stood: dotted key path → its value's byte range (shared: searches clone
+    /// specs by the thousand).
+    pub(crate) spans: Arc<BTreeMap<String, Range<usize>>>,
     pub(crate) file: FileId,
 }
 
@@ -305,7 +408,65 @@ pub struct MicrobatchRule {
     pub multiple_of: u32,
 }
 
+/// NCCL's buffers per GPU when the spec gives none: an assumption (NCCL keeps `NCCL_BUFFSIZE`,
+/// 4 MiB by default, per channel and peer of each communicator).
+pub const NCCL_BUFFERS_GIB: f64 = 0.5;
+
+/// DeepEP's buffers for the expert all-to-all across nodes: its internode test allocates 2·10⁹
+/// bytes for NVLink and 10⁹ for RDMA at DeepSeek-V3's training shape (deepseek-ai/DeepEP,
+/// `tests/legacy/test_internode.py`: `deep_ep.Buffer(group, int(2e9), int(1e9), ...)` with 4,096
+/// tokens of hidden 7,168).
+pub const EXPERT_BUFFERS_BYTES: f64 = 3e9;
+
 impl Spec {
+    /// Bytes of communication buffers per GPU: `cluster.comm_buffers_gib`, or NCCL's and, with
+    /// expert parallelism, DeepEP's.
+    pub fn comm_buffers_bytes(&self) -> f64 {
+        match self.cluster.comm_buffers_gib {
+            Some(g) => g * crate::hardware::GIB,
+            None => {
+                let experts = if self.parallelism.ep > 1 && self.model.moe.is_some() {
+                    EXPERT_BUFFERS_BYTES
+                } else {
+                    0.0
+                };
+                NCCL_BUFFERS_GIB * crate::hardware::GIB + experts
+            }
+        }
+    }
+
+    /// Bytes a GPU cannot give to tensors: the CUDA context and the communication buffers.
+    pub fn reserve_bytes(&self) -> f64 {
+        self.cluster.figure(Key::ContextGib) * crate::hardware::GIB + self.comm_buffers_bytes()
+    }
+
+    /// The most bytes a plan may need on one GPU: the memory the framework sees, less the headroom.
+    pub fn memory_limit_bytes(&self) -> f64 {
+        self.cluster.memory_bytes() * (1.0 - self.training.memory_headroom)
+    }
+
+    /// Parameters per gradient bucket: `training.grad_bucket_params` or Megatron-LM's default
+    /// max(4·10⁷, 10⁶·dp) ("larger DP sizes need larger buckets to ensure collectives do not
+    /// become latency-bound", `DistributedDataParallelConfig.bucket_size`).
+    pub fn grad_bucket_params(&self) -> f64 {
+        self.training
+            .grad_bucket_params
+            .unwrap_or_else(|| (1e6 * f64::from(self.parallelism.dp)).max(4e7))
+    }
+
+    /// Whether the spec's ZeRO stage and pipeline cannot go together (ZeRO-2 with a pipeline and
+    /// `zero2_with_pipeline = "refuse"`, as DeepSpeed asserts).
+    pub fn zero2_refused(&self) -> bool {
+        self.zero2_refused_at(self.parallelism.pp)
+    }
+
+    /// [`Spec::zero2_refused`] at pipeline degree `pp`.
+    pub fn zero2_refused_at(&self, pp: u32) -> bool {
+        self.training.zero_stage >= 2
+            && pp > 1
+            && self.training.zero2_with_pipeline == Zero2Pipeline::Refuse
+    }
+
     /// The span of a key's value in the source, if the key was there.
     pub fn span_of(&self, path: &str) -> Option<Span> {
         self.spans
@@ -313,7 +474,12 @@ impl Spec {
             .map(|r| Span::new(self.file, r.clone()))
     }
 
-    fn error_at(&self, path: &str, message: String) -> Diagnostic {
+    /// The file the spec was read from.
+    pub fn file(&self) -> FileId {
+        self.file
+    }
+
+    pub(crate) fn error_at(&self, path: &str, message: String) -> Diagnostic {
         let d = Diagnostic::error(message);
         match self.span_of(path) {
             Some(span) => d.with_span_label(span, format!("`{path}`")),

@@ -1,7 +1,8 @@
 """Plans and runners broken on purpose: each must fail the comparison with the unpipelined model.
 
 They show that the suite can fail: a wrong order, a missing backward, receives matched to the wrong
-message, replicas whose gradients are not summed.
+message (among them PyTorch's own `defer_pp_recv` lowering of ZB-V, which `pipeweave validate`
+reports), replicas whose gradients are not summed.
 """
 
 import json
@@ -60,6 +61,16 @@ def derive(plans_dir, by_name, work_dir):
         ".swapped",
         _swap_receives(1),
         "rank 1 posts two receives from one peer in the wrong order (messages are matched in posting order)",
+    )
+    out.append(
+        (
+            "negative: zb-v-p2/pytorch through PyTorch's defer_pp_recv",
+            "zb-v-p2/pytorch",
+            None,
+            {"defer_pp_recv": True},
+            "PyTorch's own _defer_recv_ops posts rank 1's receive of 2RECV_B0 before 1RECV_F2 while rank 0 "
+            "sends 0SEND_F2 first; `pipeweave validate` reports that lowering as out of order",
+        )
     )
     for source in ("dualpipe-p4-m8/json", "chimera-k4-p4-m8/json"):
         out.append(

@@ -98,7 +98,11 @@ def torch_schedule(rank, task):
 
 
 def torch_csv(rank, task):
-    """One step of PyTorch's runtime loading the exported CSV itself (`_load_csv`)."""
+    """One step of PyTorch's runtime loading the exported CSV itself (`_load_csv`).
+
+    `"defer_pp_recv": True` asks the runtime to move each receive next to its consumer (a negative
+    case: on a V schedule that reorders the messages between two ranks).
+    """
     from torch.distributed.pipelining import PipelineStage
     from torch.distributed.pipelining.schedules import _PipelineScheduleRuntime
 
@@ -107,7 +111,8 @@ def torch_csv(rank, task):
     mine = [s for s, r in enumerate(placement) if r == rank]
 
     def build(stages):
-        schedule = _PipelineScheduleRuntime(stages, m, loss_fn=model.loss_fn)
+        defer = task.get("defer_pp_recv", False)
+        schedule = _PipelineScheduleRuntime(stages, m, loss_fn=model.loss_fn, defer_pp_recv=defer)
         schedule._load_csv(task["path"], format=task["format"])
         return schedule
 

@@ -230,8 +230,8 @@ fn render_and_sweep_on_a_spec() {
     );
     assert_eq!((code, err.as_str()), (0, ""));
     insta::assert_snapshot!(out, @r"
-    chimera: makespan 36.645 s, bubble fraction 28.40%
-    dualpipe: makespan 22.641 s, bubble fraction 6.95%
+    chimera: makespan 27.411 s, bubble fraction 27.77%
+    dualpipe: makespan 18.467 s, bubble fraction 11.81%
     wrote ds.svg
     ");
     let svg = read(&dir.join("ds.svg"));
@@ -255,9 +255,9 @@ fn render_and_sweep_on_a_spec() {
     assert_eq!((code, err.as_str()), (0, ""));
     insta::assert_snapshot!(out, @r"
     step time against microbatches
-    microbatches      1f1b  dualpipev
-    16             6.937 s      - [1]
-    32            10.626 s    7.686 s
+    microbatches     1f1b  dualpipev
+    16            5.543 s      - [1]
+    32            8.586 s    7.335 s
     [1] dualpipev, microbatches = 16: DualPipeV needs M ≥ 2P micro-batches (with P = 16, M = 16, weight_split = true, overlap = true)
     ");
 }

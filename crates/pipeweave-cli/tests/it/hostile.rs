@@ -88,6 +88,56 @@ fn thousands_of_errors_on_one_line_are_bounded() {
     assert!(err.len() < 16_000 * 400, "{} bytes", err.len());
 }
 
+/// A compute_comms CSV is bounded the same way: 16,000 transfers without a micro-batch on one line,
+/// and a file whose every send is repeated (each one reported against the lowering).
+#[test]
+fn thousands_of_bad_compute_comms_cells_are_bounded() {
+    let dir = Scratch::new("comms");
+    dir.write("bad.csv", vec!["0SEND_F"; 16_000].join(",") + "\n");
+    let out = dir.run(&["validate", "bad.csv"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.len() < 30_000, "{} bytes", err.len());
+    assert_eq!(
+        err.matches("error: expected a micro-batch number after `0SEND_F`")
+            .count(),
+        50
+    );
+    assert!(err.ends_with("error: 16,000 problems found\n"), "{err}");
+    let written = dir.run(&[
+        "export",
+        "1f1b",
+        "-p",
+        "8",
+        "-m",
+        "256",
+        "--to",
+        "pytorch-comms",
+    ]);
+    assert_eq!(written.status.code(), Some(0));
+    let twice: String = text(&written.stdout)
+        .lines()
+        .map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            let mut out = Vec::new();
+            for c in cells {
+                out.push(c);
+                if c.contains("SEND_") && !c.contains("WAIT") {
+                    out.push(c);
+                }
+            }
+            out.join(",") + "\n"
+        })
+        .collect();
+    dir.write("twice.csv", twice);
+    let out = dir.run(&["validate", "twice.csv"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.len() < 60_000, "{} bytes", err.len());
+    assert_eq!(err.matches("appears a second time").count(), 50);
+    assert!(err.ends_with("error: 3,584 problems found\n"), "{err}");
+}
+
 /// 8,000 unknown keys in one inline table of a spec (before: 849 MB in 21 s).
 #[test]
 fn thousands_of_unknown_spec_keys_on_one_line_are_bounded() {
@@ -98,13 +148,13 @@ fn thousands_of_unknown_spec_keys_on_one_line_are_bounded() {
     )
     .expect("the unit spec");
     let (head, _) = spec
-        .split_once("[efficiency]")
-        .expect("an efficiency table");
+        .split_once("[parallelism]")
+        .expect("a parallelism table");
     let (before, after) = head.split_once("[cluster]").expect("a cluster table");
     dir.write(
         "keys.toml",
         format!(
-            "{before}efficiency = {{ achievable_fraction = 0.5, {} }}\n[cluster]{after}",
+            "{before}parallelism = {{ pp = 4, tp = 1, ep = 1, dp = 1, {} }}\n[cluster]{after}",
             keys.join(", ")
         ),
     );
@@ -319,25 +369,24 @@ fn figures_stay_finite() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../specs/unit.toml"),
     )
     .expect("the unit spec");
-    dir.write(
-        "tiny.toml",
-        unit.replace("peak_tflops = 100.0", "peak_tflops = 5e-324"),
-    );
-    dir.write(
-        "slow.toml",
+    let with_override = |key: &str, value: &str| {
         unit.replace(
-            "intra_node_latency_us = 1.0",
-            "intra_node_latency_us = 1e308",
-        ),
-    );
+            "[model]",
+            &format!(
+                "[cluster.override]\n{key} = {{ value = {value}, source = \"a typo\" }}\n\n[model]"
+            ),
+        )
+    };
+    dir.write("tiny.toml", with_override("peak_tflops_bf16", "5e-324"));
+    dir.write("slow.toml", with_override("intra_node_latency_us", "1e308"));
     let out = dir.run(&["simulate", "1f1b", "--spec", "tiny.toml"]);
     assert_eq!((out.status.code(), out.stdout.is_empty()), (Some(1), true));
     insta::assert_snapshot!("peak_too_small", text(&out.stderr));
     let out = dir.run(&["compare", "1f1b", "--spec", "slow.toml", "--format", "json"]);
     assert_eq!((out.status.code(), out.stdout.is_empty()), (Some(1), true));
     assert!(text(&out.stderr).starts_with(
-        "error: `cluster.intra_node_latency_us` must be at most 1000000000, found 1e308\n   \
-         ┌─ slow.toml:15:25\n"
+        "error: `cluster.override.intra_node_latency_us.value` must be at most 1000000000, \
+         found 1e308\n   ┌─ slow.toml:15:35\n"
     ));
     let out = dir.run(&[
         "simulate",

@@ -140,9 +140,10 @@ fn a_library_schedule_and_its_twin_plugin_are_one_row() {
         "8",
     ]);
     assert_eq!((code, err.as_str()), (0, ""));
+    // One row in each of the five tables, and two notes.
     assert_eq!(
         out.matches("dualpipev = plugin:dualpipev").count(),
-        4,
+        7,
         "{out}"
     );
     insta::assert_snapshot!(out);

@@ -9,4 +9,5 @@ mod hostile;
 mod language;
 mod plugins;
 mod report;
+mod roundtrip;
 mod schemas;

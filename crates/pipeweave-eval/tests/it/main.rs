@@ -3,6 +3,7 @@
 
 mod compare;
 mod fit;
+mod laws;
 mod questions;
 mod simulation;
 mod sweep;

@@ -24,13 +24,17 @@ fn dense_70b_pp8_second_copy() {
         cost.weights_one_copy
     );
     assert!((cost.weights_two_copies - two).abs() < 1.0);
-    // About 2.4 GB more per GPU: 3.0% of 80 GB.
+    // About 2.4 GB more per GPU: 2.8% of the 79.11 GiB PyTorch sees on an H100 80GB.
     assert!(
         (cost.extra_weights() / GB - 2.40).abs() < 0.01,
         "{}",
         cost.extra_weights() / GB
     );
-    assert!((cost.extra_weights_share() - 0.030).abs() < 0.001);
+    assert!(
+        (cost.extra_weights_share() - 0.0283).abs() < 0.0005,
+        "{}",
+        cost.extra_weights_share()
+    );
 }
 
 #[test]
@@ -49,20 +53,22 @@ fn moe_671b_pp16_second_copy() {
     let dense = attn + 3.0 * 7168.0 * 18432.0;
     let vocab = 129280.0 * 7168.0;
     let first = 3.0 * dense + vocab;
-    let last = 2.0 * moe + vocab;
+    // The last part also holds the multi-token-prediction module: one more MoE layer and its
+    // 2h → h projection (the embedding and the head are shared).
+    let last = 2.0 * moe + vocab + moe + 2.0 * 7168.0 * 7168.0;
     // Rank 0 is the most loaded in both: part 0, and with DualPipe parts 0 and 15.
     let one = 2.0 * first;
     let two = 2.0 * (first + last);
     assert!((cost.weights_one_copy - one).abs() < 1.0);
     assert!((cost.weights_two_copies - two).abs() < 1.0);
-    // About 3.5 GB more per GPU: 4.4% of 80 GB.
+    // About 4.5 GB more per GPU: 5.3% of the 79.11 GiB PyTorch sees on an H800.
     assert!(
-        (cost.extra_weights() / GB - 3.49).abs() < 0.01,
+        (cost.extra_weights() / GB - 4.51).abs() < 0.01,
         "{}",
         cost.extra_weights() / GB
     );
     assert!(
-        (cost.extra_weights_share() - 0.0436).abs() < 0.001,
+        (cost.extra_weights_share() - 0.0531).abs() < 0.0005,
         "{}",
         cost.extra_weights_share()
     );

@@ -3,7 +3,7 @@ use pipeweave_plan::Kind::*;
 use pipeweave_plan::Op;
 
 fn read(source: &str, k: u32) -> Result<ActionsFile, Vec<Diagnostic>> {
-    read_actions(source, FileId(0), k)
+    read_actions(source, FileId(0), Some(k))
 }
 
 fn messages(source: &str, k: u32) -> Vec<String> {
@@ -212,4 +212,31 @@ fn more_lines_than_a_plan_may_have_ranks() {
         "the file has more than 65536 ranks (lines); a plan has at most 65536 ranks"
     );
     assert_eq!(d[0].span.as_ref().map(|s| s.range.start), Some(max));
+}
+
+#[test]
+fn pipelines_not_given_are_as_many_as_the_micro_batches_show() {
+    let pipelines = |src: &str| {
+        let plan = read_actions(src, FileId(0), None).expect("reads").plan;
+        (plan.model_copies(), plan.stages_per_pipeline())
+    };
+    // Every micro-batch runs through every stage: one pipeline, PyTorch's CSV.
+    assert_eq!(pipelines("0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n"), (1, 2));
+    // Chimera's two pipelines: micro-batches 0 and 1 on stages 0 to 3, 2 and 3 on 4 to 7.
+    let chimera = "0F0,0F1,7F2,7B2,7F3,7B3,0B0,0B1\n\
+                   1F0,6F2,1F1,6F3,6B2,1B0,6B3,1B1\n\
+                   5F2,2F0,5F3,2F1,2B0,5B2,2B1,5B3\n\
+                   4F2,4F3,3F0,3B0,3F1,3B1,4B2,4B3\n";
+    assert_eq!(pipelines(chimera), (2, 4));
+    let one = read_actions(chimera, FileId(0), Some(1))
+        .expect("reads")
+        .plan;
+    assert_eq!(one.model_copies(), 1, "a number given is taken");
+    // Micro-batches that each stay on one stage: pipelines of one stage.
+    assert_eq!(pipelines("0F0,0B0\n1F1,1B1\n"), (2, 1));
+    // One micro-batch crossing the middle keeps the file one pipeline.
+    assert_eq!(pipelines("0F0,0B0,0F2,0B2\n1F0,1B0,1F1,1B1\n"), (1, 2));
+    // Three pipelines of two stages, not six of one: micro-batch 4 crosses between 4 and 5.
+    let three = "0F0,1F0,1B0,0B0\n2F2,3F2,3B2,2B2\n4F4,5F4,5B4,4B4\n";
+    assert_eq!(pipelines(three), (3, 2));
 }

@@ -2,7 +2,9 @@ use super::*;
 use crate::actions::read_actions;
 
 fn plan(src: &str, k: u32) -> Plan {
-    read_actions(src, FileId(0), k).expect("valid actions").plan
+    read_actions(src, FileId(0), Some(k))
+        .expect("valid actions")
+        .plan
 }
 
 const ONE_F_ONE_B: &str = "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n";

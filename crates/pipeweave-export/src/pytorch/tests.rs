@@ -3,7 +3,7 @@ use crate::actions::read_actions;
 use pipeweave_diagnostics::FileId;
 
 fn plan(src: &str, k: u32) -> ValidPlan {
-    let read = read_actions(src, FileId(0), k).expect("valid actions");
+    let read = read_actions(src, FileId(0), Some(k)).expect("valid actions");
     pipeweave_check::validate(read.plan).expect("a valid plan")
 }
 
@@ -80,5 +80,57 @@ fn messages_between_two_ranks_pair_up_in_order() {
         ),
         "{}",
         d.message
+    );
+}
+
+#[test]
+fn compute_comms_reads_back_as_its_plan() {
+    let p = plan("0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n", 1);
+    let text = write_pytorch_comms(&p).expect("writes");
+    let file = read_pytorch_comms(&text, FileId(0)).expect("reads");
+    assert_eq!(file.plan, *p);
+    assert_eq!(file.check(), vec![]);
+    assert_eq!(file.notes(), vec![]);
+    // As Python's csv module writes it: `\r\n` line ends.
+    let crlf = text.replace('\n', "\r\n");
+    let file = read_pytorch_comms(&crlf, FileId(0)).expect("reads");
+    assert_eq!((&file.plan, file.check()), (p.plan(), vec![]));
+    let cells: Vec<&str> = file.steps[1]
+        .iter()
+        .map(|s| &crlf[s.span.clone()])
+        .collect();
+    assert_eq!(cells[..3], ["1RECV_F0", "1RECV_F1", "1SEND_B0"]);
+    assert_eq!((file.steps[1][1].cell, file.steps[1][1].after), (2, 1));
+}
+
+#[test]
+fn every_line_of_compute_comms_is_a_rank() {
+    // An idle last rank is an empty line, which the actions format would drop.
+    let p = plan("0F0,0B0\n,\n", 1);
+    assert_eq!(p.ranks(), 2);
+    let text = write_pytorch_comms(&p).expect("writes");
+    assert_eq!(text, "0F0,0B0,0REDUCE_GRAD,0WAIT_REDUCE_GRAD\n\n");
+    let file = read_pytorch_comms(&text, FileId(0)).expect("reads");
+    assert_eq!(file.plan, *p);
+    assert_eq!(file.check(), vec![]);
+}
+
+#[test]
+fn sharding_is_left_out_of_the_plan_with_a_note() {
+    let text = "0UNSHARD,0F0,0B0,0REDUCE_GRAD,0WAIT_REDUCE_GRAD,0RESHARD\n";
+    let file = read_pytorch_comms(text, FileId(3)).expect("reads");
+    assert_eq!(file.plan, *plan("0F0,0B0\n", 1));
+    assert_eq!(file.check(), vec![]);
+    let notes = file.notes();
+    assert_eq!(notes.len(), 1);
+    assert_eq!(notes[0].severity, pipeweave_diagnostics::Severity::Note);
+    assert_eq!(
+        notes[0].message,
+        "`UNSHARD` and `RESHARD` are left out of the plan (2 cells)"
+    );
+    let span = notes[0].span.as_ref().expect("placed");
+    assert_eq!(
+        (span.file, &text[span.range.clone()]),
+        (FileId(3), "0UNSHARD")
     );
 }

@@ -5,7 +5,7 @@ use pipeweave_plan::Interval;
 
 /// The plan of one pipeline in the actions text, through the validator.
 fn valid(src: &str) -> ValidPlan {
-    let read = read_actions(src, FileId(0), 1).expect("reads");
+    let read = read_actions(src, FileId(0), Some(1)).expect("reads");
     pipeweave_check::validate(read.plan).expect("a valid plan")
 }
 

@@ -11,14 +11,14 @@ use proptest::prelude::*;
 #[test]
 fn reference_vectors_round_trip_exactly() {
     for (path, text, k) in reference_vectors() {
-        let file = read_actions(&text, FileId(0), k)
+        let file = read_actions(&text, FileId(0), Some(k))
             .unwrap_or_else(|d| panic!("{path} does not read: {d:?}"));
         let written = write_actions(&file.plan);
         assert_eq!(
             written, text,
             "{path}: the canonical form is the recorded text"
         );
-        let again = read_actions(&written, FileId(0), k).expect("written text reads");
+        let again = read_actions(&written, FileId(0), Some(k)).expect("written text reads");
         assert_eq!(again.plan, file.plan, "{path}");
         for (r, cells) in file.spans.iter().enumerate() {
             for (i, span) in cells.iter().enumerate() {
@@ -38,7 +38,7 @@ proptest! {
     #[test]
     fn random_plans_round_trip(plan in expressible_plan()) {
         let text = write_actions(&plan);
-        let back = read_actions(&text, FileId(0), plan.model_copies());
+        let back = read_actions(&text, FileId(0), Some(plan.model_copies()));
         prop_assert_eq!(back.map(|f| f.plan), Ok(plan), "text:\n{}", text);
     }
 
@@ -76,10 +76,10 @@ proptest! {
 
 /// Reading never panics; errors point inside the text; a success writes back to an equal plan.
 fn check_result(text: &str, k: u32) {
-    match read_actions(text, FileId(0), k) {
+    match read_actions(text, FileId(0), Some(k)) {
         Ok(file) => {
-            let again =
-                read_actions(&write_actions(&file.plan), FileId(0), k).expect("rewrite reads");
+            let again = read_actions(&write_actions(&file.plan), FileId(0), Some(k))
+                .expect("rewrite reads");
             assert_eq!(again.plan, file.plan);
         }
         Err(diags) => {

@@ -70,7 +70,7 @@ pub fn reference_plan(name: &str) -> ValidPlan {
         .into_iter()
         .find(|(p, _, _)| p.ends_with(name))
         .expect("known reference vector");
-    let read = pipeweave_export::read_actions(&text, pipeweave_diagnostics::FileId(0), k)
+    let read = pipeweave_export::read_actions(&text, pipeweave_diagnostics::FileId(0), Some(k))
         .expect("reference vectors read");
     pipeweave_check::validate(read.plan).expect("reference vectors are valid")
 }

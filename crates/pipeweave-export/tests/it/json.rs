@@ -24,7 +24,7 @@ fn assert_valid(text: &str, what: &str) {
 #[test]
 fn every_reference_vector_exports_valid_json_that_round_trips() {
     for (path, text, k) in reference_vectors() {
-        let plan = read_actions(&text, FileId(0), k).expect("reads").plan;
+        let plan = read_actions(&text, FileId(0), Some(k)).expect("reads").plan;
         for timing in [None, Some(unit_timing(&plan))] {
             let json = write_json(&plan, timing.as_ref()).expect("writes");
             assert_valid(&json, &path);
@@ -41,7 +41,7 @@ fn every_reference_vector_exports_valid_json_that_round_trips() {
 
 #[test]
 fn the_schema_rejects_what_the_reader_rejects() {
-    let plan = read_actions("0F0,0B0\n1F0,1B0\n", FileId(0), 1)
+    let plan = read_actions("0F0,0B0\n1F0,1B0\n", FileId(0), Some(1))
         .expect("reads")
         .plan;
     let json = write_json(&plan, None).expect("writes");

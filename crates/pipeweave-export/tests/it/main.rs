@@ -2,5 +2,7 @@
 
 mod actions;
 mod common;
+mod comms;
 mod formats;
 mod json;
+mod roundtrip;

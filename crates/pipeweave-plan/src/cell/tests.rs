@@ -206,3 +206,103 @@ fn every_problem_is_located_in_the_cell() {
         assert_eq!(problems(cell, 9), expected, "{cell}");
     }
 }
+
+#[test]
+fn step_cells_read_back() {
+    let nums = [0, 1, 10, 12_345, u32::MAX];
+    for (i, &stage) in nums.iter().enumerate() {
+        let mb = nums[(i + 2) % nums.len()];
+        let mut cells = vec![
+            StepCell::ReduceGrad { stage },
+            StepCell::WaitReduceGrad { stage },
+            StepCell::Unshard { stage },
+            StepCell::Reshard { stage },
+            StepCell::Compute(one(stage, W, mb)),
+            StepCell::Compute(Action::Pair {
+                f: Op::new(stage, F, mb),
+                b: Op::new(mb, I, stage),
+            }),
+        ];
+        for dir in [Dir::Fwd, Dir::Bwd] {
+            cells.push(StepCell::Recv { dir, stage, mb });
+            cells.push(StepCell::Send { dir, stage, mb });
+            cells.push(StepCell::WaitSend { dir, stage, mb });
+        }
+        for cell in cells {
+            let text = cell.to_string();
+            assert_eq!(parse_step(&text, u32::MAX), Ok(cell), "{text}");
+            assert!(is_step_cell(&text) != matches!(cell, StepCell::Compute(_)));
+        }
+    }
+    // A lowered step's cell is its step cell's: the peer is left out.
+    let step = Step::WaitSend {
+        dir: Dir::Bwd,
+        stage: 3,
+        mb: 7,
+        peer: 2,
+    };
+    assert_eq!(StepCell::from(step).to_string(), step.to_string());
+    assert_eq!(
+        parse_step("007SEND_F01", 9),
+        Ok(StepCell::Send {
+            dir: Dir::Fwd,
+            stage: 7,
+            mb: 1
+        })
+    );
+}
+
+#[test]
+fn every_problem_of_a_step_cell_is_located() {
+    let step_problems = |cell: &'static str| -> Vec<(String, &'static str)> {
+        match parse_step(cell, 9) {
+            Ok(s) => panic!("{cell} reads as {s}"),
+            Err(errors) => errors
+                .iter()
+                .map(|e| (e.to_string(), &cell[e.range.clone()]))
+                .collect(),
+        }
+    };
+    let cases: [(&str, Problems); 8] = [
+        (
+            "1SEND_F",
+            &[(
+                "expected a micro-batch number after `1SEND_F`, found the end of the cell",
+                "",
+            )],
+        ),
+        (
+            "1RECV_Bx",
+            &[(
+                "expected a micro-batch number after `1RECV_B`, found `x`",
+                "x",
+            )],
+        ),
+        (
+            "1REDUCE_GRAD5",
+            &[("unexpected `5` after `1REDUCE_GRAD`", "5")],
+        ),
+        ("2UNSHARD ", &[("unexpected ` ` after `2UNSHARD`", " ")]),
+        (
+            "1WAIT_SEND_F3x",
+            &[("unexpected `x` after `1WAIT_SEND_F3`", "x")],
+        ),
+        (
+            "1SEND_F10",
+            &[("micro-batch number `10` is too large (at most 9)", "10")],
+        ),
+        (
+            "99999999999RESHARD",
+            &[("stage number `99999999999` is too large", "99999999999")],
+        ),
+        (
+            "0OVERLAP_F_B",
+            &[("`OVERLAP_F_B` is not a compute action", "OVERLAP_F_B")],
+        ),
+    ];
+    for (cell, expected) in cases {
+        let expected: Vec<(String, &str)> =
+            expected.iter().map(|&(m, at)| (m.to_owned(), at)).collect();
+        assert_eq!(step_problems(cell), expected, "{cell}");
+    }
+}

@@ -2,7 +2,9 @@
 //! well-formedness, determinism) and the HTML page.
 
 mod compare;
+mod hardware;
 mod html;
+mod planner;
 mod recommend;
 mod sweep;
 mod timelines;

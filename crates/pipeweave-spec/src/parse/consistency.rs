@@ -1,7 +1,8 @@
 //! Checks between values of different sections (GPU counts, head and expert splits, options that
 //! need a table), once every value read well.
 
-use crate::spec::Spec;
+use crate::hardware::Key;
+use crate::spec::{Attention, Dtype, Recompute, Spec};
 use pipeweave_diagnostics::{Diagnostic, Label};
 
 /// Checks between values of different tables, once every value read well.
@@ -17,6 +18,10 @@ pub(super) fn consistency(spec: &Spec) -> Vec<Diagnostic> {
     checks.tp_within_node();
     checks.experts();
     checks.measured();
+    checks.formats_on_the_gpu();
+    checks.zero2_with_pipeline();
+    checks.comm_sms();
+    checks.selective_with_flash();
     checks.out
 }
 
@@ -190,6 +195,121 @@ impl Checks<'_> {
         if measured.w.is_some() && measured.i.is_none() {
             let message = "`measured.w_ms` needs `measured.i_ms`: a full backward is I + W";
             self.push("measured.w_ms", "weight backward", message.to_string());
+        }
+    }
+
+    /// The path of the key that set a training format, or of `cluster.gpu` when it was left out.
+    fn format_key(&self, key: &'static str) -> &'static str {
+        if self.spec.span_of(key).is_some() {
+            key
+        } else if key == "training.gemm_dtype"
+            && self.spec.span_of("training.param_dtype").is_some()
+        {
+            "training.param_dtype"
+        } else {
+            "cluster.gpu"
+        }
+    }
+
+    /// The GPU computes in the run's formats: a peak and a GEMM efficiency for the linear layers'
+    /// format, a 16-bit peak for FlashAttention, a GEMM efficiency for standard attention's
+    /// batched GEMMs.
+    fn formats_on_the_gpu(&mut self) {
+        let (t, hw) = (&self.spec.training, &self.spec.cluster.hardware);
+        let gpu = self.spec.cluster.gpu_name().to_owned();
+        let gemm = t.gemm_dtype;
+        let gemm_eff = Key::gemm(gemm, t.fp8_gemm_kernel);
+        let path = self.format_key("training.gemm_dtype");
+        if hw.get(Key::peak(gemm)).is_none() {
+            let d = self
+                .err(path, "the linear layers' format", format!("the {gpu} has no {} throughput in the GPU table", gemm.name()))
+                .with_help("choose a format the GPU computes in (`training.gemm_dtype`), or give `peak_tflops_...` under `[cluster.override]` with its source");
+            self.out.push(d);
+        } else if hw.get(gemm_eff).is_none() {
+            let d = self
+                .err(
+                    path,
+                    "the linear layers' format",
+                    format!(
+                        "the GPU table has no GEMM efficiency for {} on the {gpu}",
+                        gemm.name()
+                    ),
+                )
+                .with_help(format!(
+                    "give `{}` under `[cluster.override]` with its source",
+                    gemm_eff.name()
+                ));
+            self.out.push(d);
+        }
+        let act = t.activation_dtype;
+        let path = self.format_key("training.activation_dtype");
+        if t.attention.is_flash() && !matches!(act, Dtype::Bf16 | Dtype::Fp16) {
+            let message = format!(
+                "`{}` attention computes in BF16 or FP16, the activations are {}",
+                t.attention.name(),
+                act.name()
+            );
+            self.push(path, "activation format", message);
+        } else if hw.get(Key::peak(act)).is_none() {
+            let message = format!(
+                "the {gpu} has no {} throughput in the GPU table for the attention",
+                act.name()
+            );
+            self.push(path, "activation format", message);
+        } else if t.attention == Attention::Standard
+            && hw.get(Key::gemm(act, t.fp8_gemm_kernel)).is_none()
+        {
+            let d = self
+                .err(path, "activation format", format!("standard attention runs batched {} GEMMs, and the GPU table has no GEMM efficiency for them on the {gpu}", act.name()))
+                .with_help(format!("give `{}` under `[cluster.override]` with its source", Key::gemm(act, t.fp8_gemm_kernel).name()));
+            self.out.push(d);
+        }
+    }
+
+    /// DeepSpeed refuses ZeRO-2 with a pipeline; the spec may ask to do the same.
+    fn zero2_with_pipeline(&mut self) {
+        if self.spec.zero2_refused() {
+            let d = self
+                .err(
+                    "training.zero_stage",
+                    "ZeRO stage",
+                    format!(
+                        "pipeline parallelism (pp {}) and ZeRO-2 do not go together",
+                        self.spec.parallelism.pp
+                    ),
+                )
+                .with_note("DeepSpeed asserts \"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\" (deepspeed/runtime/pipe/engine.py): gradients accumulate over the micro-batches of a step")
+                .with_help("use `zero_stage = 1`, or `zero2_with_pipeline = \"accumulate\"` to keep full gradients until the last micro-batch as Megatron-LM does");
+            self.out.push(d);
+        }
+    }
+
+    /// Communication takes fewer SMs than the GPU has.
+    fn comm_sms(&mut self) {
+        let sms = self.spec.cluster.figure(Key::Sms);
+        let c = self.spec.training.comm_sms;
+        if c >= sms {
+            let message = format!(
+                "`training.comm_sms` is {c} but the {} has {sms} SMs",
+                self.spec.cluster.gpu_name()
+            );
+            self.push("training.comm_sms", "SMs for communication", message);
+        }
+    }
+
+    /// Selective recomputation changes nothing with FlashAttention: said, not refused.
+    fn selective_with_flash(&mut self) {
+        let t = &self.spec.training;
+        if t.recompute == Recompute::Selective && t.attention.is_flash() {
+            let mut d = Diagnostic::warning(format!(
+                "`recompute = \"selective\"` changes nothing with `{}` attention",
+                t.attention.name()
+            ))
+            .with_note("selective recomputation (Korthikanti et al. 2022) drops the attention's score matrix and recomputes it in the backward; FlashAttention never keeps it and always recomputes it");
+            if let Some(span) = self.spec.span_of("training.recompute") {
+                d = d.with_span_label(span, "a no-op here");
+            }
+            self.out.push(d);
         }
     }
 }

@@ -1,14 +1,14 @@
-//! The sections of a spec: `[cluster]`, `[model]` (with `[model.mla]` and `[model.moe]`),
-//! `[training]`, `[parallelism]`, `[efficiency]` and `[measured]`, each read into its type.
+//! The sections of a spec: `[model]` (with `[model.mla]` and `[model.moe]`), `[parallelism]` and
+//! `[measured]`, each read into its type, and the spec as a whole (`[cluster]` and `[training]`
+//! have modules of their own).
 
 use super::Cx;
+use super::cluster::read_cluster;
 use super::consistency::consistency;
-use super::table::{
-    DURATION, FRACTION, MAX_DURATION, RATE, TOKENS, Table, type_name, within_limit,
-};
+use super::table::{MAX_DURATION, Table, type_name, within_limit};
+use super::training::read_training;
 use crate::spec::{
-    Cluster, Dtype, Measured, Mla, Mlp, Model, Moe, Parallelism, PlacementOrder, Recompute, Spec,
-    Training,
+    Attention, Cluster, Dtype, Measured, Mla, Mlp, Model, Moe, Parallelism, PlacementOrder, Spec,
 };
 use pipeweave_diagnostics::Diagnostic;
 use std::ops::Range;
@@ -31,19 +31,7 @@ pub(super) fn read_spec(cx: &mut Cx, mut root: Table<'_, '_>) -> Option<Spec> {
         .and_then(|t| read_training(cx, t));
     let parallelism = root.req_sub(cx, "parallelism", "pp, tp, ep, dp");
     let parallelism = parallelism.and_then(|t| read_parallelism(cx, t, model.as_ref()));
-    let achievable = match root.req_sub(cx, "efficiency", "the achievable fraction of peak") {
-        Some(mut t) => {
-            let f = t.num(
-                cx,
-                "achievable_fraction",
-                FRACTION,
-                "the fraction of peak compute an operation reaches, e.g. 0.4",
-            );
-            t.finish(cx);
-            f
-        }
-        None => None,
-    };
+    let efficiency_removed = removed_efficiency(cx, &mut root);
     let parts = parallelism.as_ref().map(Parallelism::parts);
     let measured = match root.sub(cx, "measured") {
         Ok(Some(t)) => read_measured(cx, t, parts),
@@ -51,73 +39,84 @@ pub(super) fn read_spec(cx: &mut Cx, mut root: Table<'_, '_>) -> Option<Spec> {
         Err(()) => None,
     };
     root.finish(cx);
+    if efficiency_removed {
+        return None;
+    }
 
+    let cluster = cluster?;
+    let (mut training, attention) = training?;
+    training.attention = settle_attention(cx, &cluster, attention)?;
     let spec = Spec {
         name: name?,
         description: description?,
-        cluster: cluster?,
+        cluster,
         model: model?,
-        training: training?,
+        training,
         parallelism: parallelism?,
-        achievable_fraction: achievable?,
         measured: measured?,
-        spans: std::mem::take(&mut cx.spans),
+        spans: std::sync::Arc::new(std::mem::take(&mut cx.spans)),
         file: cx.file,
     };
     let errors = consistency(&spec);
-    let ok = errors.is_empty();
+    let ok = !errors.iter().any(Diagnostic::is_error);
     cx.diags.extend(errors);
     ok.then_some(spec)
 }
 
-fn read_cluster(cx: &mut Cx, mut t: Table<'_, '_>) -> Option<Cluster> {
-    let gpu = t.string(cx, "gpu", "the GPU's name");
-    let peak = t.num(
-        cx,
-        "peak_tflops",
-        RATE,
-        "peak dense BF16 TFLOP/s of one GPU",
+/// `[efficiency]` was removed with its fitted `achievable_fraction`: true when the spec has it
+/// (and the error is reported).
+fn removed_efficiency(cx: &mut Cx, root: &mut Table<'_, '_>) -> bool {
+    let Some(v) = root.retired("efficiency") else {
+        return false;
+    };
+    let d = Diagnostic::error(
+        "`[efficiency]` was removed: efficiencies come from the GPU table, not from a fraction fitted to a run"
+            .to_string(),
+    )
+    .with_span_label(cx.span(&v.span()), "no longer a spec table")
+    .with_help(
+        "delete the table; to replace a documented efficiency, give it under `[cluster.override]` with its source, e.g. `gemm_efficiency_bf16 = { value = 0.65, source = \"my measurement\" }`",
     );
-    let mem = t.num(cx, "memory_gib", RATE, "memory of one GPU in GiB");
-    let gpn = t.u32_int(cx, "gpus_per_node", 1, "GPUs in one node");
-    let nodes = t.u32_int(cx, "nodes", 1, "number of nodes");
-    let intra = t.num(
-        cx,
-        "intra_node_gbps",
-        RATE,
-        "GB/s per GPU inside a node, one direction",
-    );
-    let inter = t.num(
-        cx,
-        "inter_node_gbps",
-        RATE,
-        "GB/s per GPU between nodes, one direction",
-    );
-    let intra_lat = t.num(
-        cx,
-        "intra_node_latency_us",
-        DURATION,
-        "latency of a message inside a node, in microseconds",
-    );
-    let inter_lat = t.num(
-        cx,
-        "inter_node_latency_us",
-        DURATION,
-        "latency of a message between nodes, in microseconds",
-    );
-    t.finish(cx);
-    Some(Cluster {
-        gpu: gpu?,
-        peak_tflops: peak?,
-        memory_gib: mem?,
-        gpus_per_node: gpn?,
-        nodes: nodes?,
-        intra_node_gbps: intra?,
-        inter_node_gbps: inter?,
-        intra_node_latency_us: intra_lat?,
-        inter_node_latency_us: inter_lat?,
-    })
+    cx.diags.push(d);
+    true
 }
+
+/// The attention kernel: as written (it must run on the GPU: the table has its efficiency), or
+/// the best the GPU runs (FlashAttention-3, then -2, then standard attention).
+fn settle_attention(
+    cx: &mut Cx,
+    cluster: &Cluster,
+    written: Option<Attention>,
+) -> Option<Attention> {
+    let runs = |a: Attention| {
+        a.keys().is_none_or(|(f, b)| {
+            cluster.hardware.get(f).is_some() && cluster.hardware.get(b).is_some()
+        })
+    };
+    match written {
+        Some(a) if runs(a) => Some(a),
+        Some(a) => {
+            let span = cx.spans.get("training.attention").cloned().unwrap_or(0..0);
+            let d = Diagnostic::error(format!(
+                "`{}` attention does not run on the {}",
+                a.name(),
+                cluster.gpu_name()
+            ))
+            .with_span_label(cx.span(&span), "not in the GPU table")
+            .with_note("FlashAttention-2 needs an Ampere GPU or newer, FlashAttention-3 a Hopper (Dao-AILab/flash-attention README)")
+            .with_help("use `standard`, or give the kernel's efficiencies under `[cluster.override]` with their source");
+            cx.diags.push(d);
+            None
+        }
+        None => [Attention::Flash3, Attention::Flash2]
+            .into_iter()
+            .find(|a| runs(*a))
+            .or(Some(Attention::Standard)),
+    }
+}
+
+/// The most multi-token-prediction modules a spec may give (DeepSeek-V3 has one).
+const MAX_MTP_DEPTH: u64 = 64;
 
 fn read_model(cx: &mut Cx, mut t: Table<'_, '_>) -> Option<Model> {
     let layers = t
@@ -201,6 +200,7 @@ fn read_model(cx: &mut Cx, mut t: Table<'_, '_>) -> Option<Model> {
         Ok(None) => Some(None),
         Err(()) => None,
     };
+    let mtp = t.opt_int(cx, "mtp_depth", 0);
     t.finish(cx);
     let (heads_v, hidden_v) = (heads?, hidden?);
     let head_dim = match head_dim {
@@ -219,109 +219,20 @@ fn read_model(cx: &mut Cx, mut t: Table<'_, '_>) -> Option<Model> {
         mlp: mlp?,
         mla: mla?,
         moe: moe?,
-    })
-}
-
-fn read_training(cx: &mut Cx, mut t: Table<'_, '_>) -> Option<Training> {
-    let seq = t.int(cx, "sequence_length", 1, "tokens per sequence");
-    let mbs = t.int(cx, "micro_batch_size", 1, "sequences per micro-batch");
-    let m = t.u32_int(cx, "microbatches", 1, "micro-batches per step");
-    let total = t.num(
-        cx,
-        "total_tokens",
-        TOKENS,
-        "tokens over the whole run, e.g. 14.8e12",
-    );
-    let param = t.dtype(cx, "param_dtype", Dtype::Bf16);
-    let grad = t.dtype(cx, "grad_dtype", Dtype::Fp32);
-    let master = match t.opt_string(cx, "master_dtype") {
-        Ok(None) => Some(Some(Dtype::Fp32)),
-        Ok(Some((s, _))) if s == "none" => Some(None),
-        Ok(Some((s, span))) => match Dtype::from_name(&s) {
-            Some(d) => Some(Some(d)),
-            None => {
-                let d = Diagnostic::error(format!("`training.master_dtype` cannot be `{s}`"))
-                    .with_span_label(cx.span(&span), "unknown value")
-                    .with_help("expected one of `fp32`, `bf16`, `fp16`, `fp8`, `none`");
-                cx.diags.push(d);
-                None
+        mtp_depth: match mtp {
+            Ok(Some(d)) if d > MAX_MTP_DEPTH => {
+                let span = cx.spans.get("model.mtp_depth").cloned().unwrap_or(0..0);
+                cx.error(
+                    &span,
+                    format!("`model.mtp_depth` must be at most {MAX_MTP_DEPTH}, found {d}"),
+                    "too deep",
+                );
+                return None;
             }
+            Ok(d) => d.unwrap_or(0),
+            Err(()) => return None,
         },
-        Err(()) => None,
-    };
-    let opt = t.dtype(cx, "optimizer_dtype", Dtype::Fp32);
-    let act = t.dtype(cx, "activation_dtype", Dtype::Bf16);
-    let zero = match t.opt_int(cx, "zero_stage", 0) {
-        Ok(None) => Some(0),
-        Ok(Some(z)) if z <= 2 => Some(z as u32),
-        Ok(Some(z)) => {
-            let span = cx.spans.get("training.zero_stage").cloned().unwrap_or(0..0);
-            cx.error(
-                &span,
-                format!("`training.zero_stage` must be 0, 1 or 2, found {z}"),
-                "unsupported stage",
-            );
-            None
-        }
-        Err(()) => None,
-    };
-    let recompute = read_recompute(cx, &mut t);
-    let norms = t.opt_bool(cx, "recompute_norms", false);
-    let mla_up = t.opt_bool(cx, "recompute_mla_up_projection", false);
-    let moe_act = t.opt_bool(cx, "recompute_moe_activation", false);
-    let fp8_cache = t.opt_bool(cx, "fp8_activation_cache", false);
-    t.finish(cx);
-    Some(Training {
-        sequence_length: seq?,
-        micro_batch_size: mbs?,
-        microbatches: m?,
-        total_tokens: total?,
-        param_dtype: param?,
-        grad_dtype: grad?,
-        master_dtype: master?,
-        optimizer_dtype: opt?,
-        activation_dtype: act?,
-        zero_stage: zero?,
-        recompute: recompute?,
-        recompute_norms: norms?,
-        recompute_mla_up_projection: mla_up?,
-        recompute_moe_activation: moe_act?,
-        fp8_activation_cache: fp8_cache?,
     })
-}
-
-/// `training.recompute`: `"none"` or `"full"`. Korthikanti's selective recomputation (the
-/// attention core) is refused with a reason: the cost model already assumes FlashAttention,
-/// which keeps no score matrix and recomputes it in its backward, so it would change nothing.
-fn read_recompute(cx: &mut Cx, t: &mut Table<'_, '_>) -> Option<Recompute> {
-    let (s, span) = match t.opt_string(cx, "recompute") {
-        Ok(None) => return Some(Recompute::None),
-        Ok(Some(x)) => x,
-        Err(()) => return None,
-    };
-    match s.as_str() {
-        "none" => Some(Recompute::None),
-        "full" => Some(Recompute::Full),
-        "selective" => {
-            let d = Diagnostic::error("`training.recompute` cannot be `selective`")
-                .with_span_label(cx.span(&span), "already assumed")
-                .with_note(
-                    "selective recomputation (Korthikanti et al. 2022) recomputes the attention core; \
-                     pipeweave already assumes FlashAttention, which keeps no attention scores and \
-                     recomputes them in its backward",
-                )
-                .with_help("use `none` (the same memory) or `full`, and `recompute_norms`, `recompute_mla_up_projection`, `recompute_moe_activation` for finer choices");
-            cx.diags.push(d);
-            None
-        }
-        _ => {
-            let d = Diagnostic::error(format!("`training.recompute` cannot be `{s}`"))
-                .with_span_label(cx.span(&span), "unknown value")
-                .with_help("expected one of `none`, `full`");
-            cx.diags.push(d);
-            None
-        }
-    }
 }
 
 fn read_parallelism(
@@ -362,12 +273,15 @@ fn read_parallelism(
         ],
     );
     let explicit = read_layers_per_stage(cx, &mut t);
+    let sp = t.opt_bool(cx, "sequence_parallel", true);
     t.finish(cx);
     let (pp, v, explicit) = (pp?, v?, explicit?);
     let layers = model.map(|m| m.layers);
     let parts = u64::from(pp) * u64::from(v);
+    // An explicit split may leave the first and last parts without a layer.
+    let spare = if explicit.is_some() { 2 } else { 0 };
     if let Some(layers) = layers
-        && parts > layers
+        && parts > layers + spare
     {
         let span = cx.spans.get("parallelism.pp").cloned().unwrap_or(0..0);
         cx.error(
@@ -392,6 +306,7 @@ fn read_parallelism(
         stages_per_rank: v,
         layers_per_stage: layers_per_stage?,
         placement: placement?,
+        sequence_parallel: sp?,
     })
 }
 
@@ -469,16 +384,28 @@ fn read_layers_per_stage(
         Ok(Some((items, span))) => {
             let mut out = Vec::with_capacity(items.len());
             let mut ok = true;
+            let last = items.len().saturating_sub(1);
             for (i, item) in items.iter().enumerate() {
+                // The first and last parts may hold no layer: the embedding alone and the output
+                // head alone (Llama 3 §3.3.2 balances its pipeline so).
+                let min = if i == 0 || i == last { 0 } else { 1 };
                 match item.get_ref() {
                     DeValue::Integer(n) => match i64::from_str_radix(n.as_str(), n.radix()) {
-                        Ok(n) if n >= 1 => out.push(n as u64),
+                        Ok(n) if n >= min => out.push(n as u64),
                         _ => {
                             ok = false;
+                            let (msg, label) = if min == 0 {
+                                ("at least 0", "a negative count")
+                            } else {
+                                (
+                                    "at least 1 (only the first and last part may hold no layer)",
+                                    "a stage needs a layer",
+                                )
+                            };
                             cx.error(
                                 &item.span(),
-                                format!("`parallelism.layers_per_stage[{i}]` must be at least 1"),
-                                "a stage needs a layer",
+                                format!("`parallelism.layers_per_stage[{i}]` must be {msg}"),
+                                label,
                             );
                         }
                     },

@@ -17,6 +17,8 @@ pub(super) struct Table<'t, 'i> {
     table: &'t DeTable<'i>,
     span: Range<usize>,
     known: Vec<&'static str>,
+    /// Keys an older format had, reported by the caller as removed: neither unknown nor listed.
+    retired: Vec<&'static str>,
 }
 
 impl<'t, 'i> Table<'t, 'i> {
@@ -26,6 +28,7 @@ impl<'t, 'i> Table<'t, 'i> {
             table,
             span,
             known: Vec::new(),
+            retired: Vec::new(),
         }
     }
 
@@ -46,6 +49,12 @@ impl<'t, 'i> Table<'t, 'i> {
         let v = self.table.get(key)?;
         cx.spans.insert(self.key_path(key), v.span());
         Some(v)
+    }
+
+    /// A key an older format had: its value, if the table has it (the caller reports it).
+    pub(super) fn retired(&mut self, key: &'static str) -> Option<&'t Spanned<DeValue<'i>>> {
+        self.retired.push(key);
+        self.table.get(key)
     }
 
     pub(super) fn missing(&self, cx: &mut Cx, key: &str, what: &str) {
@@ -209,6 +218,19 @@ impl<'t, 'i> Table<'t, 'i> {
         Some(x)
     }
 
+    /// An optional finite number within `bound`.
+    pub(super) fn opt_num(
+        &mut self,
+        cx: &mut Cx,
+        key: &'static str,
+        bound: Bound,
+    ) -> Result<Option<f64>, ()> {
+        match self.lookup(cx, key) {
+            None => Ok(None),
+            Some(v) => self.num_value(cx, key, v, bound).map(Some).ok_or(()),
+        }
+    }
+
     pub(super) fn string(&mut self, cx: &mut Cx, key: &'static str, what: &str) -> Option<String> {
         let Some(v) = self.lookup(cx, key) else {
             self.missing(cx, key, what);
@@ -362,7 +384,10 @@ impl<'t, 'i> Table<'t, 'i> {
         let mut unknown: Vec<(&Spanned<std::borrow::Cow<'_, str>>, _)> = self
             .table
             .iter()
-            .filter(|(k, _)| !self.known.contains(&k.get_ref().as_ref()))
+            .filter(|(k, _)| {
+                let k = k.get_ref().as_ref();
+                !self.known.contains(&k) && !self.retired.contains(&k)
+            })
             .collect();
         unknown.sort_by_key(|(k, _)| k.span().start);
         let mut known = self.known.clone();
@@ -434,10 +459,8 @@ pub(super) fn within_limit(cx: &mut Cx, path: &str, n: u64) -> Option<u32> {
 pub(super) enum Bound {
     /// Strictly positive: from `min` to `max`.
     Positive { min: f64, max: f64 },
-    /// Zero or more: at most `max`.
-    NonNegative { max: f64 },
-    /// In (0, 1]: at least `min`.
-    Fraction { min: f64 },
+    /// In [lo, hi].
+    Within(f64, f64),
 }
 
 /// A number as a message shows it: plainly, or with an exponent when it is very large or small
@@ -450,26 +473,14 @@ pub(super) fn shown(x: f64) -> String {
     }
 }
 
-/// A rate or a size (TFLOP/s, GiB, GB/s): from a thousandth to ten million.
-pub(super) const RATE: Bound = Bound::Positive {
-    min: 1e-3,
-    max: 1e7,
-};
-
 /// The longest latency in microseconds or measured time in milliseconds: a billion.
 pub(super) const MAX_DURATION: f64 = 1e9;
-
-/// A latency in microseconds: up to [`MAX_DURATION`].
-pub(super) const DURATION: Bound = Bound::NonNegative { max: MAX_DURATION };
 
 /// Tokens over a whole run: from one to 10^18.
 pub(super) const TOKENS: Bound = Bound::Positive {
     min: 1.0,
     max: 1e18,
 };
-
-/// A fraction of peak: from a millionth to 1.
-pub(super) const FRACTION: Bound = Bound::Fraction { min: 1e-6 };
 
 impl Bound {
     /// What `x` breaks, in words (`greater than 0`, `between 0.001 and 10000000`).
@@ -479,12 +490,9 @@ impl Bound {
             Bound::Positive { min, max } if x < min || x > max => {
                 Some(format!("between {} and {}", shown(min), shown(max)))
             }
-            Bound::NonNegative { .. } if x < 0.0 => Some("at least 0".into()),
-            Bound::NonNegative { max } if x > max => Some(format!("at most {}", shown(max))),
-            Bound::Fraction { .. } if x <= 0.0 || x > 1.0 => {
-                Some("greater than 0 and at most 1".into())
+            Bound::Within(lo, hi) if !(lo..=hi).contains(&x) => {
+                Some(format!("at least {} and at most {}", shown(lo), shown(hi)))
             }
-            Bound::Fraction { min } if x < min => Some(format!("at least {}", shown(min))),
             _ => None,
         }
     }

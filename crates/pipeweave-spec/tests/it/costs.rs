@@ -1,38 +1,62 @@
-//! The cost model's formulas on hand-computed cases, and the F&B overlap rule.
+//! The cost model's terms on hand-computed cases: compute from the operations, the expert
+//! all-to-all, tensor-parallel collectives, the F&B overlap and its SM share, activation memory,
+//! the data-parallel buckets and the optimizer.
 
 use crate::plans::one_f_one_b;
 use crate::specs::load;
 use pipeweave_diagnostics::FileId;
 use pipeweave_plan::{Kind, Op, Pipeline, Plan};
 use pipeweave_sim::CostModel;
+use pipeweave_spec::comm::{Links, Spread, reduce_scatter};
 use pipeweave_spec::{CostTable, parse};
 
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-30f64)
 }
 
+/// The unit GPU: GEMMs and attention at 100 TFLOP/s × 0.5, HBM at 1,000 GB/s.
+const SPEED: f64 = 100e12 * 0.5;
+const HBM: f64 = 1000e9;
+
 #[test]
 fn unit_spec_forward_time_by_hand() {
     // Two GPT layers of hidden 1024 (4h² attention + 8h² MLP weights) on 1024 tokens:
-    // linear 2·12·1024²·1024 FLOPs, causal attention 1024·1024·8·(128+128) per layer.
+    // linear 2·12·1024²·1024 FLOPs; FlashAttention's causal core 1024·1024·8·(128+128), its
+    // backward 2.5 times that; element-wise bytes per token and layer: two norms (2h·2 each),
+    // two residual adds (3h·2 each), rotary embedding of 8 query and 8 key heads of 128 (read,
+    // write), GELU (read, write 4h) = 20h + 8192 + 4·4096·2.
     let spec = load("unit.toml");
     let costs = CostTable::new(&spec, &one_f_one_b(4, 8)).expect("fits");
     let h = 1024.0f64;
     let t = 1024.0f64;
     let linear = 2.0 * 12.0 * h * h * t;
     let core = t * 1024.0 * 8.0 * 256.0;
-    let speed = 100e12 * 0.5;
-    let f = 2.0 * (linear + core) / speed;
-    let i = 2.0 * (linear + 2.0 * core) / speed;
-    let w = 2.0 * linear / speed;
+    let bytes = (20.0 * h + 2.0 * 2048.0 * 2.0 + 2.0 * 4096.0 * 2.0) * t;
+    let f = 2.0 * (linear / SPEED + core / SPEED + bytes / HBM);
+    let i = 2.0 * (linear / SPEED + 2.5 * core / SPEED + 2.0 * bytes / HBM);
+    // W: the weight GEMMs, and each FP32 gradient read and written once per micro-batch
+    let w = 2.0 * (linear / SPEED + 2.0 * 12.0 * h * h * 4.0 / HBM);
     let part = &costs.parts[1];
-    assert!(close(part.f, f), "{} vs {f}", part.f);
-    assert!(close(part.i, i), "{} vs {i}", part.i);
-    assert!(close(part.w, w), "{} vs {w}", part.w);
-    assert!(close(part.b, i + w));
-    // The last part adds the output head: 2·vocab·hidden·tokens forward.
-    let head = 2.0 * 32000.0 * h * t / speed;
-    assert!(close(costs.parts[3].f, f + head));
+    assert!(
+        close(part.f.cost.duration, f),
+        "{} vs {f}",
+        part.f.cost.duration
+    );
+    assert!(
+        close(part.i.cost.duration, i),
+        "{} vs {i}",
+        part.i.cost.duration
+    );
+    assert!(
+        close(part.w.cost.duration, w),
+        "{} vs {w}",
+        part.w.cost.duration
+    );
+    assert!(close(part.b.cost.duration, i + w));
+    // The last part adds the output head: 2·vocab·hidden·tokens forward, the final norm and the
+    // FP32 logits read and written by the loss.
+    let head = 2.0 * 32000.0 * h * t / SPEED + (2.0 * h * 2.0 + 2.0 * 32000.0 * 4.0) * t / HBM;
+    assert!(close(costs.parts[3].f.cost.duration, f + head));
     // Activation point-to-point inside the node: 1 µs + 1024·1024·2 bytes at 100 GB/s.
     assert!(close(costs.transfer(0, 1), 1e-6 + t * h * 2.0 / 100e9));
 }
@@ -40,15 +64,13 @@ fn unit_spec_forward_time_by_hand() {
 const MOE: &str = r#"
 name = "moe"
 [cluster]
-gpu = "test"
-peak_tflops = 100.0
-memory_gib = 80.0
+gpu = "unit"
+network = "unit"
 gpus_per_node = 4
 nodes = 4
-intra_node_gbps = 100.0
-inter_node_gbps = 10.0
-intra_node_latency_us = 0.0
-inter_node_latency_us = 0.0
+[cluster.override]
+network_latency_us = { value = 0, source = "a test" }
+intra_node_latency_us = { value = 0, source = "a test" }
 [model]
 layers = 4
 hidden = 1024
@@ -72,8 +94,6 @@ pp = 2
 tp = 1
 ep = 8
 dp = 8
-[efficiency]
-achievable_fraction = 0.5
 "#;
 
 pub fn moe_spec() -> pipeweave_spec::Spec {
@@ -83,7 +103,7 @@ pub fn moe_spec() -> pipeweave_spec::Spec {
 }
 
 /// Two pipelines in opposite directions (DualPipe's placement) with no actions.
-fn dual_placement(p: u32) -> Plan {
+pub fn dual_placement(p: u32) -> Plan {
     Plan::new(
         p,
         vec![
@@ -105,7 +125,7 @@ fn dual_placement(p: u32) -> Plan {
 fn expert_all_to_all_by_hand() {
     // ep 8 over nodes of 4 GPUs with pp outermost: the group spans 2 nodes of 4.
     // A token goes to 4 experts: over NVLink 4 copies × 3/4 leave the GPU's node-mates, over the
-    // inter-node network 4 copies × 1/2 leave the node; BF16.
+    // inter-node network 4 copies × 1/2 leave the node; BF16 both ways (no dispatch format set).
     let spec = moe_spec();
     let costs = CostTable::new(&spec, &one_f_one_b(2, 8)).expect("fits");
     let bytes: f64 = 1024.0 * 4.0 * 1024.0 * 2.0;
@@ -118,11 +138,13 @@ fn expert_all_to_all_by_hand() {
     // A lone forward pays it in full.
     let f = Op::new(1, Kind::F, 0);
     assert!(close(costs.exposed_op(f), 4.0 * one));
-    assert!(close(costs.op(f), costs.parts[1].f_compute + 4.0 * one));
+    let c = costs.op_cost(f);
+    assert!(close(c.duration, c.compute + 4.0 * one));
+    assert!(close(c.exposed_all_to_all, 4.0 * one));
 }
 
 #[test]
-fn an_overlapped_pair_hides_communication_under_the_other_half() {
+fn an_overlapped_pair_hides_communication_and_pays_for_its_sms() {
     let spec = moe_spec();
     let plan = dual_placement(2);
     let costs = CostTable::new(&spec, &plan).expect("fits");
@@ -130,57 +152,71 @@ fn an_overlapped_pair_hides_communication_under_the_other_half() {
     // global stage 3).
     let f = Op::new(0, Kind::F, 0);
     let b = Op::new(3, Kind::B, 1);
-    let pair = costs.pair(f, b);
+    let pair = costs.pair_cost(f, b);
     let alone = costs.op(f) + costs.op(b);
-    let compute = costs.parts[0].f_compute + costs.parts[1].b_compute;
+    let compute = costs.parts[0].f.cost.compute + costs.parts[1].b.cost.compute;
     let comm = costs.parts[0].all_to_all + 2.0 * costs.parts[1].all_to_all;
-    assert!(pair < alone, "pair {pair} should beat {alone}");
-    assert!(pair >= compute.max(comm) - 1e-12);
-    assert!(close(costs.exposed_pair(f, b), pair - compute));
-    // Swapping which half is forward changes the parts but keeps the bounds.
-    let pair2 = costs.pair(Op::new(1, Kind::F, 0), Op::new(2, Kind::B, 1));
-    assert!(pair2 <= costs.op(Op::new(1, Kind::F, 0)) + costs.op(Op::new(2, Kind::B, 1)));
+    assert!(pair.duration < alone, "pair {pair:?} should beat {alone}");
+    // The pair reserves 20 of the unit GPU's 100 SMs for communication: its compute runs at 0.8.
+    assert!(close(pair.compute, compute));
+    assert!(close(pair.slowdown, compute / 0.8 - compute));
+    assert!(pair.duration >= (compute / 0.8).max(comm) - 1e-12);
+    assert!(close(
+        pair.duration,
+        pair.compute + pair.slowdown + pair.exposed()
+    ));
+    assert!(close(costs.exposed_pair(f, b), pair.exposed()));
 }
 
 #[test]
-fn a_dense_pair_gains_nothing() {
-    let spec = load("unit.toml");
-    let costs = CostTable::new(&spec, &dual_placement(4)).expect("fits");
-    let f = Op::new(1, Kind::F, 0);
-    let b = Op::new(6, Kind::B, 1);
-    assert!(close(costs.pair(f, b), costs.op(f) + costs.op(b)));
-    assert_eq!(costs.exposed_pair(f, b), 0.0);
-}
-
-#[test]
-fn measured_costs_override_derived_ones() {
-    let src = crate::specs::source("unit.toml").replace(
-        "[efficiency]",
-        "[measured]\nf_ms = [1, 2, 3, 4]\ni_ms = [1, 1, 1, 1]\nw_ms = [0.5, 0.5, 0.5, 0.5]\npair_ms = [2, 2, 2, 2]\n\n[efficiency]",
-    );
+fn tensor_parallel_collectives_by_hand() {
+    // The unit spec at tp 2 on one node: every block all-gathers its input and reduce-scatters its
+    // output (sequence parallelism) in the forward and in the backward, over NVLink (100 GB/s,
+    // 1 µs): (2−1)/2 · T·h·2 bytes / 100 GB/s + 1 µs each.
+    let src = crate::specs::source("unit.toml")
+        .replace("tp = 1", "tp = 2")
+        .replace("pp = 4", "pp = 2");
     let (spec, diags) = parse(&src, FileId(0));
     assert!(diags.is_empty(), "{diags:?}");
-    let spec = spec.expect("spec");
-    let costs = CostTable::new(&spec, &dual_placement(4)).expect("fits");
-    assert!(close(costs.op(Op::new(2, Kind::F, 0)), 3e-3));
-    assert!(close(costs.op(Op::new(2, Kind::B, 0)), 1.5e-3));
-    assert!(close(costs.op(Op::new(2, Kind::W, 0)), 0.5e-3));
-    // The measured pair applies to a part's own F and B.
+    let spec = spec.expect("parses");
+    let costs = CostTable::new(&spec, &one_f_one_b(2, 8)).expect("fits");
+    let n = 1024.0 * 1024.0 * 2.0;
+    let ring = 0.5 * n / 100e9 + 1e-6;
+    let links = Links::of(&spec);
     assert!(close(
-        costs.pair(Op::new(2, Kind::F, 0), Op::new(6, Kind::B, 1)),
-        2e-3
+        reduce_scatter(
+            &links,
+            n,
+            Spread {
+                nodes: 1.0,
+                per_node: 2.0
+            }
+        ),
+        ring
     ));
+    // Part 0: four layers, two blocks each, two collectives per block.
+    let p = &costs.parts[0];
+    assert!(close(p.f.cost.exposed_tp, 4.0 * 2.0 * 2.0 * ring));
+    assert!(close(p.i.cost.exposed_tp, 4.0 * 2.0 * 2.0 * ring));
+    assert_eq!(p.w.cost.exposed_tp, 0.0);
+    // Each sends (t−1)/t of the activation per collective.
+    assert!(close(p.f.volume.tp, 4.0 * 2.0 * 2.0 * 0.5 * n));
 }
 
 /// The unit spec with extra `[training]` keys.
-fn unit_with(extra: &str) -> pipeweave_spec::Spec {
+pub fn unit_with(extra: &str) -> pipeweave_spec::Spec {
     let src = crate::specs::source("unit.toml").replacen(
         "total_tokens = 1e9\n",
         &format!("total_tokens = 1e9\n{extra}"),
         1,
     );
     let (spec, diags) = parse(&src, FileId(0));
-    assert!(diags.is_empty(), "{diags:?}");
+    assert!(
+        !diags
+            .iter()
+            .any(pipeweave_diagnostics::Diagnostic::is_error),
+        "{diags:?}"
+    );
     spec.expect("parses")
 }
 
@@ -201,10 +237,6 @@ fn activation_options_change_memory_by_their_formulas() {
         norms.parts[1].activation_bytes,
         2.0 * (per_layer - 2.0 * h * t * 2.0)
     ));
-    assert!(
-        close(norms.parts[1].b, base.parts[1].b),
-        "norms cost no time"
-    );
 
     // FP8 cache: norm outputs, attention output and the GELU output leave BF16.
     let fp8 = CostTable::new(&unit_with("fp8_activation_cache = true\n"), &plan).expect("fits");
@@ -220,15 +252,17 @@ fn activation_options_change_memory_by_their_formulas() {
     assert!(close(p.activation_bytes, 2.0 * h * t * 2.0));
     assert!(close(p.activation_working_bytes, per_layer));
     let b = &base.parts[1];
-    assert!(close(p.b, b.b + b.f), "{} vs {}", p.b, b.b + b.f);
-    assert!(close(p.i, b.i + b.f));
-    assert!(close(p.w, b.w));
-    // The last part's head is not recomputed and its logits stay.
-    let (lb, lf) = (&base.parts[3], &full.parts[3]);
-    let head = 2.0 * 32000.0 * h * t / (100e12 * 0.5);
-    assert!(close(lf.b, lb.b + (lb.f - head)));
+    let (pb, pi, bf) = (p.b.cost.duration, p.i.cost.duration, b.f.cost.duration);
+    assert!(
+        close(pb, b.b.cost.duration + bf),
+        "{pb} vs {}",
+        b.b.cost.duration + bf
+    );
+    assert!(close(pi, b.i.cost.duration + bf));
+    assert!(close(p.w.cost.duration, b.w.cost.duration));
+    // The last part's logits stay.
     assert!(close(
-        lf.activation_bytes,
+        full.parts[3].activation_bytes,
         2.0 * h * t * 2.0 + 32000.0 * t * 4.0
     ));
 
@@ -238,6 +272,41 @@ fn activation_options_change_memory_by_their_formulas() {
     assert!(close(
         mem.activations,
         4.0 * full.parts[0].activation_bytes + per_layer
+    ));
+}
+
+#[test]
+fn standard_attention_keeps_its_score_matrices_unless_recomputed() {
+    // Standard attention with dropout 0.1 keeps the softmax output (2 bytes), the dropout mask (1)
+    // and the dropout output (2) per score: Korthikanti's 5·a·s²·b, and a 1-byte mask after
+    // attention and after the MLP: per token and layer 8 heads × 1024 × 5 + 2h more.
+    let plan = one_f_one_b(4, 8);
+    let flash = CostTable::new(&unit_with(""), &plan).expect("fits");
+    let std_ = CostTable::new(
+        &unit_with("attention = \"standard\"\ndropout = 0.1\n"),
+        &plan,
+    )
+    .expect("fits");
+    let t = 1024.0f64;
+    let extra = (8.0 * 1024.0 * 5.0 + 2.0 * 1024.0) * t;
+    assert!(close(
+        std_.parts[1].activation_bytes - flash.parts[1].activation_bytes,
+        2.0 * extra
+    ));
+    // Selective recomputation drops the score matrices and recomputes them in the backward.
+    let sel = CostTable::new(
+        &unit_with("attention = \"standard\"\ndropout = 0.1\nrecompute = \"selective\"\n"),
+        &plan,
+    )
+    .expect("fits");
+    assert!(close(
+        std_.parts[1].activation_bytes - sel.parts[1].activation_bytes,
+        2.0 * 8.0 * 1024.0 * 5.0 * t
+    ));
+    assert!(sel.parts[1].i.cost.duration > std_.parts[1].i.cost.duration);
+    assert!(close(
+        sel.parts[1].f.cost.duration,
+        std_.parts[1].f.cost.duration
     ));
 }
 
@@ -254,12 +323,22 @@ fn mla_up_projection_recompute_costs_its_flops_in_the_backward() {
     let plan = one_f_one_b(16, 120);
     let a = CostTable::new(&on, &plan).expect("fits");
     let b = CostTable::new(&off, &plan).expect("fits");
-    // 4 layers of 4,096 tokens: 2·T·(1536·128·192 + 512·128·256) FLOPs each, at 0.4 of 989 TFLOP/s.
+    // 4 layers of 4,096 tokens: 2·T·(1536·128·192 + 512·128·256) FP8 FLOPs each, at the 2024
+    // CUTLASS kernels' 0.50 of the H800's 1,978.9 TFLOP/s.
     let up = 1536.0 * 128.0 * 192.0 + 512.0 * 128.0 * 256.0;
-    let extra = 4.0 * 2.0 * 4096.0 * up / (989e12 * 0.4);
-    assert!(close(a.parts[1].i_compute, b.parts[1].i_compute + extra));
-    assert!(close(a.parts[1].b_compute, b.parts[1].b_compute + extra));
-    assert!(close(a.parts[1].f, b.parts[1].f));
+    let extra = 4.0 * 2.0 * 4096.0 * up / (1978.9e12 * 0.5);
+    assert!(close(
+        a.parts[1].i.cost.compute,
+        b.parts[1].i.cost.compute + extra
+    ));
+    assert!(close(
+        a.parts[1].b.cost.compute,
+        b.parts[1].b.cost.compute + extra
+    ));
+    assert!(close(
+        a.parts[1].f.cost.duration,
+        b.parts[1].f.cost.duration
+    ));
     // Q, K and V (128 heads × (192 + 192 + 128) BF16 elements) are no longer kept.
     let qkv = 128.0 * (192.0 + 192.0 + 128.0) * 2.0 * 4096.0 * 4.0;
     assert!(close(
@@ -274,13 +353,13 @@ fn deepseek_v3_middle_ranks_fit_dualpipes_p_plus_one_micro_batches() {
     // (one per pipeline), their weights and optimizer state, and P + 1 = 17 micro-batches of
     // activations at its peak. With the report's savings (§3.2.3, §3.3.3) that fits.
     let spec = load("deepseek-v3-h800-pp16-ep64.toml");
-    let costs = CostTable::new(&spec, &one_f_one_b(16, 120)).expect("fits");
+    let plan = dual_placement(16);
+    let costs = CostTable::new(&spec, &plan).expect("fits");
     let part = &costs.parts[7];
-    let state =
-        pipeweave_spec::model_state(&spec, 2.0 * part.dense_params, 2.0 * part.expert_params);
-    let total = state.total() + 17.0 * part.activation_bytes;
+    let state = pipeweave_spec::rank_state(&spec, &costs, &plan, 7);
+    let total = state.total() + 17.0 * part.activation_bytes + spec.reserve_bytes();
     assert!(
-        total < spec.cluster.memory_bytes(),
+        total < spec.memory_limit_bytes(),
         "{}",
         total / (1u64 << 30) as f64
     );
@@ -289,7 +368,115 @@ fn deepseek_v3_middle_ranks_fit_dualpipes_p_plus_one_micro_batches() {
         crate::specs::source("deepseek-v3-h800-pp16-ep64.toml").replace("= true", "= false");
     let (plain, _) = parse(&plain, FileId(0));
     let plain = plain.expect("parses");
-    let costs = CostTable::new(&plain, &one_f_one_b(16, 120)).expect("fits");
+    let costs = CostTable::new(&plain, &plan).expect("fits");
     let total = state.total() + 17.0 * costs.parts[7].activation_bytes;
-    assert!(total > spec.cluster.memory_bytes());
+    assert!(total > spec.memory_limit_bytes());
+}
+
+#[test]
+fn gradient_buckets_and_the_optimizer_by_hand() {
+    // The unit spec at pp 2 × dp 2 with ZeRO-1: part 1 (four GPT layers of 12h² weights and the
+    // 32,000 × 1,024 head) on one GPU; Megatron's buckets of 4·10⁷ parameters; FP32 gradients
+    // reduce-scattered over the 2 data-parallel GPUs of a node (100 GB/s, 1 µs); the optimizer
+    // reads and writes its shard's FP32 master weight and moments, reads the gradient twice,
+    // writes the BF16 weight (4·2 + 16 + 8 + 2 bytes), and zeroes every FP32 gradient (4 bytes).
+    let src = crate::specs::source("unit.toml")
+        .replace("dp = 1", "dp = 2")
+        .replace("pp = 4", "pp = 2")
+        .replace(
+            "total_tokens = 1e9\n",
+            "total_tokens = 1e9\nzero_stage = 1\n",
+        );
+    let (spec, diags) = parse(&src, FileId(0));
+    assert!(diags.is_empty(), "{diags:?}");
+    let spec = spec.expect("parses");
+    let costs = CostTable::new(&spec, &one_f_one_b(2, 8)).expect("fits");
+    let h = 1024.0f64;
+    let params = 4.0 * 12.0 * h * h + 32000.0 * h;
+    let sync = &costs.parts[1].sync;
+    let n = (params / 4e7).ceil();
+    assert_eq!(sync.buckets.len(), n as usize);
+    let bucket = params / n * 4.0;
+    let rs = 0.5 * bucket / 100e9 + 1e-6;
+    assert!(close(sync.buckets[0].1, rs), "{:?}", sync.buckets);
+    assert!(close(sync.buckets.last().expect("a bucket").0, 1.0));
+    let opt = (params / 2.0 * (8.0 + 16.0 + 8.0 + 2.0) + params * 4.0) / 1000e9;
+    assert!(close(sync.optimizer, opt), "{} vs {opt}", sync.optimizer);
+    // All-gather of the updated BF16 weights, bucket by bucket.
+    assert!(close(
+        sync.gather_all,
+        n * (0.5 * params / n * 2.0 / 100e9 + 1e-6)
+    ));
+    assert_eq!(sync.shard_dense, 2.0);
+}
+
+#[test]
+fn a_pair_without_communication_gains_nothing_and_reserves_no_sms() {
+    let spec = load("unit.toml");
+    let costs = CostTable::new(&spec, &dual_placement(4)).expect("fits");
+    let f = Op::new(1, Kind::F, 0);
+    let b = Op::new(6, Kind::B, 1);
+    let pair = costs.pair_cost(f, b);
+    assert!(close(pair.duration, costs.op(f) + costs.op(b)));
+    assert_eq!(pair.slowdown, 0.0);
+    assert_eq!(costs.exposed_pair(f, b), 0.0);
+}
+
+#[test]
+fn selective_recomputation_with_flash_attention_is_said_to_change_nothing() {
+    let src = crate::specs::source("unit.toml").replacen(
+        "total_tokens = 1e9\n",
+        "total_tokens = 1e9\nrecompute = \"selective\"\n",
+        1,
+    );
+    let (spec, diags) = parse(&src, FileId(0));
+    assert!(spec.is_some());
+    assert_eq!(diags.len(), 1);
+    assert!(!diags[0].is_error());
+    assert!(
+        diags[0].message.contains("changes nothing"),
+        "{}",
+        diags[0].message
+    );
+}
+
+#[test]
+fn zero2_with_a_pipeline_keeps_full_gradients_and_copies_share_their_optimizer() {
+    // The unit spec at pp 2 × dp 2: ZeRO-2 shards the optimizer over the 2 replicas, but with a
+    // pipeline the FP32 gradients accumulate in full.
+    let src = crate::specs::source("unit.toml")
+        .replace("dp = 1", "dp = 2")
+        .replace("pp = 4", "pp = 2");
+    let with = |extra: &str| {
+        let s = src.replacen(
+            "total_tokens = 1e9\n",
+            &format!("total_tokens = 1e9\n{extra}"),
+            1,
+        );
+        let (spec, diags) = parse(&s, FileId(0));
+        assert!(diags.is_empty(), "{diags:?}");
+        spec.expect("parses")
+    };
+    let plan = one_f_one_b(2, 8);
+    let z1 = with("zero_stage = 1\n");
+    let z2 = with("zero_stage = 2\n");
+    let c1 = CostTable::new(&z1, &plan).expect("fits");
+    let c2 = CostTable::new(&z2, &plan).expect("fits");
+    let m1 = pipeweave_spec::rank_state(&z1, &c1, &plan, 0);
+    let m2 = pipeweave_spec::rank_state(&z2, &c2, &plan, 0);
+    assert_eq!(m1, m2);
+    let weights = c1.parts[0].dense_params;
+    assert!(close(m1.grads, weights * 4.0));
+    assert!(close(m1.optimizer, weights / 2.0 * 12.0));
+    // Two model copies (DualPipe's placement): one optimizer state over both copies' 4 replicas,
+    // or one per copy over its 2.
+    let dual = dual_placement(2);
+    let shared = CostTable::new(&z1, &dual).expect("fits");
+    let z1_own = with("zero_stage = 1\noptimizer_shared_across_copies = false\n");
+    let own = CostTable::new(&z1_own, &dual).expect("fits");
+    let s = pipeweave_spec::rank_state(&z1, &shared, &dual, 0);
+    let o = pipeweave_spec::rank_state(&z1_own, &own, &dual, 0);
+    assert!(close(o.optimizer, 2.0 * s.optimizer));
+    assert_eq!(shared.parts[0].sync.shard_dense, 4.0);
+    assert_eq!(own.parts[0].sync.shard_dense, 2.0);
 }

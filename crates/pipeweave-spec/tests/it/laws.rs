@@ -5,6 +5,7 @@ use crate::plans::one_f_one_b;
 use crate::specs::load;
 use pipeweave_check::ValidPlan;
 use pipeweave_sim::{Timeline, simulate};
+use pipeweave_spec::hardware::Key;
 use pipeweave_spec::{CostTable, Spec};
 use proptest::prelude::*;
 
@@ -26,8 +27,8 @@ fn run(spec: &Spec, plan: &ValidPlan) -> Timeline {
 
 fn scale_network(spec: &Spec, k: f64) -> Spec {
     let mut s = spec.clone();
-    s.cluster.intra_node_gbps *= k;
-    s.cluster.inter_node_gbps *= k;
+    s.cluster.hardware.scale(Key::IntraGbps, k);
+    s.cluster.hardware.scale(Key::NetGbps, k);
     s
 }
 

@@ -1,0 +1,185 @@
+//! `[training]`: the run's sequence, batch and number formats, the kernels it uses, its ZeRO stage
+//! and communication settings, the memory it keeps free, and what it recomputes.
+
+use super::Cx;
+use super::table::{Bound, TOKENS, Table};
+use crate::spec::{Attention, Dtype, Fp8Kernel, Recompute, Training, Zero2Pipeline};
+use pipeweave_diagnostics::Diagnostic;
+
+/// The largest share of memory a spec may keep free.
+const MAX_HEADROOM: f64 = 0.9;
+
+/// The attention kernel as written, `None` when left to the GPU (the best it runs).
+pub(super) type AttentionChoice = Option<Attention>;
+
+pub(super) fn read_training(
+    cx: &mut Cx,
+    mut t: Table<'_, '_>,
+) -> Option<(Training, AttentionChoice)> {
+    let seq = t.int(cx, "sequence_length", 1, "tokens per sequence");
+    let mbs = t.int(cx, "micro_batch_size", 1, "sequences per micro-batch");
+    let m = t.u32_int(cx, "microbatches", 1, "micro-batches per step");
+    let total = t.num(
+        cx,
+        "total_tokens",
+        TOKENS,
+        "tokens over the whole run, e.g. 14.8e12",
+    );
+    let param = t.dtype(cx, "param_dtype", Dtype::Bf16);
+    let grad = t.dtype(cx, "grad_dtype", Dtype::Fp32);
+    let master = read_master(cx, &mut t);
+    let opt = t.dtype(cx, "optimizer_dtype", Dtype::Fp32);
+    let act = t.dtype(cx, "activation_dtype", Dtype::Bf16);
+    let gemm = opt_dtype(cx, &mut t, "gemm_dtype");
+    let fp8_kernel = t.choice(
+        cx,
+        "fp8_gemm_kernel",
+        Fp8Kernel::Deepgemm,
+        &[
+            ("deepgemm", Fp8Kernel::Deepgemm),
+            ("cutlass", Fp8Kernel::Cutlass),
+        ],
+    );
+    let attention = match t.opt_string(cx, "attention") {
+        Ok(None) => Some(None),
+        Ok(Some(_)) => t
+            .choice(
+                cx,
+                "attention",
+                Attention::Standard,
+                &[
+                    ("flash3", Attention::Flash3),
+                    ("flash2", Attention::Flash2),
+                    ("standard", Attention::Standard),
+                ],
+            )
+            .map(Some),
+        Err(()) => None,
+    };
+    let dropout = t.opt_num(cx, "dropout", Bound::Within(0.0, 0.9));
+    let zero = read_zero(cx, &mut t);
+    let zero2 = t.choice(
+        cx,
+        "zero2_with_pipeline",
+        Zero2Pipeline::Accumulate,
+        &[
+            ("accumulate", Zero2Pipeline::Accumulate),
+            ("refuse", Zero2Pipeline::Refuse),
+        ],
+    );
+    let shared = t.opt_bool(cx, "optimizer_shared_across_copies", true);
+    let reduce = opt_dtype(cx, &mut t, "grad_reduce_dtype");
+    let overlap_grad = t.opt_bool(cx, "overlap_grad_reduce", true);
+    let overlap_param = t.opt_bool(cx, "overlap_param_gather", true);
+    let bucket = t.opt_num(cx, "grad_bucket_params", Bound::Within(1.0, 1e15));
+    let tp_overlap = t.opt_bool(cx, "tp_comm_overlap", false);
+    let comm_sms = t.opt_num(cx, "comm_sms", Bound::Within(0.0, 100_000.0));
+    let headroom = t.opt_num(cx, "memory_headroom", Bound::Within(0.0, MAX_HEADROOM));
+    let recompute = read_recompute(cx, &mut t);
+    let norms = t.opt_bool(cx, "recompute_norms", false);
+    let mla_up = t.opt_bool(cx, "recompute_mla_up_projection", false);
+    let moe_act = t.opt_bool(cx, "recompute_moe_activation", false);
+    let fp8_cache = t.opt_bool(cx, "fp8_activation_cache", false);
+    t.finish(cx);
+    let param = param?;
+    let grad = grad?;
+    let training = Training {
+        sequence_length: seq?,
+        micro_batch_size: mbs?,
+        microbatches: m?,
+        total_tokens: total?,
+        param_dtype: param,
+        grad_dtype: grad,
+        master_dtype: master?,
+        optimizer_dtype: opt?,
+        activation_dtype: act?,
+        gemm_dtype: gemm?.unwrap_or(param),
+        fp8_gemm_kernel: fp8_kernel?,
+        // Settled against the GPU once the cluster is read.
+        attention: attention?.unwrap_or(Attention::Standard),
+        dropout: dropout.ok()?.unwrap_or(0.0),
+        zero_stage: zero?,
+        zero2_with_pipeline: zero2?,
+        optimizer_shared_across_copies: shared?,
+        grad_reduce_dtype: reduce?.unwrap_or(grad),
+        overlap_grad_reduce: overlap_grad?,
+        overlap_param_gather: overlap_param?,
+        grad_bucket_params: bucket.ok()?,
+        tp_comm_overlap: tp_overlap?,
+        comm_sms: comm_sms.ok()?.unwrap_or(DEFAULT_COMM_SMS),
+        memory_headroom: headroom.ok()?.unwrap_or(DEFAULT_HEADROOM),
+        recompute: recompute?,
+        recompute_norms: norms?,
+        recompute_mla_up_projection: mla_up?,
+        recompute_moe_activation: moe_act?,
+        fp8_activation_cache: fp8_cache?,
+    };
+    Some((training, attention?))
+}
+
+/// SMs the communication kernels take by default: DeepSeek-V3's 20 (report §3.5.1: "we allocate
+/// 20 out of the 132 SMs available in the H800 GPU" to communication).
+pub const DEFAULT_COMM_SMS: f64 = 20.0;
+
+/// Memory kept free by default, for the caching allocator's fragmentation and what the model
+/// leaves out: an assumption (PyTorch's allocator rounds large blocks to 2 MiB and leaves
+/// "reserved but unallocated" memory behind, Korthikanti et al. 2022 §7).
+pub const DEFAULT_HEADROOM: f64 = 0.05;
+
+fn opt_dtype(cx: &mut Cx, t: &mut Table<'_, '_>, key: &'static str) -> Option<Option<Dtype>> {
+    match t.opt_string(cx, key) {
+        Ok(None) => Some(None),
+        Ok(Some(_)) => t.dtype(cx, key, Dtype::Bf16).map(Some),
+        Err(()) => None,
+    }
+}
+
+fn read_master(cx: &mut Cx, t: &mut Table<'_, '_>) -> Option<Option<Dtype>> {
+    match t.opt_string(cx, "master_dtype") {
+        Ok(None) => Some(Some(Dtype::Fp32)),
+        Ok(Some((s, _))) if s == "none" => Some(None),
+        Ok(Some((s, span))) => match Dtype::from_name(&s) {
+            Some(d) => Some(Some(d)),
+            None => {
+                let d = Diagnostic::error(format!("`training.master_dtype` cannot be `{s}`"))
+                    .with_span_label(cx.span(&span), "unknown value")
+                    .with_help("expected one of `fp32`, `bf16`, `fp16`, `fp8`, `none`");
+                cx.diags.push(d);
+                None
+            }
+        },
+        Err(()) => None,
+    }
+}
+
+fn read_zero(cx: &mut Cx, t: &mut Table<'_, '_>) -> Option<u32> {
+    match t.opt_int(cx, "zero_stage", 0) {
+        Ok(None) => Some(0),
+        Ok(Some(z)) if z <= 2 => Some(z as u32),
+        Ok(Some(z)) => {
+            let span = cx.spans.get("training.zero_stage").cloned().unwrap_or(0..0);
+            cx.error(
+                &span,
+                format!("`training.zero_stage` must be 0, 1 or 2, found {z}"),
+                "unsupported stage",
+            );
+            None
+        }
+        Err(()) => None,
+    }
+}
+
+/// `training.recompute`: `"none"`, `"selective"` (Korthikanti et al. 2022: the attention core) or
+/// `"full"`.
+fn read_recompute(cx: &mut Cx, t: &mut Table<'_, '_>) -> Option<Recompute> {
+    t.choice(
+        cx,
+        "recompute",
+        Recompute::None,
+        &[
+            ("none", Recompute::None),
+            ("selective", Recompute::Selective),
+            ("full", Recompute::Full),
+        ],
+    )
+}
