@@ -43,8 +43,16 @@ class Plan:
         """The rank's compute actions in order."""
     def steps(self, rank: int) -> list[Step]:
         """The rank's lowered program in order (the JSON plan's `steps`)."""
-    def simulate(self, spec: str | None = None, costs: _Costs | None = None) -> dict[str, Any]:
-        """One simulated step, as `pipeweave simulate --format json` prints it."""
+    def simulate(
+        self,
+        spec: str | None = None,
+        costs: _Costs | None = None,
+        *,
+        strict_spec: bool = False,
+        keep_dp: bool = False,
+        global_batch: bool = False,
+    ) -> dict[str, Any]:
+        """One simulated step, as `pipeweave simulate --format json` prints it (a spec fitted to the plan, `"fitted"` says how)."""
     def compare(
         self,
         schedules: list[str],
@@ -56,7 +64,15 @@ class Plan:
         """This plan and `schedules` at its P and M on a spec: the rows of `pipeweave compare --format json`."""
     def to_csv(self, format: Literal["pytorch", "pytorch-comms"] = "pytorch") -> str:
         """`pipeweave export --to pytorch` or `--to pytorch-comms`."""
-    def to_json(self, spec: str | None = None, costs: _Costs | None = None) -> str:
+    def to_json(
+        self,
+        spec: str | None = None,
+        costs: _Costs | None = None,
+        *,
+        strict_spec: bool = False,
+        keep_dp: bool = False,
+        global_batch: bool = False,
+    ) -> str:
         """`pipeweave export --to json` (with the simulated timeline when `spec` or `costs` is given)."""
     def to_actions(self) -> str:
         """`pipeweave export --to actions`."""

@@ -64,6 +64,26 @@ def test_simulate_on_a_spec_is_the_command_lines_json(cli):
         assert plan.to_json(spec=spec) == cli.out("export", schedule, "-p", ranks, "-m", m, "--to", "json", "--spec", spec)
 
 
+def test_a_spec_of_another_shape_is_fitted_as_the_command_line_fits_it(cli):
+    # P and M differ from the spec's: the spec is fitted to the plan by the command line's one
+    # rule, and `fitted` says how, under every flag of that rule.
+    for schedule, spec, ranks, m in [
+        ("dualpipe", "deepseek-v3-h800-pp16-ep64", 8, 20),
+        ("1f1b", "deepseek-v3-h800-pp16-ep64", 4, 10),
+        ("zb-v", "dense-70b-h100-pp8", 4, 8),
+    ]:
+        plan = pw.compile(schedule, ranks=ranks, microbatches=m)
+        args = ("simulate", schedule, "-p", ranks, "-m", m, "--spec", spec, "--format", "json")
+        want = cli.json(*args)
+        assert want["fitted"] and any("instead of the spec's" in note for note in want["fitted"])
+        assert plan.simulate(spec=spec) == want
+        assert plan.simulate(spec=spec, global_batch=True) == cli.json(*args, "--global-batch")
+        assert plan.simulate(spec=spec, keep_dp=True) == cli.json(*args, "--keep-dp")
+        export = ("export", schedule, "-p", ranks, "-m", m, "--to", "json", "--spec", spec)
+        assert plan.to_json(spec=spec) == cli.out(*export)
+        assert plan.to_json(spec=spec, global_batch=True) == cli.out(*export, "--global-batch")
+
+
 def test_compare_rows_are_the_command_lines(cli):
     plan = pw.compile("1f1b", ranks=8, microbatches=16)
     spec = "dense-70b-h100-pp8"

@@ -59,10 +59,19 @@ def test_a_bad_schedule_file_is_located(cli, tmp_path):
 
 
 def test_specs_fail_as_the_command_line_does(cli, tmp_path):
+    spec = "deepseek-v3-h800-pp16-ep64"
+    # A spec that cannot be fitted to the plan (2048 GPUs in pipelines of 3 ranks).
+    odd = pw.compile("1f1b", ranks=3, microbatches=8)
+    e = raised(lambda: odd.simulate(spec=spec))
+    assert type(e) is pw.SpecError and "cannot be fitted to 1f1b" in str(e)
+    assert str(e) == cli.error("simulate", "1f1b", "-p", "3", "-m", "8", "--spec", spec)[0]
+    # strict_spec refuses a plan of another shape at the spec's keys, as --strict-spec does.
     plan = pw.compile("1f1b", ranks=4, microbatches=8)
-    e = raised(lambda: plan.simulate(spec="deepseek-v3-h800-pp16-ep64"))
-    assert type(e) is pw.SpecError
-    assert str(e) == cli.error("simulate", "1f1b", "-p", "4", "-m", "8", "--spec", "deepseek-v3-h800-pp16-ep64")[0]
+    e = raised(lambda: plan.simulate(spec=spec, strict_spec=True))
+    assert type(e) is pw.SpecError and "--strict-spec refuses" in str(e)
+    assert str(e) == cli.error("simulate", "1f1b", "-p", "4", "-m", "8", "--spec", spec, "--strict-spec")[0]
+    e = raised(lambda: plan.simulate(keep_dp=True))
+    assert type(e) is pw.UsageError and "give one with spec=" in str(e)
     broken = tmp_path / "broken.toml"
     broken.write_text("[cluster]\ngpu = 3\n")
     e = raised(lambda: plan.compare(["zb-v"], spec=str(broken)))

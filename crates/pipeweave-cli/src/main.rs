@@ -10,6 +10,7 @@ mod host;
 mod list;
 mod many;
 mod output;
+mod over;
 mod progress;
 mod recommend;
 mod report;
@@ -18,12 +19,9 @@ mod show;
 mod single;
 mod sweep;
 
-use args::{
-    ArgError, ConvertTo, CostArgs, Format, ManyArgs, MetricArg, PlanArgs, TimeWindowArgs,
-    parse_over,
-};
+use args::{ArgError, ConvertTo, CostArgs, Format, ManyArgs, MetricArg, PlanArgs, TimeWindowArgs};
 use clap::{Parser, Subcommand};
-use pipeweave_eval::Over;
+use over::{OverArg, parse_over};
 use pipeweave_source::Failure;
 use session::Session;
 use std::path::PathBuf;
@@ -109,14 +107,16 @@ enum Command {
         #[command(flatten)]
         window: TimeWindowArgs,
     },
-    /// Tabulate and chart the bubble fraction or step time of schedules against M or P
+    /// Tabulate and chart the bubble fraction or step time of schedules against M, P, v or any
+    /// parameter they declare
     Sweep {
         #[command(flatten)]
         many: ManyArgs,
-        /// What to vary: microbatches=8..128 or ranks=2..16, with a step (8..128:8) or a list
-        /// (8,16,32)
+        /// What to vary: microbatches=8..128, ranks=2..16, stages_per_rank=1..4 (or v=), or any
+        /// parameter the schedules declare (lag=0..3, weight_split=true,false); a range with a step
+        /// (8..128:8), a list (8,16,32) or a mix
         #[arg(long, value_name = "NAME=VALUES", value_parser = parse_over)]
-        over: Over,
+        over: OverArg,
         /// What to measure
         #[arg(long, value_enum, default_value_t = MetricArg::Bubble)]
         metric: MetricArg,
@@ -134,9 +134,9 @@ enum Command {
         /// The HTML file to write (`-`: standard output)
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
-        /// The sweep to chart (default: micro-batches from P to 16P)
+        /// The sweep to chart, as `sweep --over` (default: micro-batches from P to 16P)
         #[arg(long, value_name = "NAME=VALUES", value_parser = parse_over)]
-        over: Option<Over>,
+        over: Option<OverArg>,
         /// What the sweep measures
         #[arg(long, value_enum, default_value_t = MetricArg::Bubble)]
         metric: MetricArg,

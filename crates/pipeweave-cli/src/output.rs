@@ -147,6 +147,11 @@ pub fn warning(message: &str) {
     warn(&format!("warning: {message}\n"));
 }
 
+/// `note: MESSAGE` on standard error: information beside output that goes elsewhere.
+pub fn note(message: &str) {
+    warn(&format!("note: {message}\n"));
+}
+
 /// The exit code of a command's result, its failure rendered on standard error.
 pub fn finish(result: Result<(), Failure>, files: &Files, max_diagnostics: usize) -> ExitCode {
     match result {

@@ -5,7 +5,7 @@
 use crate::context::{Context, with_host};
 use crate::errors::{Kind, Raised};
 use pipeweave_check::ValidPlan;
-use pipeweave_eval::{Comparison, Simulation, evaluate_on_spec, finite, non_finite};
+use pipeweave_eval::{Comparison, Simulation, SpecRule, evaluate_on_spec, finite, non_finite};
 use pipeweave_plan::{Action, Dir, Op, Step, lower};
 use pipeweave_sim::{Timeline, UniformCosts};
 use pipeweave_source::{Built, Params};
@@ -95,12 +95,14 @@ impl Plan {
             })
     }
 
-    /// The simulation `pipeweave simulate` prints, on a spec or under uniform costs.
+    /// The simulation `pipeweave simulate` prints, on a spec (met by `rule`) or under uniform
+    /// costs.
     fn simulation(
         &self,
         c: &mut Context,
         spec: Option<&str>,
         costs: Option<&CostsArg>,
+        rule: SpecRule,
     ) -> Result<Simulation, Raised> {
         let (name, plan) = (&self.built.name, self.plan());
         if let (Some(_), Some(_)) = (spec, costs) {
@@ -108,9 +110,10 @@ impl Plan {
         }
         if let Some(arg) = spec {
             let loaded = spec_of(c, arg)?;
-            let e = evaluate_on_spec(name, &loaded.spec, plan)
+            let (e, fitted) = evaluate_on_spec(name, &loaded.spec, plan, rule)
                 .map_err(|d| Raised::diagnostics(d, &c.files, Kind::Spec))?;
-            let sim = Simulation::new(name.as_str(), plan, &e.timeline, Some(&e.report));
+            let mut sim = Simulation::new(name.as_str(), plan, &e.timeline, Some(&e.report));
+            sim.fitted = Some(fitted.notes());
             finite(name, non_finite(&sim)).map_err(|m| Raised::message(m, Kind::Plan))?;
             return Ok(sim);
         }
@@ -130,6 +133,33 @@ impl Plan {
         let sim = Simulation::new(name.as_str(), plan, &timeline, None);
         finite(name, non_finite(&sim)).map_err(|m| Raised::message(m, Kind::Plan))?;
         Ok(timeline)
+    }
+}
+
+/// The rule by which a spec meets the plan (`--strict-spec`, `--keep-dp`, `--global-batch`); a
+/// flag without a spec is refused in the command line's words.
+fn spec_rule(
+    spec: Option<&str>,
+    strict: bool,
+    keep_dp: bool,
+    global_batch: bool,
+) -> Result<SpecRule, Raised> {
+    let flag = [
+        (strict, "strict_spec"),
+        (keep_dp, "keep_dp"),
+        (global_batch, "global_batch"),
+    ]
+    .into_iter()
+    .find_map(|(given, flag)| given.then_some(flag));
+    match (flag, spec) {
+        (Some(flag), None) => Err(Raised::usage(format!(
+            "{flag} says how a spec meets the plan; give one with spec="
+        ))),
+        _ => Ok(SpecRule {
+            strict,
+            keep_dp,
+            global_batch,
+        }),
     }
 }
 
@@ -273,17 +303,24 @@ impl Plan {
 
     /// One simulated step, as `pipeweave simulate --format json` prints it: on a cluster spec
     /// (`spec`: a TOML file, a shipped spec's name or `"default"`), or under uniform costs
-    /// (`costs`: `"F=1,B=2"` or `{"F": 1, "B": 2}`; unit costs by default).
-    #[pyo3(signature = (spec=None, costs=None))]
+    /// (`costs`: `"F=1,B=2"` or `{"F": 1, "B": 2}`; unit costs by default). A spec of another
+    /// shape is fitted to the plan, as the command line does (the result's `"fitted"` says how);
+    /// `strict_spec`, `keep_dp` and `global_batch` are `--strict-spec`, `--keep-dp` and
+    /// `--global-batch`.
+    #[pyo3(signature = (spec=None, costs=None, *, strict_spec=false, keep_dp=false, global_batch=false))]
     fn simulate<'py>(
         &self,
         py: Python<'py>,
         spec: Option<String>,
         costs: Option<&Bound<'py, PyAny>>,
+        strict_spec: bool,
+        keep_dp: bool,
+        global_batch: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let costs = costs_arg(costs)?;
+        let rule = spec_rule(spec.as_deref(), strict_spec, keep_dp, global_batch)?;
         let text = with_host(py, |c| {
-            let sim = self.simulation(c, spec.as_deref(), costs.as_ref())?;
+            let sim = self.simulation(c, spec.as_deref(), costs.as_ref(), rule)?;
             Ok(pipeweave_report::simulation_json(&sim))
         })?;
         json_loads(py, &text)
@@ -354,22 +391,27 @@ impl Plan {
     }
 
     /// The versioned JSON plan, as `pipeweave export --to json` writes it (with the simulated
-    /// timeline when `spec` or `costs` is given, as `--spec` and `--costs` add it).
-    #[pyo3(signature = (spec=None, costs=None))]
+    /// timeline when `spec` or `costs` is given, as `--spec` and `--costs` add it; the spec met
+    /// by the rule `simulate` takes).
+    #[pyo3(signature = (spec=None, costs=None, *, strict_spec=false, keep_dp=false, global_batch=false))]
     fn to_json(
         &self,
         py: Python<'_>,
         spec: Option<String>,
         costs: Option<&Bound<'_, PyAny>>,
+        strict_spec: bool,
+        keep_dp: bool,
+        global_batch: bool,
     ) -> PyResult<String> {
         let costs = costs_arg(costs)?;
+        let rule = spec_rule(spec.as_deref(), strict_spec, keep_dp, global_batch)?;
         with_host(py, |c| {
             let plan = self.plan();
             let timeline = match (&spec, &costs) {
                 (Some(_), Some(_)) => return Err(Raised::usage("give spec= or costs=, not both")),
                 (Some(arg), None) => {
                     let loaded = spec_of(c, arg)?;
-                    let e = evaluate_on_spec(&self.built.name, &loaded.spec, plan)
+                    let (e, _) = evaluate_on_spec(&self.built.name, &loaded.spec, plan, rule)
                         .map_err(|d| Raised::diagnostics(d, &c.files, Kind::Spec))?;
                     Some(e.timeline)
                 }
