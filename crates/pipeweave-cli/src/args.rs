@@ -341,62 +341,10 @@ fn parse_setting(text: &str) -> Result<Setting, ArgError> {
         .map_err(|e: pipeweave_source::SettingError| ArgError(e.to_string()))
 }
 
-/// The largest duration `--costs` takes: a step of the largest plan (about 10^13 actions) still
-/// lasts a finite time, far below `f64::MAX`.
-const MAX_COST: f64 = 1e12;
-
-/// `--costs F=1,B=2,...`: uniform costs; B defaults to I + W, a pair to F + B.
+/// `--costs F=1,B=2,...`: uniform costs (`pipeweave_sim::UniformCosts::parse`, the one reader
+/// the command line and the Python binding share).
 pub fn parse_costs(text: &str) -> Result<UniformCosts, ArgError> {
-    let mut c = UniformCosts::default();
-    let (mut b, mut pair) = (None, None);
-    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let Some((k, v)) = item.split_once('=') else {
-            return Err(ArgError(format!(
-                "--costs expects KEY=VALUE pairs, found `{item}`"
-            )));
-        };
-        let value: f64 = v
-            .trim()
-            .parse()
-            .ok()
-            .filter(|x: &f64| x.is_finite() && *x >= 0.0)
-            .ok_or_else(|| {
-                ArgError(format!(
-                    "--costs: `{}` is not a duration (a number ≥ 0)",
-                    v.trim()
-                ))
-            })?;
-        if value > MAX_COST {
-            return Err(ArgError(format!(
-                "--costs: {}={} is too large (at most {MAX_COST:e}, so that every figure of a \
-                 step stays a finite number)",
-                k.trim(),
-                v.trim()
-            )));
-        }
-        match k.trim() {
-            "F" | "f" => c.stage.f = value,
-            "I" | "i" => c.stage.i = value,
-            "W" | "w" => c.stage.w = value,
-            "B" | "b" => b = Some(value),
-            "pair" | "F&B" => pair = Some(value),
-            "transfer" => c.transfer = value,
-            other => {
-                return Err(ArgError(format!(
-                    "--costs: unknown key `{other}`; expected F, B, I, W, pair or transfer"
-                )));
-            }
-        }
-    }
-    c.stage.b = b.unwrap_or(c.stage.i + c.stage.w);
-    c.pair = pair;
-    if c.stage.f <= 0.0 {
-        // Every plan has forwards: with F > 0 a step has a length, and the bubble a ratio.
-        return Err(ArgError(
-            "--costs: F must be greater than 0 (a step of instant forwards has no length)".into(),
-        ));
-    }
-    Ok(c)
+    UniformCosts::parse(text, "--costs").map_err(ArgError)
 }
 
 #[cfg(test)]

@@ -4,9 +4,7 @@
 
 mod args;
 mod compare;
-mod diagnostics;
 mod draw;
-mod excerpt;
 mod export;
 mod host;
 mod list;
@@ -40,7 +38,7 @@ struct Cli {
         long,
         global = true,
         value_name = "N",
-        default_value_t = diagnostics::DEFAULT_MAX_DIAGNOSTICS
+        default_value_t = pipeweave_diagnostics::DEFAULT_MAX_DIAGNOSTICS
     )]
     max_diagnostics: usize,
 }
@@ -196,7 +194,7 @@ fn main() -> ExitCode {
             match ours {
                 Some(ours) => {
                     let usage = Err(Failure::usage(ours.to_string()));
-                    let max = diagnostics::DEFAULT_MAX_DIAGNOSTICS;
+                    let max = pipeweave_diagnostics::DEFAULT_MAX_DIAGNOSTICS;
                     return output::finish(usage, &Default::default(), max);
                 }
                 None => return clap_exit(&e),

@@ -10,7 +10,7 @@ use pipeweave_report::{
     SvgWindow, TimeFormat, TimelineChart, shape_text, timelines_svg_window, transfers,
 };
 use pipeweave_sim::UniformCosts;
-use pipeweave_source::{Built, Failure, Files, Params, Setting, Source, SourceKind};
+use pipeweave_source::{Built, Failure, Params, Setting, Source};
 use pipeweave_spec::Spec;
 
 /// What a comparison is on: the spec, how it meets each plan, and the durations of the makespan
@@ -226,7 +226,7 @@ impl Many {
             let plan = built[i]
                 .as_ref()
                 .map(|b| &b.plan)
-                .map_err(|f| reason(source, f, &session.files));
+                .map_err(|f| source.failure_reason(f, &session.files));
             c.push(spec, names[i].clone(), requires, plan);
             if let Some(row) = c.rows.last_mut() {
                 row.notes.append(&mut notes[i]);
@@ -303,24 +303,14 @@ impl Planner for ManyPlanner<'_> {
         match self.session.build(source, &params) {
             Ok(built) => Ok(built.plan),
             Err(f) if f.is_usage() => Err(Unbuilt::Stop(f)),
-            Err(f) => Err(Unbuilt::Refused(reason(source, &f, &self.session.files))),
+            Err(f) => Err(Unbuilt::Refused(
+                source.failure_reason(&f, &self.session.files),
+            )),
         }
     }
 
     fn fixed_shape(&self, schedule: &str) -> bool {
         self.source(schedule).is_some_and(Source::is_plan_file)
-    }
-}
-
-/// Why `source` could not be built, in one line: with the place in front for a file the user
-/// gave (a `.weave` file, one of their schedule folders' files, a plan file), as the library's and
-/// plugins' own words otherwise.
-pub fn reason(source: &Source, failure: &Failure, files: &Files) -> String {
-    match source.kind() {
-        SourceKind::WeaveFile | SourceKind::Folder | SourceKind::PlanFile => {
-            failure.located_reason(files)
-        }
-        SourceKind::Library | SourceKind::Plugin => failure.reason(),
     }
 }
 

@@ -6,7 +6,7 @@
 //! all: into a temporary file beside it, flushed to the disk, then renamed over it, so on any error
 //! an existing file stays as it was and no temporary file remains.
 
-use crate::diagnostics::Renderer;
+use pipeweave_diagnostics::Renderer;
 use pipeweave_source::{Failure, Files};
 use std::io::{ErrorKind, Write};
 use std::path::Path;
@@ -133,13 +133,7 @@ fn new_file_permissions() -> Option<std::fs::Permissions> {
 /// found in `what`'s figures): the inputs are bounded so that this does not happen, and a figure
 /// printed as `inf` or `NaN%` would be wrong silently.
 pub fn finite(what: &str, found: Option<(String, f64)>) -> Result<(), Failure> {
-    match found {
-        None => Ok(()),
-        Some((path, x)) => Err(Failure::invalid(format!(
-            "{what}: the figure `{path}` came out as {x}, not a finite number; an input is too \
-             large or too small for pipeweave to compute with"
-        ))),
-    }
+    pipeweave_eval::finite(what, found).map_err(Failure::invalid)
 }
 
 /// Prints rendered text (a warning) on standard error (where a failed write has nowhere to be
@@ -163,7 +157,7 @@ pub fn finish(result: Result<(), Failure>, files: &Files, max_diagnostics: usize
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            let text = Renderer::new(files, max_diagnostics).failure(&f);
+            let text = Renderer::new(files, max_diagnostics).failure(&f.diagnostics);
             let _ = std::io::stderr().lock().write_all(text.as_bytes());
             ExitCode::from(f.exit_code())
         }

@@ -7,7 +7,7 @@
 //! timelines.
 
 use crate::args::{ManyArgs, TimeWindowArgs};
-use crate::many::{CompareOn, Drawn, Many, check_window, costing, draw, reason, timelines, window};
+use crate::many::{CompareOn, Drawn, Many, check_window, costing, draw, timelines, window};
 use crate::output::{emit, is_stdout};
 use crate::over::OverArg;
 use crate::session::Session;
@@ -152,7 +152,7 @@ fn page(args: &ManyArgs, options: &Options, session: &mut Session) -> Result<Str
         let name = source.name();
         let d = b
             .as_ref()
-            .map_err(|f| reason(source, f, &session.files))
+            .map_err(|f| source.failure_reason(f, &session.files))
             .and_then(|b| draw(name, &b.plan, &costing));
         match d {
             Ok(d) => drawn.push(d),

@@ -4,7 +4,7 @@
 use crate::args::{ConvertTo, CostArgs, Format, PlanArgs, SpecArgs};
 use crate::output::{self, emit};
 use crate::session::Session;
-use pipeweave_eval::{Evaluation, Shape, Simulation, evaluate, fit, non_finite, plan_shape};
+use pipeweave_eval::{Evaluation, Shape, Simulation, evaluate_on_spec, non_finite, plan_shape};
 use pipeweave_plan::Plan;
 use pipeweave_sim::{CostModel, Timeline};
 use pipeweave_source::{Built, Failure};
@@ -39,31 +39,12 @@ pub fn on_spec(session: &mut Session, args: &PlanArgs, spec: &SpecArgs) -> Resul
         params.microbatches = Some(m);
     }
     let built = session.build(&source, &params)?;
-    let fitted = fit(&loaded.spec, &built.plan, rule).map_err(|mut problems| {
-        if rule.strict {
-            if let Some(last) = problems.pop() {
-                problems.push(last.with_note(
-                    "--strict-spec refuses a plan of another shape; without it the spec is \
-                     fitted to the plan",
-                ));
-            }
-        } else {
-            for d in &mut problems {
-                d.message = format!(
-                    "spec {} cannot be fitted to {}: {}",
-                    loaded.spec.name, built.name, d.message
-                );
-            }
-        }
-        Failure::from_diagnostics(problems)
-    })?;
-    let e = evaluate(&fitted.spec, &built.plan).map_err(Failure::from_diagnostics)?;
-    output::finite(&built.name, non_finite(&e.report))?;
-    finite_timeline(&built.name, &built.plan, &e.timeline)?;
+    let (evaluation, fitted) = evaluate_on_spec(&built.name, &loaded.spec, &built.plan, rule)
+        .map_err(Failure::from_diagnostics)?;
     Ok(OnSpec {
         fitted: fitted.notes(),
         built,
-        evaluation: e,
+        evaluation,
     })
 }
 

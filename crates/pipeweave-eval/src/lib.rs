@@ -24,7 +24,7 @@ mod sweep;
 pub use breakdown::{Breakdown, RankStep, Step, Volumes, step};
 pub use compare::{Comparison, Figures, Row, Traits, evaluate_row};
 pub use costing::{Costing, Run, TimeUnit};
-pub use finite::non_finite;
+pub use finite::{finite, non_finite};
 pub use fit::{
     Change, Fitted, SpecRule, fit, fit_spec, global_batch, microbatches_at, plan_shape,
     split_layers,
@@ -37,5 +37,5 @@ pub use recommend::{
     V_VALUES, Verdict, recommend,
 };
 pub use simulation::{RankMemory, RankTimes, Shape, Simulation};
-pub use step::{Evaluation, MemoryBreakdown, RankReport, StepReport, evaluate};
+pub use step::{Evaluation, MemoryBreakdown, RankReport, StepReport, evaluate, evaluate_on_spec};
 pub use sweep::{Metric, Over, Param, Sweep, SweepPoint, SweepSeries, Tick, sweep};

@@ -17,7 +17,7 @@
 mod costs;
 mod memory;
 
-pub use costs::{CostModel, StageCosts, UniformCosts, UnitCosts};
+pub use costs::{CostModel, MAX_COST, StageCosts, UniformCosts, UnitCosts};
 pub use memory::{computes_gradients, live_activations};
 
 use pipeweave_check::ValidPlan;

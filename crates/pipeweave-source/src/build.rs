@@ -3,10 +3,10 @@
 
 use crate::declared::Declared;
 use crate::failure::Failure;
-use crate::files::Files;
 use crate::host::{Host, PLUGIN_PREFIX, PluginInfo, PluginRequest, shown_name};
 use crate::params::{Params, Setting};
 use pipeweave_check::{Problem, ProblemKind, ValidPlan};
+use pipeweave_diagnostics::Files;
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_export::PlanFormat;
 use pipeweave_param::Value;
