@@ -71,6 +71,10 @@ pub struct ScheduleParams {
     /// by their text)
     #[arg(long = "plan-format", value_enum, value_name = "FORMAT")]
     pub plan_format: Option<PlanFormatArg>,
+    /// The evaluation step: the plan's forwards only, in its order (backwards and weight gradients
+    /// dropped, an overlapped F&B runs its forward), as DeepSeek's DualPipe steps under no grad
+    #[arg(long = "forward-only")]
+    pub forward_only: bool,
     /// A directory to search for plugins first (repeatable; then PIPEWEAVE_PLUGIN_PATH, then
     /// next to the executable)
     #[arg(long = "plugin-dir", value_name = "DIR")]
@@ -105,6 +109,7 @@ impl ScheduleParams {
             settings: self.set.clone(),
             pipelines: self.pipelines,
             format: self.plan_format.map(PlanFormat::from),
+            forward_only: self.forward_only,
         }
     }
 }

@@ -110,6 +110,7 @@ impl Many {
                 .collect(),
             pipelines: self.params.pipelines,
             format: self.params.plan_format.map(Into::into),
+            forward_only: self.params.forward_only,
         }
     }
 

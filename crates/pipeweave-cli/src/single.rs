@@ -66,10 +66,15 @@ pub fn finite_timeline(name: &str, plan: &Plan, timeline: &Timeline) -> Result<(
 pub fn validate(plan: &PlanArgs, session: &mut Session) -> Result<(), Failure> {
     let built = session.load(plan)?;
     let text = format!(
-        "{}: valid and deadlock free ({}, {} compute operations)\n",
+        "{}: valid and deadlock free ({}, {} compute operations{})\n",
         built.name,
         pipeweave_report::shape_text(&Shape::of(&built.plan)),
-        built.plan.num_ops()
+        built.plan.num_ops(),
+        if built.plan.is_forward_only() {
+            ", forwards only: an evaluation step"
+        } else {
+            ""
+        }
     );
     emit(None, &text)
 }

@@ -36,11 +36,22 @@ struct WirePlan {
     version: u32,
     ranks: u32,
     stages_per_pipeline: u32,
+    /// `evaluation` for a forward-only step; absent (a training step) otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    step: Option<WirePlanStep>,
     pipelines: Vec<WirePipeline>,
     parts: Vec<WirePart>,
     programs: Vec<WireProgram>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     timeline: Option<WireTimeline>,
+}
+
+/// What kind of step the plan is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum WirePlanStep {
+    Training,
+    Evaluation,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -305,6 +316,9 @@ fn write_document(
         plan.stages_per_pipeline()
     )
     .map_err(io)?;
+    if plan.is_forward_only() {
+        writeln!(out, "  \"step\": \"evaluation\",").map_err(io)?;
+    }
     writeln!(out, "  \"pipelines\": [").map_err(io)?;
     let n = plan.pipelines().len();
     for (j, p) in plan.pipelines().iter().enumerate() {

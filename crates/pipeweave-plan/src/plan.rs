@@ -127,6 +127,9 @@ pub struct Plan {
     mb_pipeline: Vec<u32>,
     /// Derived: global stage → hosting rank (hot in every pass, so a table, not arithmetic).
     hosts: Vec<u32>,
+    /// An evaluation step (forwards only), as said by `forward_only`, `into_evaluation` or a file:
+    /// never inferred from the programs, so a plan that forgot its backwards stays invalid.
+    pub(crate) evaluation: bool,
 }
 
 impl Plan {
@@ -221,7 +224,22 @@ impl Plan {
             programs,
             mb_pipeline,
             hosts,
+            evaluation: false,
         })
+    }
+
+    /// This plan with other programs, one per rank (the caller keeps that count).
+    pub(crate) fn with_programs(&self, programs: Vec<Vec<Action>>) -> Plan {
+        debug_assert_eq!(programs.len(), self.programs.len());
+        Plan {
+            ranks: self.ranks,
+            stages_per_pipeline: self.stages_per_pipeline,
+            pipelines: self.pipelines.clone(),
+            programs,
+            mb_pipeline: self.mb_pipeline.clone(),
+            hosts: self.hosts.clone(),
+            evaluation: self.evaluation,
+        }
     }
 
     /// A plan with one pipeline carrying micro-batches `0..microbatches`.

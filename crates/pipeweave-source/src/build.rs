@@ -10,7 +10,7 @@ use pipeweave_diagnostics::Files;
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_export::PlanFormat;
 use pipeweave_param::Value;
-use pipeweave_plan::Plan;
+use pipeweave_plan::{Kind, Plan};
 
 /// A validated plan and where its actions came from.
 #[derive(Debug, Clone)]
@@ -24,6 +24,49 @@ pub struct Built {
     /// What reading the source noted besides errors (a PyTorch CSV's cells left out of the plan),
     /// for the caller to show.
     pub notes: Vec<Diagnostic>,
+}
+
+impl Built {
+    /// The evaluation form of this plan (`Plan::forward_only`), each forward keeping its origin.
+    /// The forwards of a valid plan are valid on their own (each waits only on earlier forwards,
+    /// which the training plan already ran in an order that progresses); validated all the same.
+    pub(crate) fn forward_only(self) -> Result<Built, Failure> {
+        if self.plan.is_forward_only() {
+            return Ok(self);
+        }
+        let origins = self.origins.map(|origins| {
+            origins
+                .into_iter()
+                .zip(self.plan.programs())
+                .map(|(spans, program)| {
+                    spans
+                        .into_iter()
+                        .zip(program)
+                        .filter(|(_, a)| a.ops().any(|op| op.kind == Kind::F))
+                        .map(|(span, _)| span)
+                        .collect()
+                })
+                .collect()
+        });
+        let mut built = validated(self.plan.forward_only(), origins, self.name)?;
+        built.notes = self.notes;
+        Ok(built)
+    }
+}
+
+/// Validates `plan`; the problems point at the actions' sources where `origins` knows them.
+/// Asked for an evaluation step (`evaluation`), a plan of forwards alone is taken as one (an
+/// actions file of an evaluation plan, which has no place to say so).
+fn validated_for(
+    plan: Plan,
+    origins: Option<Vec<Vec<Span>>>,
+    name: String,
+    evaluation: bool,
+) -> Result<Built, Failure> {
+    if evaluation && !plan.is_forward_only() && !plan.has_backward() {
+        return validated(plan.into_evaluation(), origins, name);
+    }
+    validated(plan, origins, name)
 }
 
 /// Validates `plan`; the problems point at the actions' sources where `origins` knows them.
@@ -202,7 +245,7 @@ pub(crate) fn plan_file(
     match format {
         PlanFormat::Json => {
             let read = pipeweave_export::read_json(text, file).map_err(|d| in_file(d, file))?;
-            validated(read.plan, None, name.to_owned())
+            validated_for(read.plan, None, name.to_owned(), params.forward_only)
         }
         PlanFormat::Actions | PlanFormat::Pytorch => {
             let k = if format == PlanFormat::Pytorch {
@@ -212,14 +255,24 @@ pub(crate) fn plan_file(
             };
             let read =
                 pipeweave_export::read_actions(text, file, k).map_err(|d| in_file(d, file))?;
-            validated(read.plan, Some(spans_in(read.spans)), name.to_owned())
+            validated_for(
+                read.plan,
+                Some(spans_in(read.spans)),
+                name.to_owned(),
+                params.forward_only,
+            )
         }
         PlanFormat::PytorchComms => {
             let read =
                 pipeweave_export::read_pytorch_comms(text, file).map_err(|d| in_file(d, file))?;
             // The validator's problems first: the check compares with the lowering of a valid plan.
             let origins = Some(spans_in(read.spans.clone()));
-            let mut built = validated(read.plan.clone(), origins, name.to_owned())?;
+            let mut built = validated_for(
+                read.plan.clone(),
+                origins,
+                name.to_owned(),
+                params.forward_only,
+            )?;
             let comms = read.check();
             if !comms.is_empty() {
                 return Err(in_file(comms, file));

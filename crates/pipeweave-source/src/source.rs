@@ -153,15 +153,16 @@ impl Source {
         }
     }
 
-    /// Builds and validates the plan for `params`. Usage failures: a schedule without P or M, a
-    /// plan file given schedule parameters, a setting a schedule cannot take.
+    /// Builds and validates the plan for `params` (its evaluation form with
+    /// `params.forward_only`). Usage failures: a schedule without P or M, a plan file given
+    /// schedule parameters, a setting a schedule cannot take.
     pub fn build(
         &self,
         params: &Params,
         host: &mut dyn Host,
         files: &mut Files,
     ) -> Result<Built, Failure> {
-        match &self.inner {
+        let built = match &self.inner {
             Inner::Weave(read) => {
                 let (file, declared) = read.as_ref().map_err(Clone::clone)?;
                 build::weave(&self.name, *file, declared, params, files)
@@ -171,6 +172,12 @@ impl Source {
                 build::plugin(info, declared, params, host)
             }
             Inner::PlanFile { named } => build::plan_file(&self.name, *named, params, host, files),
+        }?;
+        // One rule for every source: the training plan, valid, then its forwards.
+        if params.forward_only {
+            built.forward_only()
+        } else {
+            Ok(built)
         }
     }
 }
