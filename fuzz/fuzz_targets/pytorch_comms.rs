@@ -41,7 +41,11 @@ fuzz_target!(|data: &[u8]| {
     }
     for step in file.steps.iter().flatten() {
         let cell = &source[step.span.clone()];
-        assert_eq!(parse_step(cell, u32::MAX).ok(), Some(step.step), "cell `{cell}`");
+        assert_eq!(
+            parse_step(cell, u32::MAX).ok(),
+            Some(step.step),
+            "cell `{cell}`"
+        );
     }
     assert_located(&file.notes(), &source);
     let Some(problems) = check_plan(plan) else {

@@ -1,10 +1,39 @@
-"""pipeweave: pipeline-parallel training schedules, compiled, checked and run.
+"""pipeweave: pipeline-parallel training schedules, compiled, checked, simulated and run.
 
-The compiler and its checks come with the native extension (`pipeweave._native`), built from the
-Rust workspace with maturin.
-The pure-Python parts need no extension:
-`pipeweave.torch` runs a plan in `torch.distributed` (it needs torch, nothing else here does),
-and `pipeweave.torch.JsonPlan` reads the JSON plan `pipeweave export --to json` writes.
+The compiler, its checks and the simulator come with the native extension (`pipeweave._native`,
+built from the Rust workspace with maturin: `pip install ./python`):
+
+- `compile(schedule, ranks=, microbatches=, stages_per_rank=, **params)` builds a validated `Plan`
+  from a library schedule, a plugin (DualPipe, Chimera), a `.weave` file or a plan file;
+- `load(path)` reads a plan file, `validate(text_or_path)` checks a plan given as text or a path;
+- `list_schedules()` lists every schedule by name, with its parameters;
+- every failure is a `pipeweave.Error`: `UsageError`, `PlanError` or `SpecError`, whose text is
+  what the command line prints.
+
+The pure-Python parts need no extension: `pipeweave.torch` runs a plan in `torch.distributed`
+(it needs torch, nothing else here does), and `JsonPlan` reads the JSON plan
+`pipeweave export --to json` writes.
 """
 
-__all__: list[str] = []
+from ._plan import Action, JsonPlan, Step
+
+_NATIVE = ("Error", "Plan", "PlanError", "SpecError", "UsageError", "compile", "list_schedules", "load", "validate")
+
+__all__ = ["Action", "JsonPlan", "Step", *_NATIVE]
+
+
+def __getattr__(name: str):
+    # The native names load the extension on first use, so that `pipeweave.torch` and `JsonPlan`
+    # work from a source tree without it.
+    if name not in _NATIVE:
+        raise AttributeError(f"module 'pipeweave' has no attribute {name!r}")
+    try:
+        from . import _native
+    except ImportError as e:
+        raise ImportError(
+            f"pipeweave.{name} needs the native extension, which is not built here: "
+            "install the package with `pip install ./python` from the repository"
+        ) from e
+    value = getattr(_native, name)
+    globals()[name] = value
+    return value

@@ -1,12 +1,14 @@
 //! Project automation. `cargo xtask test` runs everything CI runs, in order, and stops at the first
 //! failure: formatting, lints, the workspace build (plugins are `cdylib`s that `cargo test` does not
-//! build by itself), every Rust test, a short run of every fuzz target (`fuzz.rs`), then the
-//! PyTorch conformance suite.
+//! build by itself), every Rust test, a short run of every fuzz target (`fuzz.rs`), the Python
+//! package's tests (`tests/python/run.py`: `pip install ./python`, then pytest), then the PyTorch
+//! conformance suite.
 //!
 //! It installs what the tests need on first use: headless Chromium for the report's browser tests
 //! (Debian's `chromium` package, with apt-get when it runs as root; otherwise it names the command
-//! to run), cargo-fuzz for the fuzz step, and the conformance suite installs its pinned torch into
-//! a cached virtual environment.
+//! to run), cargo-fuzz for the fuzz step, and the Python tests and the conformance suite install
+//! their pinned torch (and torchtitan, pytest, the package itself) into one cached virtual
+//! environment under `~/.cache/pipeweave`.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -134,16 +136,24 @@ fn conformance() -> Result<(), String> {
     run("conformance", "python3", &["tests/conformance/run.py"])
 }
 
+/// The Python package's tests: installs the package (building its extension) into the cached
+/// environment and runs pytest on `tests/python`.
+fn python_tests() -> Result<(), String> {
+    run("python", "python3", &["tests/python/run.py"])
+}
+
 /// The fuzz step of `cargo xtask test`: about a minute in all.
 const CI_FUZZ: fuzz::Budget = fuzz::Budget {
     seconds_per_target: 12,
 };
 
-const USAGE: &str = "usage: cargo xtask <test|rust|fuzz [SECONDS]|conformance>
-  test            everything CI runs: fmt, clippy, build, Rust tests, fuzz, conformance suite
-                  (installs headless Chromium, cargo-fuzz and torch when they are missing)
+const USAGE: &str = "usage: cargo xtask <test|rust|fuzz [SECONDS]|python|conformance>
+  test            everything CI runs: fmt, clippy, build, Rust tests, fuzz, the Python package's
+                  tests, conformance suite (installs headless Chromium, cargo-fuzz, torch,
+                  torchtitan and pytest when they are missing)
   rust            only the Rust part, no fuzzing (installs headless Chromium when it is missing)
   fuzz [SECONDS]  only the fuzz targets, each for SECONDS (default 12) on top of its corpus
+  python          only the Python package's tests (pip install ./python, then pytest)
   conformance     only the PyTorch conformance suite";
 
 fn main() -> ExitCode {
@@ -152,6 +162,7 @@ fn main() -> ExitCode {
         (Some("test"), None) => chromium()
             .and_then(|()| rust_checks())
             .and_then(|()| fuzz::fuzz(&CI_FUZZ))
+            .and_then(|()| python_tests())
             .and_then(|()| conformance()),
         (Some("rust"), None) => chromium().and_then(|()| rust_checks()),
         (Some("fuzz"), None) => fuzz::fuzz(&CI_FUZZ),
@@ -164,6 +175,7 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         },
+        (Some("python"), None) => python_tests(),
         (Some("conformance"), None) => conformance(),
         _ => {
             eprintln!("{USAGE}");

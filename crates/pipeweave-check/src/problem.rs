@@ -49,6 +49,11 @@ pub enum ProblemKind {
         /// The pair's second op (meant to be the B or I).
         b: Op,
     },
+    /// A gradient computation (B, I or W) in an evaluation plan, which runs forwards only.
+    BackwardInEvaluation {
+        /// The op.
+        op: Op,
+    },
     /// The same op appears twice (a backward counts once, whether B or I).
     Duplicate {
         /// The op.
@@ -204,6 +209,9 @@ impl Problem {
             ),
             ProblemKind::MalformedPair { f, b } => format!(
                 "an overlapped pair must be a forward followed by a B or I, found {f} with {b}"
+            ),
+            ProblemKind::BackwardInEvaluation { op } => format!(
+                "{op} computes gradients, but this is an evaluation plan, which runs forwards only"
             ),
             ProblemKind::Duplicate { op, first } => format!(
                 "the {} of stage {}, micro-batch {} runs twice (first at action {})",

@@ -49,6 +49,37 @@ fn zero_bubble_split_is_accepted() {
 }
 
 #[test]
+fn an_evaluation_plan_runs_every_forward_once_and_nothing_else() {
+    // Without saying so, a plan of forwards is a training step that misses its backwards.
+    let p = plan(vec![0, 1], 1, &["0F0", "1F0"]);
+    assert_eq!(
+        messages(&p),
+        [
+            "rank 0, end of program: stage 0 never runs the backward of micro-batch 0 (0B0)",
+            "rank 1, end of program: stage 1 never runs the backward of micro-batch 0 (1B0)",
+        ]
+    );
+    assert_eq!(messages(&p.forward_only()), Vec::<String>::new());
+    // Its forwards are still all required, once each.
+    let p = plan(vec![0, 1], 2, &["0F0,0F1,0F1", "1F1"]).into_evaluation();
+    assert_eq!(
+        messages(&p),
+        [
+            "rank 0, action 3 (0F1): the forward of stage 0, micro-batch 1 runs twice (first at action 2)",
+            "rank 1, end of program: stage 1 never runs the forward of micro-batch 0 (1F0)",
+        ]
+    );
+    // A plan that says it is an evaluation step computes no gradient.
+    let p = plan(vec![0, 1], 1, &["0F0,0B0", "1F0"]).into_evaluation();
+    assert_eq!(
+        messages(&p),
+        [
+            "rank 0, action 2 (0B0): 0B0 computes gradients, but this is an evaluation plan, which runs forwards only"
+        ]
+    );
+}
+
+#[test]
 fn work_problems_name_rank_position_and_action() {
     let p = plan(
         vec![0, 1],

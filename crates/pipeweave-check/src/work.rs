@@ -1,6 +1,8 @@
 //! Checks of the work itself: every op names a real stage on its own rank and a micro-batch of its
 //! pipeline; every stage runs every micro-batch once forward and once backward (B, or I then W);
 //! backwards follow their forward, W follows its I; pairs are a forward with a B or I.
+//! An evaluation plan (one that says so: `Plan::forward_only`) requires every forward once and
+//! refuses any backward; no backward is missing from it.
 
 use crate::problem::{Problem, ProblemKind};
 use pipeweave_plan::memory::{self, OutOfMemory};
@@ -114,6 +116,21 @@ pub(crate) fn check_work(plan: &Plan) -> Vec<Problem> {
             }
         }
     }
+    let training = !plan.is_forward_only();
+    if !training {
+        for rank in 0..plan.ranks() {
+            for (i, action) in plan.program(rank).iter().enumerate() {
+                for op in action.ops().filter(|op| op.kind != Kind::F) {
+                    problems.push(Problem {
+                        rank,
+                        position: Some(i),
+                        action: Some(*action),
+                        kind: ProblemKind::BackwardInEvaluation { op },
+                    });
+                }
+            }
+        }
+    }
     for (j, pipeline) in plan.pipelines().iter().enumerate() {
         for (q, &host) in pipeline.placement.iter().enumerate() {
             let stage = plan.stage_id(j as u32, q as u32);
@@ -132,6 +149,9 @@ pub(crate) fn check_work(plan: &Plan) -> Vec<Problem> {
                 let slot = seen.slots[x];
                 if slot.f == NONE {
                     missing(Kind::F);
+                }
+                if !training {
+                    continue;
                 }
                 if slot.bwd == NONE {
                     missing(Kind::B);

@@ -1,16 +1,16 @@
 //! The arguments several commands share, parsed once into typed values: which plan or schedules,
 //! their parameters (`--set NAME=VALUE` as settings), the costs (`--costs KEY=VALUE,...` as
-//! uniform costs), `--over NAME=VALUES` as a sweep's values, and the window of time a drawing
-//! shows (`--from`, `--to`).
+//! uniform costs, or `--spec` with the flags of the one rule by which it meets a plan), and the
+//! window of time a drawing shows (`--from`, `--to`). `--over` is read in `over.rs`.
 //!
 //! A value parser's error is an [`ArgError`]: `main` prints it as `error: ...` and exits with 2,
 //! like every other usage error of ours.
 
 use clap::{Args, ValueEnum};
-use pipeweave_eval::{Metric, Over, Param};
+use pipeweave_eval::{Metric, SpecRule};
 use pipeweave_export::PlanFormat;
 use pipeweave_sim::UniformCosts;
-use pipeweave_source::{Params, Setting};
+use pipeweave_source::{Failure, Params, Setting};
 use std::fmt;
 use std::path::PathBuf;
 
@@ -71,6 +71,10 @@ pub struct ScheduleParams {
     /// by their text)
     #[arg(long = "plan-format", value_enum, value_name = "FORMAT")]
     pub plan_format: Option<PlanFormatArg>,
+    /// The evaluation step: the plan's forwards only, in its order (backwards and weight gradients
+    /// dropped, an overlapped F&B runs its forward), as DeepSeek's DualPipe steps under no grad
+    #[arg(long = "forward-only")]
+    pub forward_only: bool,
     /// A directory to search for plugins first (repeatable; then PIPEWEAVE_PLUGIN_PATH, then
     /// next to the executable)
     #[arg(long = "plugin-dir", value_name = "DIR")]
@@ -105,6 +109,7 @@ impl ScheduleParams {
             settings: self.set.clone(),
             pipelines: self.pipelines,
             format: self.plan_format.map(PlanFormat::from),
+            forward_only: self.forward_only,
         }
     }
 }
@@ -134,7 +139,58 @@ impl From<PlanFormatArg> for PlanFormat {
     }
 }
 
-/// Durations used by the simulator.
+/// How a cluster spec meets the plans, the one rule of every command that takes `--spec`.
+#[derive(Debug, Clone, Args)]
+pub struct SpecArgs {
+    /// A cluster spec: a TOML file (`-`: standard input), a shipped spec's name, or `default` (what
+    /// compare uses without it); its `parallelism.pp` and `training.microbatches` are the defaults
+    /// of -p and -m, and it is fitted to each plan's shape (P, M, the layers cut into the plan's
+    /// stages), as a note says
+    #[arg(long = "spec", id = "spec", value_name = "FILE|NAME")]
+    pub name: Option<String>,
+    /// Refuse a plan whose shape is not the spec's (P, stages per rank, M), pointing at the spec's
+    /// keys, instead of fitting the spec to it
+    #[arg(long, conflicts_with_all = ["keep_dp", "global_batch"])]
+    pub strict_spec: bool,
+    /// Where P is not the spec's, keep its data parallelism and let the GPU count follow (by
+    /// default the GPUs stay and the data parallelism follows P)
+    #[arg(long)]
+    pub keep_dp: bool,
+    /// Keep the spec's global batch: the micro-batch size follows M, and M follows P where -m
+    /// leaves it out (by default the micro-batch size stays and the global batch follows)
+    #[arg(long)]
+    pub global_batch: bool,
+}
+
+impl SpecArgs {
+    /// The rule the flags give.
+    pub fn rule(&self) -> SpecRule {
+        SpecRule {
+            strict: self.strict_spec,
+            keep_dp: self.keep_dp,
+            global_batch: self.global_batch,
+        }
+    }
+
+    /// Refuses the rule's flags without a spec, where the command has none by default.
+    pub fn check_without_spec(&self) -> Result<(), Failure> {
+        let flag = [
+            (self.strict_spec, "--strict-spec"),
+            (self.keep_dp, "--keep-dp"),
+            (self.global_batch, "--global-batch"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag));
+        match (flag, &self.name) {
+            (Some(flag), None) => Err(Failure::usage(format!(
+                "{flag} says how a spec meets the plans; give one with --spec"
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Durations used by the simulator: uniform costs, or a cluster spec.
 #[derive(Debug, Args)]
 pub struct CostArgs {
     /// Uniform costs as KEY=VALUE pairs: F, B, I, W, pair (an overlapped F&B), transfer; default
@@ -142,14 +198,12 @@ pub struct CostArgs {
     #[arg(
         long,
         value_name = "F=..,B=..,I=..,W=..,pair=..,transfer=..",
-        value_parser = parse_costs
+        value_parser = parse_costs,
+        conflicts_with = "spec"
     )]
     pub costs: Option<UniformCosts>,
-    /// Costs from a cluster spec: a TOML file (`-`: standard input), a shipped spec's name, or
-    /// `default`; its
-    /// `parallelism.pp` and `training.microbatches` are the defaults of -p and -m
-    #[arg(long, value_name = "FILE|NAME", conflicts_with = "costs")]
-    pub spec: Option<String>,
+    #[command(flatten)]
+    pub spec: SpecArgs,
 }
 
 /// Several schedules built with the same parameters.
@@ -158,10 +212,8 @@ pub struct ManyArgs {
     /// Plan files, library schedules, `.weave` files or plugins, drawn in this order
     #[arg(value_name = "SCHEDULE", required = true)]
     pub schedules: Vec<String>,
-    /// Durations from a cluster spec (a TOML file, a shipped spec's name, or `default`), times in
-    /// seconds; without it, unit costs
-    #[arg(long, value_name = "FILE|NAME")]
-    pub spec: Option<String>,
+    #[command(flatten)]
+    pub costs: CostArgs,
     #[command(flatten)]
     pub params: ScheduleParams,
 }
@@ -207,7 +259,7 @@ pub enum ConvertTo {
 pub enum MetricArg {
     /// Share of rank-time spent idle
     Bubble,
-    /// The step's makespan (seconds with --spec, units otherwise)
+    /// The step time (units; with --spec seconds, data-parallel sync and optimizer included)
     StepTime,
 }
 
@@ -289,184 +341,15 @@ fn parse_setting(text: &str) -> Result<Setting, ArgError> {
         .map_err(|e: pipeweave_source::SettingError| ArgError(e.to_string()))
 }
 
-/// The largest duration `--costs` takes: a step of the largest plan (about 10^13 actions) still
-/// lasts a finite time, far below `f64::MAX`.
-const MAX_COST: f64 = 1e12;
-
-/// `--costs F=1,B=2,...`: uniform costs; B defaults to I + W, a pair to F + B.
-fn parse_costs(text: &str) -> Result<UniformCosts, ArgError> {
-    let mut c = UniformCosts::default();
-    let (mut b, mut pair) = (None, None);
-    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let Some((k, v)) = item.split_once('=') else {
-            return Err(ArgError(format!(
-                "--costs expects KEY=VALUE pairs, found `{item}`"
-            )));
-        };
-        let value: f64 = v
-            .trim()
-            .parse()
-            .ok()
-            .filter(|x: &f64| x.is_finite() && *x >= 0.0)
-            .ok_or_else(|| {
-                ArgError(format!(
-                    "--costs: `{}` is not a duration (a number ≥ 0)",
-                    v.trim()
-                ))
-            })?;
-        if value > MAX_COST {
-            return Err(ArgError(format!(
-                "--costs: {}={} is too large (at most {MAX_COST:e}, so that every figure of a \
-                 step stays a finite number)",
-                k.trim(),
-                v.trim()
-            )));
-        }
-        match k.trim() {
-            "F" | "f" => c.stage.f = value,
-            "I" | "i" => c.stage.i = value,
-            "W" | "w" => c.stage.w = value,
-            "B" | "b" => b = Some(value),
-            "pair" | "F&B" => pair = Some(value),
-            "transfer" => c.transfer = value,
-            other => {
-                return Err(ArgError(format!(
-                    "--costs: unknown key `{other}`; expected F, B, I, W, pair or transfer"
-                )));
-            }
-        }
-    }
-    c.stage.b = b.unwrap_or(c.stage.i + c.stage.w);
-    c.pair = pair;
-    if c.stage.f <= 0.0 {
-        // Every plan has forwards: with F > 0 a step has a length, and the bubble a ratio.
-        return Err(ArgError(
-            "--costs: F must be greater than 0 (a step of instant forwards has no length)".into(),
-        ));
-    }
-    Ok(c)
-}
-
-/// The most values one sweep may take (each is a simulation per schedule).
-const MAX_VALUES: usize = 4096;
-
-fn number(text: &str, what: &str) -> Result<u32, ArgError> {
-    text.trim()
-        .parse::<u32>()
-        .ok()
-        .filter(|v| *v > 0)
-        .ok_or_else(|| {
-            ArgError(format!(
-                "--over: `{}` is not a {what} (a whole number ≥ 1)",
-                text.trim()
-            ))
-        })
-}
-
-/// `--over`: `microbatches=8..128`, `ranks=2..16:2`, `m=8,16,32` or a mix
-/// (`m=4..8,16,32..64:16`); ascending, without repeats.
-pub fn parse_over(text: &str) -> Result<Over, ArgError> {
-    let Some((name, values)) = text.split_once('=') else {
-        return Err(ArgError(format!(
-            "--over expects NAME=VALUES (e.g. microbatches=8..128 or ranks=2,4,8), found `{text}`"
-        )));
-    };
-    let param = match name.trim() {
-        "microbatches" | "m" | "M" => Param::Microbatches,
-        "ranks" | "p" | "P" => Param::Ranks,
-        other => {
-            return Err(ArgError(format!(
-                "--over: cannot sweep `{other}`; expected microbatches or ranks"
-            )));
-        }
-    };
-    let mut out: Vec<u32> = Vec::new();
-    for item in values.split(',').map(str::trim) {
-        if item.is_empty() {
-            return Err(ArgError(format!("--over: empty value in `{text}`")));
-        }
-        let Some((lo, rest)) = item.split_once("..") else {
-            out.push(number(item, "value")?);
-            continue;
-        };
-        let (hi, step) = match rest.split_once(':') {
-            Some((hi, step)) => (hi, number(step, "step")?),
-            None => (rest, 1),
-        };
-        let lo = number(lo, "value")?;
-        let hi = number(hi, "value")?;
-        if lo > hi {
-            return Err(ArgError(format!(
-                "--over: the range `{item}` runs backwards"
-            )));
-        }
-        let count = (hi - lo) / step + 1;
-        if out.len() + count as usize > MAX_VALUES {
-            return Err(ArgError(format!(
-                "--over: more than {MAX_VALUES} values; use a step (e.g. {lo}..{hi}:{})",
-                ((hi - lo) / 64).max(2)
-            )));
-        }
-        out.extend((0..count).map(|k| lo + k * step));
-    }
-    out.sort_unstable();
-    out.dedup();
-    if out.len() > MAX_VALUES {
-        return Err(ArgError(format!("--over: more than {MAX_VALUES} values")));
-    }
-    let max = pipeweave_plan::MAX_RANKS;
-    if let Some(&p) = out.last().filter(|p| param == Param::Ranks && **p > max) {
-        return Err(ArgError(format!(
-            "--over: {p} ranks; a plan has at most {max} ranks"
-        )));
-    }
-    Ok(Over { param, values: out })
+/// `--costs F=1,B=2,...`: uniform costs (`pipeweave_sim::UniformCosts::parse`, the one reader
+/// the command line and the Python binding share).
+pub fn parse_costs(text: &str) -> Result<UniformCosts, ArgError> {
+    UniformCosts::parse(text, "--costs").map_err(ArgError)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn values(text: &str) -> Vec<u32> {
-        match parse_over(text) {
-            Ok(o) => o.values,
-            Err(e) => panic!("{e}"),
-        }
-    }
-
-    fn error(text: &str) -> String {
-        match parse_over(text) {
-            Err(e) => e.0,
-            Ok(o) => panic!("expected an error, got {o:?}"),
-        }
-    }
-
-    #[test]
-    fn forms() {
-        assert_eq!(values("microbatches=8..12"), vec![8, 9, 10, 11, 12]);
-        assert_eq!(values("m=8..32:8"), vec![8, 16, 24, 32]);
-        assert_eq!(values("m=8..30:8"), vec![8, 16, 24]);
-        assert_eq!(values("ranks=16,2,4,4"), vec![2, 4, 16]);
-        assert_eq!(values("P=2..4,8..16:8"), vec![2, 3, 4, 8, 16]);
-        assert_eq!(parse_over("p=2").map(|o| o.param).ok(), Some(Param::Ranks));
-    }
-
-    #[test]
-    fn errors() {
-        assert!(error("microbatches").contains("NAME=VALUES"));
-        assert!(error("layers=2..4").contains("cannot sweep `layers`"));
-        assert!(error("m=0..4").contains("`0` is not a value"));
-        assert!(error("m=8..4").contains("runs backwards"));
-        assert!(error("m=4..8:0").contains("`0` is not a step"));
-        assert!(error("m=4,,8").contains("empty value"));
-        assert!(error("m=x").contains("`x`"));
-        assert!(error("m=1..4000000000").contains("more than 4096 values"));
-        assert_eq!(
-            error("ranks=2,70000"),
-            "--over: 70000 ranks; a plan has at most 65536 ranks"
-        );
-        assert_eq!(values("m=70000"), vec![70000]);
-    }
 
     #[test]
     fn counts() {

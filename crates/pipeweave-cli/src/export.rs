@@ -2,7 +2,7 @@
 //! timeline where the format carries one (JSON with `--spec` or `--costs`, Chrome trace always).
 
 use crate::args::{CostArgs, PlanArgs};
-use crate::output;
+use crate::output::{self, note};
 use crate::session::Session;
 use crate::single::{on_spec, simulate};
 use clap::ValueEnum;
@@ -35,11 +35,20 @@ pub fn run(
     session: &mut Session,
 ) -> Result<(), Failure> {
     // The timeline, in seconds with a spec and in units otherwise (1 unit = 1 ms in a trace).
-    let (loaded, timeline, us_per_unit) = if let Some(spec) = &costs.spec {
-        let spec = session.spec(Some(spec))?;
-        let (loaded, e) = on_spec(session, plan, &spec)?;
-        (loaded, Some(e.timeline), 1e6)
+    let (loaded, timeline, us_per_unit) = if costs.spec.name.is_some() {
+        let on = on_spec(session, plan, &costs.spec)?;
+        // Standard output may be the file: the note goes to standard error.
+        if !on.fitted.is_empty() {
+            note(&format!(
+                "spec {} fitted to {}: {}",
+                on.evaluation.report.spec,
+                on.built.name,
+                on.fitted.join("; ")
+            ));
+        }
+        (on.built, Some(on.evaluation.timeline), 1e6)
     } else {
+        costs.spec.check_without_spec()?;
         let loaded = session.load(plan)?;
         let wants = costs.costs.is_some() || format == ExportFormat::ChromeTrace;
         let t = if wants {

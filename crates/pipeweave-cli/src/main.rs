@@ -4,14 +4,13 @@
 
 mod args;
 mod compare;
-mod diagnostics;
 mod draw;
-mod excerpt;
 mod export;
 mod host;
 mod list;
 mod many;
 mod output;
+mod over;
 mod progress;
 mod recommend;
 mod report;
@@ -20,12 +19,9 @@ mod show;
 mod single;
 mod sweep;
 
-use args::{
-    ArgError, ConvertTo, CostArgs, Format, ManyArgs, MetricArg, PlanArgs, TimeWindowArgs,
-    parse_over,
-};
+use args::{ArgError, ConvertTo, CostArgs, Format, ManyArgs, MetricArg, PlanArgs, TimeWindowArgs};
 use clap::{Parser, Subcommand};
-use pipeweave_eval::Over;
+use over::{OverArg, parse_over};
 use pipeweave_source::Failure;
 use session::Session;
 use std::path::PathBuf;
@@ -42,7 +38,7 @@ struct Cli {
         long,
         global = true,
         value_name = "N",
-        default_value_t = diagnostics::DEFAULT_MAX_DIAGNOSTICS
+        default_value_t = pipeweave_diagnostics::DEFAULT_MAX_DIAGNOSTICS
     )]
     max_diagnostics: usize,
 }
@@ -111,14 +107,16 @@ enum Command {
         #[command(flatten)]
         window: TimeWindowArgs,
     },
-    /// Tabulate and chart the bubble fraction or step time of schedules against M or P
+    /// Tabulate and chart the bubble fraction or step time of schedules against M, P, v or any
+    /// parameter they declare
     Sweep {
         #[command(flatten)]
         many: ManyArgs,
-        /// What to vary: microbatches=8..128 or ranks=2..16, with a step (8..128:8) or a list
-        /// (8,16,32)
+        /// What to vary: microbatches=8..128, ranks=2..16, stages_per_rank=1..4 (or v=), or any
+        /// parameter the schedules declare (lag=0..3, weight_split=true,false); a range with a step
+        /// (8..128:8), a list (8,16,32) or a mix
         #[arg(long, value_name = "NAME=VALUES", value_parser = parse_over)]
-        over: Over,
+        over: OverArg,
         /// What to measure
         #[arg(long, value_enum, default_value_t = MetricArg::Bubble)]
         metric: MetricArg,
@@ -136,9 +134,9 @@ enum Command {
         /// The HTML file to write (`-`: standard output)
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
-        /// The sweep to chart (default: micro-batches from P to 16P)
+        /// The sweep to chart, as `sweep --over` (default: micro-batches from P to 16P)
         #[arg(long, value_name = "NAME=VALUES", value_parser = parse_over)]
-        over: Option<Over>,
+        over: Option<OverArg>,
         /// What the sweep measures
         #[arg(long, value_enum, default_value_t = MetricArg::Bubble)]
         metric: MetricArg,
@@ -196,7 +194,7 @@ fn main() -> ExitCode {
             match ours {
                 Some(ours) => {
                     let usage = Err(Failure::usage(ours.to_string()));
-                    let max = diagnostics::DEFAULT_MAX_DIAGNOSTICS;
+                    let max = pipeweave_diagnostics::DEFAULT_MAX_DIAGNOSTICS;
                     return output::finish(usage, &Default::default(), max);
                 }
                 None => return clap_exit(&e),

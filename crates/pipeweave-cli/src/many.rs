@@ -2,15 +2,30 @@
 //! take them: resolved once, `--set` handed to the schedules that declare it, each built (and
 //! simulated, and compared) on its own so one that cannot run never stops the others.
 
-use crate::args::{ScheduleParams, TimeWindowArgs};
+use crate::args::{CostArgs, ScheduleParams, TimeWindowArgs};
 use crate::session::Session;
 use pipeweave_check::ValidPlan;
-use pipeweave_eval::{Comparison, Costing, PlanRequest, Planner, Run, Unbuilt};
+use pipeweave_eval::{Comparison, Costing, PlanRequest, Planner, Run, SpecRule, Unbuilt};
 use pipeweave_report::{
     SvgWindow, TimeFormat, TimelineChart, shape_text, timelines_svg_window, transfers,
 };
-use pipeweave_source::{Built, Failure, Files, Params, Source, SourceKind};
+use pipeweave_sim::UniformCosts;
+use pipeweave_source::{Built, Failure, Params, Setting, Source};
 use pipeweave_spec::Spec;
+
+/// What a comparison is on: the spec, how it meets each plan, and the durations of the makespan
+/// column when it has one.
+#[derive(Debug, Clone, Copy)]
+pub struct CompareOn<'a> {
+    /// The spec.
+    pub spec: &'a Spec,
+    /// Whether it is the built-in default.
+    pub default: bool,
+    /// How it meets each plan.
+    pub rule: SpecRule,
+    /// The makespan column's costs (unit costs or `--costs`), when it is shown.
+    pub units: Option<UniformCosts>,
+}
 
 /// The schedules of one command, resolved, with the command line's parameters.
 #[derive(Debug)]
@@ -52,25 +67,40 @@ impl Many {
         })
     }
 
-    /// P and M given on the command line, else `costing`'s defaults (a spec's).
-    pub fn shape(&self, costing: &Costing) -> PlanRequest {
-        let (p, m) = costing.default_shape();
+    /// P and M as the command line gives them (`None` where it does not).
+    pub fn given(&self) -> PlanRequest {
         PlanRequest {
-            ranks: self.params.ranks.or(p),
-            microbatches: self.params.microbatches.or(m),
+            ranks: self.params.ranks,
+            microbatches: self.params.microbatches,
             stages_per_rank: None,
         }
     }
 
-    /// The parameters of `source`: P and M from `request` (none for a plan file), `-v` and
-    /// `--set` only where it declares them.
+    /// P and M given on the command line, else `costing`'s (a spec's, M following P where the
+    /// spec's rule keeps the global batch).
+    pub fn shape(&self, costing: &Costing) -> Result<PlanRequest, Failure> {
+        let (ranks, microbatches) = costing
+            .shape(self.params.ranks, self.params.microbatches)
+            .map_err(Failure::invalid)?;
+        Ok(PlanRequest {
+            ranks,
+            microbatches,
+            stages_per_rank: None,
+        })
+    }
+
+    /// The parameters of `source`: P and M from `request` (none for a plan file), `v` (the
+    /// request's, else `-v`) and `--set` only where it declares them.
     fn params_for(&self, source: &Source, request: &PlanRequest) -> Params {
         let takes = |name: &str| source.declared().is_some_and(|d| d.takes(name));
         let file = source.is_plan_file();
         Params {
             ranks: request.ranks.filter(|_| !file),
             microbatches: request.microbatches.filter(|_| !file),
-            stages_per_rank: self.params.stages_per_rank.filter(|_| takes("v")),
+            stages_per_rank: request
+                .stages_per_rank
+                .or(self.params.stages_per_rank)
+                .filter(|_| takes("v")),
             settings: self
                 .params
                 .set
@@ -80,6 +110,7 @@ impl Many {
                 .collect(),
             pipelines: self.params.pipelines,
             format: self.params.plan_format.map(Into::into),
+            forward_only: self.params.forward_only,
         }
     }
 
@@ -133,15 +164,15 @@ impl Many {
     /// here (or both refuse); otherwise each keeps its row and the library's says they differ.
     pub fn compare(
         &self,
-        spec: &Spec,
-        default: bool,
+        on: &CompareOn<'_>,
         request: &PlanRequest,
-        units: bool,
         prebuilt: Option<(&PlanRequest, &[Result<Built, Failure>])>,
         session: &mut Session,
-    ) -> Comparison {
-        let ranks = request.ranks.unwrap_or(spec.parallelism.pp);
-        let microbatches = request.microbatches.unwrap_or(spec.training.microbatches);
+    ) -> Result<Comparison, Failure> {
+        let spec = on.spec;
+        let (ranks, microbatches) =
+            pipeweave_eval::plan_shape(spec, on.rule, request.ranks, request.microbatches)
+                .map_err(Failure::invalid)?;
         let at = PlanRequest {
             ranks: Some(ranks),
             microbatches: Some(microbatches),
@@ -181,7 +212,9 @@ impl Many {
                 ));
             }
         }
-        let mut c = Comparison::new(spec, default, ranks, microbatches, units);
+        let mut c = Comparison::new(spec, on.default, ranks, microbatches, on.units.is_some());
+        c.costs = on.units;
+        c.rule = on.rule;
         for (i, source) in self.sources.iter().enumerate() {
             if merged[i] {
                 continue;
@@ -193,13 +226,13 @@ impl Many {
             let plan = built[i]
                 .as_ref()
                 .map(|b| &b.plan)
-                .map_err(|f| reason(source, f, &session.files));
+                .map_err(|f| source.failure_reason(f, &session.files));
             c.push(spec, names[i].clone(), requires, plan);
             if let Some(row) = c.rows.last_mut() {
                 row.notes.append(&mut notes[i]);
             }
         }
-        c
+        Ok(c)
     }
 
     /// A planner over these schedules for a sweep: a usage failure stops it, any other failure
@@ -234,14 +267,45 @@ impl Planner for ManyPlanner<'_> {
         schedule: &str,
         request: &PlanRequest,
     ) -> Result<ValidPlan, Unbuilt<Failure>> {
+        self.plan_with(schedule, request, &[])
+    }
+
+    /// The plan with `settings` in place of the command line's for those names; a schedule
+    /// that does not declare a swept parameter (a setting, or `v` in the request) refuses.
+    fn plan_with(
+        &mut self,
+        schedule: &str,
+        request: &PlanRequest,
+        settings: &[(String, String)],
+    ) -> Result<ValidPlan, Unbuilt<Failure>> {
         let Some(source) = self.source(schedule) else {
             return Err(Unbuilt::Refused(format!("no schedule named `{schedule}`")));
         };
-        let params = self.many.params_for(source, request);
+        let takes = |name: &str| source.declared().is_some_and(|d| d.takes(name));
+        if request.stages_per_rank.is_some() && !takes("v") {
+            return Err(Unbuilt::Refused(format!(
+                "{schedule} takes no stages per rank (`v`)"
+            )));
+        }
+        let mut params = self.many.params_for(source, request);
+        for (name, value) in settings {
+            if !takes(name) {
+                return Err(Unbuilt::Refused(format!(
+                    "{schedule} has no parameter `{name}`"
+                )));
+            }
+            params.settings.retain(|s| s.name != *name);
+            params.settings.push(Setting {
+                name: name.clone(),
+                value: value.clone(),
+            });
+        }
         match self.session.build(source, &params) {
             Ok(built) => Ok(built.plan),
             Err(f) if f.is_usage() => Err(Unbuilt::Stop(f)),
-            Err(f) => Err(Unbuilt::Refused(reason(source, &f, &self.session.files))),
+            Err(f) => Err(Unbuilt::Refused(
+                source.failure_reason(&f, &self.session.files),
+            )),
         }
     }
 
@@ -250,27 +314,19 @@ impl Planner for ManyPlanner<'_> {
     }
 }
 
-/// Why `source` could not be built, in one line: with the place in front for a file the user
-/// gave (a `.weave` file, one of their schedule folders' files, a plan file), as the library's and
-/// plugins' own words otherwise.
-pub fn reason(source: &Source, failure: &Failure, files: &Files) -> String {
-    match source.kind() {
-        SourceKind::WeaveFile | SourceKind::Folder | SourceKind::PlanFile => {
-            failure.located_reason(files)
+/// Unit costs, `--costs`, or the spec `--spec` names with its rule.
+pub fn costing(costs: &CostArgs, session: &mut Session) -> Result<Costing, Failure> {
+    Ok(match &costs.spec.name {
+        None => {
+            costs.spec.check_without_spec()?;
+            costs.costs.map_or(Costing::Unit, Costing::Uniform)
         }
-        SourceKind::Library | SourceKind::Plugin => failure.reason(),
-    }
-}
-
-/// Unit costs, or the spec `--spec` names.
-pub fn costing(spec: Option<&str>, session: &mut Session) -> Result<Costing, Failure> {
-    Ok(match spec {
-        None => Costing::Unit,
         Some(arg) => {
             let loaded = session.spec(Some(arg))?;
             Costing::Spec {
                 spec: Box::new(loaded.spec),
                 default: loaded.default,
+                rule: costs.spec.rule(),
             }
         }
     })

@@ -7,7 +7,7 @@
 //! an existing file stays as it was and no temporary file remains. Exports are streamed: written
 //! into the temporary file (or to standard output) as they are made, never held whole.
 
-use crate::diagnostics::Renderer;
+use pipeweave_diagnostics::Renderer;
 use pipeweave_export::Document;
 use pipeweave_source::{Failure, Files};
 use std::io::{ErrorKind, Write};
@@ -157,13 +157,7 @@ fn new_file_permissions() -> Option<std::fs::Permissions> {
 /// found in `what`'s figures): the inputs are bounded so that this does not happen, and a figure
 /// printed as `inf` or `NaN%` would be wrong silently.
 pub fn finite(what: &str, found: Option<(String, f64)>) -> Result<(), Failure> {
-    match found {
-        None => Ok(()),
-        Some((path, x)) => Err(Failure::invalid(format!(
-            "{what}: the figure `{path}` came out as {x}, not a finite number; an input is too \
-             large or too small for pipeweave to compute with"
-        ))),
-    }
+    pipeweave_eval::finite(what, found).map_err(Failure::invalid)
 }
 
 /// Prints rendered text (a warning) on standard error (where a failed write has nowhere to be
@@ -177,12 +171,17 @@ pub fn warning(message: &str) {
     warn(&format!("warning: {message}\n"));
 }
 
+/// `note: MESSAGE` on standard error: information beside output that goes elsewhere.
+pub fn note(message: &str) {
+    warn(&format!("note: {message}\n"));
+}
+
 /// The exit code of a command's result, its failure rendered on standard error.
 pub fn finish(result: Result<(), Failure>, files: &Files, max_diagnostics: usize) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            let text = Renderer::new(files, max_diagnostics).failure(&f);
+            let text = Renderer::new(files, max_diagnostics).failure(&f.diagnostics);
             let _ = std::io::stderr().lock().write_all(text.as_bytes());
             ExitCode::from(f.exit_code())
         }

@@ -37,7 +37,7 @@ impl Progress {
         }
         if let Some(bar) = &self.bar {
             bar.set_position(t.done);
-            bar.set_message(format!("{} {}={}", t.schedule, t.param.name(), t.x));
+            bar.set_message(format!("{} {}={}", t.schedule, t.param, t.x));
         }
     }
 

@@ -7,11 +7,13 @@
 //! timelines.
 
 use crate::args::{ManyArgs, TimeWindowArgs};
-use crate::many::{Drawn, Many, check_window, costing, draw, reason, timelines, window};
+use crate::many::{CompareOn, Drawn, Many, check_window, costing, draw, timelines, window};
 use crate::output::{emit, is_stdout};
+use crate::over::OverArg;
 use crate::session::Session;
 use crate::sweep::sweep;
 use pipeweave_eval::{Comparison, Costing, Metric, Over, Param};
+use pipeweave_param::Value;
 use pipeweave_report::{
     Block, HtmlReport, Section, SvgWindow, Table, compare_notes, compare_tables, compare_title,
     costing_text, html_page, sweep_svg, sweep_table,
@@ -23,7 +25,7 @@ use std::path::Path;
 #[derive(Debug)]
 pub struct Options {
     /// `--over`; `None`: micro-batches from P to 16P.
-    pub over: Option<Over>,
+    pub over: Option<OverArg>,
     pub metric: Metric,
     pub comms: bool,
     /// The window of time the timelines show.
@@ -36,6 +38,7 @@ fn default_over(ranks: u32) -> Over {
     let values = [1u32, 2, 3, 4, 6, 8, 12, 16]
         .iter()
         .filter_map(|k| k.checked_mul(ranks))
+        .map(|m| Value::Int(i64::from(m)))
         .collect();
     Over {
         param: Param::Microbatches,
@@ -134,9 +137,14 @@ fn sweep_blocks(
 /// fails only when none of them runs.
 fn page(args: &ManyArgs, options: &Options, session: &mut Session) -> Result<String, Failure> {
     check_window(&options.window)?;
-    let costing = costing(args.spec.as_deref(), session)?;
+    let costing = costing(&args.costs, session)?;
     let many = Many::resolve(&args.schedules, &args.params, session)?;
-    let request = many.shape(&costing);
+    let over = options
+        .over
+        .as_ref()
+        .map(|o| o.typed(&many.sources))
+        .transpose()?;
+    let request = many.shape(&costing)?;
     let built = many.build_all(&request, session)?;
     let mut drawn: Vec<Drawn> = Vec::new();
     let mut rejected: Vec<String> = Vec::new();
@@ -144,7 +152,7 @@ fn page(args: &ManyArgs, options: &Options, session: &mut Session) -> Result<Str
         let name = source.name();
         let d = b
             .as_ref()
-            .map_err(|f| reason(source, f, &session.files))
+            .map_err(|f| source.failure_reason(f, &session.files))
             .and_then(|b| draw(name, &b.plan, &costing));
         match d {
             Ok(d) => drawn.push(d),
@@ -160,23 +168,35 @@ fn page(args: &ManyArgs, options: &Options, session: &mut Session) -> Result<Str
     }
     let window = window(&options.window, &drawn, &costing)?;
 
-    // On a spec, the comparison is on it; otherwise on the built-in default with unit makespans.
-    let (spec, default, units) = match &costing {
-        Costing::Spec { spec, default } => (spec.as_ref().clone(), *default, false),
-        Costing::Unit => {
+    // On a spec, the comparison is on it; otherwise on the built-in default with the makespans
+    // of the timelines' costs.
+    let (spec, default, rule, units) = match &costing {
+        Costing::Spec {
+            spec,
+            default,
+            rule,
+        } => (spec.as_ref().clone(), *default, *rule, None),
+        Costing::Unit | Costing::Uniform(_) => {
             let loaded = session.spec(None)?;
-            (loaded.spec, loaded.default, true)
+            let units = match &costing {
+                Costing::Uniform(costs) => *costs,
+                _ => pipeweave_sim::UniformCosts::default(),
+            };
+            (loaded.spec, loaded.default, Default::default(), Some(units))
         }
+    };
+    let on = CompareOn {
+        spec: &spec,
+        default,
+        rule,
+        units,
     };
     // The plans built for the timelines serve the comparison when it has the same P and M.
     let prebuilt = Some((&request, &built[..]));
-    let compared = many.compare(&spec, default, &request, units, prebuilt, session);
+    let compared = many.compare(&on, &many.given(), prebuilt, session)?;
     crate::output::finite("report", pipeweave_eval::non_finite(&compared))?;
 
-    let over = options
-        .over
-        .clone()
-        .unwrap_or_else(|| default_over(compared.ranks));
+    let over = over.unwrap_or_else(|| default_over(compared.ranks));
     let sections = vec![
         Section {
             id: "comparison".into(),

@@ -3,15 +3,15 @@
 //! read a spec.
 
 use crate::args::PlanArgs;
-use crate::diagnostics::Renderer;
-use crate::host::CliHost;
+use pipeweave_diagnostics::Renderer;
+use pipeweave_host::FsHost;
 use pipeweave_source::{Built, Failure, Files, LoadedSpec, Params, Source};
 
 /// The outside world of one command.
 #[derive(Debug)]
 pub struct Session {
     /// Files and plugins.
-    pub host: CliHost,
+    pub host: FsHost,
     /// Every text read.
     pub files: Files,
     /// How many diagnostics to show (`--max-diagnostics`; 0: all).
@@ -24,7 +24,7 @@ impl Session {
     /// A session that shows at most `max_diagnostics` diagnostics (0: all).
     pub fn new(max_diagnostics: usize) -> Session {
         Session {
-            host: CliHost::default(),
+            host: crate::host::host(),
             files: Files::default(),
             max_diagnostics,
             noted: std::collections::BTreeSet::new(),

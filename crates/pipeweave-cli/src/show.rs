@@ -90,17 +90,21 @@ pub fn run(
             "--from {from} --to {to}: the window must end after it starts"
         )));
     }
-    if let Some(spec) = &costs.spec {
-        let spec = session.spec(Some(spec))?;
-        let (built, e) = on_spec(session, plan, &spec)?;
-        let head = format!(
+    if costs.spec.name.is_some() {
+        let on = on_spec(session, plan, &costs.spec)?;
+        let e = &on.evaluation;
+        let mut head = format!(
             "spec {}: step time {}, times in seconds\n",
             e.report.spec,
             pipeweave_report::seconds(e.report.step_time_s)
         );
-        let drawing = draw(&built.plan, &e.timeline, window)?;
+        if !on.fitted.is_empty() {
+            head.push_str(&format!("spec fitted: {}\n", on.fitted.join("; ")));
+        }
+        let drawing = draw(&on.built.plan, &e.timeline, window)?;
         return emit(None, &(head + &drawing));
     }
+    costs.spec.check_without_spec()?;
     let built = session.load(plan)?;
     let costs: UniformCosts = costs.costs.unwrap_or_default();
     let t = simulate(&built, &costs)?;

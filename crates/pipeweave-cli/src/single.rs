@@ -1,41 +1,51 @@
 //! The commands on one plan: `validate`, `simulate`, `convert` and `compile`, and the steps
 //! `show` and `export` share with them (the plan on a spec, the plan simulated).
 
-use crate::args::{ConvertTo, CostArgs, Format, PlanArgs};
+use crate::args::{ConvertTo, CostArgs, Format, PlanArgs, SpecArgs};
 use crate::output::{self, emit};
 use crate::session::Session;
-use pipeweave_eval::{Evaluation, Shape, Simulation, evaluate, non_finite};
+use pipeweave_eval::{Evaluation, Shape, Simulation, evaluate_on_spec, non_finite, plan_shape};
 use pipeweave_plan::Plan;
 use pipeweave_sim::{CostModel, Timeline};
-use pipeweave_source::{Built, Failure, LoadedSpec};
+use pipeweave_source::{Built, Failure};
 use std::path::PathBuf;
 
-/// The plan on a spec: P and M from the spec where the command line leaves them out (a plan file
-/// has its own), checked against the spec (a mismatch points at the spec's key) and evaluated.
-pub fn on_spec(
-    session: &mut Session,
-    args: &PlanArgs,
-    spec: &LoadedSpec,
-) -> Result<(Built, Evaluation), Failure> {
+/// A plan on a spec: what [`on_spec`] gives.
+#[derive(Debug)]
+pub struct OnSpec {
+    /// The plan.
+    pub built: Built,
+    /// It evaluated on the spec fitted to it.
+    pub evaluation: Evaluation,
+    /// How the spec was fitted, one sentence per change.
+    pub fitted: Vec<String>,
+}
+
+/// The plan on the spec `spec.name` names: P and M from the spec where the command line leaves
+/// them out (a plan file has its own), the spec fitted to the plan's shape by the one rule of
+/// every command ([`pipeweave_eval::fit`]; with `--strict-spec` a mismatch is refused, pointing at
+/// the spec's keys), and evaluated.
+pub fn on_spec(session: &mut Session, args: &PlanArgs, spec: &SpecArgs) -> Result<OnSpec, Failure> {
+    let loaded = session.spec(spec.name.as_deref())?;
+    let rule = spec.rule();
     session.host.with_plugin_dirs(&args.params.plugin_dirs);
     session.host.with_schedule_dirs(&args.params.schedule_dirs);
     let source = session.resolve(&args.plan)?;
     let mut params = args.params.params();
     if !source.is_plan_file() {
-        params.ranks = params.ranks.or(Some(spec.spec.parallelism.pp));
-        params.microbatches = params
-            .microbatches
-            .or(Some(spec.spec.training.microbatches));
+        let (p, m) = plan_shape(&loaded.spec, rule, params.ranks, params.microbatches)
+            .map_err(|reason| Failure::invalid(format!("spec {}: {reason}", loaded.spec.name)))?;
+        params.ranks = Some(p);
+        params.microbatches = Some(m);
     }
     let built = session.build(&source, &params)?;
-    let problems = spec.spec.check_plan(&built.plan);
-    if !problems.is_empty() {
-        return Err(Failure::from_diagnostics(problems));
-    }
-    let e = evaluate(&spec.spec, &built.plan).map_err(Failure::from_diagnostics)?;
-    output::finite(&built.name, non_finite(&e.report))?;
-    finite_timeline(&built.name, &built.plan, &e.timeline)?;
-    Ok((built, e))
+    let (evaluation, fitted) = evaluate_on_spec(&built.name, &loaded.spec, &built.plan, rule)
+        .map_err(Failure::from_diagnostics)?;
+    Ok(OnSpec {
+        fitted: fitted.notes(),
+        built,
+        evaluation,
+    })
 }
 
 /// Simulates a built plan under `costs`; every figure of the timeline is finite.
@@ -56,10 +66,15 @@ pub fn finite_timeline(name: &str, plan: &Plan, timeline: &Timeline) -> Result<(
 pub fn validate(plan: &PlanArgs, session: &mut Session) -> Result<(), Failure> {
     let built = session.load(plan)?;
     let text = format!(
-        "{}: valid and deadlock free ({}, {} compute operations)\n",
+        "{}: valid and deadlock free ({}, {} compute operations{})\n",
         built.name,
         pipeweave_report::shape_text(&Shape::of(&built.plan)),
-        built.plan.num_ops()
+        built.plan.num_ops(),
+        if built.plan.is_forward_only() {
+            ", forwards only: an evaluation step"
+        } else {
+            ""
+        }
     );
     emit(None, &text)
 }
@@ -71,13 +86,15 @@ fn simulation(
     costs: &CostArgs,
     session: &mut Session,
 ) -> Result<Simulation, Failure> {
-    if let Some(spec) = &costs.spec {
-        let spec = session.spec(Some(spec))?;
-        let (built, e) = on_spec(session, plan, &spec)?;
-        let sim = Simulation::new(&built.name, &built.plan, &e.timeline, Some(&e.report));
-        output::finite(&built.name, non_finite(&sim))?;
+    if costs.spec.name.is_some() {
+        let on = on_spec(session, plan, &costs.spec)?;
+        let e = &on.evaluation;
+        let mut sim = Simulation::new(&on.built.name, &on.built.plan, &e.timeline, Some(&e.report));
+        sim.fitted = Some(on.fitted);
+        output::finite(&on.built.name, non_finite(&sim))?;
         return Ok(sim);
     }
+    costs.spec.check_without_spec()?;
     let built = session.load(plan)?;
     let t = simulate(&built, &costs.costs.unwrap_or_default())?;
     Ok(Simulation::new(&built.name, &built.plan, &t, None))

@@ -1,10 +1,11 @@
-//! `pipeweave sweep`: one metric of several schedules against a swept parameter (micro-batches or
-//! ranks), as a table and an SVG line chart, with a progress bar on a terminal's stderr when it
-//! takes a while.
+//! `pipeweave sweep`: one metric of several schedules against a swept parameter (micro-batches,
+//! ranks, stages per rank or any parameter they declare), as a table and an SVG line chart, with
+//! a progress bar on a terminal's stderr when it takes a while.
 
 use crate::args::{ManyArgs, MetricArg};
 use crate::many::{Many, costing};
 use crate::output::{emit, is_stdout};
+use crate::over::OverArg;
 use crate::progress::Progress;
 use crate::session::Session;
 use clap::ValueEnum;
@@ -28,7 +29,7 @@ pub fn sweep(
     session: &mut Session,
 ) -> Result<Sweep, Failure> {
     let names: Vec<String> = many.sources.iter().map(|s| s.name().to_owned()).collect();
-    let base = many.shape(costing);
+    let base = many.given();
     let mut progress = Progress::new();
     let result = pipeweave_eval::sweep(
         &names,
@@ -46,7 +47,7 @@ pub fn sweep(
 /// `pipeweave sweep`: the table on standard output, the chart in `svg`.
 pub fn run(
     args: &ManyArgs,
-    over: &Over,
+    over: &OverArg,
     metric: MetricArg,
     svg: Option<&PathBuf>,
     format: TableFormat,
@@ -57,9 +58,10 @@ pub fn run(
             "--svg -: the table goes to standard output; write the chart to a file",
         ));
     }
-    let costing = costing(args.spec.as_deref(), session)?;
+    let costing = costing(&args.costs, session)?;
     let many = Many::resolve(&args.schedules, &args.params, session)?;
-    let result = sweep(&many, over, metric.into(), &costing, session)?;
+    let over = over.typed(&many.sources)?;
+    let result = sweep(&many, &over, metric.into(), &costing, session)?;
     crate::output::finite("sweep", pipeweave_eval::non_finite(&result.series))?;
     if let Some(path) = svg {
         emit(Some(path), &pipeweave_report::sweep_svg(&result))?;

@@ -1,12 +1,18 @@
 //! Diagnostics as data: a severity, a message in plain words, spans into source files, labels and hints.
 //!
-//! Libraries return these values; only the command line renders them.
-//! A span is a byte range in one source file, named by a [`FileId`] the caller hands out.
+//! Libraries return these values; only the front ends (the command line and the Python binding)
+//! render them, through the one [`Renderer`].
+//! A span is a byte range in one source file, named by a [`FileId`] the caller hands out; the
+//! texts read for one run are a [`Files`] table.
 
 #![warn(missing_docs)]
 
+mod files;
+mod render;
 mod text;
 
+pub use files::Files;
+pub use render::{DEFAULT_MAX_DIAGNOSTICS, Renderer};
 pub use text::{BOM, text_from_bytes};
 
 use std::ops::Range;

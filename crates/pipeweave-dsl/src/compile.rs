@@ -66,6 +66,22 @@ impl Origins {
         Some(Span::new(self.file, range))
     }
 
+    /// The origins of the actions `keep` keeps (by rank and position), in order: those of the
+    /// plan made of those actions.
+    pub fn only(self, keep: impl Fn(u32, usize) -> bool) -> Origins {
+        let at = (0u32..)
+            .zip(self.at)
+            .map(|(rank, at)| {
+                (0..)
+                    .zip(at)
+                    .filter(|&(i, _)| keep(rank, i))
+                    .map(|(_, k)| k)
+                    .collect()
+            })
+            .collect();
+        Origins { at, ..self }
+    }
+
     /// How many actions rank `rank`'s program has (0 for a rank the plan does not have).
     pub fn actions(&self, rank: u32) -> usize {
         self.at.get(rank as usize).map_or(0, Vec::len)

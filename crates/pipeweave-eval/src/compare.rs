@@ -5,10 +5,11 @@
 //! row has no figures. The caller builds the plans; this module only evaluates them.
 
 use crate::breakdown::{Breakdown, Volumes};
-use crate::fit::fit_spec;
+use crate::fit::{Change, SpecRule, fit};
 use crate::step::{MemoryBreakdown, RankReport, StepReport, evaluate};
 use pipeweave_check::ValidPlan;
 use pipeweave_plan::{Action, Kind, Plan};
+use pipeweave_sim::UniformCosts;
 use pipeweave_spec::Spec;
 use serde::{Serialize, Serializer};
 
@@ -190,6 +191,12 @@ pub struct Comparison {
     /// Whether the unit-cost makespan is evaluated (and shown).
     #[serde(skip)]
     pub units: bool,
+    /// The durations of that makespan when not unit costs (`--costs`).
+    #[serde(skip)]
+    pub costs: Option<UniformCosts>,
+    /// How the spec meets each plan.
+    #[serde(skip)]
+    pub rule: SpecRule,
     /// One row per schedule, in the order given.
     pub rows: Vec<Row>,
 }
@@ -212,6 +219,8 @@ impl Comparison {
             microbatches,
             spec_microbatches: spec.training.microbatches,
             units,
+            costs: None,
+            rule: SpecRule::default(),
             rows: Vec::new(),
         }
     }
@@ -222,7 +231,7 @@ impl Comparison {
     }
 
     /// Adds a row for `schedule`: its plan (or the reason there is none) simulated on the spec
-    /// adapted to the plan's shape ([`fit_spec`]).
+    /// fitted to the plan's shape by the comparison's rule ([`fit`]).
     pub fn push(
         &mut self,
         spec: &Spec,
@@ -230,8 +239,9 @@ impl Comparison {
         requires: impl Into<String>,
         plan: Result<&ValidPlan, String>,
     ) {
-        self.rows
-            .push(evaluate_row(spec, schedule, requires, plan, self.units));
+        let units = self.units.then_some(self.costs.unwrap_or_default());
+        let row = row(spec, self.rule, schedule, requires, plan, units.as_ref());
+        self.rows.push(row);
     }
 }
 
@@ -243,6 +253,27 @@ pub fn evaluate_row(
     requires: impl Into<String>,
     plan: Result<&ValidPlan, String>,
     units: bool,
+) -> Row {
+    let costs = units.then(UniformCosts::default);
+    row(
+        spec,
+        SpecRule::default(),
+        schedule,
+        requires,
+        plan,
+        costs.as_ref(),
+    )
+}
+
+/// One row: `plan` on `spec` fitted by `rule`, with the makespan under `units` when given. The
+/// notes say how the spec was fitted, but not M, which the comparison's title gives once.
+fn row(
+    spec: &Spec,
+    rule: SpecRule,
+    schedule: impl Into<String>,
+    requires: impl Into<String>,
+    plan: Result<&ValidPlan, String>,
+    units: Option<&UniformCosts>,
 ) -> Row {
     let mut row = Row {
         schedule: schedule.into(),
@@ -259,23 +290,26 @@ pub fn evaluate_row(
         }
     };
     row.traits = Some(Traits::of(plan));
-    let (fitted, notes) = match fit_spec(spec, plan) {
+    let fitted = match fit(spec, plan, rule) {
         Ok(x) => x,
-        Err(reason) => {
-            row.outcome = Err(reason);
+        Err(diags) => {
+            row.outcome = Err(crate::step::messages(&diags));
             return row;
         }
     };
-    row.notes = notes;
-    row.outcome = match evaluate(&fitted, plan) {
+    row.notes = fitted
+        .changes
+        .iter()
+        .filter(|c| !matches!(c, Change::Microbatches { .. }))
+        .map(ToString::to_string)
+        .collect();
+    row.outcome = match evaluate(&fitted.spec, plan) {
         Ok(e) => {
-            let makespan_units = if units {
-                pipeweave_sim::simulate(plan, &pipeweave_sim::UnitCosts)
+            let makespan_units = units.and_then(|c| {
+                pipeweave_sim::simulate(plan, c)
                     .ok()
                     .map(|t| t.timing.makespan)
-            } else {
-                None
-            };
+            });
             Ok(Figures::from_report(&e.report, makespan_units))
         }
         Err(diags) => Err(crate::step::messages(&diags)),

@@ -1,10 +1,10 @@
-//! Where the durations of a simulation come from: unit costs, or a cluster spec adapted to each
-//! plan's shape.
+//! Where the durations of a simulation come from: unit costs, uniform costs of the command line,
+//! or a cluster spec fitted to each plan's shape by the one rule of [`crate::fit`].
 
-use crate::fit::fit_spec;
+use crate::fit::{SpecRule, fit, plan_shape};
 use crate::step::evaluate;
 use pipeweave_check::ValidPlan;
-use pipeweave_sim::{CostModel, Timeline, UnitCosts};
+use pipeweave_sim::{CostModel, Timeline, UniformCosts, UnitCosts};
 use pipeweave_spec::Spec;
 
 /// The unit of the times of a timeline: the simulator's abstract units or seconds (from a spec).
@@ -28,12 +28,16 @@ impl TimeUnit {
 pub enum Costing {
     /// F = I = W = 1, B = 2, F&B pair = F + B, no transfer time.
     Unit,
-    /// A cluster spec, adapted to each plan's shape ([`fit_spec`]); times in seconds.
+    /// The same durations for every stage, as `--costs` gives them; times in units.
+    Uniform(UniformCosts),
+    /// A cluster spec, fitted to each plan's shape ([`fit`]); times in seconds.
     Spec {
         /// The spec as given.
         spec: Box<Spec>,
         /// Whether it is the built-in default.
         default: bool,
+        /// How it meets a plan of another shape.
+        rule: SpecRule,
     },
 }
 
@@ -46,6 +50,8 @@ pub struct Run {
     pub step_time: f64,
     /// The costs the step was simulated with (for transfer times).
     pub costs: Box<dyn CostModel>,
+    /// On a spec, how it was fitted to the plan, one sentence per change.
+    pub fitted: Vec<String>,
 }
 
 impl std::fmt::Debug for Run {
@@ -60,23 +66,27 @@ impl Costing {
     /// The unit of the times it gives.
     pub fn unit(&self) -> TimeUnit {
         match self {
-            Costing::Unit => TimeUnit::Units,
+            Costing::Unit | Costing::Uniform(_) => TimeUnit::Units,
             Costing::Spec { .. } => TimeUnit::Seconds,
         }
     }
 
-    /// P and M when the command line leaves them out: the spec's.
-    pub fn default_shape(&self) -> (Option<u32>, Option<u32>) {
-        match self {
-            Costing::Unit => (None, None),
-            Costing::Spec { spec, .. } => {
-                (Some(spec.parallelism.pp), Some(spec.training.microbatches))
-            }
-        }
+    /// P and M for a plan: those given; on a spec, the others by its rule ([`plan_shape`]).
+    /// Fails when no whole number of micro-batches keeps the spec's global batch.
+    pub fn shape(
+        &self,
+        ranks: Option<u32>,
+        microbatches: Option<u32>,
+    ) -> Result<(Option<u32>, Option<u32>), String> {
+        let Costing::Spec { spec, rule, .. } = self else {
+            return Ok((ranks, microbatches));
+        };
+        let (p, m) = plan_shape(spec, *rule, ranks, microbatches)?;
+        Ok((Some(p), Some(m)))
     }
 
-    /// Simulates `plan` (validated); on a spec, the spec adapted to the plan's shape. Fails, with
-    /// the reason in words, when the spec cannot take the plan.
+    /// Simulates `plan` (validated); on a spec, the spec fitted to the plan's shape by its rule.
+    /// Fails, with the reason in words, when the spec cannot take the plan.
     pub fn run(&self, plan: &ValidPlan) -> Result<Run, String> {
         match self {
             Costing::Unit => {
@@ -86,15 +96,26 @@ impl Costing {
                     step_time: timeline.timing.makespan,
                     timeline,
                     costs: Box::new(UnitCosts),
+                    fitted: Vec::new(),
                 })
             }
-            Costing::Spec { spec, .. } => {
-                let (fitted, _) = fit_spec(spec, plan)?;
-                let e = evaluate(&fitted, plan).map_err(|d| crate::step::messages(&d))?;
+            Costing::Uniform(costs) => {
+                let timeline = pipeweave_sim::simulate(plan, costs).map_err(|e| e.to_string())?;
+                Ok(Run {
+                    step_time: timeline.timing.makespan,
+                    timeline,
+                    costs: Box::new(*costs),
+                    fitted: Vec::new(),
+                })
+            }
+            Costing::Spec { spec, rule, .. } => {
+                let fitted = fit(spec, plan, *rule).map_err(|d| crate::step::messages(&d))?;
+                let e = evaluate(&fitted.spec, plan).map_err(|d| crate::step::messages(&d))?;
                 Ok(Run {
                     step_time: e.report.step_time_s,
                     timeline: e.timeline,
                     costs: Box::new(e.costs),
+                    fitted: fitted.notes(),
                 })
             }
         }

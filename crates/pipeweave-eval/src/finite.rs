@@ -6,6 +6,19 @@
 use serde::ser::{self, Serialize};
 use std::fmt;
 
+/// `what`'s figures refused when [`non_finite`] found one (`found`), in the words every front end
+/// shows: the inputs are bounded so that this does not happen, and a figure printed as `inf` or
+/// `NaN%` would be wrong silently.
+pub fn finite(what: &str, found: Option<(String, f64)>) -> Result<(), String> {
+    match found {
+        None => Ok(()),
+        Some((path, x)) => Err(format!(
+            "{what}: the figure `{path}` came out as {x}, not a finite number; an input is too \
+             large or too small for pipeweave to compute with"
+        )),
+    }
+}
+
 /// The path (`rows[1].figures.step_time_s`) and value of the first non-finite number in `value`.
 pub fn non_finite(value: &impl Serialize) -> Option<(String, f64)> {
     match value.serialize(Walk(String::new())) {

@@ -1,18 +1,242 @@
-//! Adapting a spec to a plan's shape (ranks, stages, micro-batches), so that schedules with
-//! different stage counts (DualPipeV's 2P stages beside 1F1B's P) run on the same cluster and
-//! model.
+//! The one rule by which a spec meets a plan of another shape, for every command that takes a
+//! spec: the pipeline degree P (the GPU count or the data parallelism kept), the cut of the model
+//! into the plan's stages, the micro-batches M (the micro-batch size or the global batch kept); or,
+//! strictly, the refusal of any difference.
 
+use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::Plan;
 use pipeweave_spec::{Measured, Spec};
+use std::fmt;
 
-/// Adapts `spec` to `plan`'s shape: pipeline ranks (data parallelism takes the rest of the GPUs),
-/// model parts (an even split of the layers when the count changes, the first and last parts
-/// lighter since they carry the embedding and the head), and micro-batches per step.
-/// Returns the adapted spec and one note per change; fails when the cluster or the model cannot
-/// take the plan's shape.
+/// How a spec meets a plan whose shape differs from the spec's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SpecRule {
+    /// Refuse any difference (the spec's checks against the plan, located at its keys) instead of
+    /// fitting the spec.
+    pub strict: bool,
+    /// When P differs, keep the data parallelism and let the GPU count follow; by default the
+    /// cluster's GPUs stay and the data parallelism follows P.
+    pub keep_dp: bool,
+    /// Keep the spec's global batch (data parallelism × micro-batches × micro-batch size): the
+    /// micro-batch size follows M and the data parallelism; by default the micro-batch size stays
+    /// and the global batch follows.
+    pub global_batch: bool,
+}
+
+/// One way the fitted spec differs from the spec as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// The pipeline degree, with the data parallelism and the GPUs.
+    Ranks {
+        /// The spec's P and the plan's.
+        pp: (u32, u32),
+        /// The data parallelism before and after.
+        dp: (u32, u32),
+        /// The GPUs before and after (equal unless the data parallelism is kept).
+        gpus: (u64, u64),
+    },
+    /// The model cut into another number of parts.
+    Parts {
+        /// Parts per pipeline.
+        parts: u32,
+        /// Parts per rank.
+        per_rank: u32,
+        /// Layers per part: `4` or `3–4`.
+        layers: String,
+    },
+    /// Micro-batches per step.
+    Microbatches {
+        /// The spec's M and the plan's.
+        m: (u32, u32),
+    },
+    /// Sequences per micro-batch, the global batch kept.
+    MicroBatchSize {
+        /// The spec's size and the fitted one.
+        size: (u64, u64),
+        /// The global batch in sequences.
+        global: u64,
+    },
+}
+
+impl Change {
+    /// Whether the change is of the micro-batches or their size (a comparison says these once,
+    /// in its title, since every row shares them).
+    pub fn is_batch(&self) -> bool {
+        matches!(
+            self,
+            Change::Microbatches { .. } | Change::MicroBatchSize { .. }
+        )
+    }
+}
+
+impl fmt::Display for Change {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Change::Ranks { pp, dp, gpus } if gpus.0 == gpus.1 => write!(
+                f,
+                "pp {} instead of the spec's {} (dp {} instead of {})",
+                pp.1, pp.0, dp.1, dp.0
+            ),
+            Change::Ranks { pp, dp, gpus } => write!(
+                f,
+                "pp {} instead of the spec's {} (dp {} kept: {} GPUs instead of {})",
+                pp.1, pp.0, dp.1, gpus.1, gpus.0
+            ),
+            Change::Parts {
+                parts,
+                per_rank,
+                layers,
+            } => write!(
+                f,
+                "the model cut into {parts} parts ({per_rank} per rank): {layers} layer{} each",
+                if layers == "1" { "" } else { "s" }
+            ),
+            Change::Microbatches { m } => {
+                write!(f, "{} micro-batches instead of the spec's {}", m.1, m.0)
+            }
+            Change::MicroBatchSize { size, global } => write!(
+                f,
+                "micro-batches of {} sequence{} instead of the spec's {} (the global batch of {global} \
+                 sequences kept)",
+                size.1,
+                if size.1 == 1 { "" } else { "s" },
+                size.0
+            ),
+        }
+    }
+}
+
+/// A spec fitted to a plan: the spec the plan runs on and how it differs from the one written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fitted {
+    /// The spec with the plan's shape.
+    pub spec: Spec,
+    /// What changed, in the order P, parts, M, micro-batch size; empty when the plan has the
+    /// spec's shape.
+    pub changes: Vec<Change>,
+}
+
+impl Fitted {
+    /// Every change in words.
+    pub fn notes(&self) -> Vec<String> {
+        self.changes.iter().map(ToString::to_string).collect()
+    }
+}
+
+/// The spec `plan` runs on under `rule`: fitted to the plan's shape, or, with `rule.strict`, the
+/// spec itself when the shapes agree. Fails with the spec's own diagnostics (located at its keys)
+/// under `strict`, and with the reason when the spec cannot take the plan's shape.
+pub fn fit(spec: &Spec, plan: &Plan, rule: SpecRule) -> Result<Fitted, Vec<Diagnostic>> {
+    if rule.strict {
+        let problems = spec.check_plan(plan);
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        return Ok(Fitted {
+            spec: spec.clone(),
+            changes: Vec::new(),
+        });
+    }
+    fit_shape(spec, plan, rule).map_err(|reason| vec![Diagnostic::error(reason)])
+}
+
+/// Adapts `spec` to `plan`'s shape by the default rule ([`SpecRule::default`]): the GPUs kept, the
+/// micro-batch size kept. Returns the adapted spec and a note per change of P or of the cut (a
+/// comparison gives M in its title); fails when the cluster or the model cannot take the plan's
+/// shape.
 pub fn fit_spec(spec: &Spec, plan: &Plan) -> Result<(Spec, Vec<String>), String> {
+    let fitted = fit_shape(spec, plan, SpecRule::default())?;
+    let notes = fitted
+        .changes
+        .iter()
+        .filter(|c| !c.is_batch())
+        .map(ToString::to_string)
+        .collect();
+    Ok((fitted.spec, notes))
+}
+
+/// The data parallelism and the GPUs at `pp` pipeline ranks under `rule`.
+fn replicas(spec: &Spec, pp: u32, rule: SpecRule) -> Result<(u32, u64), String> {
+    let par = &spec.parallelism;
+    let gpus = spec.cluster.gpus();
+    if pp == par.pp {
+        return Ok((par.dp, gpus));
+    }
+    if rule.keep_dp {
+        let wanted = u64::from(pp) * u64::from(par.tp) * u64::from(par.dp);
+        let node = u64::from(spec.cluster.gpus_per_node);
+        if !wanted.is_multiple_of(node) {
+            return Err(format!(
+                "pp {pp} × tp {} × dp {} (kept) is {wanted} GPUs, not whole nodes of {node}",
+                par.tp, par.dp
+            ));
+        }
+        if wanted > node && spec.cluster.hardware.network_id.is_none() {
+            return Err(format!(
+                "pp {pp} × tp {} × dp {} (kept) is {wanted} GPUs, more than the spec's one node \
+                 of {node}, and the spec names no `cluster.network` between nodes",
+                par.tp, par.dp
+            ));
+        }
+        return Ok((par.dp, wanted));
+    }
+    let per_replica = u64::from(pp) * u64::from(par.tp);
+    if !gpus.is_multiple_of(per_replica) {
+        return Err(format!(
+            "{gpus} GPUs do not split into pipelines of {pp} ranks × tp {}",
+            par.tp
+        ));
+    }
+    let dp = u32::try_from(gpus / per_replica).map_err(|_| "too many GPUs".to_owned())?;
+    Ok((dp, gpus))
+}
+
+/// The spec's global batch in sequences: data parallelism × micro-batches × micro-batch size.
+pub fn global_batch(spec: &Spec) -> u64 {
+    u64::from(spec.parallelism.dp)
+        * u64::from(spec.training.microbatches)
+        * spec.training.micro_batch_size
+}
+
+/// The micro-batches per step at `pp` pipeline ranks that keep the spec's global batch with its
+/// micro-batch size (`rule.global_batch` when M is not given); fails when they do not divide.
+pub fn microbatches_at(spec: &Spec, pp: u32, rule: SpecRule) -> Result<u32, String> {
+    let (dp, _) = replicas(spec, pp, rule)?;
+    let global = global_batch(spec);
+    let size = spec.training.micro_batch_size;
+    let per_step = u64::from(dp) * size;
+    if per_step == 0 || !global.is_multiple_of(per_step) {
+        return Err(format!(
+            "the global batch of {global} sequences does not split into dp {dp} × micro-batches \
+             of {size} sequence{}",
+            if size == 1 { "" } else { "s" }
+        ));
+    }
+    u32::try_from(global / per_step).map_err(|_| "too many micro-batches".to_owned())
+}
+
+/// P and M of a plan on `spec` under `rule`: those given, else the spec's P, and the spec's M or,
+/// when the rule keeps the global batch, the M that keeps it at that P with the spec's
+/// micro-batch size ([`microbatches_at`]).
+pub fn plan_shape(
+    spec: &Spec,
+    rule: SpecRule,
+    ranks: Option<u32>,
+    microbatches: Option<u32>,
+) -> Result<(u32, u32), String> {
+    let p = ranks.unwrap_or(spec.parallelism.pp);
+    let m = match microbatches {
+        Some(m) => m,
+        None if rule.global_batch && !rule.strict => microbatches_at(spec, p, rule)?,
+        None => spec.training.microbatches,
+    };
+    Ok((p, m))
+}
+
+/// The fitting itself (see [`fit`]).
+fn fit_shape(spec: &Spec, plan: &Plan, rule: SpecRule) -> Result<Fitted, String> {
     let mut out = spec.clone();
-    let mut notes = Vec::new();
+    let mut changes = Vec::new();
     let pp = plan.ranks();
     let parts = plan.stages_per_pipeline();
     if pp == 0 || !parts.is_multiple_of(pp) {
@@ -20,31 +244,27 @@ pub fn fit_spec(spec: &Spec, plan: &Plan) -> Result<(Spec, Vec<String>), String>
             "the plan's {parts} stages per pipeline do not spread evenly over its {pp} ranks"
         ));
     }
+    let (dp, gpus) = replicas(spec, pp, rule)?;
     let par = &mut out.parallelism;
     if pp != par.pp {
-        let gpus = spec.cluster.gpus();
-        let per_replica = u64::from(pp) * u64::from(par.tp);
-        if !gpus.is_multiple_of(per_replica) {
-            return Err(format!(
-                "{gpus} GPUs do not split into pipelines of {pp} ranks × tp {}",
-                par.tp
-            ));
-        }
-        let dp = u32::try_from(gpus / per_replica).map_err(|_| "too many GPUs".to_owned())?;
         if spec.model.moe.is_some() && !dp.is_multiple_of(par.ep) {
             return Err(format!(
                 "expert parallelism {} does not divide the data parallelism {dp} left by pp {pp}",
                 par.ep
             ));
         }
-        notes.push(format!(
-            "pp {} instead of the spec's {} (dp {dp} instead of {})",
-            pp, par.pp, par.dp
-        ));
+        changes.push(Change::Ranks {
+            pp: (par.pp, pp),
+            dp: (par.dp, dp),
+            gpus: (spec.cluster.gpus(), gpus),
+        });
         par.pp = pp;
         par.dp = dp;
+        let node = u64::from(out.cluster.gpus_per_node);
+        out.cluster.nodes = u32::try_from(gpus / node.max(1)).map_err(|_| "too many GPUs")?;
     }
     let v = parts / pp;
+    let par = &mut out.parallelism;
     par.stages_per_rank = v;
     if par.layers_per_stage.len() != parts as usize {
         let layers = spec.model.layers;
@@ -60,15 +280,38 @@ pub fn fit_spec(spec: &Spec, plan: &Plan) -> Result<(Spec, Vec<String>), String>
             ));
         }
         par.layers_per_stage = split_layers(layers, parts);
-        let each = describe_split(&par.layers_per_stage);
-        notes.push(format!(
-            "the model cut into {parts} parts ({v} per rank): {each} layer{} each",
-            if each == "1" { "" } else { "s" }
-        ));
+        changes.push(Change::Parts {
+            parts,
+            per_rank: v,
+            layers: describe_split(&par.layers_per_stage),
+        });
     }
-    // The comparison's title says when M differs from the spec's; every row would repeat it.
-    out.training.microbatches = plan.num_microbatches();
-    Ok((out, notes))
+    let m = plan.num_microbatches();
+    if m != spec.training.microbatches {
+        changes.push(Change::Microbatches {
+            m: (spec.training.microbatches, m),
+        });
+    }
+    out.training.microbatches = m;
+    if rule.global_batch {
+        let global = global_batch(spec);
+        let per_size = u64::from(dp) * u64::from(m);
+        if !global.is_multiple_of(per_size) {
+            return Err(format!(
+                "the global batch of {global} sequences does not split into dp {dp} × {m} \
+                 micro-batches"
+            ));
+        }
+        let size = global / per_size;
+        if size != spec.training.micro_batch_size {
+            changes.push(Change::MicroBatchSize {
+                size: (spec.training.micro_batch_size, size),
+                global,
+            });
+        }
+        out.training.micro_batch_size = size;
+    }
+    Ok(Fitted { spec: out, changes })
 }
 
 /// `layers` over `parts` as evenly as possible; the extra layers go to the middle parts, so the

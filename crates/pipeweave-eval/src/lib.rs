@@ -1,9 +1,9 @@
 //! Analysis of plans: what a simulated step costs on a cluster spec, comparisons of schedules,
 //! sweeps of a parameter and the recommend search, as plain data for the views.
 //!
-//! [`evaluate`] runs a plan on a spec's costs and gives a [`StepReport`]; [`fit_spec`] adapts a
-//! spec to a plan's shape; [`Comparison`] rows, [`sweep`] and [`recommend`] build on them, getting
-//! their plans from a [`Planner`] the caller implements. Output types derive `Serialize`, so the
+//! [`evaluate`] runs a plan on a spec's costs and gives a [`StepReport`]; [`fit`] adapts a spec to
+//! a plan's shape by the one rule of every command ([`SpecRule`]); [`Comparison`] rows, [`sweep`]
+//! and [`recommend`] build on them, getting their plans from a [`Planner`] the caller implements. Output types derive `Serialize`, so the
 //! views print them as JSON unchanged.
 //! No IO: nothing here reads files, resolves schedule names or loads plugins.
 
@@ -24,8 +24,12 @@ mod sweep;
 pub use breakdown::{Breakdown, RankStep, Step, Volumes, step};
 pub use compare::{Comparison, Figures, Row, Traits, evaluate_row};
 pub use costing::{Costing, Run, TimeUnit};
-pub use finite::non_finite;
-pub use fit::{fit_spec, split_layers};
+pub use finite::{finite, non_finite};
+pub use fit::{
+    Change, Fitted, SpecRule, fit, fit_spec, global_batch, microbatches_at, plan_shape,
+    split_layers,
+};
+pub use pipeweave_param::Value;
 pub use planner::{PlanRequest, Planner, Unbuilt};
 pub use questions::{ParamCost, dualpipe_param_cost, gpu_hours_recovered_per_million_tokens};
 pub use recommend::{
@@ -33,5 +37,5 @@ pub use recommend::{
     V_VALUES, Verdict, recommend,
 };
 pub use simulation::{RankMemory, RankTimes, Shape, Simulation};
-pub use step::{Evaluation, MemoryBreakdown, RankReport, StepReport, evaluate};
+pub use step::{Evaluation, MemoryBreakdown, RankReport, StepReport, evaluate, evaluate_on_spec};
 pub use sweep::{Metric, Over, Param, Sweep, SweepPoint, SweepSeries, Tick, sweep};

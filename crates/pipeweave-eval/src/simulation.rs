@@ -129,6 +129,10 @@ pub struct Simulation {
     /// The step's figures on a spec.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spec: Option<StepReport>,
+    /// On a spec, how it was fitted to the plan, one sentence per change (empty when the plan has
+    /// the spec's shape).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fitted: Option<Vec<String>>,
     /// Every rank's times.
     pub ranks: Vec<RankTimes>,
 }
@@ -181,6 +185,7 @@ impl Simulation {
             exposed_comm_per_rank_max: ranks.iter().map(|r| r.exposed_comm).fold(0.0, f64::max),
             exposed_comm_total: total,
             spec: report.cloned(),
+            fitted: report.map(|_| Vec::new()),
             ranks,
         }
     }

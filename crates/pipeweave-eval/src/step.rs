@@ -17,6 +17,7 @@
 //!   pipeline rank idles with it), per million tokens and over `training.total_tokens`.
 
 use crate::breakdown::{Breakdown, Volumes, mean_volumes, step, total_volumes};
+use crate::fit::{Fitted, SpecRule, fit};
 use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::Plan;
@@ -269,6 +270,43 @@ pub fn evaluate(spec: &Spec, plan: &ValidPlan) -> Result<Evaluation, Vec<Diagnos
         timeline,
         report,
     })
+}
+
+/// The plan `name` on `spec` as every command with `--spec` takes it: the spec fitted to the
+/// plan's shape by `rule` ([`crate::fit`]; under `rule.strict` a mismatch is refused at the
+/// spec's keys, with a note saying how to have it fitted), evaluated, and every figure of the
+/// report and the timeline finite ([`crate::finite`]). Returns the evaluation and how the spec was
+/// fitted.
+pub fn evaluate_on_spec(
+    name: &str,
+    spec: &Spec,
+    plan: &ValidPlan,
+    rule: SpecRule,
+) -> Result<(Evaluation, Fitted), Vec<Diagnostic>> {
+    let fitted = fit(spec, plan, rule).map_err(|mut problems| {
+        if rule.strict {
+            if let Some(last) = problems.pop() {
+                problems.push(last.with_note(
+                    "--strict-spec refuses a plan of another shape; without it the spec is \
+                     fitted to the plan",
+                ));
+            }
+        } else {
+            for d in &mut problems {
+                d.message = format!(
+                    "spec {} cannot be fitted to {name}: {}",
+                    spec.name, d.message
+                );
+            }
+        }
+        problems
+    })?;
+    let e = evaluate(&fitted.spec, plan)?;
+    let one = |m: String| vec![Diagnostic::error(m)];
+    crate::finite(name, crate::non_finite(&e.report)).map_err(one)?;
+    let sim = crate::Simulation::new(name, plan, &e.timeline, None);
+    crate::finite(name, crate::non_finite(&sim)).map_err(one)?;
+    Ok((e, fitted))
 }
 
 /// Every diagnostic's message, joined by `; `: a failure in one line.

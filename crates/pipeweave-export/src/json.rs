@@ -37,11 +37,22 @@ struct WirePlan {
     version: u32,
     ranks: u32,
     stages_per_pipeline: u32,
+    /// `evaluation` for a forward-only step; absent (a training step) otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    step: Option<WirePlanStep>,
     pipelines: Vec<WirePipeline>,
     parts: Vec<WirePart>,
     programs: Vec<WireProgram>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     timeline: Option<WireTimeline>,
+}
+
+/// What kind of step the plan is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum WirePlanStep {
+    Training,
+    Evaluation,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -319,6 +330,9 @@ impl Document for JsonText<'_> {
             "  \"stages_per_pipeline\": {},",
             plan.stages_per_pipeline()
         )?;
+        if plan.is_forward_only() {
+            writeln!(out, "  \"step\": \"evaluation\",")?;
+        }
         writeln!(out, "  \"pipelines\": [")?;
         let n = plan.pipelines().len();
         for (j, p) in plan.pipelines().iter().enumerate() {

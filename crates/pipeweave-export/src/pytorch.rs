@@ -12,7 +12,9 @@
 //! exactly what pipeweave validated.
 //!
 //! PyTorch's runtime knows one pipeline whose stages each run on one rank, with micro-batches
-//! `0..M`; plans outside that (Chimera, bidirectional DualPipe) are refused with the reason.
+//! `0..M`; plans outside that (Chimera, bidirectional DualPipe) are refused with the reason, and
+//! so are evaluation plans (forwards only), which its loader refuses: PyTorch evaluates with the
+//! training schedule's `eval()`.
 
 mod check;
 mod read;
@@ -29,6 +31,18 @@ use std::io::{self, Write};
 
 /// Checks that PyTorch's runtime can hold the plan.
 fn check_expressible(plan: &Plan) -> Result<(), Diagnostic> {
+    if plan.is_forward_only() {
+        // Measured on 2.15: `_validate_schedule` refuses it ("expected M total backwards").
+        return Err(Diagnostic::error(
+            "PyTorch's schedule files hold training steps, and this is an evaluation plan (forwards only)",
+        )
+        .with_note(
+            "PyTorch 2.15's loader requires every stage to run each micro-batch's backward",
+        )
+        .with_help(
+            "export the training plan (without --forward-only) and run it with the schedule's `eval()`, which skips its backwards as this plan does, or export to `json`",
+        ));
+    }
     let k = plan.model_copies();
     if k != 1 {
         let s = plan.stages_per_pipeline();

@@ -11,6 +11,7 @@
 
 mod action;
 pub mod cell;
+mod forward_only;
 mod lower;
 mod lowered;
 pub mod memory;

@@ -132,6 +132,9 @@ pub struct Plan {
     /// the views that ask for every rank quadratic in the ranks).
     by_rank: Vec<u32>,
     by_rank_starts: Vec<u32>,
+    /// An evaluation step (forwards only), as said by `forward_only`, `into_evaluation` or a file:
+    /// never inferred from the programs, so a plan that forgot its backwards stays invalid.
+    pub(crate) evaluation: bool,
 }
 
 impl Plan {
@@ -229,7 +232,24 @@ impl Plan {
             hosts,
             by_rank,
             by_rank_starts,
+            evaluation: false,
         })
+    }
+
+    /// This plan with other programs, one per rank (the caller keeps that count).
+    pub(crate) fn with_programs(&self, programs: Vec<Vec<Action>>) -> Plan {
+        debug_assert_eq!(programs.len(), self.programs.len());
+        Plan {
+            ranks: self.ranks,
+            stages_per_pipeline: self.stages_per_pipeline,
+            pipelines: self.pipelines.clone(),
+            programs,
+            mb_pipeline: self.mb_pipeline.clone(),
+            hosts: self.hosts.clone(),
+            by_rank: self.by_rank.clone(),
+            by_rank_starts: self.by_rank_starts.clone(),
+            evaluation: self.evaluation,
+        }
     }
 
     /// A plan with one pipeline carrying micro-batches `0..microbatches`.

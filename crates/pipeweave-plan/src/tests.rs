@@ -110,6 +110,48 @@ fn lowering_places_comms_and_reductions() {
 }
 
 #[test]
+fn forward_only_keeps_the_forwards_in_order() {
+    use Kind::*;
+    let plan = Plan::single(
+        2,
+        vec![0, 1],
+        2,
+        vec![
+            vec![
+                op(0, F, 0),
+                op(0, F, 1),
+                op(0, I, 0),
+                op(0, W, 0),
+                op(0, B, 1),
+            ],
+            vec![
+                op(1, F, 0),
+                Action::Pair {
+                    f: Op::new(1, F, 1),
+                    b: Op::new(1, B, 0),
+                },
+                op(1, B, 1),
+            ],
+        ],
+    )
+    .expect("valid structure");
+    assert!(!plan.is_forward_only());
+    let eval = plan.forward_only();
+    assert!(eval.is_forward_only());
+    assert_eq!(eval.pipelines(), plan.pipelines());
+    assert_eq!(eval.program(0), [op(0, F, 0), op(0, F, 1)]);
+    assert_eq!(eval.program(1), [op(1, F, 0), op(1, F, 1)]);
+    // Forwards send their outputs; nothing is received back and no gradient is reduced.
+    assert_eq!(
+        programs_text(&lower(&eval)),
+        [
+            "0F0,0SEND_F0,0F1,0SEND_F1,0WAIT_SEND_F0,0WAIT_SEND_F1",
+            "1RECV_F0,1F0,1RECV_F1,1F1",
+        ]
+    );
+}
+
+#[test]
 fn sends_and_reductions_come_with_their_actions() {
     let plan = two_rank_1f1b();
     let lowered = lower(&plan);

@@ -34,6 +34,8 @@ pub use pipeweave_eval::TimeUnit;
 pub use recommend::{candidate_label, recommend_json, recommend_markdown, recommend_text};
 pub use simulate::{costing_text, shape_text, simulation_json, simulation_text, step_report_text};
 pub use svg::{SvgWindow, TimelineChart, Transfer, timelines_svg, timelines_svg_window, transfers};
-pub use sweep::{SweepTable, sweep_csv, sweep_json, sweep_svg, sweep_table, sweep_text};
+pub use sweep::{
+    SweepTable, sweep_csv, sweep_json, sweep_svg, sweep_table, sweep_text, sweep_title,
+};
 pub use table::Table;
 pub use text::{TextWindow, text_timeline, text_timeline_window};

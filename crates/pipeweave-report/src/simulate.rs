@@ -1,7 +1,7 @@
 //! One simulated step for people: the plan's shape, the step's figures on a spec, and every
 //! rank's times, as text or JSON.
 
-use crate::format::{format_time, gib_number, gib_text, gpu_hours, percent, seconds, si};
+use crate::format::{format_time, gib_number, gib_text, gpu_hours, percent, seconds, si, sig};
 use pipeweave_eval::{Costing, Shape, Simulation, StepReport};
 use std::fmt::Write as _;
 
@@ -26,12 +26,37 @@ pub fn costing_text(costing: &Costing) -> String {
         Costing::Unit => {
             "unit costs: F = I = W = 1, B = 2, F&B pair = F + B, no transfer time".to_owned()
         }
-        Costing::Spec { spec, default } => format!(
-            "spec {}{}: {} × {}; times in seconds, the spec adapted to each schedule's shape",
+        Costing::Uniform(c) => format!(
+            "uniform costs: F = {}, I = {}, W = {}, B = {}, F&B pair = {}, transfer time {}",
+            sig(c.stage.f),
+            sig(c.stage.i),
+            sig(c.stage.w),
+            sig(c.stage.b),
+            c.pair.map_or("F + B".to_owned(), sig),
+            sig(c.transfer)
+        ),
+        Costing::Spec {
+            spec,
+            default,
+            rule,
+        } => format!(
+            "spec {}{}: {} × {}; times in seconds, {}",
             spec.name,
             if *default { " (built-in default)" } else { "" },
             spec.cluster.gpus(),
-            spec.cluster.gpu_name()
+            spec.cluster.gpu_name(),
+            if rule.strict {
+                "every schedule on the spec's own shape".to_owned()
+            } else {
+                let mut how = "the spec adapted to each schedule's shape".to_owned();
+                if rule.keep_dp {
+                    how.push_str(", its dp kept");
+                }
+                if rule.global_batch {
+                    how.push_str(", its global batch kept");
+                }
+                how
+            }
         ),
     }
 }
@@ -154,6 +179,9 @@ pub fn simulation_text(sim: &Simulation) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "plan             {}", sim.plan);
     let _ = writeln!(s, "shape            {}", shape_text(&sim.shape));
+    if let Some(fitted) = sim.fitted.as_ref().filter(|f| !f.is_empty()) {
+        let _ = writeln!(s, "spec fitted      {}", fitted.join("; "));
+    }
     if let Some(report) = &sim.spec {
         s.push_str(&step_report_text(report));
         let _ = writeln!(

@@ -1,13 +1,61 @@
-//! Sweeps as a text table, CSV, JSON and an SVG line chart.
+//! Sweeps as a text table, CSV, JSON and an SVG line chart, titled with what the sweep holds
+//! (the spec, P, M, and how the spec meets each point).
 //!
 //! The [`Sweep`] comes from `pipeweave-eval`; a point without a value (its schedule could not be
 //! built or run there) shows as a gap in the chart and as a numbered note under the table.
+//! Numbers are swept on a numeric axis; bools and options on one place per value, in the order
+//! swept.
 
 use crate::format::{TimeFormat, num, percent, sig};
 use crate::svg::{esc, nice_ticks};
 use crate::table::{csv_field, text_table};
-use pipeweave_eval::{Metric, Sweep, SweepPoint, SweepSeries};
+use pipeweave_eval::{Metric, Param, Sweep, SweepPoint, SweepSeries, Value};
 use std::fmt::Write;
+
+/// What the sweep shows and holds, in one line: `step time against ranks: spec NAME, M = 64, the
+/// GPUs kept (dp follows P)`.
+pub fn sweep_title(sweep: &Sweep) -> String {
+    let mut title = format!("{} against {}", sweep.metric.name(), sweep.parameter);
+    let mut held: Vec<String> = Vec::new();
+    if let Some(spec) = &sweep.spec {
+        held.push(format!("spec {spec}"));
+    }
+    if let Some(p) = sweep.ranks {
+        held.push(format!("P = {p}"));
+    }
+    if let Some(m) = sweep.microbatches {
+        held.push(format!("M = {m}"));
+    }
+    let ranks = sweep.parameter == Param::Ranks.name();
+    let microbatches = sweep.parameter == Param::Microbatches.name();
+    if let Some(rule) = sweep.rule {
+        if rule.strict {
+            held.push("strictly the spec's shape".to_owned());
+        } else {
+            if ranks {
+                held.push(if rule.keep_dp {
+                    "dp kept (the GPUs follow P)".to_owned()
+                } else {
+                    "the GPUs kept (dp follows P)".to_owned()
+                });
+            }
+            if rule.global_batch {
+                held.push(if ranks && sweep.microbatches.is_none() {
+                    "M follows P (the global batch kept)".to_owned()
+                } else if microbatches {
+                    "the micro-batch size follows M (the global batch kept)".to_owned()
+                } else {
+                    "the global batch kept".to_owned()
+                });
+            }
+        }
+    }
+    if !held.is_empty() {
+        title.push_str(": ");
+        title.push_str(&held.join(", "));
+    }
+    title
+}
 
 fn value_text(sweep: &Sweep, v: f64) -> String {
     match sweep.metric {
@@ -37,7 +85,7 @@ pub fn sweep_table(sweep: &Sweep) -> SweepTable {
     for x in sweep.xs() {
         let mut row = vec![x.to_string()];
         for (i, s) in sweep.series.iter().enumerate() {
-            row.push(match sweep.point(i, x).map(|p| &p.value) {
+            row.push(match sweep.point(i, &x).map(|p| &p.value) {
                 Some(Ok(v)) => value_text(sweep, *v),
                 Some(Err(reason)) => {
                     notes.push(format!(
@@ -68,7 +116,7 @@ pub fn sweep_text(sweep: &Sweep) -> String {
         rows,
         notes,
     } = sweep_table(sweep);
-    let mut out = format!("{} against {}\n", sweep.metric.name(), sweep.parameter);
+    let mut out = format!("{}\n", sweep_title(sweep));
     // The values right-aligned under their schedules.
     let right: Vec<bool> = (0..header.len()).map(|c| c > 0).collect();
     text_table(&header, &rows, &right, &mut out);
@@ -87,7 +135,9 @@ pub fn sweep_csv(sweep: &Sweep) -> String {
     );
     for x in sweep.xs() {
         for (i, s) in sweep.series.iter().enumerate() {
-            let Some(p) = sweep.point(i, x) else { continue };
+            let Some(p) = sweep.point(i, &x) else {
+                continue;
+            };
             let (value, reason) = match &p.value {
                 Ok(v) => (v.to_string(), String::new()),
                 Err(r) => (String::new(), csv_field(r)),
@@ -98,8 +148,9 @@ pub fn sweep_csv(sweep: &Sweep) -> String {
     out
 }
 
-/// The sweep as JSON (`schemas/pipeweave-sweep.v1.schema.json`): the parameter, the metric and its
-/// unit, and every schedule's points (a `null` value with a `reason` where the schedule has none).
+/// The sweep as JSON (`schemas/pipeweave-sweep.v2.schema.json`): the parameter, the metric and its
+/// unit, what the sweep holds (spec, P, M, the spec's rule), and every schedule's points (a `null`
+/// value with a `reason` where the schedule has none).
 pub fn sweep_json(sweep: &Sweep) -> String {
     crate::json::json(sweep)
 }
@@ -119,13 +170,16 @@ const LEGEND: f64 = 220.0;
 
 /// Where values go on the chart: the x range, the y scale and the ticks of both axes.
 struct Chart {
+    /// Every swept value and its place on the x axis.
+    places: Vec<(Value, f64)>,
     xmin: f64,
     xmax: f64,
     /// From the metric's unit to the axis's (100 for a percentage, 1000 for ms).
     factor: f64,
     /// The axis's top value, in its unit.
     ytop: f64,
-    xticks: Vec<f64>,
+    /// Places on the x axis and their labels.
+    xticks: Vec<(f64, String)>,
     yticks: Vec<f64>,
     y_name: String,
 }
@@ -133,10 +187,47 @@ struct Chart {
 impl Chart {
     fn new(sweep: &Sweep) -> Chart {
         let xs = sweep.xs();
-        let (xmin, xmax) = match (xs.first(), xs.last()) {
-            (Some(&a), Some(&b)) if a < b => (f64::from(a), f64::from(b)),
-            (Some(&a), _) => (f64::from(a) - 1.0, f64::from(a) + 1.0),
-            _ => (0.0, 1.0),
+        let numbers: Option<Vec<i64>> = xs
+            .iter()
+            .map(|x| match x {
+                Value::Int(n) => Some(*n),
+                _ => None,
+            })
+            .collect();
+        let (places, xmin, xmax, xticks) = match numbers {
+            // Numbers on a numeric axis, ticked at every value when they are few.
+            Some(ns) => {
+                let lo = ns.iter().copied().min().map(|n| n as f64);
+                let hi = ns.iter().copied().max().map(|n| n as f64);
+                let (xmin, xmax) = match (lo, hi) {
+                    (Some(a), Some(b)) if a < b => (a, b),
+                    (Some(a), _) => (a - 1.0, a + 1.0),
+                    _ => (0.0, 1.0),
+                };
+                let ticks: Vec<f64> = if ns.len() <= 12 {
+                    ns.iter().map(|&n| n as f64).collect()
+                } else {
+                    nice_ticks(xmin, xmax, 8)
+                };
+                let places = xs
+                    .iter()
+                    .cloned()
+                    .zip(ns.iter().map(|&n| n as f64))
+                    .collect();
+                (
+                    places,
+                    xmin,
+                    xmax,
+                    ticks.into_iter().map(|t| (t, sig(t))).collect(),
+                )
+            }
+            // Bools and options: one place each, in the order swept.
+            None => {
+                let places: Vec<(Value, f64)> =
+                    xs.iter().cloned().zip((0..).map(f64::from)).collect();
+                let ticks = places.iter().map(|(x, at)| (*at, x.to_string())).collect();
+                (places, -0.5, xs.len() as f64 - 0.5, ticks)
+            }
         };
         let ymax_data = sweep
             .series
@@ -166,12 +257,8 @@ impl Chart {
             yticks.push(next);
         }
         let ytop = yticks.last().copied().filter(|t| *t > 0.0).unwrap_or(1.0);
-        let xticks: Vec<f64> = if xs.len() <= 12 {
-            xs.iter().map(|&x| f64::from(x)).collect()
-        } else {
-            nice_ticks(xmin, xmax, 8)
-        };
         Chart {
+            places,
             xmin,
             xmax,
             factor,
@@ -184,6 +271,16 @@ impl Chart {
 
     fn px(&self, x: f64) -> f64 {
         LEFT + (x - self.xmin) / (self.xmax - self.xmin) * W
+    }
+
+    /// Where the swept value `x` goes on the x axis, in pixels.
+    fn px_of(&self, x: &Value) -> f64 {
+        let at = self
+            .places
+            .iter()
+            .find(|(v, _)| v == x)
+            .map_or(self.xmin, |(_, at)| *at);
+        self.px(at)
     }
 
     fn py(&self, v: f64) -> f64 {
@@ -207,7 +304,7 @@ fn axes(out: &mut String, chart: &Chart, parameter: &str) {
             sig(*t)
         );
     }
-    for t in &chart.xticks {
+    for (t, label) in &chart.xticks {
         let x = chart.px(*t);
         let _ = writeln!(
             out,
@@ -218,7 +315,7 @@ fn axes(out: &mut String, chart: &Chart, parameter: &str) {
             num(TOP + H + 4.0),
             num(x),
             num(TOP + H + 16.0),
-            sig(*t)
+            esc(label)
         );
     }
     let _ = writeln!(
@@ -246,19 +343,21 @@ fn series(out: &mut String, chart: &Chart, sweep: &Sweep, i: usize, s: &SweepSer
     } else {
         ""
     };
-    let mut points: Vec<&SweepPoint> = s.points.iter().collect();
-    points.sort_by_key(|p| p.x);
+    // Left to right, whatever order the points came in.
+    let mut points: Vec<(f64, &SweepPoint)> =
+        s.points.iter().map(|p| (chart.px_of(&p.x), p)).collect();
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
     let finite = |p: &SweepPoint| p.value.as_ref().ok().copied().filter(|v| v.is_finite());
     let mut d = String::new();
     let mut pen_down = false;
-    for p in &points {
+    for &(x, p) in &points {
         match finite(p) {
             Some(v) => {
                 let _ = write!(
                     d,
                     "{}{} {}",
                     if pen_down { "L" } else { "M" },
-                    num(chart.px(f64::from(p.x))),
+                    num(x),
                     num(chart.py(v))
                 );
                 pen_down = true;
@@ -277,12 +376,12 @@ fn series(out: &mut String, chart: &Chart, sweep: &Sweep, i: usize, s: &SweepSer
             r#"<path d="{d}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>"#
         );
     }
-    for p in &points {
+    for &(x, p) in &points {
         if let Some(v) = finite(p) {
             let _ = writeln!(
                 out,
                 r#"<circle cx="{}" cy="{}" r="3" fill="{colour}"><title>{}</title></circle>"#,
-                num(chart.px(f64::from(p.x))),
+                num(x),
                 num(chart.py(v)),
                 esc(&format!(
                     "{}, {} = {}: {}",
@@ -328,11 +427,7 @@ pub fn sweep_svg(sweep: &Sweep) -> String {
     let chart = Chart::new(sweep);
     let total_w = LEFT + W + 20.0 + LEGEND;
     let total_h = TOP + H + BOTTOM;
-    let title = esc(&format!(
-        "{} against {}",
-        sweep.metric.name(),
-        sweep.parameter
-    ));
+    let title = esc(&sweep_title(sweep));
     let mut out = String::new();
     let _ = writeln!(
         out,

@@ -115,3 +115,60 @@ impl CostModel for UniformCosts {
         self.transfer
     }
 }
+
+/// The largest duration [`UniformCosts::parse`] takes: a step of the largest plan (about 10^13
+/// actions) still lasts a finite time, far below `f64::MAX`.
+pub const MAX_COST: f64 = 1e12;
+
+impl UniformCosts {
+    /// Reads `F=1,B=2,...` (keys F, B, I, W, pair or `F&B`, transfer; each a duration from 0 to
+    /// [`MAX_COST`]): B defaults to I + W, a pair to F + B, and F must be positive. Messages name
+    /// the text as `flag` (`--costs` on the command line).
+    pub fn parse(text: &str, flag: &str) -> Result<UniformCosts, String> {
+        let mut c = UniformCosts::default();
+        let (mut b, mut pair) = (None, None);
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let Some((k, v)) = item.split_once('=') else {
+                return Err(format!("{flag} expects KEY=VALUE pairs, found `{item}`"));
+            };
+            let value: f64 = v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|x: &f64| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| {
+                    format!("{flag}: `{}` is not a duration (a number ≥ 0)", v.trim())
+                })?;
+            if value > MAX_COST {
+                return Err(format!(
+                    "{flag}: {}={} is too large (at most {MAX_COST:e}, so that every figure of a \
+                 step stays a finite number)",
+                    k.trim(),
+                    v.trim()
+                ));
+            }
+            match k.trim() {
+                "F" | "f" => c.stage.f = value,
+                "I" | "i" => c.stage.i = value,
+                "W" | "w" => c.stage.w = value,
+                "B" | "b" => b = Some(value),
+                "pair" | "F&B" => pair = Some(value),
+                "transfer" => c.transfer = value,
+                other => {
+                    return Err(format!(
+                        "{flag}: unknown key `{other}`; expected F, B, I, W, pair or transfer"
+                    ));
+                }
+            }
+        }
+        c.stage.b = b.unwrap_or(c.stage.i + c.stage.w);
+        c.pair = pair;
+        if c.stage.f <= 0.0 {
+            // Every plan has forwards: with F > 0 a step has a length, and the bubble a ratio.
+            return Err(format!(
+                "{flag}: F must be greater than 0 (a step of instant forwards has no length)"
+            ));
+        }
+        Ok(c)
+    }
+}

@@ -17,8 +17,8 @@
 mod costs;
 mod memory;
 
-pub use costs::{CostModel, StageCosts, UniformCosts, UnitCosts};
-pub use memory::live_activations;
+pub use costs::{CostModel, MAX_COST, StageCosts, UniformCosts, UnitCosts};
+pub use memory::{computes_gradients, live_activations};
 
 use pipeweave_check::ValidPlan;
 use pipeweave_plan::memory::{OutOfMemory, filled, with_capacity};
@@ -338,7 +338,7 @@ fn simulate_plan<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Timeli
     let run = run(plan, costs)?;
     match unfinished(plan, &run.intervals) {
         Some(error) => Err(error),
-        None => Ok(timeline(run.intervals, &run.totals)),
+        None => Ok(timeline(plan, run.intervals, &run.totals)),
     }
 }
 
@@ -426,7 +426,7 @@ fn unfinished(plan: &Plan, intervals: &[Vec<Interval>]) -> Option<SimError> {
 }
 
 /// The timeline of a finished run and its metrics.
-fn timeline(intervals: Vec<Vec<Interval>>, totals: &[Running]) -> Timeline {
+fn timeline(plan: &Plan, intervals: Vec<Vec<Interval>>, totals: &[Running]) -> Timeline {
     let makespan = intervals
         .iter()
         .filter_map(|iv| iv.last())
@@ -435,7 +435,8 @@ fn timeline(intervals: Vec<Vec<Interval>>, totals: &[Running]) -> Timeline {
     let mut total_busy = 0.0;
     let metrics: Vec<RankMetrics> = totals
         .iter()
-        .map(|rn| {
+        .zip(plan.programs())
+        .map(|(rn, program)| {
             total_busy += rn.busy;
             RankMetrics {
                 busy: rn.busy,
@@ -443,7 +444,11 @@ fn timeline(intervals: Vec<Vec<Interval>>, totals: &[Running]) -> Timeline {
                 // The end of the step counts as the end of an idle stretch.
                 longest_idle: rn.longest_idle.max(makespan - rn.free),
                 // As `live_activations` counts it.
-                peak_activations: rn.peak.max(0) as u32,
+                peak_activations: if memory::computes_gradients(program) {
+                    rn.peak.max(0) as u32
+                } else {
+                    0
+                },
                 exposed_comm: rn.exposed,
             }
         })

@@ -7,6 +7,10 @@
 //! frees together: its forward's activation grows while its backward's shrinks, so a pair adds no
 //! transient unit. This is DualPipe's accounting: its peak of P+1 units is reached only on the
 //! middle ranks, through the one F and B of step 4 that run apart.
+//!
+//! A program with no backward (an evaluation plan, `Plan::forward_only`) saves nothing for one:
+//! as under DeepSeek's `torch.no_grad()` step, a forward's activation is gone when it ends, so
+//! such a program holds no unit.
 
 use pipeweave_plan::{Action, Kind};
 
@@ -21,6 +25,9 @@ pub struct Live {
 
 /// Counts live activations through a rank's program in order.
 pub fn live_activations(program: &[Action]) -> Live {
+    if !computes_gradients(program) {
+        return Live::default();
+    }
     let mut live: i64 = 0;
     let mut peak: i64 = 0;
     for a in program {
@@ -37,4 +44,11 @@ pub fn live_activations(program: &[Action]) -> Live {
         peak: peak.max(0) as u32,
         end: live.max(0) as u32,
     }
+}
+
+/// Whether a program runs any input backward (B or I), so that its forwards save activations.
+pub fn computes_gradients(program: &[Action]) -> bool {
+    program
+        .iter()
+        .any(|a| a.ops().any(|op| op.kind.is_input_backward()))
 }

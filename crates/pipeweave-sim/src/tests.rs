@@ -160,6 +160,19 @@ fn split_backward_frees_at_i() {
     assert_eq!(live, memory::Live { peak: 2, end: 0 });
 }
 
+#[test]
+fn an_evaluation_program_saves_no_activation() {
+    assert_eq!(
+        live_activations(&ops("0F0,0F1,0F2")),
+        memory::Live::default()
+    );
+    let plan = pipeweave_plan::testing::one_f_one_b(3, 4).forward_only();
+    let timeline = simulate(&valid(&plan), &UnitCosts).expect("simulates");
+    // F = 1: the forwards alone, M + P − 1 slots.
+    assert_eq!(timeline.timing.makespan, 6.0);
+    assert!(timeline.ranks.iter().all(|r| r.peak_activations == 0));
+}
+
 mod against_a_naive_run {
     //! The event-driven simulation against the plainest one: sweep the ranks in order, running
     //! every action whose inputs have ended, until a sweep runs nothing. Same timeline, same error,

@@ -3,14 +3,14 @@
 
 use crate::declared::Declared;
 use crate::failure::Failure;
-use crate::files::Files;
 use crate::host::{Host, PLUGIN_PREFIX, PluginInfo, PluginRequest, shown_name};
 use crate::params::{Params, Setting};
 use pipeweave_check::{Problem, ProblemKind, ValidPlan};
+use pipeweave_diagnostics::Files;
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_export::PlanFormat;
 use pipeweave_param::Value;
-use pipeweave_plan::Plan;
+use pipeweave_plan::{Kind, Plan};
 use std::ops::Range;
 
 /// A validated plan and where its actions came from.
@@ -66,6 +66,60 @@ impl Origins {
             }
         }
     }
+
+    /// The origins of the actions `keep` keeps (by rank and position), in order: those of the
+    /// plan made of those actions.
+    pub(crate) fn only(self, keep: impl Fn(u32, usize) -> bool) -> Origins {
+        match self {
+            Origins::Schedule(o) => Origins::Schedule(o.only(keep)),
+            Origins::Cells { file, spans } => Origins::Cells {
+                file,
+                spans: (0u32..)
+                    .zip(spans)
+                    .map(|(rank, spans)| {
+                        (0..)
+                            .zip(spans)
+                            .filter(|&(i, _)| keep(rank, i))
+                            .map(|(_, range)| range)
+                            .collect()
+                    })
+                    .collect(),
+            },
+        }
+    }
+}
+
+impl Built {
+    /// The evaluation form of this plan (`Plan::forward_only`), each forward keeping its origin.
+    /// The forwards of a valid plan are valid on their own (each waits only on earlier forwards,
+    /// which the training plan already ran in an order that progresses); validated all the same.
+    pub(crate) fn forward_only(self) -> Result<Built, Failure> {
+        if self.plan.is_forward_only() {
+            return Ok(self);
+        }
+        let plan = &self.plan;
+        let forward =
+            |rank: u32, i: usize| plan.program(rank)[i].ops().any(|op| op.kind == Kind::F);
+        let origins = self.origins.map(|origins| origins.only(forward));
+        let mut built = validated(self.plan.forward_only(), origins, self.name)?;
+        built.notes = self.notes;
+        Ok(built)
+    }
+}
+
+/// Validates `plan`; the problems point at the actions' sources where `origins` knows them.
+/// Asked for an evaluation step (`evaluation`), a plan of forwards alone is taken as one (an
+/// actions file of an evaluation plan, which has no place to say so).
+fn validated_for(
+    plan: Plan,
+    origins: Option<Origins>,
+    name: String,
+    evaluation: bool,
+) -> Result<Built, Failure> {
+    if evaluation && !plan.is_forward_only() && !plan.has_backward() {
+        return validated(plan.into_evaluation(), origins, name);
+    }
+    validated(plan, origins, name)
 }
 
 /// Validates `plan`; the problems point at the actions' sources where `origins` knows them.
@@ -222,7 +276,7 @@ pub(crate) fn plan_file(
     match format {
         PlanFormat::Json => {
             let read = pipeweave_export::read_json(text, file).map_err(|d| in_file(d, file))?;
-            validated(read.plan, None, name.to_owned())
+            validated_for(read.plan, None, name.to_owned(), params.forward_only)
         }
         PlanFormat::Actions | PlanFormat::Pytorch => {
             let k = if format == PlanFormat::Pytorch {
@@ -232,14 +286,24 @@ pub(crate) fn plan_file(
             };
             let read =
                 pipeweave_export::read_actions(text, file, k).map_err(|d| in_file(d, file))?;
-            validated(read.plan, Some(spans_in(read.spans)), name.to_owned())
+            validated_for(
+                read.plan,
+                Some(spans_in(read.spans)),
+                name.to_owned(),
+                params.forward_only,
+            )
         }
         PlanFormat::PytorchComms => {
             let read =
                 pipeweave_export::read_pytorch_comms(text, file).map_err(|d| in_file(d, file))?;
             // The validator's problems first: the check compares with the lowering of a valid plan.
             let origins = Some(spans_in(read.spans.clone()));
-            let mut built = validated(read.plan.clone(), origins, name.to_owned())?;
+            let mut built = validated_for(
+                read.plan.clone(),
+                origins,
+                name.to_owned(),
+                params.forward_only,
+            )?;
             let comms = read.check();
             if !comms.is_empty() {
                 return Err(in_file(comms, file));

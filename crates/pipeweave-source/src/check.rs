@@ -4,7 +4,7 @@
 
 use crate::build::{Origins, problem_diagnostics};
 use crate::failure::Failure;
-use crate::files::Files;
+use pipeweave_diagnostics::Files;
 use pipeweave_diagnostics::{Diagnostic, FileId};
 use pipeweave_dsl::{Args, Prepared};
 

@@ -1,7 +1,7 @@
 //! Why a name could not be resolved or a plan not built: diagnostics, and whether the command line
 //! itself was wrong.
 
-use crate::files::Files;
+use pipeweave_diagnostics::Files;
 use pipeweave_diagnostics::{Diagnostic, line_col};
 
 /// What kind of failure: the exit code's reason.

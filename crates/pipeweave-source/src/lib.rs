@@ -16,7 +16,6 @@ mod catalog;
 mod check;
 mod declared;
 mod failure;
-mod files;
 mod host;
 mod params;
 mod source;
@@ -27,11 +26,11 @@ pub use catalog::{Catalog, Entry, Origin, Shadowed, library, plugins, twins};
 pub use check::{Checked, GRID_RANKS, check_schedule};
 pub use declared::{Declared, Param};
 pub use failure::{Failure, FailureKind};
-pub use files::Files;
 pub use host::{
     FolderFile, Host, PLUGIN_PREFIX, PluginId, PluginInfo, PluginRequest, PluginTarget, STDIN,
     STDIN_NAME, looks_like_path, shown_name,
 };
 pub use params::{Params, Setting, SettingError};
+pub use pipeweave_diagnostics::Files;
 pub use source::{Source, SourceKind, weave_file};
 pub use spec::{LoadedSpec, load_spec};

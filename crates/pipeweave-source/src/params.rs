@@ -1,5 +1,6 @@
 //! The parameters a schedule is built with: P, M, stages per rank, `NAME=VALUE` settings, and how
-//! to read a plan file (its form, the pipelines of an actions file).
+//! to read a plan file (its form, the pipelines of an actions file), and whether the step is an
+//! evaluation (forwards only).
 
 use pipeweave_export::PlanFormat;
 use std::fmt;
@@ -58,6 +59,9 @@ pub struct Params {
     /// The form of a plan file; `None`: `.json` files are JSON plans, others are told apart by
     /// their text ([`PlanFormat::detect`]).
     pub format: Option<PlanFormat>,
+    /// Build the evaluation form of the plan (`Plan::forward_only`): every source's plan, built and
+    /// validated as given, then with its backwards dropped, as DeepSeek's step under no grad runs.
+    pub forward_only: bool,
 }
 
 impl Params {

@@ -4,12 +4,12 @@
 use crate::build::{self, Built};
 use crate::declared::Declared;
 use crate::failure::Failure;
-use crate::files::Files;
 use crate::host::{
     FolderFile, Host, PLUGIN_PREFIX, PluginInfo, PluginTarget, STDIN, looks_like_path, shown_name,
 };
 use crate::params::Params;
 use pipeweave_diagnostics::FileId;
+use pipeweave_diagnostics::Files;
 use pipeweave_export::PlanFormat;
 
 /// What a name resolved to.
@@ -99,6 +99,28 @@ impl Source {
         })
     }
 
+    /// A plan given as text under `name` (the host reads it by that name): a JSON plan when the
+    /// text starts with `{`, the actions text otherwise, as for standard input.
+    pub fn plan_text(name: &str) -> Source {
+        Source {
+            name: name.to_owned(),
+            kind: SourceKind::PlanFile,
+            inner: Inner::PlanFile { named: None },
+        }
+    }
+
+    /// Why it could not be built, in one line: with the place in front for a file the user gave
+    /// (a `.weave` file, one of their schedule folders' files, a plan file), as the library's and
+    /// plugins' own words otherwise.
+    pub fn failure_reason(&self, failure: &Failure, files: &Files) -> String {
+        match self.kind {
+            SourceKind::WeaveFile | SourceKind::Folder | SourceKind::PlanFile => {
+                failure.located_reason(files)
+            }
+            SourceKind::Library | SourceKind::Plugin => failure.reason(),
+        }
+    }
+
     /// The argument as the user wrote it.
     pub fn name(&self) -> &str {
         &self.name
@@ -131,15 +153,16 @@ impl Source {
         }
     }
 
-    /// Builds and validates the plan for `params`. Usage failures: a schedule without P or M, a
-    /// plan file given schedule parameters, a setting a schedule cannot take.
+    /// Builds and validates the plan for `params` (its evaluation form with
+    /// `params.forward_only`). Usage failures: a schedule without P or M, a plan file given
+    /// schedule parameters, a setting a schedule cannot take.
     pub fn build(
         &self,
         params: &Params,
         host: &mut dyn Host,
         files: &mut Files,
     ) -> Result<Built, Failure> {
-        match &self.inner {
+        let built = match &self.inner {
             Inner::Weave(read) => {
                 let (file, declared) = read.as_ref().map_err(Clone::clone)?;
                 build::weave(&self.name, *file, declared, params, files)
@@ -149,6 +172,12 @@ impl Source {
                 build::plugin(info, declared, params, host)
             }
             Inner::PlanFile { named } => build::plan_file(&self.name, *named, params, host, files),
+        }?;
+        // One rule for every source: the training plan, valid, then its forwards.
+        if params.forward_only {
+            built.forward_only()
+        } else {
+            Ok(built)
         }
     }
 }

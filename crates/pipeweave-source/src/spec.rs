@@ -1,9 +1,9 @@
 //! `--spec FILE|NAME`: a cluster spec from a TOML file or one shipped in the binary.
 
 use crate::failure::Failure;
-use crate::files::Files;
 use crate::host::{Host, shown_name};
 use pipeweave_diagnostics::Diagnostic;
+use pipeweave_diagnostics::Files;
 use pipeweave_spec::{SHIPPED_SPECS, Spec, shipped_spec};
 
 /// A spec and where it came from.

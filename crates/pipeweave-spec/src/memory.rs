@@ -127,8 +127,13 @@ pub fn rank_activation_peak(costs: &CostTable, plan: &Plan, rank: u32) -> f64 {
             .get(costs.part_of(stage))
             .map_or(0.0, |p| p.activation_bytes)
     };
+    let program = plan.program(rank);
+    // An evaluation program (no backward) saves nothing for one: `live_activations`'s rule.
+    if !pipeweave_sim::computes_gradients(program) {
+        return 0.0;
+    }
     let (mut live, mut peak) = (0.0f64, 0.0f64);
-    for a in plan.program(rank) {
+    for a in program {
         for op in a.ops() {
             match op.kind {
                 Kind::F => live += bytes(op.stage),

@@ -512,8 +512,9 @@ impl Spec {
         out
     }
 
-    /// Checks that a plan fits this spec: one pipeline rank per `parallelism.pp`, the model cut
-    /// into as many parts as the plan has stages per pipeline, and as many micro-batches.
+    /// Checks that a plan fits this spec: one pipeline rank per `parallelism.pp`, as many stages
+    /// per rank as `parallelism.stages_per_rank` (so the model is cut into as many parts as the
+    /// plan has stages per pipeline), and as many micro-batches.
     pub fn check_plan(&self, plan: &pipeweave_plan::Plan) -> Vec<Diagnostic> {
         let mut out = Vec::new();
         let p = &self.parallelism;
@@ -527,20 +528,29 @@ impl Spec {
                 ),
             ));
         }
-        if plan.stages_per_pipeline() != p.parts() {
-            out.push(
+        // The spec cuts the model into pp × stages_per_rank parts, so only the stages per rank
+        // are a problem of their own; a hint never names the value already there.
+        let stages = plan.stages_per_pipeline();
+        let ranks = plan.ranks();
+        let at = "parallelism.stages_per_rank";
+        match (ranks > 0 && stages.is_multiple_of(ranks)).then(|| stages / ranks) {
+            Some(v) if v == p.stages_per_rank => {}
+            Some(v) => out.push(
                 self.error_at(
-                    "parallelism.stages_per_rank",
+                    at,
                     format!(
-                        "the plan has {} stages per pipeline but the spec cuts the model into {} parts ({} ranks × {} stages per rank)",
-                        plan.stages_per_pipeline(),
-                        p.parts(),
-                        p.pp,
+                        "the plan has {v} stages per rank ({stages} per pipeline over {ranks} ranks) but the spec has {}",
                         p.stages_per_rank
                     ),
                 )
-                .with_help("set `parallelism.stages_per_rank` to the plan's stages per pipeline divided by its ranks"),
-            );
+                .with_help(format!("set `{at}` to {v}")),
+            ),
+            None => out.push(self.error_at(
+                at,
+                format!(
+                    "the plan's {stages} stages per pipeline do not spread evenly over its {ranks} ranks"
+                ),
+            )),
         }
         let m = plan.num_microbatches();
         if m != self.training.microbatches {

@@ -88,9 +88,20 @@ fn show_with_a_spec_draws_seconds() {
     assert!(out.starts_with("spec unit: step time "), "{out}");
 }
 
+/// With `--strict-spec` a plan of another shape is refused at the spec's key (without it the spec
+/// is fitted: `fitting.rs`).
 #[test]
 fn a_plan_that_does_not_fit_the_spec_points_at_the_key() {
-    let (code, out, err) = pipeweave(&["simulate", "1f1b", "--spec", "unit", "-m", "4"]);
+    let args = [
+        "simulate",
+        "1f1b",
+        "--spec",
+        "unit",
+        "-m",
+        "4",
+        "--strict-spec",
+    ];
+    let (code, out, err) = pipeweave(&args);
     assert_eq!((code, out.as_str()), (1, ""));
     insta::assert_snapshot!(err);
 }

@@ -118,7 +118,7 @@ fn sweep_table_chart_and_formats() {
     );
     assert_eq!((code, err.as_str()), (0, ""));
     insta::assert_snapshot!(out, @r"
-    bubble fraction against microbatches
+    bubble fraction against microbatches: P = 4
     microbatches    1f1b  dualpipe
     4             42.86%     - [1]
     8             27.27%     7.69%
@@ -198,7 +198,50 @@ fn sweep_usage_errors_exit_2() {
     for (args, says) in [
         (
             &["sweep", "1f1b", "-p", "4", "--over", "layers=1..2"][..],
-            "cannot sweep `layers`",
+            "none of the schedules has a parameter `layers`",
+        ),
+        (
+            &["sweep", "1f1b", "-p", "4", "-m", "8", "--over", "v=1..4"][..],
+            "none of the schedules has stages per rank",
+        ),
+        (
+            &[
+                "sweep",
+                "dualpipev",
+                "-p",
+                "4",
+                "-m",
+                "8",
+                "--over",
+                "weight_split=1",
+            ][..],
+            "parameter `weight_split` is a bool (true or false), not `1`",
+        ),
+        (
+            &[
+                "sweep",
+                "dualpipev",
+                "-p",
+                "4",
+                "-m",
+                "8",
+                "--over",
+                "overlap=0..1",
+            ][..],
+            "a range takes an int; parameter `overlap` is a bool",
+        ),
+        (
+            &[
+                "sweep",
+                "interleaved-1f1b",
+                "-p",
+                "2",
+                "-m",
+                "4",
+                "--over",
+                "v=0..2",
+            ][..],
+            "`0` is not a value",
         ),
         (&["sweep", "1f1b", "--over", "m=8..16"][..], "give --ranks"),
         (
@@ -254,7 +297,7 @@ fn render_and_sweep_on_a_spec() {
     );
     assert_eq!((code, err.as_str()), (0, ""));
     insta::assert_snapshot!(out, @r"
-    step time against microbatches
+    step time against microbatches: spec deepseek-v3-h800-pp16-ep64, P = 16
     microbatches     1f1b  dualpipev
     16            5.543 s      - [1]
     32            8.586 s    7.335 s

@@ -3,11 +3,16 @@
 mod browser;
 mod commands;
 mod compare;
+mod costs;
+mod docs;
 mod draw;
 mod exit_codes;
+mod fitting;
+mod forward_only;
 mod hostile;
 mod language;
 mod plugins;
 mod report;
 mod roundtrip;
 mod schemas;
+mod sweeps;

@@ -73,12 +73,33 @@ fn simulate_json_follows_its_schema() {
             "json",
         ],
     );
+    // On a spec of another shape, what was fitted.
+    let fitted = json(
+        &dir,
+        &[
+            "simulate", "zb-v", "--spec", "unit", "-m", "4", "--format", "json",
+        ],
+    );
+    assert_eq!(
+        fitted["fitted"],
+        serde_json::json!([
+            "the model cut into 8 parts (2 per rank): 1 layer each",
+            "4 micro-batches instead of the spec's 8"
+        ])
+    );
+    assert_eq!(spec["fitted"], serde_json::json!([]));
     check(
         "pipeweave-simulate.v2.schema.json",
-        &[unit.clone(), spec.clone(), costs],
+        &[unit.clone(), spec.clone(), costs, fitted],
     );
-    // The spec's figures and the per-rank memory go together.
+    // The spec's figures, what was fitted and the per-rank memory go together.
     let v = validator("pipeweave-simulate.v2.schema.json");
+    let mut unfitted = spec.clone();
+    unfitted
+        .as_object_mut()
+        .expect("an object")
+        .remove("fitted");
+    assert!(!v.is_valid(&unfitted));
     let mut half = spec;
     half["ranks"][0]
         .as_object_mut()
@@ -150,7 +171,33 @@ fn sweep_json_follows_its_schema() {
         ],
     );
     assert_eq!(time["unit"], "seconds");
-    check("pipeweave-sweep.v1.schema.json", &[bubble.clone(), time]);
+    assert_eq!(
+        (time["spec"].as_str(), time["ranks"].is_null()),
+        (Some("unit"), true)
+    );
+    assert_eq!(time["fit"]["keep_dp"], false);
+    // A declared parameter's values are JSON of its type.
+    let options = json(
+        &dir,
+        &[
+            "sweep",
+            "dualpipev",
+            "1f1b",
+            "-p",
+            "2",
+            "-m",
+            "4",
+            "--over",
+            "weight_split=true,false",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(options["series"][0]["points"][1]["x"], false);
+    check(
+        "pipeweave-sweep.v2.schema.json",
+        &[bubble.clone(), time, options],
+    );
     // A gap carries its reason.
     assert!(bubble["series"][1]["points"][0]["reason"].is_string());
     let mut silent = bubble;
@@ -158,7 +205,7 @@ fn sweep_json_follows_its_schema() {
         .as_object_mut()
         .expect("a point")
         .remove("reason");
-    assert!(!validator("pipeweave-sweep.v1.schema.json").is_valid(&silent));
+    assert!(!validator("pipeweave-sweep.v2.schema.json").is_valid(&silent));
 }
 
 #[test]

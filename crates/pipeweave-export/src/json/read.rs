@@ -196,6 +196,11 @@ fn from_wire(wire: WirePlan) -> Result<PlanJson, Found> {
     }
     let plan = Plan::new(wire.ranks, pipelines, programs)
         .map_err(|e| vec![(Diagnostic::error(e.to_string()), vec![key("pipelines")])])?;
+    let plan = if wire.step == Some(WirePlanStep::Evaluation) {
+        plan.into_evaluation()
+    } else {
+        plan
+    };
 
     for (r, program) in plan.programs().iter().enumerate() {
         for (i, a) in program.iter().enumerate() {

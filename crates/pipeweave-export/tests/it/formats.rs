@@ -53,6 +53,26 @@ fn every_format_of_small_plans() {
     }
 }
 
+/// An evaluation plan (DualPipeV's forwards, DeepSeek's no-grad step) in every format: PyTorch's
+/// loader refuses a schedule without backwards, so both CSVs say so and name the alternatives.
+#[test]
+fn every_format_of_an_evaluation_plan() {
+    let training = reference_plan("dualpipe/dualpipev_pp4_n8.actions");
+    let plan = pipeweave_check::validate(training.plan().forward_only()).expect("valid");
+    let timing = simulated_timing(&plan);
+    let name = "dualpipev_pp4_n8_forward_only";
+    insta::assert_snapshot!(format!("{name}.actions"), write_actions(&plan));
+    insta::assert_snapshot!(format!("{name}.pytorch"), or_refusal(write_pytorch(&plan)));
+    insta::assert_snapshot!(
+        format!("{name}.pytorch-comms"),
+        or_refusal(write_pytorch_comms(&plan))
+    );
+    insta::assert_snapshot!(
+        format!("{name}.json"),
+        or_refusal(write_json(&plan, Some(&timing)))
+    );
+}
+
 /// The trace is written by hand; every event must be exactly what serde_json writes for the same
 /// values, also for times that are not whole numbers (the snapshots only have whole ones): each
 /// line parses and serializes back to itself (key order is kept and floats read back exactly).

@@ -1,6 +1,7 @@
 //! Every file pipeweave writes reads back to the same plan, told apart by its text: the actions
 //! text, PyTorch's compute-only and compute_comms CSVs, the JSON plan. Over the library schedules
-//! and the plugins' generators at random sizes, and random valid plans.
+//! and the plugins' generators at random sizes (and their evaluation forms), and random valid
+//! plans.
 
 use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::FileId;
@@ -65,7 +66,15 @@ fn round_trip(valid: &ValidPlan) -> Result<(), TestCaseError> {
     // The number of pipelines is not given: the text shows it.
     let text = write_actions(valid);
     prop_assert_eq!(PlanFormat::detect(&text), PlanFormat::Actions);
-    let back = read_actions(&text, FileId(0), None).map(|f| f.plan);
+    // The actions text has no place to say a plan is an evaluation step: the reader is told
+    // (`--forward-only`), as here.
+    let back = read_actions(&text, FileId(0), None).map(|f| {
+        if plan.is_forward_only() {
+            f.plan.into_evaluation()
+        } else {
+            f.plan
+        }
+    });
     prop_assert_eq!(back.as_ref(), Ok(plan), "actions:\n{}", text);
 
     let text = write_json(valid, None).map_err(|d| TestCaseError::fail(d.message))?;
@@ -98,7 +107,7 @@ proptest! {
         p in 1u32..9,
         rounds in 1u32..4,
         extra in prop_oneof![3 => Just(0u32), 1 => 1u32..8],
-        flags in 0u32..8,
+        flags in 0u32..16,
     ) {
         let names = names();
         let name = names[which % names.len()];
@@ -107,6 +116,8 @@ proptest! {
         let Some(plan) = schedule(name, p, m, flags) else {
             return Ok(());
         };
+        // Half the time its evaluation form, which validates and reads back too.
+        let plan = if flags & 8 == 0 { plan } else { plan.forward_only() };
         let valid = pipeweave_check::validate(plan);
         let valid = valid.map_err(|e| TestCaseError::fail(format!("{name} P={p} M={m}: {e:?}")))?;
         round_trip(&valid)?;
@@ -128,9 +139,12 @@ fn every_schedule_reads_back_at_some_size() {
             .flat_map(|p| (1..=3).map(move |r| (p, 2 * p * r)))
             .find_map(|(p, m)| schedule(name, p, m, 0));
         let plan = built.unwrap_or_else(|| panic!("{name} builds at no size"));
+        let eval = pipeweave_check::validate(plan.forward_only()).expect("valid evaluation plan");
         let valid = pipeweave_check::validate(plan).expect("valid");
-        if let Err(e) = round_trip(&valid) {
-            panic!("{name}: {e}");
+        for valid in [valid, eval] {
+            if let Err(e) = round_trip(&valid) {
+                panic!("{name}: {e}");
+            }
         }
     }
 }

@@ -80,6 +80,49 @@ fn a_plan_that_does_not_fit_the_spec_is_reported() {
     assert!(spec.check_plan(&one_f_one_b(4, 8)).is_empty());
 }
 
+/// A plan of `ranks` ranks and one pipeline of `stages` stages placed in a loop, 8 micro-batches
+/// and empty programs: the shape is all `check_plan` looks at.
+fn shape(ranks: u32, stages: u32) -> pipeweave_plan::Plan {
+    let placement = (0..stages).map(|q| q % ranks).collect();
+    pipeweave_plan::Plan::single(ranks, placement, 8, vec![Vec::new(); ranks as usize])
+        .expect("a plan's structure")
+}
+
+/// The hint names the stages per rank the plan has, never the spec's own value: a plan of other
+/// ranks but the spec's stages per rank gets the ranks' problem alone.
+#[test]
+fn the_stages_per_rank_hint_names_a_value_the_spec_does_not_have() {
+    let spec = load("unit.toml");
+    let src = source("unit.toml");
+    let cases = [(2, 2), (4, 8), (2, 4), (4, 6)];
+    let text: String = cases
+        .iter()
+        .map(|&(p, s)| {
+            format!(
+                "P = {p}, {s} stages:\n{}",
+                describe(&src, &spec.check_plan(&shape(p, s)))
+            )
+        })
+        .collect();
+    insta::assert_snapshot!(text);
+    for ranks in 1..=8 {
+        for stages in 1..=24 {
+            for d in spec.check_plan(&shape(ranks, stages)) {
+                let Some(help) = d.help else { continue };
+                let v = help
+                    .strip_prefix("set `parallelism.stages_per_rank` to ")
+                    .and_then(|v| v.parse::<u32>().ok())
+                    .unwrap_or_else(|| panic!("an unexpected help: {help}"));
+                assert_ne!(
+                    v, spec.parallelism.stages_per_rank,
+                    "P = {ranks}, S = {stages}"
+                );
+                assert_eq!(v * ranks, stages, "P = {ranks}, S = {stages}");
+            }
+        }
+    }
+}
+
 /// Hostile nesting is refused where the limit is crossed, before the TOML parser runs: a 1 MB
 /// line of unclosed `[` took minutes (the parser's recovery is quadratic), and a dotted key of
 /// 79 parts inside each of 79 inline tables nests 6,241 tables for a recursive drop. Run on a

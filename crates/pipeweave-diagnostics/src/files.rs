@@ -1,6 +1,6 @@
 //! The texts read for one run, by [`FileId`]: what diagnostics' spans point into.
 
-use pipeweave_diagnostics::FileId;
+use crate::FileId;
 
 /// Every source text a run has read (schedules, plan files, specs) with the name to show for it.
 #[derive(Debug, Clone, Default)]

@@ -24,7 +24,7 @@ const ELLIPSIS: char = '…';
 /// A source file as the renderer keeps it: its text, the starts of its lines, and where the last
 /// column count ended (diagnostics mostly come in file order, so counting resumes from there).
 #[derive(Debug)]
-pub struct SourceFile<'a> {
+pub(super) struct SourceFile<'a> {
     pub name: &'a str,
     pub text: &'a str,
     pub line_starts: Vec<usize>,
@@ -95,7 +95,7 @@ struct Shown {
 
 /// What one diagnostic shows of one file.
 #[derive(Debug)]
-pub struct Excerpt<'s, 'a> {
+pub(super) struct Excerpt<'s, 'a> {
     source: &'s SourceFile<'a>,
     text: String,
     lines: Vec<Shown>,
@@ -251,7 +251,7 @@ fn forward(text: &str, at: usize, n: usize, ceiling: usize) -> usize {
 
 /// A character as it may reach a terminal: a control character (an escape sequence in a hostile
 /// file) becomes its picture (U+2400 and on), so the file cannot drive the terminal. Tabs stay.
-pub fn visible(c: char) -> char {
+pub(super) fn visible(c: char) -> char {
     match c {
         '\t' => c,
         '\u{0}'..='\u{1f}' => char::from_u32(0x2400 + c as u32).unwrap_or('\u{fffd}'),
@@ -263,7 +263,7 @@ pub fn visible(c: char) -> char {
 
 /// The excerpts of one diagnostic, one per file, by index: what codespan-reporting renders from.
 #[derive(Debug)]
-pub struct Excerpts<'s, 'a>(pub Vec<Excerpt<'s, 'a>>);
+pub(super) struct Excerpts<'s, 'a>(pub Vec<Excerpt<'s, 'a>>);
 
 impl Excerpts<'_, '_> {
     fn get(&self, id: usize) -> Result<&Excerpt<'_, '_>, Error> {

@@ -1,16 +1,18 @@
 //! Rendering diagnostics for people: file:line:column, the source line with the span marked, and
 //! plain words. Plain text (no colour codes), so output is the same in a terminal, a pipe and a
-//! snapshot.
+//! snapshot. The one renderer of the two front ends: the command line prints what it renders, the
+//! Python binding puts it in its exceptions.
 //!
 //! Output stays bounded whatever the input: a long line is shown as an excerpt around the span
 //! (`excerpt.rs`), a long message is cut in the middle, control characters are shown as their
 //! pictures, and after `--max-diagnostics` diagnostics the rest are counted, not shown.
 
-use crate::excerpt::{Excerpt, Excerpts, SourceFile, visible};
+mod excerpt;
+
+use crate::{Diagnostic, FileId, Files, Severity};
 use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label, Severity as CsSeverity};
 use codespan_reporting::term::{self, Config};
-use pipeweave_diagnostics::{Diagnostic, FileId, Severity};
-use pipeweave_source::{Failure, Files};
+use excerpt::{Excerpt, Excerpts, SourceFile, visible};
 use std::cell::OnceCell;
 use std::ops::Range;
 
@@ -161,10 +163,10 @@ impl<'a> Renderer<'a> {
         out
     }
 
-    /// A failure: its diagnostics, and how many errors there were when more than one.
-    pub fn failure(&self, f: &Failure) -> String {
-        let mut out = self.many(&f.diagnostics);
-        let errors = f.diagnostics.iter().filter(|d| d.is_error()).count();
+    /// A failure's diagnostics, and how many errors there were when more than one.
+    pub fn failure(&self, diagnostics: &[Diagnostic]) -> String {
+        let mut out = self.many(diagnostics);
+        let errors = diagnostics.iter().filter(|d| d.is_error()).count();
         if errors > 1 {
             out.push_str(&format!("error: {} problems found\n", thousands(errors)));
         }
@@ -190,7 +192,7 @@ impl<'a> Renderer<'a> {
 }
 
 /// `n` with thousands separators: 15950 → 15,950.
-pub fn thousands(n: usize) -> String {
+fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, d) in digits.chars().enumerate() {

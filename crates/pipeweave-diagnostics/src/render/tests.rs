@@ -1,6 +1,6 @@
 use super::*;
+use crate::Span;
 use codespan_reporting::files::SimpleFiles;
-use pipeweave_diagnostics::Span;
 
 fn files(name: &str, text: &str) -> (Files, FileId) {
     let mut files = Files::default();
@@ -135,8 +135,7 @@ fn past_the_limit_diagnostics_are_counted() {
         .map(|i| Diagnostic::error(format!("problem {i}")).with_span(Span::new(id, 0..1)))
         .collect();
     all.push(Diagnostic::warning("a warning"));
-    let failure = Failure::from_diagnostics(all);
-    let out = Renderer::new(&files, 50).failure(&failure);
+    let out = Renderer::new(&files, 50).failure(&all);
     assert!(
         out.contains("problem 49\n") && !out.contains("problem 50\n"),
         "{out}"
@@ -148,7 +147,7 @@ fn past_the_limit_diagnostics_are_counted() {
         ),
         "{out}"
     );
-    let all = Renderer::new(&files, 0).failure(&failure);
+    let all = Renderer::new(&files, 0).failure(&all);
     assert!(all.contains("problem 59\n") && all.contains("warning: a warning\n"));
     assert_eq!(thousands(15950), "15,950");
     assert_eq!(thousands(999), "999");

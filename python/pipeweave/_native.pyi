@@ -1,0 +1,102 @@
+"""Type stubs of the native extension (crates/pipeweave-py)."""
+
+import os
+from typing import Any, Literal
+
+from ._plan import Action, Step
+
+_Path = str | os.PathLike[str]
+_Costs = str | dict[str, float]
+
+class Error(Exception):
+    """Every error pipeweave raises; its text is what the command line prints."""
+
+class UsageError(Error):
+    """A call the schedule cannot take (a parameter it does not declare, a bad value, no P or M)."""
+
+class PlanError(Error):
+    """No valid plan: unknown name, a file with errors, unmet requirements, an invalid plan, a failed plugin."""
+
+class SpecError(Error):
+    """A cluster spec that cannot be read, or that does not fit the plan."""
+
+class Plan:
+    """A plan that passed the validator; it implements the plan protocol of `pipeweave.torch`."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def ranks(self) -> int: ...
+    @property
+    def pipelines(self) -> int: ...
+    @property
+    def model_copies(self) -> int: ...
+    @property
+    def stages_per_pipeline(self) -> int: ...
+    @property
+    def microbatches(self) -> int: ...
+    @property
+    def placement(self) -> list[list[int]]: ...
+    @property
+    def pipeline_microbatches(self) -> list[list[int]]: ...
+    def actions(self, rank: int) -> list[Action]:
+        """The rank's compute actions in order."""
+    def steps(self, rank: int) -> list[Step]:
+        """The rank's lowered program in order (the JSON plan's `steps`)."""
+    def simulate(
+        self,
+        spec: str | None = None,
+        costs: _Costs | None = None,
+        *,
+        strict_spec: bool = False,
+        keep_dp: bool = False,
+        global_batch: bool = False,
+    ) -> dict[str, Any]:
+        """One simulated step, as `pipeweave simulate --format json` prints it (a spec fitted to the plan, `"fitted"` says how)."""
+    def compare(
+        self,
+        schedules: list[str],
+        spec: str | None = None,
+        units: bool = False,
+        plugin_dirs: list[_Path] = ...,
+        schedule_dirs: list[_Path] = ...,
+    ) -> list[dict[str, Any]]:
+        """This plan and `schedules` at its P and M on a spec: the rows of `pipeweave compare --format json`."""
+    def to_csv(self, format: Literal["pytorch", "pytorch-comms"] = "pytorch") -> str:
+        """`pipeweave export --to pytorch` or `--to pytorch-comms`."""
+    def to_json(
+        self,
+        spec: str | None = None,
+        costs: _Costs | None = None,
+        *,
+        strict_spec: bool = False,
+        keep_dp: bool = False,
+        global_batch: bool = False,
+    ) -> str:
+        """`pipeweave export --to json` (with the simulated timeline when `spec` or `costs` is given)."""
+    def to_actions(self) -> str:
+        """`pipeweave export --to actions`."""
+    def __eq__(self, other: object) -> bool: ...
+
+def compile(
+    schedule: _Path,
+    *,
+    ranks: int | None = None,
+    microbatches: int | None = None,
+    stages_per_rank: int | None = None,
+    plugin_dirs: list[_Path] = ...,
+    schedule_dirs: list[_Path] = ...,
+    **params: bool | int | str,
+) -> Plan:
+    """Compiles a schedule (name, `.weave` file, plugin) or reads a plan file, and validates the plan."""
+
+def load(path: _Path, *, pipelines: int | None = None) -> Plan:
+    """Reads a plan file (JSON plan, compute_comms CSV, or the actions text with `pipelines` pipelines) and validates it."""
+
+def validate(text_or_path: str | os.PathLike[str], *, pipelines: int | None = None) -> Plan:
+    """Validates a plan given as text or read from a path; raises PlanError with every problem."""
+
+def list_schedules(*, plugin_dirs: list[_Path] = ..., schedule_dirs: list[_Path] = ...) -> list[dict[str, Any]]:
+    """Every schedule available by name, as `pipeweave list` shows them."""
+
+def _serve_worker(path: _Path) -> int: ...

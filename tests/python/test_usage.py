@@ -1,0 +1,88 @@
+"""The documented code runs as written: the usage block of docs/python.md ("The package") and
+the README's DualPipe training script (under torchrun, whose first step's losses must be the
+unpipelined model's)."""
+
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pipeweave as pw
+import pytest
+from conftest import DATA, ROOT
+
+
+def block(path, after, language="python"):
+    """The first fenced code block of `language` after the line `after` in `path`."""
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        text = f.read()
+    start = text.index(after)
+    match = re.compile(rf"^```{language}\n(.*?)^```$", re.S | re.M).search(text, start)
+    assert match, f"no {language} block after {after!r} in {path}"
+    return match.group(1)
+
+
+@pytest.mark.parametrize("csv", ["pytorch", "pytorch-comms"])
+def test_the_usage_block_runs_as_written(tmp_path, monkeypatch, csv):
+    code = block("docs/python.md", "## The package")
+    # `"pytorch" | "pytorch-comms"` says "one of": each runs in turn.
+    alternatives = '"pytorch" | "pytorch-comms"'
+    assert alternatives in code
+    code = code.replace(alternatives, f'"{csv}"')
+    shutil.copy(os.path.join(DATA, "my.weave"), tmp_path / "my.weave")
+    plan = pw.compile("1f1b", ranks=2, microbatches=4)
+    (tmp_path / "plan.json").write_text(plan.to_json())
+    monkeypatch.chdir(tmp_path)
+    scope = {"rank": 3, "text_or_path": plan.to_actions()}
+    exec(compile(code, "docs/python.md", "exec"), scope)
+    last = scope["plan"]
+    assert (last.ranks, last.stages_per_pipeline, last.microbatches) == (8, 16, 32)
+
+
+def test_the_readme_training_script_trains_with_dualpipe(tmp_path):
+    pytest.importorskip("torch")
+    script = block("README.md", "A training script with DualPipe")
+    assert len(script.strip().splitlines()) == 10
+    (tmp_path / "train.py").write_text(script)
+    ranks = 2
+    # Each rank's output in a file of its own (the ranks print at the same time).
+    logs = tmp_path / "logs"
+    run = ["--standalone", "--nproc-per-node", str(ranks), "--log-dir", str(logs), "--redirects", "3"]
+    cmd = [sys.executable, "-m", "torch.distributed.run", *run, "train.py"]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    printed = "".join(p.read_text() for p in sorted(logs.rglob("stdout.log")))
+    assert done.returncode == 0, done.stdout + done.stderr + "".join(p.read_text() for p in logs.rglob("stderr.log"))
+    lines = re.findall(r"^step (\d+): rank (\d+): loss (\S+)$", printed, re.M)
+    plan = pw.compile("dualpipe", ranks=ranks, microbatches=8)
+    # The ranks that end a pipeline compute the loss, ten steps each.
+    loss_ranks = sorted({placement[-1] for placement in plan.placement})
+    assert sorted({int(r) for _, r, _ in lines}) == loss_ranks
+    assert len(lines) == 10 * len(loss_ranks) and all(math.isfinite(float(v)) for _, _, v in lines)
+    # Step 0: each loss rank reports the mean loss of its pipeline's micro-batches, as the
+    # unpipelined model computes them.
+    import torch
+
+    def part(q):
+        torch.manual_seed(q)
+        return torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU())
+
+    assert torch.get_default_dtype() == torch.float32  # as in the script
+    parts = [part(q) for q in range(plan.stages_per_pipeline)]
+    torch.manual_seed(100)
+    x, y = torch.randn(64, 16), torch.randn(64, 16)
+    size = 64 // plan.microbatches
+    with torch.no_grad():
+        per_mb = []
+        for k in range(plan.microbatches):
+            out = x[k * size : (k + 1) * size]
+            for p in parts:
+                out = p(out)
+            per_mb.append(torch.nn.functional.mse_loss(out, y[k * size : (k + 1) * size]).item())
+    for step, rank, value in lines:
+        if step != "0":
+            continue
+        (j,) = [j for j, placement in enumerate(plan.placement) if placement[-1] == int(rank)]
+        mbs = plan.pipeline_microbatches[j]
+        assert abs(float(value) - sum(per_mb[k] for k in mbs) / len(mbs)) < 1e-4
