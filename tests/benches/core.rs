@@ -1,5 +1,7 @@
 //! validate + lower + simulate, end to end, on 1F1B plans of 32 ranks × 1,024 micro-batches and
-//! 64 × 4,096 (about a million compute operations). Target: under 100 ns per operation.
+//! 64 × 4,096 (about a million compute operations), and on the same number of operations spread
+//! over many ranks with few micro-batches (4,096 × 8 and 65,536 × 8): the cost follows the
+//! operations whatever the shape. Target: under 100 ns per operation.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use pipeweave_plan::testing::one_f_one_b;
@@ -9,7 +11,7 @@ use std::hint::black_box;
 fn end_to_end(c: &mut Criterion) {
     let mut group = c.benchmark_group("validate+lower+simulate");
     group.sample_size(10);
-    for (p, m) in [(32u32, 1024u32), (64, 4096)] {
+    for (p, m) in [(32u32, 1024u32), (4096, 8), (64, 4096), (65_536, 8)] {
         let plan = pipeweave_check::validate(one_f_one_b(p, m)).expect("1F1B is valid");
         group.throughput(Throughput::Elements(plan.num_ops() as u64));
         group.bench_with_input(

@@ -16,6 +16,7 @@
 //! unfinished one, and following those waits finds the cycle that is reported.
 
 use crate::problem::{Problem, ProblemKind, Wait, WaitReason};
+use pipeweave_plan::memory::{self, OutOfMemory};
 use pipeweave_plan::{Action, Kind, Op, Plan};
 
 struct State {
@@ -33,14 +34,18 @@ struct State {
 }
 
 impl State {
-    fn new(plan: &Plan) -> State {
+    fn new(plan: &Plan) -> Result<State, OutOfMemory> {
         let n = plan.num_stages();
-        State {
+        Ok(State {
             stages: n as usize,
             has_prev: (0..n).map(|s| plan.prev_stage(s).is_some()).collect(),
             has_next: (0..n).map(|s| plan.next_stage(s).is_some()).collect(),
-            done: vec![false; 2 * n as usize * plan.mb_bound() as usize],
-        }
+            done: memory::filled(
+                2 * n as usize * plan.mb_bound() as usize,
+                false,
+                "the deadlock analysis's table",
+            )?,
+        })
     }
 
     #[inline]
@@ -91,7 +96,10 @@ fn missing_input(plan: &Plan, st: &State, op: Op) -> Option<Op> {
 /// Assumes the work checks passed (every op on a real stage of its own rank and micro-batch of
 /// its pipeline, each exactly once, in order).
 pub(crate) fn find_deadlock(plan: &Plan) -> Option<Problem> {
-    let mut st = State::new(plan);
+    let mut st = match State::new(plan) {
+        Ok(st) => st,
+        Err(e) => return Some(Problem::out_of_memory(e)),
+    };
     let programs = plan.programs();
     let mut pc = vec![0usize; programs.len()];
     // Event-driven: a blocked rank records the key of the op it misses and is woken when that op

@@ -1,5 +1,6 @@
 //! What the validator reports: problems tied to a rank, a position and an action.
 
+use pipeweave_plan::memory::OutOfMemory;
 use pipeweave_plan::{Action, Op};
 use std::fmt;
 
@@ -78,6 +79,9 @@ pub enum ProblemKind {
         /// The op no rank runs.
         op: Op,
     },
+    /// A table the validator needs (sized by the plan) could not be allocated: the plan was not
+    /// judged.
+    OutOfMemory(OutOfMemory),
     /// The plan cannot make progress.
     Deadlock {
         /// The ranks that wait on each other, each waiting for the next, the last for the first.
@@ -162,8 +166,21 @@ impl fmt::Display for Wait {
 }
 
 impl Problem {
+    /// The problem of a plan too big to validate in the memory there is.
+    pub(crate) fn out_of_memory(e: OutOfMemory) -> Problem {
+        Problem {
+            rank: 0,
+            position: None,
+            action: None,
+            kind: ProblemKind::OutOfMemory(e),
+        }
+    }
+
     /// Where the problem is: `rank 1, action 4 (1B0)` or `rank 1, end of program`.
     pub fn location(&self) -> String {
+        if let ProblemKind::OutOfMemory(_) = self.kind {
+            return "validating the plan".to_owned();
+        }
         struct At<'a>(&'a Problem);
         impl fmt::Display for At<'_> {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -176,6 +193,7 @@ impl Problem {
     /// The sentence after the location, lowercase, no trailing period.
     pub fn message(&self) -> String {
         match &self.kind {
+            ProblemKind::OutOfMemory(e) => e.to_string(),
             ProblemKind::UnknownStage { op, stages } => format!(
                 "{op} names stage {}, but the plan has only {stages} stages (0 to {})",
                 op.stage,

@@ -5,6 +5,7 @@
 //! refuses any backward; no backward is missing from it.
 
 use crate::problem::{Problem, ProblemKind};
+use pipeweave_plan::memory::{self, OutOfMemory};
 use pipeweave_plan::{Action, Kind, Op, Plan};
 
 const NONE: u32 = u32::MAX;
@@ -27,7 +28,7 @@ struct Seen {
 }
 
 impl Seen {
-    fn new(plan: &Plan) -> Seen {
+    fn new(plan: &Plan) -> Result<Seen, OutOfMemory> {
         let mb_bound = plan.mb_bound() as usize;
         let n = plan.num_stages() as usize * mb_bound;
         let unseen = Slot {
@@ -36,11 +37,11 @@ impl Seen {
             w: NONE,
             bwd_full: false,
         };
-        Seen {
+        Ok(Seen {
             mb_bound,
-            slots: vec![unseen; n],
+            slots: memory::filled(n, unseen, "the validator's table of work")?,
             pipeline: (0..plan.num_stages()).map(|s| plan.locate(s).0).collect(),
-        }
+        })
     }
 
     /// Records `op` at position `pos` of `rank` if it passes every check of [`check_op`], as that
@@ -80,7 +81,10 @@ impl Seen {
 
 pub(crate) fn check_work(plan: &Plan) -> Vec<Problem> {
     let mut problems = Vec::new();
-    let mut seen = Seen::new(plan);
+    let mut seen = match Seen::new(plan) {
+        Ok(seen) => seen,
+        Err(e) => return vec![Problem::out_of_memory(e)],
+    };
     let hosts = plan.hosts();
     for rank in 0..plan.ranks() {
         for (i, action) in plan.program(rank).iter().enumerate() {

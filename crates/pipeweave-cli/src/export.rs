@@ -2,11 +2,13 @@
 //! timeline where the format carries one (JSON with `--spec` or `--costs`, Chrome trace always).
 
 use crate::args::{CostArgs, PlanArgs};
-use crate::output::note;
+use crate::output::{self, note};
 use crate::session::Session;
 use crate::single::{on_spec, simulate};
 use clap::ValueEnum;
+use pipeweave_export::Document;
 use pipeweave_source::Failure;
+use std::path::Path;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ExportFormat {
@@ -23,13 +25,15 @@ pub enum ExportFormat {
     ChromeTrace,
 }
 
-/// Writes the plan named by `plan` in `format`; returns the text.
+/// Writes the plan named by `plan` in `format` to `output` (standard output for none or `-`), as
+/// the export makes it; a refusal (a format that cannot hold the plan) comes before any output.
 pub fn run(
     plan: &PlanArgs,
     format: ExportFormat,
     costs: &CostArgs,
+    output: Option<&Path>,
     session: &mut Session,
-) -> Result<String, Failure> {
+) -> Result<(), Failure> {
     // The timeline, in seconds with a spec and in units otherwise (1 unit = 1 ms in a trace).
     let (loaded, timeline, us_per_unit) = if costs.spec.name.is_some() {
         let on = on_spec(session, plan, &costs.spec)?;
@@ -55,18 +59,26 @@ pub fn run(
         (loaded, t, 1e3)
     };
     let timing = timeline.as_ref().map(|t| &t.timing);
-    let written = match format {
-        ExportFormat::Actions => Ok(pipeweave_export::write_actions(&loaded.plan)),
-        ExportFormat::Json => pipeweave_export::write_json(&loaded.plan, timing),
-        ExportFormat::Pytorch => pipeweave_export::write_pytorch(&loaded.plan),
-        ExportFormat::PytorchComms => pipeweave_export::write_pytorch_comms(&loaded.plan),
+    let plan = &loaded.plan;
+    let refused = |d| Failure::from_diagnostics(vec![d]);
+    let doc: Box<dyn Document + '_> = match format {
+        ExportFormat::Actions => Box::new(pipeweave_export::actions_text(plan)),
+        ExportFormat::Json => Box::new(pipeweave_export::json_text(plan, timing).map_err(refused)?),
+        ExportFormat::Pytorch => Box::new(pipeweave_export::pytorch_csv(plan).map_err(refused)?),
+        ExportFormat::PytorchComms => {
+            Box::new(pipeweave_export::pytorch_comms_csv(plan).map_err(refused)?)
+        }
         // Always simulated above for a trace.
         ExportFormat::ChromeTrace => match timing {
-            Some(t) => pipeweave_export::write_chrome_trace(&loaded.plan, t, us_per_unit),
-            None => Err(pipeweave_diagnostics::Diagnostic::error(
-                "a Chrome trace needs a simulated timeline",
-            )),
+            Some(t) => {
+                Box::new(pipeweave_export::chrome_trace(plan, t, us_per_unit).map_err(refused)?)
+            }
+            None => {
+                return Err(refused(pipeweave_diagnostics::Diagnostic::error(
+                    "a Chrome trace needs a simulated timeline",
+                )));
+            }
         },
     };
-    written.map_err(|d| Failure::from_diagnostics(vec![d]))
+    output::emit_document(output, doc.as_ref())
 }

@@ -290,10 +290,7 @@ fn run(command: Command, session: &mut Session) -> Result<(), Failure> {
             to,
             costs,
             output,
-        } => {
-            let text = export::run(&plan, to, &costs, session)?;
-            output::emit(output.as_deref(), &text)
-        }
+        } => export::run(&plan, to, &costs, output.as_deref(), session),
         // Served before a session exists (see `main`).
         Command::PluginWorker { library } => {
             let _ = host::serve_worker(&library);

@@ -4,9 +4,11 @@
 //! Output is never lost quietly: a failed write to standard output is an error (exit 1), except a
 //! closed pipe (`| head`), which ends the output without a word. A file is written whole or not at
 //! all: into a temporary file beside it, flushed to the disk, then renamed over it, so on any error
-//! an existing file stays as it was and no temporary file remains.
+//! an existing file stays as it was and no temporary file remains. Exports are streamed: written
+//! into the temporary file (or to standard output) as they are made, never held whole.
 
 use pipeweave_diagnostics::Renderer;
+use pipeweave_export::Document;
 use pipeweave_source::{Failure, Files};
 use std::io::{ErrorKind, Write};
 use std::path::Path;
@@ -22,30 +24,52 @@ pub fn is_stdout(path: &Path) -> bool {
 
 /// Writes `text` to `output` (standard output for none or `-`).
 pub fn emit(output: Option<&Path>, text: &str) -> Result<(), Failure> {
+    emit_with(output, |out| out.write_all(text.as_bytes()))
+}
+
+/// Writes an export to `output` (standard output for none or `-`) as it is made.
+pub fn emit_document(output: Option<&Path>, doc: &dyn Document) -> Result<(), Failure> {
+    emit_with(output, |out| doc.write_to(out))
+}
+
+/// Writes what `write` writes to `output` (standard output for none or `-`).
+fn emit_with(
+    output: Option<&Path>,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), Failure> {
     match output {
-        Some(path) if !is_stdout(path) => write_file(path, text.as_bytes())
+        Some(path) if !is_stdout(path) => write_file_with(path, write)
             .map_err(|e| Failure::invalid(format!("cannot write `{}`: {e}", path.display()))),
-        _ => to_stdout(text.as_bytes())
+        _ => to_stdout(write)
             .map_err(|e| Failure::invalid(format!("cannot write to standard output: {e}"))),
     }
 }
 
-/// Writes `bytes` to standard output and flushes it; a closed pipe is not an error of ours.
-fn to_stdout(bytes: &[u8]) -> std::io::Result<()> {
+/// Writes to standard output and flushes it; a closed pipe is not an error of ours.
+fn to_stdout(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
-    match out.write_all(bytes).and_then(|()| out.flush()) {
+    match write(&mut out).and_then(|()| out.flush()) {
         Err(e) if e.kind() == ErrorKind::BrokenPipe => Ok(()),
         result => result,
     }
 }
 
-/// Replaces the file at `path` with `bytes`, or leaves it as it was.
+/// Replaces the file at `path` with `bytes`, or leaves it as it was (see [`write_file_with`]).
+#[cfg(test)]
+pub fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_file_with(path, |out| out.write_all(bytes))
+}
+
+/// Replaces the file at `path` with what `write` writes, or leaves it as it was.
 ///
 /// The bytes go into a new file beside it (same folder, so the rename stays on one file system),
 /// which is synced to the disk and then renamed over `path`; its permissions are the old file's,
 /// or those of a new file. A link is followed (the file it points to is replaced). Something that
 /// is not a regular file (`/dev/null`, `/dev/stdout`, a FIFO) is written as a stream, in place.
-pub fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub fn write_file_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let target = match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() => {
             std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
@@ -59,7 +83,7 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         }
         if !m.is_file() {
             let mut stream = std::fs::OpenOptions::new().write(true).open(&target)?;
-            stream.write_all(bytes)?;
+            write(&mut stream)?;
             return stream.flush();
         }
     }
@@ -92,7 +116,7 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
             ),
         )
     })?;
-    temporary.as_file_mut().write_all(bytes)?;
+    write(temporary.as_file_mut())?;
     temporary.as_file().sync_all()?;
     if let Some(p) = permissions.filter(|_| existing.is_some()) {
         // Exactly the old file's (creation applies the umask).

@@ -125,10 +125,15 @@ pub fn convert(
     session: &mut Session,
 ) -> Result<(), Failure> {
     let built = session.load(plan)?;
-    let text = match to {
-        ConvertTo::Actions => pipeweave_export::write_actions(&built.plan),
-        ConvertTo::Json => pipeweave_export::write_json(&built.plan, None)
-            .map_err(|d| Failure::from_diagnostics(vec![d]))?,
-    };
-    emit(output.map(PathBuf::as_path), &text)
+    let output = output.map(PathBuf::as_path);
+    match to {
+        ConvertTo::Actions => {
+            output::emit_document(output, &pipeweave_export::actions_text(&built.plan))
+        }
+        ConvertTo::Json => {
+            let doc = pipeweave_export::json_text(&built.plan, None)
+                .map_err(|d| Failure::from_diagnostics(vec![d]))?;
+            output::emit_document(output, &doc)
+        }
+    }
 }

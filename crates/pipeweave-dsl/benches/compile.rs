@@ -1,5 +1,7 @@
 //! Compiling zb-v from source to a validated plan at 32 ranks × 1,024 micro-batches and
 //! 64 × 4,096 (about 1.5 million actions). Target: under 100 ns per action end to end.
+//! And 1F1B at 65,536 ranks × 8 micro-batches (a million actions): the cost follows the actions,
+//! not the ranks times the stages (per-rank tables of every stage made it quadratic).
 //! And refusing hostile nesting: items 100,000 levels deep (1.7 MB) are answered at level 65.
 //! And checking a block of 100,000 `let`s that each name an unknown name (2.2 MB): linear in the
 //! names (it was quadratic, 8 minutes at 120,000).
@@ -29,6 +31,16 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
+    group.finish();
+
+    let source = library::get("1f1b").map(|e| e.source).unwrap_or_default();
+    let mut group = c.benchmark_group("1f1b");
+    group.sample_size(10);
+    let args = Args::new(65_536, 8);
+    group.throughput(Throughput::Elements(2 * 65_536 * 8));
+    group.bench_function("compile 65536x8", |b| {
+        b.iter(|| pipeweave_dsl::compile(FileId(0), black_box(source), &args).map(|c| c.plan))
+    });
     group.finish();
 }
 

@@ -3,10 +3,11 @@
 
 use crate::eval::{Fail, Failure, check, eval, fail};
 use crate::ir::{MessagePart, Place, Resolved, SLOT_M, SLOT_P, TopStmt};
-use crate::program::{Carried, Layout, Rank};
+use crate::program::{Carried, Counters, Layout, Rank, STOPS, Tally};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_param::{ParamType, Value};
-use pipeweave_plan::{Action, Pipeline, Plan};
+use pipeweave_plan::memory;
+use pipeweave_plan::{Action, MAX_OPS, Pipeline, Plan};
 use std::ops::Range;
 
 /// The parameters a schedule is compiled for.
@@ -63,6 +64,27 @@ impl Origins {
         let i = *self.at.get(rank as usize)?.get(position)?;
         let range = self.spans.get(i as usize)?.clone();
         Some(Span::new(self.file, range))
+    }
+
+    /// The origins of the actions `keep` keeps (by rank and position), in order: those of the
+    /// plan made of those actions.
+    pub fn only(self, keep: impl Fn(u32, usize) -> bool) -> Origins {
+        let at = (0u32..)
+            .zip(self.at)
+            .map(|(rank, at)| {
+                (0..)
+                    .zip(at)
+                    .filter(|&(i, _)| keep(rank, i))
+                    .map(|(_, k)| k)
+                    .collect()
+            })
+            .collect();
+        Origins { at, ..self }
+    }
+
+    /// How many actions rank `rank`'s program has (0 for a rank the plan does not have).
+    pub fn actions(&self, rank: u32) -> usize {
+        self.at.get(rank as usize).map_or(0, Vec::len)
     }
 
     /// The span of the `program` item (for problems at the end of a rank's program).
@@ -126,6 +148,7 @@ pub(crate) fn compile(
     let note = |env: &[i64]| with_params(resolved, env);
     let (k, s) = structure(resolved, args, &env)
         .map_err(|f| vec![to_diag(file, *f).with_note(note(&env))])?;
+    within_budget(resolved, args, s).map_err(|f| vec![to_diag(file, *f).with_note(note(&env))])?;
     let pipelines = place(file, resolved, args, &mut env, k, s)?;
     let per = args.microbatches / k;
     let carried: Vec<Carried> = (0..k)
@@ -392,6 +415,24 @@ fn structure(resolved: &Resolved, args: &Args, env: &[i64]) -> Result<(u32, u32)
     Ok((k as u32, s as u32))
 }
 
+/// Refuses parameters whose plan would have more operations than a plan may have, before anything
+/// is built: each of the S stages of a pipeline runs a forward and a backward of every one of the
+/// pipeline's M/K micro-batches, so the K pipelines hold at least 2·S·M operations.
+fn within_budget(resolved: &Resolved, args: &Args, s: u32) -> Result<(), Fail> {
+    let least = 2 * u64::from(s) * u64::from(args.microbatches);
+    if least <= MAX_OPS as u64 {
+        return Ok(());
+    }
+    Err(fail(
+        &resolved.stages.span,
+        format!(
+            "{s} stages and {} micro-batches make at least {least} operations (a forward and a backward of every micro-batch on every stage), more than the {MAX_OPS} a plan may have",
+            args.microbatches
+        ),
+        format!("{s} stages per pipeline"),
+    ))
+}
+
 /// The K pipelines: each stage's rank by the placement, and equal shares of the micro-batches.
 fn place(
     file: FileId,
@@ -462,14 +503,31 @@ fn run_programs(
     let mut programs = Vec::with_capacity(ranks as usize);
     let mut at = Vec::with_capacity(ranks as usize);
     let mut failures: Vec<(Fail, Vec<u32>, String)> = Vec::new();
-    let mut steps = 0u64;
+    // The room for the least every program holds, asked for whole first so that an error names
+    // all of it (each rank then reserves its own part).
+    let least = (0..ranks).map(|r| layout.least_actions(r)).sum();
+    if let Err(e) = memory::with_capacity::<Action>(least, "the programs being built") {
+        return Err(vec![
+            to_diag(
+                file,
+                *fail(&resolved.program_span, e.to_string(), "building this"),
+            )
+            .with_note(with_params(resolved, env)),
+        ]);
+    }
+    let mut tally = Tally::default();
+    let mut counters = Counters::new(layout.stages);
     for rank in 0..ranks {
         env[resolved.slot_r] = i64::from(rank);
-        let mut state = Rank::new(rank, layout, &mut steps);
-        let result = state.run(&resolved.program, env);
+        let mut state = Rank::new(rank, layout, &mut counters, &mut tally);
+        let result = match state.reserve(layout.least_actions(rank)) {
+            Ok(()) => state.run(&resolved.program, env),
+            Err(e) => Err(fail(&resolved.program_span, e.to_string(), "building this")),
+        };
         let (out, origin) = (state.out, state.origin);
+        counters.clear();
         if let Err(f) = result {
-            let stop = f.message.starts_with("the schedule runs more than");
+            let stop = STOPS.iter().any(|s| f.message.starts_with(s));
             match failures.iter_mut().find(|(g, _, _)| g.span == f.span) {
                 Some((_, ranks, _)) => ranks.push(rank),
                 None => failures.push((f, vec![rank], with_params(resolved, env))),

@@ -4,7 +4,8 @@
 
 use crate::eval::{Fail, check, eval, fail};
 use crate::ir::{ActionNode, Expr, Step, Stmt, Target};
-use pipeweave_plan::{Action, Kind, Op};
+use pipeweave_plan::memory::{self, OutOfMemory};
+use pipeweave_plan::{Action, Kind, MAX_OPS, Op};
 use std::collections::VecDeque;
 use std::ops::Range;
 
@@ -29,6 +30,51 @@ pub(crate) struct Layout<'a> {
     pub carried: &'a [Carried],
 }
 
+impl Layout<'_> {
+    /// The fewest actions rank `rank`'s program can hold and be valid: a forward and a backward
+    /// of every micro-batch of its pipeline on each of its stages.
+    pub(crate) fn least_actions(&self, rank: u32) -> usize {
+        self.chunks[rank as usize]
+            .iter()
+            .map(|&s| 2 * self.carried[(s / self.stages_per_pipeline) as usize].count as usize)
+            .sum()
+    }
+}
+
+/// Every stage's next counted forward and backward (F; B or I) on the rank being run: one table
+/// for all the ranks, cleared after each of the few stages a rank touched (a table per rank made
+/// compiling quadratic in the ranks: 65,536 ranks of one stage each cleared 34 GB).
+pub(crate) struct Counters {
+    next: Vec<[u32; 2]>,
+    touched: Vec<u32>,
+}
+
+impl Counters {
+    pub(crate) fn new(stages: u32) -> Counters {
+        Counters {
+            next: vec![[0, 0]; stages as usize],
+            touched: Vec::new(),
+        }
+    }
+
+    /// The counter of `stage`'s forwards (`side` 0) or backwards (1).
+    fn get(&mut self, stage: u32, side: usize) -> &mut u32 {
+        let counts = &mut self.next[stage as usize];
+        if *counts == [0, 0] {
+            // First touched (or touched again without counting: listed twice, cleared twice).
+            self.touched.push(stage);
+        }
+        &mut counts[side]
+    }
+
+    /// Back to zero for the next rank.
+    pub(crate) fn clear(&mut self) {
+        for s in self.touched.drain(..) {
+            self.next[s as usize] = [0, 0];
+        }
+    }
+}
+
 /// Per-rank state of the program interpreter.
 pub(crate) struct Rank<'a> {
     rank: u32,
@@ -36,31 +82,59 @@ pub(crate) struct Rank<'a> {
     stages: u32,
     stages_per_pipeline: u32,
     carried: &'a [Carried],
-    next_f: Vec<u32>,
-    next_b: Vec<u32>,
+    counters: &'a mut Counters,
     pending_w: VecDeque<(u32, u32)>,
     /// The actions so far, and the origin of each.
     pub out: Vec<Action>,
     pub origin: Vec<u32>,
-    /// Loop iterations so far, over all ranks.
-    steps: &'a mut u64,
+    /// Loop iterations and operations so far, over all ranks.
+    tally: &'a mut Tally,
 }
 
+/// What the ranks run so far, over all ranks: loop iterations (at most [`MAX_STEPS`]) and
+/// operations (at most [`MAX_OPS`]).
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    steps: u64,
+    ops: usize,
+}
+
+/// The messages of the limits that stop every rank, not only the one that reached them.
+pub(crate) const STOPS: [&str; 3] = [
+    "the schedule runs more than",
+    "the schedule makes more than",
+    "out of memory",
+];
+
 impl<'a> Rank<'a> {
-    pub(crate) fn new(rank: u32, layout: &Layout<'a>, steps: &'a mut u64) -> Rank<'a> {
+    /// Rank `rank`'s interpreter; `counters` must be clear.
+    pub(crate) fn new(
+        rank: u32,
+        layout: &Layout<'a>,
+        counters: &'a mut Counters,
+        tally: &'a mut Tally,
+    ) -> Rank<'a> {
         Rank {
             rank,
             chunks: &layout.chunks[rank as usize],
             stages: layout.stages,
             stages_per_pipeline: layout.stages_per_pipeline,
             carried: layout.carried,
-            next_f: vec![0; layout.stages as usize],
-            next_b: vec![0; layout.stages as usize],
+            counters,
             pending_w: VecDeque::new(),
             out: Vec::new(),
             origin: Vec::new(),
-            steps,
+            tally,
         }
+    }
+
+    /// Room for `n` actions, the least the rank's program holds (a forward and a backward of
+    /// every micro-batch on each of its stages), asked for at once: memory that is not there is
+    /// an error now, naming its size.
+    pub(crate) fn reserve(&mut self, n: usize) -> Result<(), OutOfMemory> {
+        self.out = memory::with_capacity(n, "the programs being built")?;
+        self.origin = memory::with_capacity(n, "the origins of the actions")?;
+        Ok(())
     }
 
     fn stage(&self, a: &ActionNode, env: &[i64]) -> Result<u32, Fail> {
@@ -197,11 +271,9 @@ impl<'a> Rank<'a> {
         } else {
             "backward"
         };
-        let counter = if a.kind == Kind::F {
-            &mut self.next_f[stage as usize]
-        } else {
-            &mut self.next_b[stage as usize]
-        };
+        let counter = self
+            .counters
+            .get(stage, if a.kind == Kind::F { 0 } else { 1 });
         if *counter >= count {
             if a.optional {
                 return Ok(None);
@@ -222,14 +294,29 @@ impl<'a> Rank<'a> {
         Ok(Some(Op::new(stage, a.kind, m)))
     }
 
-    fn push(&mut self, action: Action, origin: u32) {
+    /// Appends an action written at `span` (its origin's), counting its operations.
+    fn push(&mut self, action: Action, origin: u32, span: &Range<usize>) -> Result<(), Fail> {
+        self.tally.ops += if action.is_pair() { 2 } else { 1 };
+        if self.tally.ops > MAX_OPS {
+            return Err(fail(
+                span,
+                format!(
+                    "the schedule makes more than {MAX_OPS} operations, the most a plan may have"
+                ),
+                "stopped here",
+            ));
+        }
+        let out_of_memory = |e: OutOfMemory| fail(span, e.to_string(), "stopped here");
+        memory::grow(&mut self.out, "the programs being built").map_err(out_of_memory)?;
+        memory::grow(&mut self.origin, "the origins of the actions").map_err(out_of_memory)?;
         self.out.push(action);
         self.origin.push(origin);
+        Ok(())
     }
 
     fn tick(&mut self, span: &Range<usize>) -> Result<(), Fail> {
-        *self.steps += 1;
-        if *self.steps > MAX_STEPS {
+        self.tally.steps += 1;
+        if self.tally.steps > MAX_STEPS {
             return Err(fail(
                 span,
                 format!("the schedule runs more than {MAX_STEPS} steps"),
@@ -310,16 +397,17 @@ impl<'a> Rank<'a> {
             match step {
                 Step::One(a, origin) => {
                     if let Some(op) = self.op(a, env)? {
-                        self.push(Action::One(op), *origin);
+                        self.push(Action::One(op), *origin, &a.span)?;
                     }
                 }
-                Step::Pair(f, b, origin) => {
-                    let f = self.op(f, env)?;
-                    let b = self.op(b, env)?;
+                Step::Pair(f_node, b_node, origin) => {
+                    let f = self.op(f_node, env)?;
+                    let b = self.op(b_node, env)?;
+                    let span = &f_node.span;
                     match (f, b) {
-                        (Some(f), Some(b)) => self.push(Action::Pair { f, b }, *origin),
+                        (Some(f), Some(b)) => self.push(Action::Pair { f, b }, *origin, span)?,
                         (Some(one), None) | (None, Some(one)) => {
-                            self.push(Action::One(one), *origin)
+                            self.push(Action::One(one), *origin, span)?
                         }
                         (None, None) => {}
                     }

@@ -267,7 +267,7 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
         let mut dp_bytes = 0.0;
         let mut first_gather = None;
         let mut all_gather = 0.0;
-        for stage in plan.stages_on_rank(r) {
+        for &stage in plan.stages_on_rank(r) {
             let q = costs.part_of(stage);
             let Some(part) = costs.parts.get(q) else {
                 continue;

@@ -24,11 +24,13 @@
 //! This module checks the structure of the file only; whether the programs are a correct schedule
 //! is the validator's question.
 
+use crate::document::{Chunks, Document};
 use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_plan::cell::{CellError, CellErrorKind, parse_action, push_action};
 use pipeweave_plan::{Action, Kind, Pipeline, Plan};
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::{self, Write};
 use std::ops::Range;
 
 /// Micro-batch ids above this bound are refused, as by every reader (see the constant's page).
@@ -360,29 +362,42 @@ pub(crate) fn is_blank(c: char) -> bool {
 /// Every line ends with `\n`. An idle rank is an empty line, except at the end of the file where it
 /// is written as `,` (blank lines at the end are not ranks).
 pub fn write_actions(plan: &ValidPlan) -> String {
-    write_plan(plan)
+    actions_text(plan).to_text()
 }
 
-/// [`write_actions`] for any plan (see [`crate::unvalidated`]).
-pub(crate) fn write_plan(plan: &Plan) -> String {
-    let programs = plan.programs();
-    let last_busy = programs.iter().rposition(|p| !p.is_empty());
-    // Cells written into one buffer (see `pipeweave_plan::cell`), not through `Display`.
-    let mut out: Vec<u8> = Vec::with_capacity(plan.num_ops() * 6 + programs.len());
-    for (r, program) in programs.iter().enumerate() {
-        if program.is_empty() && last_busy.is_none_or(|last| r > last) {
-            out.push(b',');
-        }
-        for (i, action) in program.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
+/// [`write_actions`] as a [`Document`], written as it is made.
+pub fn actions_text(plan: &ValidPlan) -> ActionsText<'_> {
+    ActionsText { plan }
+}
+
+/// The canonical actions text of a plan (see [`write_actions`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ActionsText<'p> {
+    pub(crate) plan: &'p Plan,
+}
+
+impl Document for ActionsText<'_> {
+    fn write_to(&self, out: &mut dyn Write) -> io::Result<()> {
+        let programs = self.plan.programs();
+        let last_busy = programs.iter().rposition(|p| !p.is_empty());
+        // Cells written into the chunk buffer (see `pipeweave_plan::cell`), not through `Display`.
+        let mut c = Chunks::new(out);
+        for (r, program) in programs.iter().enumerate() {
+            if program.is_empty() && last_busy.is_none_or(|last| r > last) {
+                c.buf().push(b',');
             }
-            push_action(&mut out, action);
+            for (i, action) in program.iter().enumerate() {
+                if i > 0 {
+                    c.buf().push(b',');
+                }
+                push_action(c.buf(), action);
+                c.spill()?;
+            }
+            c.buf().push(b'\n');
+            c.spill()?;
         }
-        out.push(b'\n');
+        c.finish()
     }
-    // Cells are ASCII, so the conversion always succeeds; the lossy one only avoids a panic path.
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// Which cells a file holds: compute actions only, or the steps of a `compute_comms` CSV too.

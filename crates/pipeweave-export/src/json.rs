@@ -6,14 +6,15 @@
 //! are not serializable by design. Everything derived (model parts, lowered steps) is written for
 //! launchers and checked against the actions on reading, so a file cannot say two different things.
 
+use crate::document::{Chunks, Document};
 use crate::json_text::{push_f64, push_uint};
 use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_plan::{
-    Action, Dir, Interval, Kind, LoweredPlan, Op, Pipeline, Plan, Step, Timing, lower,
+    Action, Dir, Interval, Kind, LoweredPlan, Op, Pipeline, Plan, Step, Timing, lower, try_lower,
 };
 use serde::{Deserialize, Serialize};
-use std::io::Write as _;
+use std::io::{self, Write};
 
 /// The value of the `format` field.
 pub const FORMAT_NAME: &str = "pipeweave-plan";
@@ -253,26 +254,19 @@ fn step_to_wire(step: &Step, compute: usize) -> WireStep {
     }
 }
 
-/// The replicas of every model part: part q is computed by stage j·S+q of every pipeline j.
-fn parts_of(plan: &Plan) -> Vec<WirePart> {
-    let s = plan.stages_per_pipeline();
-    (0..s)
-        .map(|q| {
-            let stages: Vec<u32> = (0..plan.model_copies())
-                .map(|j| plan.stage_id(j, q))
-                .collect();
-            let ranks = plan
-                .pipelines()
-                .iter()
-                .map(|p| p.placement[q as usize])
-                .collect();
-            WirePart {
-                part: q,
-                stages,
-                ranks,
-            }
-        })
-        .collect()
+/// The replicas of model part `q`: it is computed by stage j·S+q of every pipeline j.
+fn part_of(plan: &Plan, q: u32) -> WirePart {
+    WirePart {
+        part: q,
+        stages: (0..plan.model_copies())
+            .map(|j| plan.stage_id(j, q))
+            .collect(),
+        ranks: plan
+            .pipelines()
+            .iter()
+            .map(|p| p.placement[q as usize])
+            .collect(),
+    }
 }
 
 /// Writes the JSON plan, with the timeline when one is given.
@@ -280,129 +274,148 @@ fn parts_of(plan: &Plan) -> Vec<WirePart> {
 /// Refuses a timeline that does not fit the plan (a count of intervals that differs from the
 /// actions, or times that are not finite).
 pub fn write_json(plan: &ValidPlan, timing: Option<&Timing>) -> Result<String, Diagnostic> {
-    write_plan_json(plan, timing)
+    Ok(json_text(plan, timing)?.to_text())
 }
 
-/// [`write_json`] for any plan (see [`crate::unvalidated`]).
-pub(crate) fn write_plan_json(plan: &Plan, timing: Option<&Timing>) -> Result<String, Diagnostic> {
+/// [`write_json`] as a [`Document`]: the plan lowered, written as it is made.
+pub fn json_text<'p>(
+    plan: &'p ValidPlan,
+    timing: Option<&'p Timing>,
+) -> Result<JsonText<'p>, Diagnostic> {
+    json_document(plan, timing)
+}
+
+/// [`json_text`] for any plan (see [`crate::unvalidated`]).
+pub(crate) fn json_document<'p>(
+    plan: &'p Plan,
+    timing: Option<&'p Timing>,
+) -> Result<JsonText<'p>, Diagnostic> {
     if let Some(t) = timing {
         t.check(plan)
             .map_err(|e| Diagnostic::error(e.to_string()))?;
     }
-    let lowered = lower(plan);
-    let mut out: Vec<u8> = Vec::with_capacity(plan.num_ops() * 40 + lowered.num_steps() * 48);
-    write_document(&mut out, plan, &lowered, timing)
-        .map_err(|e| Diagnostic::error(format!("cannot write the JSON plan: {e}")))?;
-    String::from_utf8(out)
-        .map_err(|e| Diagnostic::error(format!("cannot write the JSON plan: {e}")))
+    Ok(JsonText {
+        plan,
+        lowered: try_lower(plan).map_err(|e| Diagnostic::error(e.to_string()))?,
+        timing,
+    })
 }
 
-/// Lays the document out by hand: one action, step or rank of the timeline per line, so the file
-/// stays readable and diffs well while every piece is serialized from a wire type.
-fn write_document(
-    out: &mut Vec<u8>,
-    plan: &Plan,
-    lowered: &LoweredPlan,
-    timing: Option<&Timing>,
-) -> serde_json::Result<()> {
-    let io = serde_json::Error::io;
-    writeln!(out, "{{").map_err(io)?;
-    writeln!(out, "  \"format\": \"{FORMAT_NAME}\",").map_err(io)?;
-    writeln!(out, "  \"version\": {FORMAT_VERSION},").map_err(io)?;
-    writeln!(out, "  \"ranks\": {},", plan.ranks()).map_err(io)?;
-    writeln!(
-        out,
-        "  \"stages_per_pipeline\": {},",
-        plan.stages_per_pipeline()
-    )
-    .map_err(io)?;
-    if plan.is_forward_only() {
-        writeln!(out, "  \"step\": \"evaluation\",").map_err(io)?;
-    }
-    writeln!(out, "  \"pipelines\": [").map_err(io)?;
-    let n = plan.pipelines().len();
-    for (j, p) in plan.pipelines().iter().enumerate() {
-        let wire = WirePipeline {
-            placement: p.placement.clone(),
-            microbatches: p.microbatches.clone(),
-        };
-        out.extend_from_slice(b"    ");
-        piece(out, &wire)?;
-        out.extend_from_slice(if j + 1 < n { b",\n" } else { b"\n" });
-    }
-    writeln!(out, "  ],").map_err(io)?;
-    writeln!(out, "  \"parts\": [").map_err(io)?;
-    let parts = parts_of(plan);
-    for (q, part) in parts.iter().enumerate() {
-        out.extend_from_slice(b"    ");
-        piece(out, part)?;
-        out.extend_from_slice(if q + 1 < parts.len() { b",\n" } else { b"\n" });
-    }
-    writeln!(out, "  ],").map_err(io)?;
-    writeln!(out, "  \"programs\": [").map_err(io)?;
-    for (r, (program, steps)) in plan.programs().iter().zip(lowered.programs()).enumerate() {
-        writeln!(out, "    {{").map_err(io)?;
-        writeln!(out, "      \"rank\": {r},").map_err(io)?;
-        write!(out, "      \"actions\": [").map_err(io)?;
-        for (i, a) in program.iter().enumerate() {
-            out.extend_from_slice(if i == 0 {
-                b"\n        "
-            } else {
-                b",\n        "
-            });
-            push_action(out, a);
+/// [`write_json`] for any plan (see [`crate::unvalidated`]).
+pub(crate) fn write_plan_json(plan: &Plan, timing: Option<&Timing>) -> Result<String, Diagnostic> {
+    Ok(json_document(plan, timing)?.to_text())
+}
+
+/// The JSON plan of a plan with its lowering, and its timeline if any (see [`write_json`]).
+#[derive(Debug)]
+pub struct JsonText<'p> {
+    plan: &'p Plan,
+    lowered: LoweredPlan<'p>,
+    timing: Option<&'p Timing>,
+}
+
+impl Document for JsonText<'_> {
+    /// Lays the document out by hand: one action, step or rank of the timeline per line, so the
+    /// file stays readable and diffs well, in serde_json's text for every wire type.
+    fn write_to(&self, out: &mut dyn Write) -> io::Result<()> {
+        let (plan, lowered) = (self.plan, &self.lowered);
+        let mut c = Chunks::new(out);
+        let out = c.buf();
+        writeln!(out, "{{")?;
+        writeln!(out, "  \"format\": \"{FORMAT_NAME}\",")?;
+        writeln!(out, "  \"version\": {FORMAT_VERSION},")?;
+        writeln!(out, "  \"ranks\": {},", plan.ranks())?;
+        writeln!(
+            out,
+            "  \"stages_per_pipeline\": {},",
+            plan.stages_per_pipeline()
+        )?;
+        if plan.is_forward_only() {
+            writeln!(out, "  \"step\": \"evaluation\",")?;
         }
-        if !program.is_empty() {
-            out.extend_from_slice(b"\n      ");
+        writeln!(out, "  \"pipelines\": [")?;
+        let n = plan.pipelines().len();
+        for (j, p) in plan.pipelines().iter().enumerate() {
+            c.raw("    {\"placement\":");
+            push_ids(&mut c, &p.placement)?;
+            c.raw(",\"microbatches\":");
+            push_ids(&mut c, &p.microbatches)?;
+            c.raw(if j + 1 < n { "},\n" } else { "}\n" });
         }
-        writeln!(out, "],").map_err(io)?;
-        write!(out, "      \"steps\": [").map_err(io)?;
-        let mut compute = 0;
-        let empty = steps.len() == 0;
-        for (i, s) in steps.enumerate() {
-            out.extend_from_slice(if i == 0 {
-                b"\n        "
-            } else {
-                b",\n        "
-            });
-            push_step(out, &s, compute);
-            if matches!(s, Step::Compute(_)) {
-                compute += 1;
+        c.raw("  ],\n  \"parts\": [\n");
+        let parts = plan.stages_per_pipeline() as usize;
+        for (q, part) in (0..parts).map(|q| (q, part_of(plan, q as u32))) {
+            c.raw("    ");
+            piece(c.buf(), &part)?;
+            c.raw(if q + 1 < parts { ",\n" } else { "\n" });
+            c.spill()?;
+        }
+        c.raw("  ],\n  \"programs\": [\n");
+        for (r, (program, steps)) in plan.programs().iter().zip(lowered.programs()).enumerate() {
+            writeln!(c.buf(), "    {{\n      \"rank\": {r},")?;
+            c.raw("      \"actions\": [");
+            for (i, a) in program.iter().enumerate() {
+                c.raw(if i == 0 { "\n        " } else { ",\n        " });
+                push_action(c.buf(), a);
+                c.spill()?;
+            }
+            if !program.is_empty() {
+                c.raw("\n      ");
+            }
+            c.raw("],\n      \"steps\": [");
+            let mut compute = 0;
+            let empty = steps.len() == 0;
+            for (i, s) in steps.enumerate() {
+                c.raw(if i == 0 { "\n        " } else { ",\n        " });
+                push_step(c.buf(), &s, compute);
+                if matches!(s, Step::Compute(_)) {
+                    compute += 1;
+                }
+                c.spill()?;
+            }
+            if !empty {
+                c.raw("\n      ");
+            }
+            let last = r + 1 == plan.programs().len();
+            c.raw(if last { "]\n    }\n" } else { "]\n    },\n" });
+        }
+        match self.timing {
+            None => c.raw("  ]\n"),
+            Some(t) => {
+                c.raw("  ],\n  \"timeline\": {\n    \"makespan\": ");
+                piece(c.buf(), &t.makespan)?;
+                c.raw(",\n    \"ranks\": [");
+                for (r, times) in t.intervals.iter().enumerate() {
+                    c.raw(if r == 0 { "\n      " } else { ",\n      " });
+                    push_intervals(&mut c, times)?;
+                }
+                if !t.intervals.is_empty() {
+                    c.raw("\n    ");
+                }
+                c.raw("]\n  }\n");
             }
         }
-        if !empty {
-            out.extend_from_slice(b"\n      ");
-        }
-        writeln!(out, "]").map_err(io)?;
-        let last = r + 1 == plan.programs().len();
-        writeln!(out, "    }}{}", if last { "" } else { "," }).map_err(io)?;
+        c.raw("}\n");
+        c.finish()
     }
-    match timing {
-        None => writeln!(out, "  ]").map_err(io)?,
-        Some(t) => {
-            writeln!(out, "  ],").map_err(io)?;
-            writeln!(out, "  \"timeline\": {{").map_err(io)?;
-            out.extend_from_slice(b"    \"makespan\": ");
-            piece(out, &t.makespan)?;
-            writeln!(out, ",").map_err(io)?;
-            write!(out, "    \"ranks\": [").map_err(io)?;
-            for (r, times) in t.intervals.iter().enumerate() {
-                out.extend_from_slice(if r == 0 { b"\n      " } else { b",\n      " });
-                push_intervals(out, times);
-            }
-            if !t.intervals.is_empty() {
-                out.extend_from_slice(b"\n    ");
-            }
-            writeln!(out, "]").map_err(io)?;
-            writeln!(out, "  }}").map_err(io)?;
+}
+
+fn piece<T: Serialize>(out: &mut Vec<u8>, value: &T) -> io::Result<()> {
+    serde_json::to_writer(out, value).map_err(io::Error::other)
+}
+
+/// A list of ids as serde_json writes a `Vec<u32>`: `[0,1,2]`.
+fn push_ids(c: &mut Chunks<'_>, ids: &[u32]) -> io::Result<()> {
+    c.buf().push(b'[');
+    for (i, &id) in ids.iter().enumerate() {
+        if i > 0 {
+            c.buf().push(b',');
         }
+        push_uint(c.buf(), id.into());
+        c.spill()?;
     }
-    writeln!(out, "}}").map_err(io)?;
+    c.buf().push(b']');
     Ok(())
-}
-
-fn piece<T: Serialize>(out: &mut Vec<u8>, value: &T) -> serde_json::Result<()> {
-    serde_json::to_writer(out, value)
 }
 
 // The actions, steps and times are most of a big plan's document, so they are written by hand
@@ -489,16 +502,19 @@ fn push_step(out: &mut Vec<u8>, step: &Step, compute: usize) {
 }
 
 /// One rank's timeline as `[[start,end],…]`.
-fn push_intervals(out: &mut Vec<u8>, times: &[Interval]) {
-    out.push(b'[');
+fn push_intervals(c: &mut Chunks<'_>, times: &[Interval]) -> io::Result<()> {
+    c.buf().push(b'[');
     for (i, t) in times.iter().enumerate() {
+        let out = c.buf();
         out.extend_from_slice(if i == 0 { b"[" } else { b",[" });
         push_f64(out, t.start);
         out.push(b',');
         push_f64(out, t.end);
         out.push(b']');
+        c.spill()?;
     }
-    out.push(b']');
+    c.buf().push(b']');
+    Ok(())
 }
 
 mod locate;

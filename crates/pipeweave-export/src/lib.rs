@@ -2,13 +2,15 @@
 //!
 //! This is the only crate that knows output formats. It never reads files itself: readers take the
 //! text and a `FileId`, and return a plan or diagnostics with spans; writers take a
-//! [`ValidPlan`](pipeweave_check::ValidPlan) (a plan is validated before it is exported) and return
-//! the text or, when a format cannot express the plan, a diagnostic saying why and what to use
-//! instead. [`unvalidated`] has the two plan formats' writers for plans not known to be valid.
+//! [`ValidPlan`](pipeweave_check::ValidPlan) (a plan is validated before it is exported) and make a
+//! [`Document`], written to any `io::Write` in chunks as it is made (the `write_*` functions give
+//! its whole text), or, when a format cannot express the plan, a diagnostic saying why and what to
+//! use instead. [`unvalidated`] has the two plan formats' writers for plans not known to be valid.
 
 #![warn(missing_docs)]
 
 pub mod actions;
+mod document;
 mod format;
 pub mod json;
 mod json_text;
@@ -16,8 +18,12 @@ pub mod pytorch;
 pub mod trace;
 pub mod unvalidated;
 
-pub use actions::{ActionsFile, read_actions, write_actions};
+pub use actions::{ActionsFile, ActionsText, actions_text, read_actions, write_actions};
+pub use document::{CHUNK, Document};
 pub use format::PlanFormat;
-pub use json::{PlanJson, read_json, write_json};
-pub use pytorch::{CommsFile, StepAt, read_pytorch_comms, write_pytorch, write_pytorch_comms};
-pub use trace::write_chrome_trace;
+pub use json::{JsonText, PlanJson, json_text, read_json, write_json};
+pub use pytorch::{
+    CommsCsv, CommsFile, StepAt, pytorch_comms_csv, pytorch_csv, read_pytorch_comms, write_pytorch,
+    write_pytorch_comms,
+};
+pub use trace::{ChromeTrace, chrome_trace, write_chrome_trace};

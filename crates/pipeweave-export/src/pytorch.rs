@@ -21,11 +21,13 @@ mod read;
 
 pub use read::{CommsFile, StepAt, read_pytorch_comms};
 
-use crate::actions::write_plan;
+use crate::actions::{ActionsText, actions_text};
+use crate::document::{Chunks, Document};
 use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::cell::push_step;
-use pipeweave_plan::{Dir, Plan, Step, lower};
+use pipeweave_plan::{LoweredPlan, Plan, try_lower};
+use std::io::{self, Write};
 
 /// Checks that PyTorch's runtime can hold the plan.
 fn check_expressible(plan: &Plan) -> Result<(), Diagnostic> {
@@ -111,138 +113,56 @@ fn describe_ids(ids: &[u32]) -> String {
 
 /// Writes the compute-only CSV (`format="compute_only"`): the actions format of a single pipeline.
 pub fn write_pytorch(plan: &ValidPlan) -> Result<String, Diagnostic> {
+    Ok(pytorch_csv(plan)?.to_text())
+}
+
+/// [`write_pytorch`] as a [`Document`], written as it is made.
+pub fn pytorch_csv(plan: &ValidPlan) -> Result<ActionsText<'_>, Diagnostic> {
     check_expressible(plan)?;
-    Ok(write_plan(plan))
-}
-
-/// A pipeline message: direction, sending stage, micro-batch.
-type Message = (Dir, u32, u32);
-
-/// The message a receive expects: as [`Message`], with no sending stage where none sends to the
-/// receiving one (no send matches it; a lowered plan has no such receive).
-type Expected = (Dir, Option<u32>, u32);
-
-/// One rank's messages to each peer it talks to: (peer, messages in posting order).
-type Peers<T> = Vec<(u32, Vec<T>)>;
-
-/// The list of messages from `from` to `to`, made empty on first use.
-fn messages_to<T>(by_rank: &mut Vec<Peers<T>>, from: u32, to: u32) -> &mut Vec<T> {
-    let from = from as usize;
-    if by_rank.len() <= from {
-        by_rank.resize_with(from + 1, Vec::new);
-    }
-    let peers = &mut by_rank[from];
-    let at = match peers.iter().position(|&(p, _)| p == to) {
-        Some(at) => at,
-        None => {
-            peers.push((to, Vec::new()));
-            peers.len() - 1
-        }
-    };
-    &mut peers[at].1
-}
-
-/// Checks that every receive gets the message it expects under PyTorch's matching rule.
-///
-/// 2.15 sends all pipeline messages from one rank to another on one communicator without tags
-/// (`P2POp(isend/irecv, tensor, peer, group)`), so messages between a pair of ranks are matched
-/// in the order they are posted. pipeweave's lowering orders messages per stage and direction; when
-/// two stages talk across the same pair of ranks (a V placement, several stages per rank) the
-/// receiver may post its receives in another order than the sender posts the sends, and PyTorch
-/// would then hand one micro-batch's tensor to another. Such plans are refused.
-fn check_pair_order<P: IntoIterator<Item = Step>>(
-    plan: &Plan,
-    programs: impl IntoIterator<Item = P>,
-) -> Result<(), Diagnostic> {
-    // For each sending rank, per receiving rank: the messages in posting order (direction,
-    // sending stage, micro-batch), and the receives for them. A rank talks to a few peers, so a
-    // short list per rank found by a scan (rather than a map keyed by the pair, one lookup per
-    // step of a big plan).
-    let mut sent: Vec<Peers<Message>> = Vec::new();
-    let mut received: Vec<Peers<(Expected, Step)>> = Vec::new();
-    for (r, steps) in programs.into_iter().enumerate() {
-        let r = r as u32;
-        for step in steps {
-            match step {
-                Step::Send {
-                    dir,
-                    stage,
-                    mb,
-                    peer,
-                } => {
-                    messages_to(&mut sent, r, peer).push((dir, stage, mb));
-                }
-                Step::Recv {
-                    dir,
-                    stage,
-                    mb,
-                    peer,
-                } => {
-                    let sender = plan.sending_stage(dir, stage);
-                    messages_to(&mut received, peer, r).push(((dir, sender, mb), step));
-                }
-                _ => {}
-            }
-        }
-    }
-    // Checked in (from, to) order, so the mismatch reported is always the same one.
-    for peers in &mut received {
-        peers.sort_unstable_by_key(|&(to, _)| to);
-    }
-    let received = received
-        .iter()
-        .enumerate()
-        .flat_map(|(from, peers)| peers.iter().map(move |(to, m)| ((from as u32, *to), m)));
-    for ((from, to), recvs) in received {
-        let sends = sent
-            .get(from as usize)
-            .and_then(|peers| peers.iter().find(|&&(p, _)| p == to))
-            .map(|(_, m)| m.as_slice())
-            .unwrap_or_default();
-        for (i, &((dir, stage, mb), step)) in recvs.iter().enumerate() {
-            let Some(&(sdir, sstage, smb)) = sends.get(i) else {
-                break;
-            };
-            if (sdir, Some(sstage), smb) != (dir, stage, mb) {
-                let send = Step::Send {
-                    dir: sdir,
-                    stage: sstage,
-                    mb: smb,
-                    peer: to,
-                };
-                return Err(Diagnostic::error(format!(
-                    "PyTorch's runtime would deliver the wrong tensor: message {} from rank {from} to rank {to} is `{send}`, but rank {to} posts `{step}` as its receive number {}",
-                    i + 1,
-                    i + 1
-                ))
-                .with_note("PyTorch 2.15 sends every pipeline message between two ranks on one channel without tags, so they are matched in posting order; pipeweave's lowering orders messages per stage and direction")
-                .with_help("export to `pytorch` (the compute-only CSV, which PyTorch lowers itself) or to `json`"));
-            }
-        }
-    }
-    Ok(())
+    Ok(actions_text(plan))
 }
 
 /// Writes the lowered CSV (`format="compute_comms"`) that 2.15's runtime executes as written.
 ///
-/// Refused when the plan has several pipelines, micro-batches not numbered from 0, or messages
-/// that PyTorch's per-rank-pair matching would mix up (see `check_pair_order`).
+/// Refused when the plan has several pipelines or micro-batches not numbered from 0. PyTorch 2.15
+/// sends every pipeline message between two ranks on one channel without tags, so it matches them
+/// in posting order: the lowering posts each pair of ranks' receives in the order of the sends
+/// (`pipeweave_plan::lower`, whose tests check it on any plan), so no tensor goes astray.
 pub fn write_pytorch_comms(plan: &ValidPlan) -> Result<String, Diagnostic> {
+    Ok(pytorch_comms_csv(plan)?.to_text())
+}
+
+/// [`write_pytorch_comms`] as a [`Document`]: the plan lowered, written as it is made.
+pub fn pytorch_comms_csv(plan: &ValidPlan) -> Result<CommsCsv<'_>, Diagnostic> {
     check_expressible(plan)?;
-    let lowered = lower(plan);
-    check_pair_order(plan, lowered.programs())?;
-    // Cells written into one buffer (see `pipeweave_plan::cell`), not through `Display`.
-    let mut out: Vec<u8> = Vec::with_capacity(lowered.num_steps() * 12 + lowered.ranks() as usize);
-    for steps in lowered.programs() {
-        for (i, step) in steps.enumerate() {
-            if i > 0 {
-                out.push(b',');
+    Ok(CommsCsv {
+        lowered: try_lower(plan).map_err(|e| Diagnostic::error(e.to_string()))?,
+    })
+}
+
+/// The lowered CSV of a plan (see [`write_pytorch_comms`]).
+#[derive(Debug)]
+pub struct CommsCsv<'p> {
+    lowered: LoweredPlan<'p>,
+}
+
+impl Document for CommsCsv<'_> {
+    fn write_to(&self, out: &mut dyn Write) -> io::Result<()> {
+        // Cells written into the chunk buffer (see `pipeweave_plan::cell`), not through `Display`.
+        let mut c = Chunks::new(out);
+        for steps in self.lowered.programs() {
+            for (i, step) in steps.enumerate() {
+                if i > 0 {
+                    c.buf().push(b',');
+                }
+                push_step(c.buf(), &step);
+                c.spill()?;
             }
-            push_step(&mut out, &step);
+            c.buf().push(b'\n');
+            c.spill()?;
         }
-        out.push(b'\n');
+        c.finish()
     }
-    String::from_utf8(out).map_err(|e| Diagnostic::error(format!("cannot write the CSV: {e}")))
 }
 
 #[cfg(test)]

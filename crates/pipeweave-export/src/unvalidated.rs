@@ -6,12 +6,13 @@
 //! [`ValidPlan`](pipeweave_check::ValidPlan), so what they write has been through the validator,
 //! as everything the command line exports has. The text is the same for the same plan.
 
+use crate::Document as _;
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::{Plan, Timing};
 
 /// [`crate::write_actions`] for a plan not known to be valid.
 pub fn write_actions(plan: &Plan) -> String {
-    crate::actions::write_plan(plan)
+    crate::actions::ActionsText { plan }.to_text()
 }
 
 /// [`crate::write_json`] for a plan not known to be valid (its lowering is written as the lowering

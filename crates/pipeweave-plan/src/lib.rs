@@ -14,20 +14,29 @@ pub mod cell;
 mod forward_only;
 mod lower;
 mod lowered;
+pub mod memory;
 mod plan;
 mod timing;
+mod transfers;
 
 pub use action::{Action, Kind, Op, Ops};
-pub use lower::lower;
+pub use lower::{lower, try_lower};
 pub use lowered::{LoweredPlan, Reduction, Sent, Step, Steps};
 pub use plan::{Dir, MAX_MICROBATCH_ID, Pipeline, Plan, PlanError};
 pub use timing::{Interval, Timing, TimingError};
+pub use transfers::{Sends, reductions, sends};
 
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 /// The most ranks a plan may have: every reader, builder and command line refuses more.
 pub const MAX_RANKS: u32 = 1 << 16;
+
+/// The most compute operations a plan may have (a pair counts two), some 5 GB to simulate: the
+/// schedule language refuses parameters that ask for more before it builds anything (every stage
+/// runs a forward and a backward of every micro-batch of its pipeline, so a plan has at least
+/// 2·S·M operations), and stops a schedule that makes more.
+pub const MAX_OPS: usize = 1 << 26;
 
 #[cfg(test)]
 mod tests;

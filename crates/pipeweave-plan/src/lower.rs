@@ -13,7 +13,8 @@
 //!   follow it (forward output first for a pair) and, at that same moment, the matching receive is
 //!   appended to the peer's program. So on every pair of ranks the receives are posted in the
 //!   order the sends are, which launchers whose point-to-point channels are matched in posting
-//!   order (NCCL, PyTorch's untagged `P2POp`s) need;
+//!   order (NCCL, PyTorch's untagged `P2POp`s) need. The rounds are run event-driven (see
+//!   `rounds.rs`), so the cost follows the actions whatever the shape of the plan;
 //! - the wait for a forward send stands right after the action holding the backward (B or I) of
 //!   the same stage and micro-batch, before that action's own sends (the local backward proves the
 //!   peer consumed the activation); every other send is waited for at the end, in posting order.
@@ -29,7 +30,12 @@
 
 use crate::action::{Action, Kind, Op};
 use crate::lowered::{LoweredPlan, NONE, code};
+use crate::memory::{self, OutOfMemory};
 use crate::plan::Plan;
+use std::collections::HashMap;
+
+mod rounds;
+use rounds::RankSet;
 
 /// Per-stage tables, so the hot loop does no modulo and no `Option` chain per op. They are built
 /// from [`Plan::prev_stage`] and [`Plan::next_stage`]; where those say a neighbour exists, it is
@@ -55,6 +61,11 @@ struct Tables {
     /// The rank hosting stage s−1 when it is another rank (where a backward's output goes), or
     /// `NONE`.
     before: Vec<u32>,
+    /// The rank hosting stage s+1, whose forward waits for stage s's, and the one hosting stage
+    /// s−1, whose input-gradient backward waits for stage s's (`NONE` at a pipeline's ends): the
+    /// rank an op of stage s may wake.
+    fwd_to: Vec<u32>,
+    bwd_to: Vec<u32>,
 }
 
 impl Tables {
@@ -66,6 +77,7 @@ impl Tables {
             Some(t) if hosts[t as usize] != hosts[s as usize] => hosts[t as usize],
             _ => NONE,
         };
+        let host_of = |t: Option<u32>| t.map_or(NONE, |t| hosts[t as usize]);
         Tables {
             mb_bound,
             stages: n as usize,
@@ -75,6 +87,8 @@ impl Tables {
             host: hosts.to_vec(),
             after: (0..n).map(|s| other(s, plan.next_stage(s))).collect(),
             before: (0..n).map(|s| other(s, plan.prev_stage(s))).collect(),
+            fwd_to: (0..n).map(|s| host_of(plan.next_stage(s))).collect(),
+            bwd_to: (0..n).map(|s| host_of(plan.prev_stage(s))).collect(),
         }
     }
 
@@ -115,11 +129,22 @@ struct Lowering<'a> {
     /// been scheduled), [`B_DONE`] (the input-gradient backward, B or I, has) and [`PENDING`] (the
     /// forward's send has not been waited for yet).
     flags: Vec<u8>,
+    /// Per rank, the key of the input its next action waits for, or [`NO_WAIT`]: `2·x` for the
+    /// forward at slot x, `2·x + 1` for the input-gradient backward there. Scheduling that input
+    /// wakes the rank hosting the stage that consumes it ([`Tables::fwd_to`], `bwd_to`); a rank
+    /// waiting for the input of an op on a stage it does not host (an invalid plan's) is listed
+    /// under the key in `strays` as well.
+    wait: Vec<usize>,
+    strays: HashMap<usize, Vec<u32>>,
+    /// The ranks the rounds visit: every rank but those parked and those done.
+    active: RankSet,
 }
 
 const F_DONE: u8 = 1;
 const B_DONE: u8 = 2;
 const PENDING: u8 = 4;
+/// No input awaited (in [`Lowering::wait`]).
+const NO_WAIT: usize = usize::MAX;
 
 impl Lowering<'_> {
     #[inline(always)]
@@ -136,6 +161,30 @@ impl Lowering<'_> {
         *at += 1;
     }
 
+    /// Wakes the ranks waiting for `key`, which has just been scheduled: `to`, the rank hosting
+    /// the stage that consumes it, if it waits for it, and the strays listed under it.
+    #[inline(always)]
+    fn wake(&mut self, key: usize, to: u32) {
+        if to != NONE && self.wait[to as usize] == key {
+            self.wait[to as usize] = NO_WAIT;
+            self.active.insert(to as usize);
+        }
+        if !self.strays.is_empty() {
+            self.wake_strays(key);
+        }
+    }
+
+    #[cold]
+    fn wake_strays(&mut self, key: usize) {
+        for w in self.strays.remove(&key).unwrap_or_default() {
+            // A rank taken out of turn since it was listed waits for something else now.
+            if self.wait[w as usize] == key {
+                self.wait[w as usize] = NO_WAIT;
+                self.active.insert(w as usize);
+            }
+        }
+    }
+
     /// Marks the input-gradient backward of stage `s` at slot `x` done on rank r, and releases
     /// the stage's forward send (whether its wait goes here): only on the stage's host, which sent
     /// it.
@@ -145,35 +194,49 @@ impl Lowering<'_> {
         let flags = &mut self.flags[x];
         let pending = here && *flags & PENDING != 0;
         *flags = (*flags | B_DONE) & if here { !PENDING } else { !0 };
+        self.wake(2 * x + 1, self.t.bwd_to[s]);
         pending
     }
 
-    /// Whether the inputs of `op` have been scheduled; ops on unknown stages or micro-batches
-    /// depend on nothing.
+    /// The key of the input of `op` that has not been scheduled yet, if any; ops on unknown stages
+    /// or micro-batches depend on nothing.
     #[inline]
-    fn ready(&self, op: Op) -> bool {
-        let (s, mb) = (op.stage as usize, op.mb as usize);
-        if s >= self.t.stages || mb >= self.t.mb_bound {
-            return true;
-        }
+    fn missing(&self, op: Op) -> Option<usize> {
+        let x = self.t.slot(op)?;
+        let s = op.stage as usize;
         match op.kind {
-            Kind::F => {
-                let x = mb * self.t.stages + s;
-                !self.t.has_prev[s] || self.flags[x - 1] & F_DONE != 0
+            Kind::F if self.t.has_prev[s] && self.flags[x - 1] & F_DONE == 0 => Some(2 * (x - 1)),
+            Kind::B | Kind::I if self.t.has_next[s] && self.flags[x + 1] & B_DONE == 0 => {
+                Some(2 * (x + 1) + 1)
             }
-            Kind::B | Kind::I => {
-                let x = mb * self.t.stages + s;
-                !self.t.has_next[s] || self.flags[x + 1] & B_DONE != 0
-            }
-            Kind::W => true,
+            _ => None,
         }
     }
 
     #[inline]
     fn action_ready(&self, a: Action) -> bool {
         match a {
-            Action::One(op) => self.ready(op),
-            Action::Pair { f, b } => self.ready(f) && self.ready(b),
+            Action::One(op) => self.missing(op).is_none(),
+            Action::Pair { f, b } => self.missing(f).is_none() && self.missing(b).is_none(),
+        }
+    }
+
+    /// Parks rank r, whose next action `a` waits for an input, on the key of that input (the
+    /// forward half's first, for a pair).
+    fn park(&mut self, r: usize, a: Action) {
+        let (op, key) = match a {
+            Action::One(op) => (op, self.missing(op)),
+            Action::Pair { f, b } => match self.missing(f) {
+                Some(key) => (f, Some(key)),
+                None => (b, self.missing(b)),
+            },
+        };
+        // Always there, since the action was not ready.
+        let Some(key) = key else { return };
+        self.active.remove(r);
+        self.wait[r] = key;
+        if self.t.host[op.stage as usize] != r as u32 {
+            self.strays.entry(key).or_default().push(r as u32);
         }
     }
 
@@ -217,6 +280,7 @@ impl Lowering<'_> {
                     self.cursor[r] = at + 1;
                     self.flags[x] |= F_DONE;
                 }
+                self.wake(2 * x, t.fwd_to[s]);
             }
             Kind::B | Kind::I => {
                 if t.has_next[s] && self.flags[x + 1] & B_DONE == 0 {
@@ -275,7 +339,10 @@ impl Lowering<'_> {
     fn mark(&mut self, r: usize, op: Op, x: Option<usize>) {
         let Some(x) = x else { return };
         match op.kind {
-            Kind::F => self.flags[x] |= F_DONE,
+            Kind::F => {
+                self.flags[x] |= F_DONE;
+                self.wake(2 * x, self.t.fwd_to[op.stage as usize]);
+            }
             Kind::B | Kind::I => {
                 if self.release(r, op.stage as usize, x) {
                     // The forward send went from this stage to the next one.
@@ -302,50 +369,6 @@ impl Lowering<'_> {
         } else {
             self.push_end_wait(r, code::new(code::WAIT_SEND_B, op.stage, op.mb));
             self.push(peer as usize, code::new(code::RECV_B, op.stage - 1, op.mb));
-        }
-    }
-
-    /// Schedules every action and reduction entry, round-robin over the ranks.
-    fn run(&mut self, programs: &[Vec<Action>], reductions: &[Vec<(usize, u64)>]) {
-        // Each rank's next action, its next reduction entry and the position after which that entry
-        // is due (usize::MAX when none is left); a reduction entry takes a round's turn like an action.
-        let due_at = |list: &[(usize, u64)], k: usize| list.get(k).map_or(usize::MAX, |&(i, _)| i);
-        let ranks = programs.len();
-        let mut pos = vec![0usize; ranks];
-        let mut red = vec![0usize; ranks];
-        let mut due: Vec<usize> = reductions.iter().map(|list| due_at(list, 0)).collect();
-        let mut left: usize = programs
-            .iter()
-            .zip(reductions)
-            .map(|(p, rd)| p.len() + rd.len())
-            .sum();
-
-        while left > 0 {
-            let mut progress = false;
-            for r in 0..ranks {
-                if due[r] < pos[r] {
-                    self.push(r, reductions[r][red[r]].1);
-                    red[r] += 1;
-                    due[r] = due_at(&reductions[r], red[r]);
-                } else if let Some(&a) = programs[r].get(pos[r])
-                    && self.try_schedule(r, a, pos[r])
-                {
-                    pos[r] += 1;
-                } else {
-                    continue;
-                }
-                left -= 1;
-                progress = true;
-            }
-            if !progress {
-                // Stuck (an invalid plan): take the lowest unfinished rank's next action anyway (it
-                // cannot be a reduction, which is always due).
-                if let Some(r) = (0..ranks).find(|&r| pos[r] < programs[r].len()) {
-                    self.schedule(r, programs[r][pos[r]], pos[r]);
-                    pos[r] += 1;
-                    left -= 1;
-                }
-            }
         }
     }
 }
@@ -488,7 +511,38 @@ fn layout(programs: &[Vec<Action>], t: &Tables, replicated: bool) -> Layout {
 
 /// Lowers every rank's program. Works on any plan; ops on unknown stages or micro-batches, or on a
 /// rank that does not host their stage, get no communication.
+///
+/// The lowered steps take 8 bytes each, about 32 per action: where running out of memory must be
+/// an error rather than the end of the process, use [`try_lower`].
 pub fn lower(plan: &Plan) -> LoweredPlan<'_> {
+    match try_lower(plan) {
+        Ok(lowered) => lowered,
+        // What an infallible allocation does.
+        Err(e) => std::alloc::handle_alloc_error(
+            std::alloc::Layout::from_size_align(e.bytes, 8)
+                .unwrap_or(std::alloc::Layout::new::<u64>()),
+        ),
+    }
+}
+
+/// [`lower`], or the error naming the size of the table that could not be allocated.
+pub fn try_lower(plan: &Plan) -> Result<LoweredPlan<'_>, OutOfMemory> {
+    lower_by(plan, |l, programs, reductions| l.run(programs, reductions))
+}
+
+/// [`lower`] with the plain round-robin, every rank visited in every round (quadratic in the
+/// ranks): what the event-driven rounds must give exactly.
+#[cfg(test)]
+pub(crate) fn lower_plainly(plan: &Plan) -> Result<LoweredPlan<'_>, OutOfMemory> {
+    lower_by(plan, |l, programs, reductions| {
+        l.run_plainly(programs, reductions)
+    })
+}
+
+/// The rounds of the lowering, given the programs and each rank's reduction entries.
+type Rounds = fn(&mut Lowering<'_>, &[Vec<Action>], &[Vec<(usize, u64)>]);
+
+fn lower_by(plan: &Plan, rounds: Rounds) -> Result<LoweredPlan<'_>, OutOfMemory> {
     let ranks = plan.ranks() as usize;
     let programs = plan.programs();
     let t = Tables::new(plan);
@@ -503,22 +557,25 @@ pub fn lower(plan: &Plan) -> LoweredPlan<'_> {
     // The backward sends' waits are written into the programs' tails as the sends are.
     let mut l = Lowering {
         t: &t,
-        codes: vec![0; starts[ranks]],
+        codes: memory::zeroed(starts[ranks], "the lowered programs")?,
         cursor: starts[..ranks].to_vec(),
         tail: tail_starts.clone(),
-        flags: vec![0; t.slots],
+        flags: memory::zeroed(t.slots, "the lowering's table")?,
+        wait: vec![NO_WAIT; ranks],
+        strays: HashMap::new(),
+        active: RankSet::new(ranks),
     };
-    l.run(programs, &reductions);
+    rounds(&mut l, programs, &reductions);
     let ends = l.finish_tails(&starts, &tail_starts, &reductions, replicated);
     let mut codes = l.codes;
     close_gaps(&mut codes, &mut starts, &ends);
     let peers = t.after.iter().zip(&t.before).map(|(&a, &b)| [b, a]);
-    LoweredPlan {
+    Ok(LoweredPlan {
         plan,
         starts,
         codes,
         peers: peers.collect(),
-    }
+    })
 }
 
 impl Lowering<'_> {

@@ -127,6 +127,11 @@ pub struct Plan {
     mb_pipeline: Vec<u32>,
     /// Derived: global stage → hosting rank (hot in every pass, so a table, not arithmetic).
     hosts: Vec<u32>,
+    /// Derived: the stages each rank hosts, ascending, rank r's at
+    /// `by_rank[by_rank_starts[r]..by_rank_starts[r + 1]]` (a scan of every stage per rank made
+    /// the views that ask for every rank quadratic in the ranks).
+    by_rank: Vec<u32>,
+    by_rank_starts: Vec<u32>,
     /// An evaluation step (forwards only), as said by `forward_only`, `into_evaluation` or a file:
     /// never inferred from the programs, so a plan that forgot its backwards stays invalid.
     pub(crate) evaluation: bool,
@@ -213,10 +218,11 @@ impl Plan {
                 *slot = j as u32;
             }
         }
-        let hosts = pipelines
+        let hosts: Vec<u32> = pipelines
             .iter()
             .flat_map(|p| p.placement.iter().copied())
             .collect();
+        let (by_rank, by_rank_starts) = stages_by_rank(&hosts, ranks);
         Ok(Plan {
             ranks,
             stages_per_pipeline: s,
@@ -224,6 +230,8 @@ impl Plan {
             programs,
             mb_pipeline,
             hosts,
+            by_rank,
+            by_rank_starts,
             evaluation: false,
         })
     }
@@ -238,6 +246,8 @@ impl Plan {
             programs,
             mb_pipeline: self.mb_pipeline.clone(),
             hosts: self.hosts.clone(),
+            by_rank: self.by_rank.clone(),
+            by_rank_starts: self.by_rank_starts.clone(),
             evaluation: self.evaluation,
         }
     }
@@ -399,10 +409,31 @@ impl Plan {
         self.mb_pipeline.len() as u32
     }
 
-    /// The stages a rank hosts, ascending.
-    pub fn stages_on_rank(&self, rank: u32) -> Vec<u32> {
-        (0..self.num_stages())
-            .filter(|&s| self.stage_rank(s) == Some(rank))
-            .collect()
+    /// The stages a rank hosts, ascending (none for a rank the plan does not have).
+    pub fn stages_on_rank(&self, rank: u32) -> &[u32] {
+        let r = rank as usize;
+        match (self.by_rank_starts.get(r), self.by_rank_starts.get(r + 1)) {
+            (Some(&from), Some(&to)) => &self.by_rank[from as usize..to as usize],
+            _ => &[],
+        }
     }
+}
+
+/// The stages of every rank, ascending, one rank after another, and where each rank's start (a
+/// counting sort of the stages by their host).
+fn stages_by_rank(hosts: &[u32], ranks: u32) -> (Vec<u32>, Vec<u32>) {
+    let mut starts = vec![0u32; ranks as usize + 1];
+    for &r in hosts {
+        starts[r as usize + 1] += 1;
+    }
+    for r in 1..starts.len() {
+        starts[r] += starts[r - 1];
+    }
+    let mut next = starts.clone();
+    let mut by_rank = vec![0u32; hosts.len()];
+    for (stage, &r) in (0u32..).zip(hosts) {
+        by_rank[next[r as usize] as usize] = stage;
+        next[r as usize] += 1;
+    }
+    (by_rank, starts)
 }

@@ -290,15 +290,20 @@ fn work_on_a_rank_that_does_not_host_its_stage_sends_nothing() {
 
 mod any_plan {
     //! Lowering works on any plan, valid or not: it never panics, keeps every compute action in
-    //! order, and pairs every receive with a send and every wait with an earlier send of its own
-    //! rank.
+    //! order, pairs every receive with a send and every wait with an earlier send of its own rank,
+    //! and posts the receives of every pair of ranks in the order of the sends (what launchers that
+    //! match messages in posting order, PyTorch's untagged channel among them, need).
     use super::*;
     use proptest::prelude::*;
 
-    fn check(plan: &Plan) -> Result<(), TestCaseError> {
+    pub(super) fn check(plan: &Plan) -> Result<(), TestCaseError> {
         let lowered = lower(plan);
         let mut sends = std::collections::BTreeMap::new();
         let mut recvs = std::collections::BTreeMap::new();
+        // Per (sender, receiver): the messages in the order the sender posts them, and in the
+        // order the receiver posts its receives.
+        let mut sent_in_order = std::collections::BTreeMap::<_, Vec<_>>::new();
+        let mut received_in_order = std::collections::BTreeMap::<_, Vec<_>>::new();
         let mut total = 0;
         // Each send with the last action before it, each reduction likewise, walked step by step.
         let (mut walked, mut reduced) = (Vec::new(), Vec::new());
@@ -327,6 +332,10 @@ mod any_plan {
                     } => {
                         posted.push((dir, stage, mb, peer));
                         *sends.entry((r, peer, dir, stage, mb)).or_insert(0) += 1;
+                        sent_in_order
+                            .entry((r, peer))
+                            .or_default()
+                            .push((dir, Some(stage), mb));
                         let to_stage = plan.receiving_stage(dir, stage);
                         prop_assert!(to_stage.is_some(), "rank {r}: {s} has no receiver");
                         walked.push(Sent {
@@ -365,6 +374,10 @@ mod any_plan {
                         *recvs
                             .entry((peer, r, dir, sender.unwrap_or_default(), mb))
                             .or_insert(0) += 1;
+                        received_in_order
+                            .entry((peer, r))
+                            .or_default()
+                            .push((dir, sender, mb));
                     }
                     _ => {}
                 }
@@ -372,8 +385,12 @@ mod any_plan {
         }
         prop_assert_eq!(total, lowered.num_steps());
         prop_assert_eq!(sends, recvs);
-        prop_assert_eq!(lowered.sends().collect::<Vec<_>>(), walked);
-        prop_assert_eq!(lowered.reductions().collect::<Vec<_>>(), reduced);
+        prop_assert_eq!(sent_in_order, received_in_order);
+        prop_assert_eq!(&lowered.sends().collect::<Vec<_>>(), &walked);
+        prop_assert_eq!(&lowered.reductions().collect::<Vec<_>>(), &reduced);
+        // The same, found from the plan without lowering it.
+        prop_assert_eq!(crate::sends(plan).collect::<Vec<_>>(), walked);
+        prop_assert_eq!(crate::reductions(plan), reduced);
         Ok(())
     }
 
@@ -383,6 +400,119 @@ mod any_plan {
         #[test]
         fn lowering_any_plan_keeps_its_invariants(plan in crate::testing::any_plan()) {
             check(&plan)?;
+        }
+    }
+}
+
+mod rounds {
+    //! The event-driven rounds of the lowering give exactly the plain round-robin's programs, on
+    //! any plan, valid or not.
+    use super::*;
+    use crate::lower::lower_plainly;
+    use crate::testing::{action, any_plan, edited_gpipe, one_f_one_b, pipelines};
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    fn same(plan: &Plan) -> Result<(), TestCaseError> {
+        let (events, plain) = (lower(plan), lower_plainly(plan).expect("lowers"));
+        prop_assert_eq!(&events.starts, &plain.starts);
+        prop_assert_eq!(&events.codes, &plain.codes);
+        Ok(())
+    }
+
+    fn pair(f: (u32, Kind, u32), b: (u32, Kind, u32)) -> Action {
+        Action::Pair {
+            f: Op::new(f.0, f.1, f.2),
+            b: Op::new(b.0, b.1, b.2),
+        }
+    }
+
+    /// Plans of up to 9 ranks (so that ranks wake ranks before and after them), with up to two
+    /// pipelines placed at random and programs of random actions, mostly on the plan's stages and
+    /// micro-batches.
+    fn wide_plan() -> impl Strategy<Value = Plan> {
+        (1u32..10, 1usize..6, 1usize..3, 1u32..4).prop_flat_map(|(ranks, s, k, m)| {
+            let stages = (s * k) as u32;
+            let placement = vec(vec(0..ranks, s), k);
+            let programs = vec(
+                vec(action(stages + 1, k as u32 * m + 1), 0..16),
+                ranks as usize,
+            );
+            (placement, programs).prop_map(move |(placement, programs)| {
+                Plan::new(ranks, pipelines(placement, m), programs).expect("generated structure")
+            })
+        })
+    }
+
+    #[test]
+    fn plans_proptest_once_found_hard() {
+        use Kind::*;
+        // Shrunk cases from a proptest run against an earlier version of the event-driven rounds:
+        // work on ranks that do not host its stage, repeated work and pairs of any two ops.
+        let plans = [
+            Plan::single(
+                2,
+                vec![1, 0],
+                1,
+                vec![
+                    vec![op(1, F, 0), op(1, B, 0)],
+                    vec![op(0, B, 0), op(0, F, 0), op(0, B, 0)],
+                ],
+            ),
+            Plan::single(
+                2,
+                vec![0, 1],
+                2,
+                vec![
+                    vec![op(0, F, 0), op(1, B, 0), op(0, F, 0), op(0, F, 0)],
+                    vec![op(0, B, 0), op(0, F, 0), op(0, F, 0)],
+                ],
+            ),
+            Plan::new(
+                2,
+                pipelines(vec![vec![0, 0], vec![1, 0]], 1),
+                vec![
+                    vec![
+                        op(0, F, 0),
+                        op(1, F, 0),
+                        op(1, B, 0),
+                        op(0, B, 0),
+                        op(3, F, 1),
+                        op(3, B, 1),
+                    ],
+                    vec![pair((0, B, 0), (0, F, 0)), op(2, F, 1), op(2, B, 1)],
+                ],
+            ),
+            Plan::single(
+                2,
+                vec![1, 0, 0],
+                1,
+                vec![
+                    vec![op(1, F, 0), op(2, F, 0), op(2, B, 0), op(1, B, 0)],
+                    vec![pair((0, F, 0), (1, B, 0)), op(0, F, 0), op(0, B, 0)],
+                ],
+            ),
+        ];
+        for plan in plans {
+            let plan = plan.expect("valid structure");
+            same(&plan).expect("the same programs");
+            super::any_plan::check(&plan).expect("the lowering's invariants");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn event_driven_rounds_are_the_plain_ones(
+            plan in prop_oneof![any_plan(), edited_gpipe(), wide_plan()]
+        ) {
+            same(&plan)?;
+        }
+
+        #[test]
+        fn event_driven_rounds_are_the_plain_ones_on_1f1b(p in 1u32..40, m in 1u32..6) {
+            same(&one_f_one_b(p, m))?;
         }
     }
 }

@@ -18,7 +18,7 @@ mod rows;
 use crate::format::{TimeFormat, num, sig};
 use palette::{IDLE_FILL, SEND_BWD_FILL, SEND_FWD_FILL, fill};
 use pipeweave_eval::TimeUnit;
-use pipeweave_plan::{Dir, Kind, Plan, lower};
+use pipeweave_plan::{Dir, Kind, Plan};
 use pipeweave_sim::{CostModel, Timeline};
 use rows::{Rows, Seen};
 use std::fmt::Write;
@@ -84,8 +84,7 @@ pub struct Transfer {
 /// produced the data, taking the cost model's transfer latency.
 pub fn transfers(plan: &Plan, timeline: &Timeline, costs: &dyn CostModel) -> Vec<Transfer> {
     let intervals = &timeline.timing.intervals;
-    lower(plan)
-        .sends()
+    pipeweave_plan::sends(plan)
         .filter_map(|send| {
             let iv = intervals.get(send.rank as usize)?.get(send.action)?;
             Some(Transfer {

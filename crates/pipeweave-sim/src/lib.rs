@@ -21,6 +21,7 @@ pub use costs::{CostModel, MAX_COST, StageCosts, UniformCosts, UnitCosts};
 pub use memory::{computes_gradients, live_activations};
 
 use pipeweave_check::ValidPlan;
+use pipeweave_plan::memory::{OutOfMemory, filled, with_capacity};
 use pipeweave_plan::{Action, Interval, Kind, Op, Plan, Timing};
 use std::fmt;
 
@@ -52,28 +53,40 @@ pub struct Timeline {
     pub exposed_comm: f64,
 }
 
-/// A step the simulator could not run to the end: `rank` waits forever before its action at
-/// `position` (0-based).
-///
-/// A valid plan always runs to the end (the validator proves progress with blocking sends, and
-/// the simulator's sends never block), so only a cost model that gives a time that is not a
-/// number does this: an op that ends at NaN reads as one that has not run yet.
+/// A step the simulator could not run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SimError {
-    /// The first rank (by index) left waiting.
-    pub rank: u32,
-    /// The position in its program of the action it waits to run.
-    pub position: usize,
+pub enum SimError {
+    /// `rank` waits forever before its action at `position` (0-based).
+    ///
+    /// A valid plan always runs to the end (the validator proves progress with blocking sends,
+    /// and the simulator's sends never block), so only a cost model that gives a time that is not
+    /// a number does this: an op that ends at NaN reads as one that has not run yet.
+    Stuck {
+        /// The first rank (by index) left waiting.
+        rank: u32,
+        /// The position in its program of the action it waits to run.
+        position: usize,
+    },
+    /// A table the run needs (sized by the plan before it starts) could not be allocated.
+    OutOfMemory(OutOfMemory),
 }
 
 impl fmt::Display for SimError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "the plan cannot make progress: rank {} waits forever at action {}",
-            self.rank,
-            self.position + 1
-        )
+        match self {
+            SimError::Stuck { rank, position } => write!(
+                f,
+                "the plan cannot make progress: rank {rank} waits forever at action {}",
+                position + 1
+            ),
+            SimError::OutOfMemory(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl From<OutOfMemory> for SimError {
+    fn from(e: OutOfMemory) -> SimError {
+        SimError::OutOfMemory(e)
     }
 }
 
@@ -233,11 +246,11 @@ impl Waiting {
     /// No rank parked on any of `keys` keys.
     // Always inlined: see `Ends::new`.
     #[inline(always)]
-    fn new(keys: usize, ranks: usize) -> Waiting {
-        Waiting {
-            parked: vec![NO_RANK; keys],
+    fn new(keys: usize, ranks: usize) -> Result<Waiting, OutOfMemory> {
+        Ok(Waiting {
+            parked: filled(keys, NO_RANK, "the simulation's waiting ranks")?,
             next: vec![NO_RANK; ranks],
-        }
+        })
     }
 
     #[inline(always)]
@@ -270,7 +283,7 @@ impl Ends {
     // Always inlined, as `Waiting::new` is: both tables by key then have one length the compiler
     // sees (`Ends::keys`), and the hot loop checks a key against it once (3% fewer instructions).
     #[inline(always)]
-    fn new(plan: &Plan) -> Ends {
+    fn new(plan: &Plan) -> Result<Ends, OutOfMemory> {
         let mb_bound = plan.mb_bound() as usize;
         let hosts = plan.hosts();
         let row = |t: Option<u32>| t.map_or(NO_ROW, |t| t as usize * mb_bound);
@@ -288,11 +301,11 @@ impl Ends {
                 }
             })
             .collect();
-        Ends {
+        Ok(Ends {
             mb_bound,
             links,
-            end: vec![UNKNOWN; Ends::keys(plan)],
-        }
+            end: filled(Ends::keys(plan), UNKNOWN, "the simulation's end times")?,
+        })
     }
 
     /// Records that `op` (at slot `x`) ended at `end`; returns the key its waiters are parked on
@@ -322,7 +335,7 @@ pub fn simulate<C: CostModel + ?Sized>(plan: &ValidPlan, costs: &C) -> Result<Ti
 /// tests on plans the validator rejects. An action naming a stage or micro-batch the plan does not
 /// have stops its rank, as a missing input does.
 fn simulate_plan<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Timeline, SimError> {
-    let run = run(plan, costs);
+    let run = run(plan, costs)?;
     match unfinished(plan, &run.intervals) {
         Some(error) => Err(error),
         None => Ok(timeline(plan, run.intervals, &run.totals)),
@@ -340,15 +353,21 @@ struct Run {
 /// Times do not depend on the order ranks run in: each action's start is a function of its inputs
 /// and its rank (when every op is done once; an invalid plan that repeats one has no one
 /// timeline). An action naming a stage or micro-batch the plan does not have stops its rank.
-fn run<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Run {
-    let mut ends = Ends::new(plan);
+fn run<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Run, OutOfMemory> {
+    let mut ends = Ends::new(plan)?;
+    // The room for every action's times, asked for whole first so that an error names all of it.
+    let actions = plan.programs().iter().map(Vec::len).sum();
+    drop(with_capacity::<Interval>(
+        actions,
+        "the timing of every action",
+    )?);
     let mut intervals: Vec<Vec<Interval>> = plan
         .programs()
         .iter()
-        .map(|p| Vec::with_capacity(p.len()))
-        .collect();
+        .map(|p| with_capacity(p.len(), "the timing of every action"))
+        .collect::<Result<_, _>>()?;
     let mut totals = vec![Running::start(); plan.ranks() as usize];
-    let mut waiting = Waiting::new(Ends::keys(plan), totals.len());
+    let mut waiting = Waiting::new(Ends::keys(plan), totals.len())?;
     // The ranks to run, the next one last.
     let mut runnable: Vec<u32> = (0..plan.ranks()).rev().collect();
     while let Some(r) = runnable.pop() {
@@ -393,14 +412,14 @@ fn run<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Run {
             rn.record(start, end, exposed);
         }
     }
-    Run { intervals, totals }
+    Ok(Run { intervals, totals })
 }
 
 /// Where a run stopped before the end, if it did: the first rank left short of its program.
 fn unfinished(plan: &Plan, intervals: &[Vec<Interval>]) -> Option<SimError> {
     let programs = plan.programs();
     let rank = (0..programs.len()).find(|&r| intervals[r].len() < programs[r].len())?;
-    Some(SimError {
+    Some(SimError::Stuck {
         rank: rank as u32,
         position: intervals[rank].len(),
     })

@@ -124,7 +124,7 @@ fn stuck_plans_are_errors_not_hangs() {
     .expect("structure");
     assert_eq!(
         simulate_plan(&plan, &UnitCosts),
-        Err(SimError {
+        Err(SimError::Stuck {
             rank: 0,
             position: 1
         })
@@ -147,7 +147,7 @@ fn a_valid_plan_with_times_that_are_not_numbers_is_an_error_not_a_hang() {
     // Rank 0's forward ends at NaN, so rank 1 never sees its input.
     assert_eq!(
         simulate(&valid(&plan), &NanForward),
-        Err(SimError {
+        Err(SimError::Stuck {
             rank: 0,
             position: 1
         })
@@ -253,7 +253,7 @@ mod against_a_naive_run {
             }
         }
         if let Some(rank) = (0..ranks).find(|&r| intervals[r].len() < plan.programs()[r].len()) {
-            return Err(SimError {
+            return Err(SimError::Stuck {
                 rank: rank as u32,
                 position: intervals[rank].len(),
             });

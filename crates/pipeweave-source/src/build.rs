@@ -11,19 +11,82 @@ use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_export::PlanFormat;
 use pipeweave_param::Value;
 use pipeweave_plan::{Kind, Plan};
+use std::ops::Range;
 
 /// A validated plan and where its actions came from.
 #[derive(Debug, Clone)]
 pub struct Built {
     /// The plan, through the validator.
     pub plan: ValidPlan,
-    /// `origins[r][i]`: the source span that produced rank r's i-th action, when known.
-    pub origins: Option<Vec<Vec<Span>>>,
+    /// Where each action was written, when known.
+    pub origins: Option<Origins>,
     /// What to call the plan in messages: a file or schedule name, `plugin:NAME` for a plugin.
     pub name: String,
     /// What reading the source noted besides errors (a PyTorch CSV's cells left out of the plan),
     /// for the caller to show.
     pub notes: Vec<Diagnostic>,
+}
+
+/// Where each action of a plan was written: looked up for the problems that name one, and kept
+/// compact (a big plan has tens of millions of actions; a span for each took 24 bytes).
+#[derive(Debug, Clone)]
+pub enum Origins {
+    /// A schedule's: the compiler's table, an index per action.
+    Schedule(pipeweave_dsl::Origins),
+    /// A plan file's: the byte range of every action's cell in `file`, per rank.
+    Cells {
+        /// The file read.
+        file: FileId,
+        /// `spans[r][i]`: rank r's i-th action's cell.
+        spans: Vec<Vec<Range<usize>>>,
+    },
+}
+
+impl Origins {
+    /// Where rank `rank`'s action at `position` was written, or its last action's place for
+    /// `None`; `None` when the rank has no such action (a schedule's action without a known place
+    /// is at the file's start).
+    pub fn span(&self, rank: u32, position: Option<usize>) -> Option<Span> {
+        match self {
+            Origins::Schedule(o) => {
+                let n = o.actions(rank);
+                let i = position.unwrap_or(n.checked_sub(1)?);
+                (i < n).then(|| {
+                    o.span(rank, i)
+                        .unwrap_or_else(|| Span::new(o.program().file, 0..0))
+                })
+            }
+            Origins::Cells { file, spans } => {
+                let spans = spans.get(rank as usize)?;
+                let range = match position {
+                    Some(p) => spans.get(p)?,
+                    None => spans.last()?,
+                };
+                Some(Span::new(*file, range.clone()))
+            }
+        }
+    }
+
+    /// The origins of the actions `keep` keeps (by rank and position), in order: those of the
+    /// plan made of those actions.
+    pub(crate) fn only(self, keep: impl Fn(u32, usize) -> bool) -> Origins {
+        match self {
+            Origins::Schedule(o) => Origins::Schedule(o.only(keep)),
+            Origins::Cells { file, spans } => Origins::Cells {
+                file,
+                spans: (0u32..)
+                    .zip(spans)
+                    .map(|(rank, spans)| {
+                        (0..)
+                            .zip(spans)
+                            .filter(|&(i, _)| keep(rank, i))
+                            .map(|(_, range)| range)
+                            .collect()
+                    })
+                    .collect(),
+            },
+        }
+    }
 }
 
 impl Built {
@@ -34,20 +97,10 @@ impl Built {
         if self.plan.is_forward_only() {
             return Ok(self);
         }
-        let origins = self.origins.map(|origins| {
-            origins
-                .into_iter()
-                .zip(self.plan.programs())
-                .map(|(spans, program)| {
-                    spans
-                        .into_iter()
-                        .zip(program)
-                        .filter(|(_, a)| a.ops().any(|op| op.kind == Kind::F))
-                        .map(|(span, _)| span)
-                        .collect()
-                })
-                .collect()
-        });
+        let plan = &self.plan;
+        let forward =
+            |rank: u32, i: usize| plan.program(rank)[i].ops().any(|op| op.kind == Kind::F);
+        let origins = self.origins.map(|origins| origins.only(forward));
         let mut built = validated(self.plan.forward_only(), origins, self.name)?;
         built.notes = self.notes;
         Ok(built)
@@ -59,7 +112,7 @@ impl Built {
 /// actions file of an evaluation plan, which has no place to say so).
 fn validated_for(
     plan: Plan,
-    origins: Option<Vec<Vec<Span>>>,
+    origins: Option<Origins>,
     name: String,
     evaluation: bool,
 ) -> Result<Built, Failure> {
@@ -70,7 +123,7 @@ fn validated_for(
 }
 
 /// Validates `plan`; the problems point at the actions' sources where `origins` knows them.
-fn validated(plan: Plan, origins: Option<Vec<Vec<Span>>>, name: String) -> Result<Built, Failure> {
+fn validated(plan: Plan, origins: Option<Origins>, name: String) -> Result<Built, Failure> {
     match pipeweave_check::validate(plan) {
         Ok(plan) => Ok(Built {
             plan,
@@ -79,7 +132,7 @@ fn validated(plan: Plan, origins: Option<Vec<Vec<Span>>>, name: String) -> Resul
             notes: Vec::new(),
         }),
         Err(problems) => Err(Failure::from_diagnostics(problem_diagnostics(
-            origins.as_deref(),
+            origins.as_ref(),
             &problems,
         ))),
     }
@@ -149,25 +202,8 @@ pub(crate) fn weave(
         args = args.with(&n, v);
     }
     let compiled = pipeweave_dsl::compile(file, text, &args).map_err(Failure::from_diagnostics)?;
-    let origins = weave_origins(&compiled, file);
+    let origins = Origins::Schedule(compiled.origins);
     validated(compiled.plan, Some(origins), name.to_owned())
-}
-
-/// Where every action of a compiled schedule was written, per rank (the file's start when the
-/// compiler knows no place).
-pub(crate) fn weave_origins(compiled: &pipeweave_dsl::Compiled, file: FileId) -> Vec<Vec<Span>> {
-    (0..compiled.plan.ranks())
-        .map(|r| {
-            (0..compiled.plan.program(r).len())
-                .map(|i| {
-                    compiled
-                        .origins
-                        .span(r, i)
-                        .unwrap_or_else(|| Span::new(file, 0..0))
-                })
-                .collect()
-        })
-        .collect()
 }
 
 /// Asks the plugin for its plan, validated here too: the [`Host`] is the caller's (the command
@@ -236,12 +272,7 @@ pub(crate) fn plan_file(
             }
         )));
     }
-    let spans_in = |spans: Vec<Vec<std::ops::Range<usize>>>| -> Vec<Vec<Span>> {
-        spans
-            .into_iter()
-            .map(|r| r.into_iter().map(|range| Span::new(file, range)).collect())
-            .collect()
-    };
+    let spans_in = |spans| Origins::Cells { file, spans };
     match format {
         PlanFormat::Json => {
             let read = pipeweave_export::read_json(text, file).map_err(|d| in_file(d, file))?;
@@ -297,14 +328,8 @@ fn in_file(diagnostics: Vec<Diagnostic>, file: FileId) -> Failure {
 }
 
 /// Turns validator problems into diagnostics that point at the actions' sources.
-pub fn problem_diagnostics(origins: Option<&[Vec<Span>]>, problems: &[Problem]) -> Vec<Diagnostic> {
-    let origin = |rank: u32, position: Option<usize>| -> Option<Span> {
-        let spans = origins?.get(rank as usize)?;
-        match position {
-            Some(p) => spans.get(p).cloned(),
-            None => spans.last().cloned(),
-        }
-    };
+pub fn problem_diagnostics(origins: Option<&Origins>, problems: &[Problem]) -> Vec<Diagnostic> {
+    let origin = |rank: u32, position: Option<usize>| origins?.span(rank, position);
     problems
         .iter()
         .map(|p| {

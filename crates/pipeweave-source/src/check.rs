@@ -2,7 +2,7 @@
 //! on a small grid of P and M with every parameter at its default, so that a file `validate`
 //! would reject never passes `check`.
 
-use crate::build::{problem_diagnostics, weave_origins};
+use crate::build::{Origins, problem_diagnostics};
 use crate::failure::Failure;
 use pipeweave_diagnostics::Files;
 use pipeweave_diagnostics::{Diagnostic, FileId};
@@ -42,7 +42,7 @@ pub fn check_schedule(name: &str, file: FileId, files: &Files) -> Result<Checked
     let mut combinations = 0;
     for p in GRID_RANKS {
         for m in 1..=2 * p {
-            if compile_one(name, &prepared, file, p, m)? {
+            if compile_one(name, &prepared, p, m)? {
                 combinations += 1;
             }
         }
@@ -62,13 +62,7 @@ pub fn check_schedule(name: &str, file: FileId, files: &Files) -> Result<Checked
 
 /// Compiles and validates the schedule at P = `p`, M = `m`: `Ok(false)` when its top-level
 /// requirements do not admit them, the first problem (with the combination) when it fails.
-fn compile_one(
-    name: &str,
-    prepared: &Prepared,
-    file: FileId,
-    p: u32,
-    m: u32,
-) -> Result<bool, Failure> {
+fn compile_one(name: &str, prepared: &Prepared, p: u32, m: u32) -> Result<bool, Failure> {
     let args = Args::new(p, m);
     let failed = |diags: Vec<Diagnostic>| grid_failure(name, diags, p, m);
     if !prepared.admits(&args).map_err(failed)? {
@@ -79,7 +73,7 @@ fn compile_one(
     if problems.is_empty() {
         return Ok(true);
     }
-    let origins = weave_origins(&compiled, file);
+    let origins = Origins::Schedule(compiled.origins);
     Err(failed(problem_diagnostics(Some(&origins), &problems)))
 }
 

@@ -21,7 +21,7 @@ mod params;
 mod source;
 mod spec;
 
-pub use build::{Built, problem_diagnostics};
+pub use build::{Built, Origins, problem_diagnostics};
 pub use catalog::{Catalog, Entry, Origin, Shadowed, library, plugins, twins};
 pub use check::{Checked, GRID_RANKS, check_schedule};
 pub use declared::{Declared, Param};

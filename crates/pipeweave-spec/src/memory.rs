@@ -62,8 +62,8 @@ impl MemoryUse {
 /// The parts (indices) a rank hosts, one entry per hosted stage (replicas count).
 fn hosted(costs: &CostTable, plan: &Plan, rank: u32) -> Vec<usize> {
     plan.stages_on_rank(rank)
-        .into_iter()
-        .map(|st| costs.part_of(st))
+        .iter()
+        .map(|&st| costs.part_of(st))
         .filter(|&q| q < costs.parts.len())
         .collect()
 }

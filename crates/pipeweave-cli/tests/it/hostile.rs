@@ -416,3 +416,41 @@ fn figures_stay_finite() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Parameters that ask for more operations than a plan may have are refused before anything is
+/// built (65,536 × 16,777,216 ran the schedule for 24 s and 3.7 GB before its step budget said
+/// no), and memory that is not there is an error naming the size, not an abort.
+#[cfg(target_os = "linux")]
+#[test]
+fn budgets_are_checked_before_building() {
+    let dir = Scratch::new("budgets");
+    let out = dir.run(&["validate", "1f1b", "-p", "65536", "-m", "16777216"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).starts_with(
+            "error: 65536 stages and 16777216 micro-batches make at least 2199023255552 operations \
+             (a forward and a backward of every micro-batch on every stage), more than the \
+             67108864 a plan may have\n"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+    // 33,554,432 operations in 200 MB of address space.
+    let limited = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 200000; exec '{}' simulate 1f1b -p 256 -m 65536",
+            env!("CARGO_BIN_EXE_pipeweave")
+        ))
+        .current_dir(&dir.0)
+        .output()
+        .expect("sh runs");
+    assert_eq!(limited.status.code(), Some(1), "{}", text(&limited.stderr));
+    assert!(
+        text(&limited.stderr).starts_with(
+            "error: out of memory: 768 MiB for the programs being built could not be allocated\n"
+        ),
+        "{}",
+        text(&limited.stderr)
+    );
+}

@@ -1,4 +1,8 @@
 use super::*;
+
+fn write_plan(plan: &Plan) -> String {
+    ActionsText { plan }.to_text()
+}
 use pipeweave_plan::Kind::*;
 use pipeweave_plan::Op;
 

@@ -216,7 +216,9 @@ fn from_wire(wire: WirePlan) -> Result<PlanJson, Found> {
             }
         }
     }
-    let parts = parts_of(&plan);
+    let parts: Vec<WirePart> = (0..plan.stages_per_pipeline())
+        .map(|q| part_of(&plan, q))
+        .collect();
     if parts != wire.parts {
         diags.push((
             Diagnostic::error("the `parts` section does not match the pipelines")

@@ -403,6 +403,10 @@ fn hand_written_pieces_are_what_serde_writes() {
     for n in 0..=times.len() {
         let pairs: Vec<[f64; 2]> = times[..n].iter().map(|t| [t.start, t.end]).collect();
         let want = serde_json::to_string(&pairs).expect("serializes");
-        assert_eq!(text(&|out| push_intervals(out, &times[..n])), want);
+        let mut out = Vec::new();
+        let mut c = Chunks::new(&mut out);
+        push_intervals(&mut c, &times[..n]).expect("writes");
+        c.finish().expect("writes");
+        assert_eq!(String::from_utf8(out).expect("UTF-8"), want);
     }
 }

@@ -56,31 +56,14 @@ fn refuses_micro_batches_not_from_zero() {
 fn messages_between_two_ranks_pair_up_in_order() {
     // ZB-V on 2 ranks: rank 0 sends stage 0's activations and stage 3's gradients to rank 1 on
     // the one channel PyTorch's runtime has per pair of ranks. The lowering posts rank 1's
-    // receives in the order rank 0 sends, exactly as PyTorch 2.15's own lowering does.
+    // receives in the order rank 0 sends, exactly as PyTorch 2.15's own lowering does (that it
+    // always does is a law of the lowering, checked on any plan in `pipeweave-plan`).
     let src = "0F0,0F1,0F2,3F0,3I0,3W0,3F1,3I1,3W1,0F3,0I0,0W0,3F2,3I2,3W2,0I1,0W1,3F3,3I3,3W3,0I2,0W2,0I3,0W3\n\
                1F0,2F0,1F1,2F1,2I0,2W0,1F2,1I0,1W0,2F2,2I1,2W1,1F3,1I1,1W1,2F3,2I2,2W2,1I2,2I3,1I3,1W2,2W3,1W3\n";
     let p = plan(src, 1);
     let recorded =
         include_str!("../../../../tests/data/torch-lowered/ZBVZeroBubble_v2_p2_m4.comms");
     assert_eq!(write_pytorch_comms(&p).expect("writes"), recorded);
-
-    // A lowering that posted two of those receives the other way round is refused.
-    let mut lowered = lower(&p).to_vecs();
-    let recvs: Vec<usize> = lowered[1]
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| matches!(s, Step::Recv { .. }))
-        .map(|(i, _)| i)
-        .collect();
-    lowered[1].swap(recvs[2], recvs[3]);
-    let d = check_pair_order(&p, lowered).expect_err("refused");
-    assert!(
-        d.message.starts_with(
-            "PyTorch's runtime would deliver the wrong tensor: message 3 from rank 0 to rank 1"
-        ),
-        "{}",
-        d.message
-    );
 }
 
 #[test]

@@ -59,6 +59,18 @@ fn local_mb(plan: &Plan, op: Op) -> (usize, u32) {
     (j as usize, local)
 }
 
+/// The transfers sent by each of `ranks` ranks, in their order (one pass: a scan of all the
+/// transfers for every rank made drawing them quadratic in the ranks).
+fn by_sender(transfers: &[Transfer], ranks: usize) -> Vec<Vec<&Transfer>> {
+    let mut by_rank: Vec<Vec<&Transfer>> = vec![Vec::new(); ranks];
+    for tr in transfers {
+        if let Some(list) = by_rank.get_mut(tr.from_rank as usize) {
+            list.push(tr);
+        }
+    }
+    by_rank
+}
+
 impl<'a> Rows<'a> {
     pub fn new(id: &'a str, unit: TimeUnit, lay: &'a Layout) -> Rows<'a> {
         Rows {
@@ -101,11 +113,13 @@ impl<'a> Rows<'a> {
             percent(t.bubble_fraction, 2)
         );
         y += TITLE_H;
-        for rank in 0..plan.programs().len() {
+        let ranks = plan.programs().len();
+        let by_rank = chart.transfers.as_deref().map(|t| by_sender(t, ranks));
+        for rank in 0..ranks {
             self.rank_row(chart, &mut c, rank, y);
             y += ROW_H;
-            if let Some(transfers) = &chart.transfers {
-                let sent = transfers.iter().filter(|tr| tr.from_rank as usize == rank);
+            if let Some(by_rank) = &by_rank {
+                let sent = by_rank[rank].iter().copied();
                 if c.dense {
                     self.seen.density = true;
                     self.busy_lane(sent, rank, y + 1.0);
