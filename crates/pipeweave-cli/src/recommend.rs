@@ -91,30 +91,46 @@ impl Planner for Schedules<'_> {
 }
 
 /// A schedule's variants the search tries besides its defaults: every boolean parameter that is
-/// off by default switched on (Chimera's forward doubling), a pipeline count of 4 for a schedule
-/// that takes `pipelines` (Chimera with four pipelines), and both together.
+/// off by default switched on, every other option of a choice (Chimera's `joins=doubling` and
+/// `joins=halving`), a pipeline count of 4 for a schedule that takes `pipelines` (Chimera with
+/// four pipelines), and their combinations (at most one value per parameter).
 fn variants(declared: &Declared) -> Vec<Vec<(String, String)>> {
-    let mut options: Vec<(String, String)> = declared
-        .params
-        .iter()
-        .filter(|p| p.ty == ParamType::Bool && p.default.as_deref() == Some("false"))
-        .map(|p| (p.name.clone(), "true".to_owned()))
-        .collect();
-    if declared.takes("pipelines") {
-        options.push(("pipelines".to_owned(), "4".to_owned()));
-    }
-    // Every non-empty combination, in a fixed order.
-    let mut out = Vec::new();
-    for mask in 1..(1u32 << options.len().min(4)) {
-        out.push(
-            options
+    // One group of alternatives per parameter.
+    let mut groups: Vec<Vec<(String, String)>> = Vec::new();
+    for p in &declared.params {
+        let values: Vec<String> = match &p.ty {
+            ParamType::Bool if p.default.as_deref() == Some("false") => vec!["true".to_owned()],
+            ParamType::Choice(options) => options
                 .iter()
-                .enumerate()
-                .filter(|(i, _)| mask & (1 << i) != 0)
-                .map(|(_, o)| o.clone())
+                .filter(|o| Some(o.as_str()) != p.default.as_deref())
+                .cloned()
                 .collect(),
-        );
+            _ => Vec::new(),
+        };
+        if !values.is_empty() {
+            groups.push(values.into_iter().map(|v| (p.name.clone(), v)).collect());
+        }
     }
+    if declared.takes("pipelines") {
+        groups.push(vec![("pipelines".to_owned(), "4".to_owned())]);
+    }
+    groups.truncate(4);
+    // Every non-empty combination, in a fixed order: each group contributes nothing or one value.
+    let mut out: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for group in &groups {
+        let mut next = Vec::with_capacity(out.len() * (group.len() + 1));
+        for chosen in &out {
+            next.push(chosen.clone());
+            for value in group {
+                let mut with = chosen.clone();
+                with.push(value.clone());
+                next.push(with);
+            }
+        }
+        out = next;
+    }
+    out.retain(|v| !v.is_empty());
+    out.sort_by_key(|v| v.len());
     out
 }
 

@@ -203,7 +203,7 @@ pub(crate) fn by_time(a: &Candidate, b: &Candidate) -> Ordering {
         .then(a.recompute.cmp(&b.recompute))
 }
 
-/// The schedule family's label: `chimera (forward_doubling=true)`, `interleaved-1f1b (v 4)`.
+/// The schedule family's label: `chimera (joins=doubling)`, `interleaved-1f1b (v 4)`.
 pub(crate) fn family_label(name: &str, v: Option<u32>, settings: &[String]) -> String {
     let mut parts: Vec<String> = Vec::new();
     if let Some(v) = v {

@@ -14,7 +14,7 @@
 use pipeweave_diagnostics::FileId;
 use pipeweave_dsl::{Args, compile, library};
 use pipeweave_export::{write_json, write_pytorch, write_pytorch_comms};
-use pipeweave_generators::{ChimeraOptions, DualOptions, chimera, dualpipe};
+use pipeweave_generators::{ChimeraOptions, DualOptions, Joins, chimera, dualpipe};
 use pipeweave_plan::Plan;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -157,7 +157,11 @@ fn cases() -> Result<Vec<Case>, String> {
                     m,
                     ChimeraOptions {
                         pipelines,
-                        forward_doubling,
+                        joins: if forward_doubling {
+                            Joins::Doubling
+                        } else {
+                            Joins::Direct
+                        },
                     },
                 )?,
                 formats: vec!["json"],

@@ -16,9 +16,16 @@
 //! micro-batch they carry, as in the reference vectors. A worker runs its actions by slot; actions
 //! that share a slot (never in a basic unit) run in (unit, pipeline) order, the generator's order.
 //!
-//! Forward doubling (the paper's other way to fill the joints between units): every slot carries
-//! two micro-batches instead of one, forwards back to back and backwards back to back, so a unit
-//! holds 2D micro-batches and twice the activations.
+//! The paper's three ways to join units when M > D ([`Joins`]):
+//! - *direct concatenation*: units back to back as above, one micro-batch per slot;
+//! - *forward doubling*: every slot carries two micro-batches instead of one, forwards back to back
+//!   and backwards back to back, so a unit holds 2D micro-batches, the joints between units close,
+//!   and a slot holds twice the activations, which the paper pays for with recomputation;
+//! - *backward halving*: the same slots filled with micro-batches of half the size, so that two of
+//!   them hold what one of direct concatenation holds and no recomputation is needed. In a plan a
+//!   micro-batch's size is the batch divided by M, so halving builds forward doubling's order and
+//!   is run at twice direct concatenation's M; the two differ in what they are priced with
+//!   (`recommend` tries doubling with recomputation and halving without).
 //!
 //! Where the authors' script departs from the paper we follow the paper: with D/K = 1 it stops
 //! after one unit, and with D/K ≥ 3 and more than two units it starts a third unit two slots after
@@ -32,15 +39,54 @@ use pipeweave_plan::{Action, Kind, Op, Pipeline, Plan};
 pub struct ChimeraOptions {
     /// K: the number of pipelines (even; K/2 down and K/2 up).
     pub pipelines: u32,
-    /// Two micro-batches per slot.
-    pub forward_doubling: bool,
+    /// How units join when M > D.
+    pub joins: Joins,
+}
+
+/// How Chimera joins its basic units when M > D (the paper's three ways).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Joins {
+    /// Units back to back, one micro-batch per slot.
+    #[default]
+    Direct,
+    /// Two micro-batches per slot (twice the activations; recomputation pays for them).
+    Doubling,
+    /// Forward doubling's slots with micro-batches of half the size (no recomputation).
+    Halving,
+}
+
+impl Joins {
+    /// Every way, in the order `list` shows them.
+    pub const ALL: [Joins; 3] = [Joins::Direct, Joins::Doubling, Joins::Halving];
+
+    /// The option's name as `--set joins=NAME` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Joins::Direct => "direct",
+            Joins::Doubling => "doubling",
+            Joins::Halving => "halving",
+        }
+    }
+
+    /// The way named `name`, if there is one.
+    pub fn from_name(name: &str) -> Option<Joins> {
+        Joins::ALL.into_iter().find(|j| j.name() == name)
+    }
+
+    /// Micro-batches per slot.
+    fn width(self) -> u32 {
+        match self {
+            Joins::Direct => 1,
+            Joins::Doubling | Joins::Halving => 2,
+        }
+    }
 }
 
 impl Default for ChimeraOptions {
     fn default() -> ChimeraOptions {
         ChimeraOptions {
             pipelines: 2,
-            forward_doubling: false,
+            joins: Joins::Direct,
         }
     }
 }
@@ -77,14 +123,14 @@ pub fn chimera(ranks: u32, microbatches: u32, opts: ChimeraOptions) -> Result<Pl
             "chimera supports at most {MAX_WORK} ranks × micro-batches, got {d} × {m}"
         ));
     }
-    let width = if opts.forward_doubling { 2 } else { 1 };
+    let width = opts.joins.width();
     let share = d / k * width;
     let unit = d * width;
     if m < unit || m % share != 0 {
-        let doubling = if opts.forward_doubling {
-            " with forward doubling"
-        } else {
-            ""
+        let doubling = match opts.joins {
+            Joins::Direct => "",
+            Joins::Doubling => " with forward doubling",
+            Joins::Halving => " with backward halving",
         };
         return Err(format!(
             "chimera with {d} stages and {k} pipelines{doubling} needs at least {unit} micro-batches \

@@ -10,7 +10,7 @@
 mod chimera;
 mod dual;
 
-pub use chimera::{ChimeraOptions, chimera};
+pub use chimera::{ChimeraOptions, Joins, chimera};
 pub use dual::{DualOptions, dualpipe, dualpipev};
 
 use pipeweave_plan::Plan;
@@ -93,7 +93,7 @@ impl Generator for Chimera {
             name: "chimera".into(),
             version: VERSION.into(),
             description: "Chimera: down and up pipelines over the same workers, in the authors' order".into(),
-            requires: "an even number of ranks D divisible by the number of pipelines K; M ≥ D and a multiple of D/K (2D and 2D/K with forward doubling)".into(),
+            requires: "an even number of ranks D divisible by the number of pipelines K; M ≥ D and a multiple of D/K (2D and 2D/K with doubling or halving joins)".into(),
             params: vec![
                 ParamSpec::int(
                     "pipelines",
@@ -101,10 +101,13 @@ impl Generator for Chimera {
                     "how many pipelines (half down, half up); each is a model copy",
                 )
                 .constrained(Some(2), None, Some(2)),
-                ParamSpec::bool(
-                    "forward_doubling",
-                    false,
-                    "two micro-batches in every slot, forwards and backwards back to back (twice the activations)",
+                ParamSpec::choice(
+                    "joins",
+                    &Joins::ALL.map(Joins::name),
+                    Joins::Direct.name(),
+                    "how basic units join when M > D: direct = back to back, one micro-batch per slot; \
+                     doubling = two micro-batches per slot, joints closed, twice the activations (meant with recomputation); \
+                     halving = doubling's order on micro-batches of half the size, run at twice direct's M, no recomputation needed",
                 ),
             ],
         }
@@ -120,7 +123,14 @@ impl Generator for Chimera {
             request.microbatches,
             ChimeraOptions {
                 pipelines,
-                forward_doubling: request.bool_or("forward_doubling", false)?,
+                joins: {
+                    let name = request.choice_or("joins", Joins::Direct.name())?;
+                    Joins::from_name(name).ok_or_else(|| {
+                        format!(
+                            "chimera: `joins` is one of direct, doubling or halving, not `{name}`"
+                        )
+                    })?
+                },
             },
         )
     }

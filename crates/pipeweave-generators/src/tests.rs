@@ -35,10 +35,14 @@ fn requirements_are_plain_errors() {
     let c = ChimeraOptions::default();
     let k4 = ChimeraOptions {
         pipelines: 4,
-        forward_doubling: false,
+        joins: Joins::Direct,
     };
     let doubled = ChimeraOptions {
-        forward_doubling: true,
+        joins: Joins::Doubling,
+        ..c
+    };
+    let halved = ChimeraOptions {
+        joins: Joins::Halving,
         ..c
     };
     let cases = [
@@ -52,7 +56,7 @@ fn requirements_are_plain_errors() {
                 8,
                 ChimeraOptions {
                     pipelines: 3,
-                    forward_doubling: false,
+                    joins: Joins::Direct,
                 },
             ),
             "chimera needs an even number of pipelines (at least 2), got 3",
@@ -77,13 +81,17 @@ fn requirements_are_plain_errors() {
         chimera(4, 6, doubled).unwrap_err(),
         "chimera with 4 stages and 2 pipelines with forward doubling needs at least 8 micro-batches (one basic unit) and a multiple of 4 (the micro-batches of one pipeline in a unit), got 6"
     );
+    assert_eq!(
+        chimera(4, 10, halved).unwrap_err(),
+        "chimera with 4 stages and 2 pipelines with backward halving needs at least 8 micro-batches (one basic unit) and a multiple of 4 (the micro-batches of one pipeline in a unit), got 10"
+    );
 }
 
 #[test]
 fn chimera_forward_doubling_puts_two_microbatches_in_every_slot() {
     let opts = ChimeraOptions {
         pipelines: 2,
-        forward_doubling: true,
+        joins: Joins::Doubling,
     };
     let doubled = chimera(4, 8, opts).unwrap();
     assert_eq!(
@@ -91,6 +99,40 @@ fn chimera_forward_doubling_puts_two_microbatches_in_every_slot() {
         "0F0,0F1,0F2,0F3,7F4,7F5,7B4,7B5,7F6,7F7,7B6,7B7,0B0,0B1,0B2,0B3"
     );
     assert_eq!(doubled.pipelines()[0].microbatches, [0, 1, 2, 3]);
+}
+
+/// Backward halving builds forward doubling's order (its micro-batches are half the size, which a
+/// plan expresses through M); the option names the pairing the cost search gives it.
+#[test]
+fn chimera_backward_halving_has_forward_doublings_order() {
+    for (d, k, m) in [(4, 2, 8), (4, 2, 16), (8, 4, 16), (8, 2, 32)] {
+        let with = |joins| {
+            chimera(
+                d,
+                m,
+                ChimeraOptions {
+                    pipelines: k,
+                    joins,
+                },
+            )
+            .unwrap()
+        };
+        assert_eq!(
+            with(Joins::Halving),
+            with(Joins::Doubling),
+            "D={d} K={k} M={m}"
+        );
+        assert_ne!(
+            with(Joins::Halving),
+            with(Joins::Direct),
+            "D={d} K={k} M={m}"
+        );
+    }
+    assert_eq!(
+        Joins::ALL.map(|j| Joins::from_name(j.name())),
+        Joins::ALL.map(Some)
+    );
+    assert_eq!(Joins::from_name("double"), None);
 }
 
 #[test]

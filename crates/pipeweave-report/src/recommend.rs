@@ -9,7 +9,7 @@ use crate::table::{NONE, Table, markdown_cell, markdown_table};
 use pipeweave_eval::{Candidate, Recommendation};
 use std::fmt::Write as _;
 
-/// `zb-h1, PP 8, TP 8, M 32 × 1 seq, v 2, forward_doubling=true, recompute full`.
+/// `zb-h1, PP 8, TP 8, M 32 × 1 seq, v 2, joins=doubling, recompute full`.
 pub fn candidate_label(c: &Candidate) -> String {
     let mut s = format!(
         "{}, PP {}, TP {}, M {} × {} seq",

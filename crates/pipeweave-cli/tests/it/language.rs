@@ -58,7 +58,7 @@ fn every_schedule_reads_parameter_values_by_one_rule() {
         &["dualpipev", "--set", "weight_split=2"],
         &["dualpipev", "--set", "weight_split=1"],
         &["plugin:dualpipev", "--set", "weight_split=1"],
-        &["chimera", "--set", "forward_doubling=1"],
+        &["chimera", "--set", "joins=double"],
         &["chimera", "--set", "pipelines=3"],
         &["interleaved-1f1b", "--set", "v=true"],
         &["interleaved-1f1b", "-v", "0"],

@@ -110,7 +110,7 @@ fn schedules() -> Vec<(String, Vec<Setting>)> {
         "plugin:chimera".into(),
         vec![
             ("pipelines", &["2", "4"]),
-            ("forward_doubling", &["false", "true"]),
+            ("joins", &["direct", "doubling", "halving"]),
         ],
     ));
     out

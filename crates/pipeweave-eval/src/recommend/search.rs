@@ -189,6 +189,28 @@ fn candidate(
     Ok(c)
 }
 
+/// Settings whose meaning includes the recomputation they run with (`NAME=VALUE`, and whether
+/// they recompute): Chimera's forward doubling is the paper's pairing of two micro-batches per slot
+/// with recomputation, and backward halving the same order without it (a plan's micro-batch size
+/// is the batch over M, so the two differ only there). Each climbs only its own rungs, so the two
+/// never show the same candidate under two names.
+const PAIRED_WITH_RECOMPUTATION: [(&str, bool); 2] =
+    [("joins=doubling", true), ("joins=halving", false)];
+
+/// The rungs `settings` climbs: the whole ladder, or the part its pairing allows.
+fn rungs(spec: &Spec, settings: &[String]) -> Vec<Recompute> {
+    let pairing = PAIRED_WITH_RECOMPUTATION
+        .iter()
+        .find(|(text, _)| settings.iter().any(|s| s == text));
+    ladder(spec)
+        .into_iter()
+        .filter(|rc| match pairing {
+            None => true,
+            Some((_, recomputes)) => (*rc != Recompute::None) == *recomputes,
+        })
+        .collect()
+}
+
 /// The first rung of the recomputation ladder that fits, or the last (with its memory).
 fn climb(
     base: &Spec,
@@ -196,7 +218,7 @@ fn climb(
     plan: &ValidPlan,
 ) -> Result<Candidate, String> {
     let mut last = None;
-    for rc in ladder(base) {
+    for rc in rungs(base, family.2) {
         let c = candidate(base, family, plan, rc)?;
         if !c.out_of_memory {
             return Ok(c);

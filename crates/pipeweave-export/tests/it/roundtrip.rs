@@ -9,7 +9,7 @@ use pipeweave_export::{
     PlanFormat, read_actions, read_json, read_pytorch_comms, write_actions, write_json,
     write_pytorch, write_pytorch_comms,
 };
-use pipeweave_generators::{ChimeraOptions, DualOptions, chimera, dualpipe, dualpipev};
+use pipeweave_generators::{ChimeraOptions, DualOptions, Joins, chimera, dualpipe, dualpipev};
 use pipeweave_plan::Plan;
 use pipeweave_plan::testing::edited_gpipe;
 use proptest::prelude::*;
@@ -38,7 +38,11 @@ fn schedule(name: &str, p: u32, m: u32, flags: u32) -> Option<Plan> {
             m,
             ChimeraOptions {
                 pipelines: if flags & 4 == 0 { 2 } else { 4 },
-                forward_doubling: flags & 1 == 1,
+                joins: if flags & 1 == 1 {
+                    Joins::Doubling
+                } else {
+                    Joins::Direct
+                },
             },
         )
         .ok(),

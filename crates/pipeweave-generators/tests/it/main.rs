@@ -1,7 +1,7 @@
 //! Integration tests of the generators: exactness against every reference vector, validation,
 //! the published bubbles under unit costs, DualPipeV as half of DualPipe, and snapshots.
 
-use pipeweave_generators::{ChimeraOptions, DualOptions, chimera, dualpipe, dualpipev};
+use pipeweave_generators::{ChimeraOptions, DualOptions, Joins, chimera, dualpipe, dualpipev};
 use pipeweave_plan::testing::program_lines;
 use pipeweave_plan::{Action, Plan};
 use pipeweave_sim::{CostModel, SimError, StageCosts, Timeline, UniformCosts, UnitCosts};
@@ -53,7 +53,7 @@ fn generate_for(stem: &str) -> Option<Plan> {
             m,
             ChimeraOptions {
                 pipelines: k,
-                forward_doubling: false,
+                joins: Joins::Direct,
             },
         )
     } else {
@@ -136,10 +136,10 @@ fn every_small_configuration_validates() {
     }
     for d in [2, 4, 6, 8, 12] {
         for k in [2, 4, 6] {
-            for forward_doubling in [false, true] {
+            for joins in Joins::ALL {
                 let opts = ChimeraOptions {
                     pipelines: k,
-                    forward_doubling,
+                    joins,
                 };
                 for m in 1..=4 * d {
                     if let Ok(plan) = chimera(d, m, opts) {
@@ -262,7 +262,7 @@ fn chimera_bubble_is_d_minus_two_slots_when_f_equals_b() {
                 d,
                 ChimeraOptions {
                     pipelines: k,
-                    forward_doubling: false,
+                    joins: Joins::Direct,
                 },
             )
             .unwrap(),
@@ -320,7 +320,7 @@ fn snapshots_of_small_orders() {
             16,
             ChimeraOptions {
                 pipelines: 4,
-                forward_doubling: false,
+                joins: Joins::Direct,
             },
         )
         .unwrap(),
@@ -336,7 +336,7 @@ fn snapshots_of_small_orders() {
             16,
             ChimeraOptions {
                 pipelines: 2,
-                forward_doubling: true,
+                joins: Joins::Doubling,
             },
         )
         .unwrap(),

@@ -198,7 +198,7 @@ fn unmet_requirements_and_bad_settings_are_clean_errors() {
         ("dualpipev", 4, 7, &[]),
         ("chimera", 6, 12, &[("pipelines", "4")]),
         ("chimera", 4, 8, &[("pipelines", "3")]),
-        ("chimera", 4, 6, &[("forward_doubling", "true")]),
+        ("chimera", 4, 6, &[("joins", "doubling")]),
         ("chimera", 4, 8, &[("doubling", "true")]),
         ("dualpipe", 4, 8, &[("overlap", "maybe")]),
         (

@@ -24,7 +24,10 @@ impl InMemory {
                 let mut o = pipeweave_generators::ChimeraOptions::default();
                 for (k, x) in settings {
                     match (k.as_str(), x.as_str()) {
-                        ("forward_doubling", "true") => o.forward_doubling = true,
+                        ("joins", name) => {
+                            o.joins = pipeweave_generators::Joins::from_name(name)
+                                .ok_or("a way to join units")?
+                        }
                         ("pipelines", n) => o.pipelines = n.parse().map_err(|_| "a count")?,
                         _ => return Err(format!("no setting {k}={x}")),
                     }
@@ -78,17 +81,16 @@ pub fn schedules() -> Vec<SearchSchedule> {
             SearchSchedule::plain(e.name, takes_v)
         })
         .collect();
-    // Chimera's variants as the command line finds them from its parameters: forward doubling,
-    // four pipelines, both.
+    // Chimera's variants as the command line finds them from its parameters: four pipelines,
+    // doubling and halving joins, and each with four pipelines.
     let setting = |k: &str, v: &str| (k.to_owned(), v.to_owned());
     out.push(SearchSchedule {
         variants: vec![
-            vec![setting("forward_doubling", "true")],
+            vec![setting("joins", "doubling")],
+            vec![setting("joins", "halving")],
             vec![setting("pipelines", "4")],
-            vec![
-                setting("forward_doubling", "true"),
-                setting("pipelines", "4"),
-            ],
+            vec![setting("joins", "doubling"), setting("pipelines", "4")],
+            vec![setting("joins", "halving"), setting("pipelines", "4")],
         ],
         ..SearchSchedule::plain("chimera", false)
     });
