@@ -18,6 +18,7 @@ mod session;
 mod show;
 mod single;
 mod sweep;
+mod synth;
 
 use args::{ArgError, ConvertTo, CostArgs, Format, ManyArgs, MetricArg, PlanArgs, TimeWindowArgs};
 use clap::{Parser, Subcommand};
@@ -152,6 +153,9 @@ enum Command {
     /// Search pipeline degree, schedule, micro-batches and stages per rank on a spec and explain
     /// the best plan that fits in memory
     Recommend(recommend::RecommendArgs),
+    /// Search for the best order for a placement, a memory limit and a spec's costs (or --costs,
+    /// or unit costs): a heuristic, local search, an exact method at P ≤ 4, M ≤ 8
+    Synthesize(Box<synth::SynthArgs>),
     /// Export a validated plan for a launcher: PyTorch CSVs, the JSON plan, a Chrome trace
     Export {
         #[command(flatten)]
@@ -282,6 +286,7 @@ fn run(command: Command, session: &mut Session) -> Result<(), Failure> {
         }
         Command::Compare(args) => compare::run(&args, session),
         Command::Recommend(args) => recommend::run(&args, session),
+        Command::Synthesize(args) => synth::run(&args, session),
         Command::Convert { plan, to, output } | Command::Compile { plan, to, output } => {
             single::convert(&plan, to, output.as_ref(), session)
         }

@@ -14,6 +14,7 @@ mod compare;
 mod costing;
 mod finite;
 mod fit;
+mod limits;
 mod planner;
 mod questions;
 mod recommend;
@@ -29,6 +30,7 @@ pub use fit::{
     Change, Fitted, SpecRule, fit, fit_spec, global_batch, microbatches_at, plan_shape,
     split_layers,
 };
+pub use limits::activation_limits;
 pub use pipeweave_param::Value;
 pub use planner::{PlanRequest, Planner, Unbuilt};
 pub use questions::{ParamCost, dualpipe_param_cost, gpu_hours_recovered_per_million_tokens};

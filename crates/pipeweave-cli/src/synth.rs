@@ -1,0 +1,448 @@
+//! `pipeweave synthesize`: the best order found for a placement, a memory limit and the costs of a
+//! spec (or `--costs`, or unit costs), against the best library schedule and plugin at the same
+//! placement and limit.
+
+use crate::args::CostArgs;
+use crate::output::{self, emit, note};
+use crate::session::Session;
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use pipeweave_check::ValidPlan;
+use pipeweave_eval::{SpecRule, activation_limits, fit_spec, plan_shape};
+use pipeweave_sim::{CostModel, UnitCosts, live_activations};
+use pipeweave_source::{Catalog, Failure, Params};
+use pipeweave_spec::CostTable;
+use pipeweave_synth::{Options, Placement, Problem, Synthesis, exact_applies};
+use std::fmt::Write;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlacementArg {
+    /// One pipeline, stage q on rank q mod P (with --stages-per-rank v: v·P stages, looped)
+    Loop,
+    /// One pipeline of 2P stages in a V (ZB-V's, DualPipeV's)
+    V,
+    /// Two pipelines in opposite directions, half the micro-batches each (Chimera's, DualPipe's)
+    Bidirectional,
+}
+
+/// The arguments of `pipeweave synthesize`.
+#[derive(Debug, Args)]
+pub struct SynthArgs {
+    /// Ranks P (default with a spec: its `parallelism.pp`)
+    #[arg(short = 'p', long = "ranks", value_parser = clap::value_parser!(u32).range(1..=i64::from(pipeweave_synth::MAX_RANKS)))]
+    pub ranks: Option<u32>,
+    /// Micro-batches M (default with a spec: its `training.microbatches`)
+    #[arg(short = 'm', long = "microbatches", value_parser = clap::value_parser!(u32).range(1..=i64::from(pipeweave_synth::MAX_MICROBATCHES)))]
+    pub microbatches: Option<u32>,
+    /// Stages per rank of the loop placement
+    #[arg(long = "stages-per-rank", short = 'v', default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub stages_per_rank: u32,
+    /// Where the stages sit
+    #[arg(long, value_enum, default_value_t = PlacementArg::Loop)]
+    pub placement: PlacementArg,
+    /// The memory per GPU a plan may use, in GiB (needs --spec; default: the spec's GPU memory
+    /// less its headroom)
+    #[arg(
+        long = "memory-limit",
+        value_name = "GiB",
+        conflicts_with = "activations",
+        requires = "spec"
+    )]
+    pub memory_limit: Option<f64>,
+    /// The most activations (stage-micro-batch units) a rank may hold (default without a spec: P
+    /// stages' worth, 1F1B's memory: P·v for a loop, 2P for a V, P + 1 for two pipelines)
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=1 << 24))]
+    pub activations: Option<u32>,
+    /// Backwards whole only (no split into I and W)
+    #[arg(long)]
+    pub no_weight_split: bool,
+    /// No overlapped F&B pairs (they are tried with two pipelines)
+    #[arg(long)]
+    pub no_pairs: bool,
+    /// Stop the local search after this long (e.g. 500ms, 10s, 2m); a search cut by it may
+    /// differ between machines, one cut by --evaluations never does
+    #[arg(long = "time-limit", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub time_limit: Duration,
+    /// The most plans the local search tries
+    #[arg(long, value_name = "N", default_value_t = 20_000)]
+    pub evaluations: u64,
+    /// The most nodes the exact method visits where it runs (P ≤ 4, M ≤ 8); 0 turns it off
+    #[arg(long = "exact-nodes", value_name = "N", default_value_t = 2_000_000)]
+    pub exact_nodes: u64,
+    /// Seeds the local search
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Write the plan (JSON plan format) to this file (`-`: standard output, the report then
+    /// goes to standard error)
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub costs: CostArgs,
+    #[command(flatten)]
+    pub dirs: crate::args::Dirs,
+}
+
+/// `500ms`, `10s`, `2m` or a number of seconds.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let (number, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (t, 1.0)
+    };
+    let x: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration (500ms, 10s, 2m)"))?;
+    let secs = x * scale;
+    if !secs.is_finite() || !(0.0..=86_400.0).contains(&secs) {
+        return Err(format!("`{text}` is not a duration from 0 to 24 hours"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// The costs a search runs on, and what they are called in the report.
+enum Costs {
+    Unit,
+    Uniform(pipeweave_sim::UniformCosts),
+    Spec(Box<pipeweave_spec::Spec>, CostTable),
+}
+
+impl Costs {
+    fn model(&self) -> &dyn CostModel {
+        match self {
+            Costs::Unit => &UnitCosts,
+            Costs::Uniform(c) => c,
+            Costs::Spec(_, t) => t,
+        }
+    }
+
+    /// A duration in these costs' unit, by the views' one rule.
+    fn time(&self, t: f64) -> String {
+        match self {
+            Costs::Spec(..) => pipeweave_report::format::seconds(t),
+            _ => pipeweave_report::format::format_time(t),
+        }
+    }
+}
+
+fn placement(args: &SynthArgs) -> Result<Placement, Failure> {
+    match (args.placement, args.stages_per_rank) {
+        (PlacementArg::Loop, v) => Ok(Placement::Loop { v }),
+        (PlacementArg::V, 1) => Ok(Placement::V),
+        (PlacementArg::Bidirectional, 1) => Ok(Placement::Bidirectional),
+        (_, v) => Err(Failure::usage(format!(
+            "--stages-per-rank {v} is for the loop placement; the V has two stages per rank and the bidirectional placement one per pipeline"
+        ))),
+    }
+}
+
+/// The default limit without a spec: 1F1B's memory in this placement's units.
+fn default_activations(placement: Placement, p: u32) -> u32 {
+    match placement {
+        Placement::Loop { v } => p * v,
+        Placement::V => 2 * p,
+        Placement::Bidirectional => p + 1,
+    }
+}
+
+/// A placement's stages per rank and pipelines, as a plan shows them.
+fn same_placement(a: &ValidPlan, b: &ValidPlan) -> bool {
+    a.ranks() == b.ranks()
+        && a.pipelines().len() == b.pipelines().len()
+        && a.pipelines()
+            .iter()
+            .zip(b.pipelines())
+            .all(|(x, y)| x.placement == y.placement)
+}
+
+/// The best library schedule or plugin with the same placement, within the limits.
+fn baseline(
+    session: &mut Session,
+    plan: &ValidPlan,
+    limits: &[u32],
+    costs: &dyn CostModel,
+    p: u32,
+    m: u32,
+    v: u32,
+) -> Option<(String, f64)> {
+    let catalog = Catalog::read(&mut session.host);
+    let mut best: Option<(String, f64)> = None;
+    for e in &catalog.entries {
+        let Ok(source) = session.resolve(&e.resolves_as) else {
+            continue;
+        };
+        let params = Params {
+            ranks: Some(p),
+            microbatches: Some(m),
+            stages_per_rank: e.declared.takes("v").then_some(v),
+            ..Params::default()
+        };
+        let Ok(built) = session.build(&source, &params) else {
+            continue;
+        };
+        let other = &built.plan;
+        if !same_placement(plan, other)
+            || !(0..p).all(|r| live_activations(other.program(r)).peak <= limits[r as usize])
+        {
+            continue;
+        }
+        let Ok(t) = pipeweave_sim::simulate(other, costs) else {
+            continue;
+        };
+        let makespan = t.timing.makespan;
+        if best.as_ref().is_none_or(|(_, b)| makespan < *b) {
+            best = Some((e.name.clone(), makespan));
+        }
+    }
+    best
+}
+
+/// `pipeweave synthesize`.
+pub fn run(args: &SynthArgs, session: &mut Session) -> Result<(), Failure> {
+    let placement = placement(args)?;
+    session.host.with_plugin_dirs(&args.dirs.plugin_dirs);
+    session.host.with_schedule_dirs(&args.dirs.schedule_dirs);
+    let spec = match &args.costs.spec.name {
+        Some(name) => Some(session.spec(Some(name))?),
+        None => None,
+    };
+    let (p, m) = match (&spec, args.ranks, args.microbatches) {
+        (Some(s), ranks, mbs) => plan_shape(&s.spec, SpecRule::default(), ranks, mbs)
+            .map_err(|reason| Failure::invalid(format!("spec {}: {reason}", s.spec.name)))?,
+        (None, Some(p), Some(m)) => (p, m),
+        (None, _, _) => {
+            return Err(Failure::usage(
+                "synthesize needs -p and -m, or a --spec that gives them",
+            ));
+        }
+    };
+    let split = !args.no_weight_split;
+    let pairs = !args.no_pairs && placement == Placement::Bidirectional;
+    let problem = |limits: Vec<u32>| Problem {
+        ranks: p,
+        microbatches: m,
+        placement,
+        weight_split: split,
+        pairs,
+        limits,
+    };
+    // The placement's plan under unit costs, without a memory limit: what the spec is fitted to
+    // and priced on (its costs and memory depend on the placement, not on the order).
+    let open = problem(vec![1 << 24; p as usize]);
+    let (skeleton, _) = pipeweave_synth::heuristic(&open, &UnitCosts)
+        .map_err(|e| Failure::invalid(e.to_string()))?;
+    let (costs, limits, limit_words) = match spec {
+        Some(loaded) => {
+            let (fitted, _) = fit_spec(&loaded.spec, &skeleton).map_err(|reason| {
+                Failure::invalid(format!("spec {}: {reason}", loaded.spec.name))
+            })?;
+            let table = CostTable::new(&fitted, &skeleton).map_err(Failure::from_diagnostics)?;
+            let (limits, words) = match (args.activations, args.memory_limit) {
+                (Some(k), _) => (vec![k; p as usize], format!("{k} activations per rank")),
+                (None, gib) => {
+                    let bytes = match gib {
+                        Some(g) if g.is_finite() && g > 0.0 => g * f64::from(1u32 << 30),
+                        Some(g) => {
+                            return Err(Failure::usage(format!(
+                                "--memory-limit {g} is not a size in GiB above 0"
+                            )));
+                        }
+                        None => fitted.memory_limit_bytes(),
+                    };
+                    let limits = activation_limits(&fitted, &table, &skeleton, bytes).map_err(
+                        |r| {
+                            Failure::invalid(format!(
+                                "rank {r} has no room for any activation within {:.1} GiB on spec {}: its weights, gradients, optimizer state and buffers take it all",
+                                bytes / f64::from(1u32 << 30),
+                                fitted.name
+                            ))
+                        },
+                    )?;
+                    let words = format!(
+                        "{:.1} GiB per GPU: {} activations per rank",
+                        bytes / f64::from(1u32 << 30),
+                        limits
+                            .iter()
+                            .map(u32::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                    (limits, words)
+                }
+            };
+            (Costs::Spec(Box::new(fitted), table), limits, words)
+        }
+        None => {
+            let k = args
+                .activations
+                .unwrap_or_else(|| default_activations(placement, p));
+            let costs = match args.costs.costs {
+                Some(c) => Costs::Uniform(c),
+                None => Costs::Unit,
+            };
+            (
+                costs,
+                vec![k; p as usize],
+                format!("{k} activations per rank"),
+            )
+        }
+    };
+    let problem = problem(limits.clone());
+    let options = Options {
+        seed: args.seed,
+        evaluations: args.evaluations,
+        exact_nodes: if exact_applies(&problem) {
+            args.exact_nodes
+        } else {
+            0
+        },
+    };
+    let started = Instant::now();
+    let bar = (std::io::stderr().is_terminal()).then(|| {
+        let bar = ProgressBar::new(args.evaluations);
+        if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} plans  {msg}") {
+            bar.set_style(style);
+        }
+        bar
+    });
+    let mut report = |progress: pipeweave_synth::Progress| {
+        if let Some(bar) = &bar {
+            bar.set_position(progress.evaluations);
+            bar.set_message(format!("best {}", costs.time(progress.best.makespan)));
+        }
+        started.elapsed() < args.time_limit
+    };
+    let result = pipeweave_synth::synthesize(&problem, costs.model(), &options, &mut report);
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let found = result.map_err(|e| Failure::invalid(e.to_string()))?;
+    let elapsed = started.elapsed();
+    let base = baseline(
+        session,
+        &found.plan,
+        &limits,
+        costs.model(),
+        p,
+        m,
+        args.stages_per_rank,
+    );
+    let text = report_text(&found, &problem, &limit_words, base.as_ref(), &costs);
+    let to_stdout = args.output.as_deref().is_some_and(output::is_stdout);
+    if to_stdout {
+        output::warn(&text);
+    } else {
+        emit(None, &text)?;
+    }
+    note(&format!(
+        "the search took {:.3} s ({} plans tried{})",
+        elapsed.as_secs_f64(),
+        found.evaluations,
+        if found.stopped {
+            ", stopped by --time-limit"
+        } else {
+            ""
+        }
+    ));
+    if let Some(path) = &args.output {
+        let doc = pipeweave_export::json_text(&found.plan, None)
+            .map_err(|d| Failure::from_diagnostics(vec![d]))?;
+        output::emit_document(Some(path), &doc)?;
+    }
+    Ok(())
+}
+
+fn report_text(
+    s: &Synthesis,
+    problem: &Problem,
+    limit_words: &str,
+    base: Option<&(String, f64)>,
+    costs: &Costs,
+) -> String {
+    let mut t = String::new();
+    let costs_words = match costs {
+        Costs::Unit => "unit costs (F = I = W = 1, B = 2, F&B = 3)".to_owned(),
+        Costs::Uniform(_) => "the costs of --costs".to_owned(),
+        Costs::Spec(spec, _) => format!("spec {}", spec.name),
+    };
+    let _ = writeln!(
+        t,
+        "synthesized: {} placement, P {}, M {}, {limit_words}, {costs_words}",
+        problem.placement.name(),
+        problem.ranks,
+        problem.microbatches
+    );
+    let time = |x: f64| costs.time(x);
+    let _ = writeln!(t, "  makespan            {}", time(s.score.makespan));
+    let _ = writeln!(
+        t,
+        "  heuristic           {} (best of {} policies, {} within the limits)",
+        time(s.heuristic.makespan),
+        s.policies.0,
+        s.policies.1
+    );
+    let _ = writeln!(
+        t,
+        "  local search        {} plans tried{}",
+        s.evaluations,
+        if s.stopped {
+            " (stopped by the time limit)"
+        } else {
+            ""
+        }
+    );
+    match &s.exact {
+        Some(e) => {
+            let _ = writeln!(
+                t,
+                "  exact method        {} nodes, {}",
+                e.nodes,
+                if e.proved {
+                    format!("optimum {} proved", time(e.makespan))
+                } else {
+                    "stopped by its node budget (not proved)".to_owned()
+                }
+            );
+        }
+        None => {
+            let _ = writeln!(t, "  exact method        not run (it runs at P ≤ 4, M ≤ 8)");
+        }
+    }
+    let gap = if s.lower_bound > 0.0 {
+        s.score.makespan / s.lower_bound - 1.0
+    } else {
+        0.0
+    };
+    let _ = writeln!(
+        t,
+        "  lower bound         {} (gap {:.1}%){}",
+        time(s.lower_bound),
+        gap * 100.0,
+        if s.proved_optimal() { ", optimal" } else { "" }
+    );
+    match base {
+        Some((name, makespan)) => {
+            let _ = writeln!(
+                t,
+                "  best library        {name} {} at the same placement and limit: {:+.1}%",
+                time(*makespan),
+                (s.score.makespan / makespan - 1.0) * 100.0
+            );
+        }
+        None => {
+            let _ = writeln!(
+                t,
+                "  best library        none builds this placement within this limit"
+            );
+        }
+    }
+    t
+}

@@ -1,0 +1,91 @@
+//! A candidate's worth: its programs made into a plan, checked against the memory limits, passed
+//! through the validator and simulated. Every plan a search keeps went through here.
+
+use crate::greedy::Act;
+use crate::problem::Graph;
+use pipeweave_check::{ValidPlan, validate};
+use pipeweave_plan::{Action, Kind, Op, Plan};
+use pipeweave_sim::{CostModel, live_activations, simulate};
+
+/// What a search minimises: the makespan, then the sum of the ranks' end times (which gives a
+/// local search a slope across plans of equal makespan).
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct Score {
+    /// The simulated makespan.
+    pub makespan: f64,
+    /// The sum over ranks of when each rank's last action ends.
+    pub spread: f64,
+}
+
+impl Score {
+    /// Whether this score is better than `other` by more than rounding.
+    pub fn beats(&self, other: &Score) -> bool {
+        let eps = 1e-9 * other.makespan.abs().max(1.0);
+        self.makespan < other.makespan - eps
+            || (self.makespan <= other.makespan + eps && self.spread < other.spread - eps)
+    }
+
+    /// Whether this score is no worse than `other` (within rounding).
+    pub fn ties_or_beats(&self, other: &Score) -> bool {
+        !other.beats(self)
+    }
+}
+
+/// The plan action of an entry.
+pub(crate) fn action(g: &Graph, act: Act) -> Action {
+    let op = |x: usize, whole: bool| {
+        let o = g.nodes[x].op;
+        if whole {
+            Op::new(o.stage, Kind::B, o.mb)
+        } else {
+            o
+        }
+    };
+    match act {
+        Act::One { node, whole } => Action::One(op(node, whole)),
+        Act::Pair { f, b, whole } => Action::Pair {
+            f: op(f, false),
+            b: op(b, whole),
+        },
+    }
+}
+
+/// The plan of `programs` (unchecked).
+pub(crate) fn plan(g: &Graph, programs: &[Vec<Act>]) -> Option<Plan> {
+    let programs = programs
+        .iter()
+        .map(|p| p.iter().map(|&a| action(g, a)).collect())
+        .collect();
+    Plan::new(g.ranks, g.pipelines.clone(), programs).ok()
+}
+
+/// Whether rank `r`'s program stays within its memory limit.
+pub(crate) fn fits(g: &Graph, r: usize, program: &[Action]) -> bool {
+    live_activations(program).peak <= g.limits[r]
+}
+
+/// The validated plan of `programs` and its score, or `None` when it breaks a memory limit, is
+/// invalid (e.g. deadlocks) or cannot be simulated.
+pub(crate) fn assess<C: CostModel + ?Sized>(
+    g: &Graph,
+    programs: &[Vec<Act>],
+    costs: &C,
+) -> Option<(ValidPlan, Score)> {
+    let plan = plan(g, programs)?;
+    if !(0..g.ranks).all(|r| fits(g, r as usize, plan.program(r))) {
+        return None;
+    }
+    let valid = validate(plan).ok()?;
+    let timeline = simulate(&valid, costs).ok()?;
+    let spread = timeline
+        .timing
+        .intervals
+        .iter()
+        .map(|iv| iv.last().map_or(0.0, |i| i.end))
+        .sum();
+    let score = Score {
+        makespan: timeline.timing.makespan,
+        spread,
+    };
+    Some((valid, score))
+}

@@ -1,0 +1,446 @@
+//! The constructive heuristic, in the spirit of the Zero Bubble paper's: a list scheduler that
+//! runs the ranks forward in time and gives each, whenever it is free, the next action by a
+//! policy: backwards as soon as their gradient arrives (they free memory and lie on the critical
+//! path), forwards while the memory limit allows (the warm-up depth follows from the limit), and
+//! deferred weight backwards (W) where the rank would otherwise wait. A handful of policies are
+//! run and the best plan by the simulator is kept.
+//!
+//! Every stage runs its forwards, and its backwards, in micro-batch order. The scheduler's own
+//! clock uses the same costs and transfer times as the simulator, so its plan's simulated
+//! makespan is the time it planned for.
+
+use crate::problem::{F, Graph, I};
+use pipeweave_sim::CostModel;
+use std::collections::VecDeque;
+
+/// One entry of a synthesized program, in graph nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Act {
+    /// A forward (node F), an input backward (node I), a weight backward (node W), or a whole
+    /// backward (node I run as B, its W with it).
+    One { node: usize, whole: bool },
+    /// An overlapped pair of a forward and a backward (whole or input only).
+    Pair { f: usize, b: usize, whole: bool },
+}
+
+/// When a rank leaves a deferred W.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WFill {
+    /// Whenever the rank would otherwise wait, however short the wait.
+    Eager,
+    /// Only where the wait is at least as long as the W.
+    Gap,
+    /// Only when nothing else is known to come (at the end).
+    Last,
+}
+
+/// A policy of the list scheduler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Policy {
+    /// Between a forward and a backward that can start at the same time, the backward.
+    pub backward_first: bool,
+    /// Between two stages of one rank, the later one (nearer the loss).
+    pub later_stage_first: bool,
+    /// Split backwards into I and W (when the problem allows); else run them whole.
+    pub split: bool,
+    pub w: WFill,
+    /// Overlap a ready forward and backward as one pair (when the problem allows), with the
+    /// backward whole (DualPipe's pairs) or as I.
+    pub pair: bool,
+    pub pair_whole: bool,
+}
+
+/// The policies tried, in order (the first best one wins ties).
+pub(crate) fn policies(graph: &Graph) -> Vec<Policy> {
+    let mut out = Vec::new();
+    let splits: &[bool] = if graph.weight_split {
+        &[true, false]
+    } else {
+        &[false]
+    };
+    let pairs: &[(bool, bool)] = if graph.pairs {
+        &[(false, false), (true, true), (true, false)]
+    } else {
+        &[(false, false)]
+    };
+    for &split in splits {
+        let fills: &[WFill] = if split {
+            &[WFill::Eager, WFill::Gap, WFill::Last]
+        } else {
+            &[WFill::Eager]
+        };
+        for &w in fills {
+            for &backward_first in &[true, false] {
+                for &later_stage_first in &[true, false] {
+                    for &(pair, pair_whole) in pairs {
+                        out.push(Policy {
+                            backward_first,
+                            later_stage_first,
+                            split,
+                            w,
+                            pair,
+                            pair_whole,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What a rank does next and when it starts.
+#[derive(Debug, Clone, Copy)]
+struct Decision {
+    start: f64,
+    act: Act,
+}
+
+struct State<'g> {
+    g: &'g Graph,
+    end: Vec<f64>,
+    next_f: Vec<u32>,
+    next_b: Vec<u32>,
+    pending_w: Vec<VecDeque<usize>>,
+    free: Vec<f64>,
+    live: Vec<u32>,
+}
+
+impl State<'_> {
+    /// When node `x`'s inputs are all there, if they are known yet.
+    fn ready(&self, x: usize) -> Option<f64> {
+        let (s, k, slot) = self.g.parts(x);
+        let mut t: f64 = 0.0;
+        if slot == I {
+            let own = self.end[self.g.node(s, k, F)];
+            if own.is_nan() {
+                return None;
+            }
+            t = own;
+        }
+        if let Some((from, transfer)) = self.g.nodes[x].remote {
+            let e = self.end[from];
+            if e.is_nan() {
+                return None;
+            }
+            t = t.max(e + transfer);
+        }
+        Some(t)
+    }
+
+    /// The earliest (start, stage) of the next node of `slot` on rank r's stages, by the policy's
+    /// order between stages.
+    fn best(&self, r: usize, slot: usize, later_first: bool) -> Option<(f64, usize)> {
+        let t = self.free[r];
+        let mut best: Option<(f64, usize)> = None;
+        for &s in &self.g.on_rank[r] {
+            let k = if slot == F {
+                self.next_f[s as usize]
+            } else {
+                self.next_b[s as usize]
+            };
+            if k >= self.g.per_pipeline {
+                continue;
+            }
+            let x = self.g.node(s, k, slot);
+            let Some(ready) = self.ready(x) else {
+                continue;
+            };
+            let start = t.max(ready);
+            let better = match best {
+                None => true,
+                Some((bs, bx)) => start < bs || (start == bs && (later_first == (x > bx))),
+            };
+            if better {
+                best = Some((start, x));
+            }
+        }
+        best
+    }
+
+    /// Forwards rank r owes to micro-batches that passed an earlier stage of their pipeline here
+    /// but not yet a later one: the memory they will need before any of them is freed.
+    fn owed(&self, r: usize) -> u32 {
+        self.g.on_rank[r]
+            .iter()
+            .filter_map(|&s| {
+                let prev = self.g.prev_here[s as usize]?;
+                Some(self.next_f[prev as usize] - self.next_f[s as usize])
+            })
+            .sum()
+    }
+
+    /// Whether rank r may start a forward of stage s: the memory it takes, with what the rank owes
+    /// and what this micro-batch will take on the rank's later stages, stays within the limit
+    /// (else a V or a loop could fill the rank with first chunks and wait for good).
+    fn room_for(&self, r: usize, s: u32) -> bool {
+        let owed = self
+            .owed(r)
+            .saturating_sub(u32::from(self.g.prev_here[s as usize].is_some()));
+        self.live[r] + 1 + owed + self.g.later_here[s as usize] <= self.g.limits[r]
+    }
+
+    /// The best forward rank r has room for.
+    fn best_forward(&self, r: usize, later_first: bool) -> Option<(f64, usize)> {
+        let t = self.free[r];
+        let mut best: Option<(f64, usize)> = None;
+        for &s in &self.g.on_rank[r] {
+            let k = self.next_f[s as usize];
+            if k >= self.g.per_pipeline || !self.room_for(r, s) {
+                continue;
+            }
+            let x = self.g.node(s, k, F);
+            let Some(ready) = self.ready(x) else {
+                continue;
+            };
+            let start = t.max(ready);
+            if best.is_none_or(|(bs, bx)| start < bs || (start == bs && (later_first == (x > bx))))
+            {
+                best = Some((start, x));
+            }
+        }
+        best
+    }
+
+    fn decide<C: CostModel + ?Sized>(&self, r: usize, p: &Policy, costs: &C) -> Option<Decision> {
+        let g = self.g;
+        let t = self.free[r];
+        let b = self.best(r, I, p.later_stage_first);
+        let f = self.best_forward(r, p.later_stage_first);
+        let whole = !(p.split && g.weight_split);
+        let primary = match (b, f) {
+            (None, None) => None,
+            (Some(b), None) => Some((b, false)),
+            (None, Some(f)) => Some((f, true)),
+            (Some(b), Some(f)) => {
+                if b.0 < f.0 || (b.0 == f.0 && p.backward_first) {
+                    Some((b, false))
+                } else {
+                    Some((f, true))
+                }
+            }
+        };
+        if let Some(&w) = self.pending_w[r].front() {
+            let take = match (p.w, primary) {
+                (_, None) => true,
+                (WFill::Eager, Some(((start, _), _))) => start > t,
+                (WFill::Gap, Some(((start, _), _))) => start - t >= g.cost[w],
+                (WFill::Last, Some(_)) => false,
+            };
+            if take {
+                return Some(Decision {
+                    start: t,
+                    act: Act::One {
+                        node: w,
+                        whole: false,
+                    },
+                });
+            }
+        }
+        let ((start, x), is_f) = primary?;
+        // An overlapped pair: the other kind ready by the same time on this rank.
+        if p.pair && g.pairs {
+            let other = if is_f {
+                self.best(r, I, p.later_stage_first)
+            } else {
+                // A pair adds no transient unit (its forward's activation grows as its backward's
+                // shrinks), so it may run where a lone forward would pass the limit by one.
+                self.best(r, F, p.later_stage_first).filter(|&(_, x)| {
+                    let s = g.parts(x).0;
+                    let owed = self
+                        .owed(r)
+                        .saturating_sub(u32::from(g.prev_here[s as usize].is_some()));
+                    self.live[r] + owed + g.later_here[s as usize] <= g.limits[r]
+                })
+            };
+            if let Some((ostart, o)) = other
+                && ostart <= start
+            {
+                let (fx, bx) = if is_f { (x, o) } else { (o, x) };
+                let pw = p.pair_whole || !g.weight_split;
+                let pc = g.pair_cost(costs, fx, bx, pw);
+                let apart = g.cost[fx] + if pw { g.whole[bx] } else { g.cost[bx] };
+                if pc <= apart {
+                    return Some(Decision {
+                        start,
+                        act: Act::Pair {
+                            f: fx,
+                            b: bx,
+                            whole: pw,
+                        },
+                    });
+                }
+            }
+        }
+        Some(Decision {
+            start,
+            act: Act::One {
+                node: x,
+                whole: !is_f && whole,
+            },
+        })
+    }
+
+    fn commit<C: CostModel + ?Sized>(&mut self, r: usize, d: Decision, costs: &C) -> f64 {
+        let g = self.g;
+        let end = match d.act {
+            Act::One { node, whole } => {
+                let (s, _, slot) = g.parts(node);
+                let c = if whole { g.whole[node] } else { g.cost[node] };
+                let end = d.start + c;
+                self.end[node] = end;
+                match slot {
+                    F => {
+                        self.next_f[s as usize] += 1;
+                        self.live[r] += 1;
+                    }
+                    I => {
+                        self.next_b[s as usize] += 1;
+                        self.live[r] -= 1;
+                        if whole {
+                            self.end[node + 1] = end;
+                        } else {
+                            self.pending_w[r].push_back(node + 1);
+                        }
+                    }
+                    _ => {
+                        let front = self.pending_w[r].pop_front();
+                        debug_assert_eq!(front, Some(node));
+                    }
+                }
+                end
+            }
+            Act::Pair { f, b, whole } => {
+                let end = d.start + g.pair_cost(costs, f, b, whole);
+                self.end[f] = end;
+                self.end[b] = end;
+                self.next_f[g.parts(f).0 as usize] += 1;
+                self.next_b[g.parts(b).0 as usize] += 1;
+                if whole {
+                    self.end[b + 1] = end;
+                } else {
+                    self.pending_w[r].push_back(b + 1);
+                }
+                end
+            }
+        };
+        self.free[r] = end;
+        end
+    }
+}
+
+/// The ranks whose next decision may change when `act` is done.
+fn touched(g: &Graph, act: Act, out: &mut Vec<usize>) {
+    let mut add = |x: usize| {
+        if let Some(y) = g.remote_succ[x] {
+            out.push(g.nodes[y].rank as usize);
+        }
+    };
+    match act {
+        Act::One { node, .. } => add(node),
+        Act::Pair { f, b, .. } => {
+            add(f);
+            add(b);
+        }
+    }
+}
+
+/// Runs the list scheduler with `policy`: every rank's program, or `None` when the ranks wait on
+/// each other for good (a memory limit no order of this policy meets).
+pub(crate) fn schedule<C: CostModel + ?Sized>(
+    g: &Graph,
+    policy: &Policy,
+    costs: &C,
+) -> Option<Vec<Vec<Act>>> {
+    let p = g.ranks as usize;
+    let mut st = State {
+        g,
+        end: vec![f64::NAN; g.nodes.len()],
+        next_f: vec![0; g.stages as usize],
+        next_b: vec![0; g.stages as usize],
+        pending_w: vec![VecDeque::new(); p],
+        free: vec![0.0; p],
+        live: vec![0; p],
+    };
+    let mut programs: Vec<Vec<Act>> = vec![Vec::new(); p];
+    let mut decisions: Vec<Option<Decision>> =
+        (0..p).map(|r| st.decide(r, policy, costs)).collect();
+    let total_work = g.nodes.len();
+    let mut done = 0usize;
+    let mut dirty = Vec::new();
+    while done < total_work {
+        let mut pick: Option<(usize, f64)> = None;
+        for (r, d) in decisions.iter().enumerate() {
+            if let Some(d) = d
+                && pick.is_none_or(|(_, s)| d.start < s)
+            {
+                pick = Some((r, d.start));
+            }
+        }
+        let (r, _) = pick?;
+        let d = decisions[r].take()?;
+        st.commit(r, d, costs);
+        programs[r].push(d.act);
+        done += match d.act {
+            Act::One { whole: true, .. } => 2,
+            Act::One { .. } => 1,
+            Act::Pair { whole, .. } => 2 + usize::from(whole),
+        };
+        dirty.clear();
+        dirty.push(r);
+        touched(g, d.act, &mut dirty);
+        for &x in &dirty {
+            decisions[x] = st.decide(x, policy, costs);
+        }
+    }
+    Some(programs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::problem::{Placement, Problem};
+    use pipeweave_sim::UnitCosts;
+
+    #[test]
+    fn every_policy_schedules_every_node_once() {
+        for placement in [
+            Placement::Loop { v: 1 },
+            Placement::Loop { v: 2 },
+            Placement::V,
+            Placement::Bidirectional,
+        ] {
+            let problem = Problem {
+                ranks: 4,
+                microbatches: 8,
+                placement,
+                weight_split: true,
+                pairs: true,
+                limits: vec![8; 4],
+            };
+            let g = Graph::new(&problem, &UnitCosts).unwrap();
+            for policy in policies(&g) {
+                let programs = schedule(&g, &policy, &UnitCosts).unwrap();
+                let mut seen = vec![0u32; g.nodes.len()];
+                for act in programs.iter().flatten() {
+                    match *act {
+                        Act::One { node, whole } => {
+                            seen[node] += 1;
+                            if whole {
+                                seen[node + 1] += 1;
+                            }
+                        }
+                        Act::Pair { f, b, whole } => {
+                            seen[f] += 1;
+                            seen[b] += 1;
+                            if whole {
+                                seen[b + 1] += 1;
+                            }
+                        }
+                    }
+                }
+                assert!(seen.iter().all(|&n| n == 1), "{placement:?} {policy:?}");
+            }
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! Synthesis of pipeline schedules: the best order of every rank's work for a placement, a memory
+//! limit and a cost model, found rather than chosen.
+//!
+//! Three searches, each over plans the validator accepts and the simulator times:
+//! - a constructive heuristic (`greedy.rs`), a list scheduler in the spirit of the Zero Bubble
+//!   paper's, run with a handful of policies;
+//! - local improvement (`local.rs`): small changes to one rank's program, each checked and
+//!   simulated, seeded and bounded by a number of tries;
+//! - for small sizes, an exact branch and bound (`exact.rs`) that proves optimality against the
+//!   lower bounds of `bound.rs`.
+//!
+//! Pure: no IO, no clock. A caller's time limit reaches the local search through its progress
+//! callback; everything else is decided by the problem, the costs, the seed and the budget, so the
+//! same inputs give the same plan.
+
+#![warn(missing_docs)]
+
+mod assess;
+mod bound;
+mod exact;
+mod greedy;
+mod local;
+mod problem;
+
+pub use assess::Score;
+pub use exact::ExactOutcome;
+pub use local::Progress;
+pub use problem::{MAX_MICROBATCHES, MAX_NODES, MAX_RANKS, Placement, Problem, ProblemError};
+
+use pipeweave_check::ValidPlan;
+use pipeweave_sim::CostModel;
+
+/// How long the searches may run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Seeds the local search.
+    pub seed: u64,
+    /// The most plans the local search tries.
+    pub evaluations: u64,
+    /// The most nodes the exact method visits (0: it does not run).
+    pub exact_nodes: u64,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            seed: 0,
+            evaluations: 20_000,
+            exact_nodes: 0,
+        }
+    }
+}
+
+/// What a synthesis found and what it cost to find.
+#[derive(Debug, Clone)]
+pub struct Synthesis {
+    /// The best plan.
+    pub plan: ValidPlan,
+    /// Its score.
+    pub score: Score,
+    /// The constructive heuristic's best score, before local improvement.
+    pub heuristic: Score,
+    /// How many policies the heuristic ran (and how many gave a plan within the limits).
+    pub policies: (usize, usize),
+    /// A lower bound of every plan's makespan.
+    pub lower_bound: f64,
+    /// Plans the local search tried.
+    pub evaluations: u64,
+    /// Whether the caller stopped the local search before its budget (a time limit).
+    pub stopped: bool,
+    /// The exact method's outcome, where it ran.
+    pub exact: Option<ExactOutcome>,
+}
+
+impl Synthesis {
+    /// Whether the plan is proved optimal: it meets the lower bound, or the exact method finished.
+    pub fn proved_optimal(&self) -> bool {
+        let eps = 1e-9 * self.score.makespan.max(1.0);
+        self.score.makespan <= self.lower_bound + eps
+            || self.exact.as_ref().is_some_and(|e| e.proved)
+    }
+}
+
+/// Why no plan came out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SynthError {
+    /// The problem itself.
+    Problem(ProblemError),
+    /// No policy of the heuristic met the memory limits.
+    NotFound(String),
+}
+
+impl std::fmt::Display for SynthError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SynthError::Problem(e) => e.fmt(f),
+            SynthError::NotFound(s) => f.write_str(s),
+        }
+    }
+}
+
+impl std::error::Error for SynthError {}
+
+impl From<ProblemError> for SynthError {
+    fn from(e: ProblemError) -> SynthError {
+        SynthError::Problem(e)
+    }
+}
+
+/// Whether the exact method is meant for this size (P ≤ 4, M ≤ 8).
+pub fn exact_applies(problem: &Problem) -> bool {
+    problem.ranks <= 4 && problem.microbatches <= 8
+}
+
+/// The lower bound of every plan's makespan for `problem` under `costs`.
+pub fn lower_bound<C: CostModel + ?Sized>(problem: &Problem, costs: &C) -> Result<f64, SynthError> {
+    let g = problem::Graph::new(problem, costs)?;
+    Ok(bound::Bounds::new(&g, costs).root(&g))
+}
+
+/// The constructive heuristic alone: its best plan over every policy, with its score and the
+/// number of policies that met the limits.
+pub fn heuristic<C: CostModel + ?Sized>(
+    problem: &Problem,
+    costs: &C,
+) -> Result<(ValidPlan, Score), SynthError> {
+    let g = problem::Graph::new(problem, costs)?;
+    let (_, plan, score, _) = construct(&g, costs)?;
+    Ok((plan, score))
+}
+
+type Programs = Vec<Vec<greedy::Act>>;
+
+fn construct<C: CostModel + ?Sized>(
+    g: &problem::Graph,
+    costs: &C,
+) -> Result<(Programs, ValidPlan, Score, (usize, usize)), SynthError> {
+    let policies = greedy::policies(g);
+    let mut best: Option<(Programs, ValidPlan, Score)> = None;
+    let mut found = 0;
+    for policy in &policies {
+        let Some(programs) = greedy::schedule(g, policy, costs) else {
+            continue;
+        };
+        let Some((plan, score)) = assess::assess(g, &programs, costs) else {
+            continue;
+        };
+        found += 1;
+        if best.as_ref().is_none_or(|(_, _, b)| score.beats(b)) {
+            best = Some((programs, plan, score));
+        }
+    }
+    let (programs, plan, score) = best.ok_or_else(|| {
+        SynthError::NotFound(
+            "no order the heuristic tried stays within the memory limits; raise the limit".into(),
+        )
+    })?;
+    Ok((programs, plan, score, (policies.len(), found)))
+}
+
+/// Synthesizes a plan for `problem` under `costs`: the heuristic, local improvement for
+/// `options.evaluations` tries (`report` sees the progress every 64 tries and stops the search by
+/// returning false), and the exact method where `options.exact_nodes` allows.
+pub fn synthesize<C: CostModel + ?Sized>(
+    problem: &Problem,
+    costs: &C,
+    options: &Options,
+    report: &mut dyn FnMut(Progress) -> bool,
+) -> Result<Synthesis, SynthError> {
+    let g = problem::Graph::new(problem, costs)?;
+    let bounds = bound::Bounds::new(&g, costs);
+    let lower_bound = bounds.root(&g);
+    let (programs, plan, heuristic, policies) = construct(&g, costs)?;
+    let mut stopped = false;
+    let mut wrapped = |p: Progress| {
+        let go = report(p);
+        stopped |= !go;
+        go
+    };
+    let (programs, mut plan, mut score, evaluations) =
+        if heuristic.makespan <= lower_bound + 1e-9 * lower_bound.max(1.0) {
+            (programs, plan, heuristic, 0)
+        } else {
+            local::improve(
+                &g,
+                programs,
+                (plan, heuristic),
+                costs,
+                options.seed,
+                options.evaluations,
+                &mut wrapped,
+            )
+        };
+    let _ = programs;
+    let exact = (options.exact_nodes > 0).then(|| {
+        let (outcome, found) =
+            exact::branch_and_bound(&g, costs, &bounds, score.makespan, options.exact_nodes);
+        if let Some(found) = found
+            && let Some((p, s)) = assess::assess(&g, &found, costs)
+            && s.makespan < score.makespan
+        {
+            plan = p;
+            score = s;
+        }
+        outcome
+    });
+    Ok(Synthesis {
+        plan,
+        score,
+        heuristic,
+        policies,
+        lower_bound,
+        evaluations,
+        stopped,
+        exact,
+    })
+}

@@ -1,0 +1,137 @@
+//! Laws of every synthesis: the plan validates (it is a `ValidPlan`), keeps every rank within its
+//! memory limit, is never worse than the heuristic's start nor better than the lower bound, and the
+//! same inputs and seed give the same plan. Snapshots pin small plans.
+
+use crate::{problem, run};
+use pipeweave_plan::testing::program_lines;
+use pipeweave_sim::{StageCosts, UniformCosts, UnitCosts, live_activations};
+use pipeweave_synth::{Options, Placement, Problem, ProblemError, SynthError, synthesize};
+use proptest::prelude::*;
+
+fn placement() -> impl Strategy<Value = Placement> {
+    prop_oneof![
+        (1u32..4).prop_map(|v| Placement::Loop { v }),
+        Just(Placement::V),
+        Just(Placement::Bidirectional),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn synthesized_plans_validate_and_keep_their_limits(
+        p in 1u32..6,
+        half in 1u32..6,
+        placement in placement(),
+        extra in 0u32..6,
+        f in 1u32..4, i in 1u32..4, w in 0u32..3, b in 1u32..6, transfer in 0u32..2,
+        split in any::<bool>(),
+        seed in 0u64..1000,
+    ) {
+        let m = 2 * half;
+        let v = match placement { Placement::Loop { v } => v, Placement::V => 2, Placement::Bidirectional => 1 };
+        let limits: Vec<u32> = (0..p).map(|r| v + (extra + r) % (p + 1)).collect();
+        let pr = Problem { weight_split: split, ..problem(p, m, placement, limits.clone()) };
+        let costs = UniformCosts {
+            stage: StageCosts { f: f64::from(f), i: f64::from(i), w: f64::from(w), b: f64::from(b) },
+            pair: None,
+            transfer: f64::from(transfer) / 4.0,
+        };
+        let options = Options { seed, evaluations: 200, exact_nodes: 0 };
+        match synthesize(&pr, &costs, &options, &mut |_| true) {
+            Ok(s) => {
+                for r in 0..p {
+                    prop_assert!(live_activations(s.plan.program(r)).peak <= limits[r as usize]);
+                }
+                prop_assert!(s.score.makespan <= s.heuristic.makespan + 1e-9);
+                prop_assert!(s.score.makespan >= s.lower_bound - 1e-9);
+                let again = synthesize(&pr, &costs, &options, &mut |_| true).unwrap();
+                prop_assert_eq!(program_lines(&again.plan), program_lines(&s.plan));
+            }
+            // A limit the heuristic could not meet is said, never a panic.
+            Err(SynthError::NotFound(_)) => {}
+            Err(e) => prop_assert!(false, "{e}"),
+        }
+    }
+}
+
+#[test]
+fn a_limit_below_the_placement_is_refused_in_words() {
+    let pr = problem(4, 8, Placement::V, vec![2, 2, 1, 2]);
+    let e = synthesize(&pr, &UnitCosts, &Options::default(), &mut |_| true).unwrap_err();
+    assert_eq!(
+        e,
+        SynthError::Problem(ProblemError::Memory {
+            rank: 2,
+            limit: 1,
+            needed: 2
+        })
+    );
+    assert_eq!(
+        e.to_string(),
+        "rank 2 may hold 1 activation but every order of this placement holds at least 2 there \
+         (a micro-batch's forward passes every stage the rank hosts before its first backward)"
+    );
+    let odd = problem(4, 7, Placement::Bidirectional, vec![5; 4]);
+    assert!(
+        synthesize(&odd, &UnitCosts, &Options::default(), &mut |_| true)
+            .unwrap_err()
+            .to_string()
+            .contains("M must be even, got 7")
+    );
+}
+
+#[test]
+fn the_callers_stop_ends_the_local_search() {
+    let costs = UniformCosts {
+        stage: StageCosts {
+            f: 1.0,
+            i: 1.5,
+            w: 0.5,
+            b: 2.0,
+        },
+        pair: None,
+        transfer: 0.25,
+    };
+    let pr = problem(4, 8, Placement::Loop { v: 1 }, vec![3; 4]);
+    let mut calls = 0;
+    let s = synthesize(&pr, &costs, &Options::default(), &mut |_| {
+        calls += 1;
+        calls < 3
+    })
+    .unwrap();
+    assert!(s.stopped);
+    assert_eq!(s.evaluations, 128);
+}
+
+#[test]
+fn small_plans_with_fixed_seeds() {
+    let mut text = String::new();
+    for (name, pr) in [
+        (
+            "loop P=4 M=8 limit 4",
+            problem(4, 8, Placement::Loop { v: 1 }, vec![4; 4]),
+        ),
+        (
+            "loop P=4 M=8 limit 2",
+            problem(4, 8, Placement::Loop { v: 1 }, vec![2; 4]),
+        ),
+        ("v P=2 M=4 limit 4", problem(2, 4, Placement::V, vec![4; 2])),
+        (
+            "bidirectional P=4 M=8 limit 5",
+            problem(4, 8, Placement::Bidirectional, vec![5; 4]),
+        ),
+    ] {
+        let s = run(&pr, &UnitCosts, 1000);
+        text.push_str(&format!(
+            "# {name}: makespan {}, bound {}\n",
+            s.score.makespan, s.lower_bound
+        ));
+        for line in program_lines(&s.plan) {
+            text.push_str(&line);
+            text.push('\n');
+        }
+    }
+    insta::assert_snapshot!(text);
+}
