@@ -11,6 +11,7 @@ mod list;
 mod many;
 mod output;
 mod over;
+mod planner;
 mod progress;
 mod recommend;
 mod report;

@@ -3,15 +3,12 @@
 //! a one-page plan.
 
 use crate::output::{emit, warning};
+use crate::planner::{Schedules, named_schedules};
 use crate::session::Session;
 use clap::{Args, ValueEnum};
-use pipeweave_check::ValidPlan;
-use pipeweave_eval::{PlanRequest, Planner, SearchSchedule, Unbuilt};
+use pipeweave_eval::SearchSchedule;
 use pipeweave_param::ParamType;
-use pipeweave_source::{
-    Catalog, Declared, Failure, Origin, PLUGIN_PREFIX, Params, Setting, Source,
-};
-use std::convert::Infallible;
+use pipeweave_source::{Catalog, Declared, Failure};
 
 #[derive(Debug, Args)]
 pub struct RecommendArgs {
@@ -30,64 +27,6 @@ pub enum RecommendFormat {
     Text,
     Markdown,
     Json,
-}
-
-/// Every schedule of the search by the name it shows, resolved on first use (plugins by
-/// `plugin:NAME`, so a file that happens to share a plugin's name is never taken for it).
-struct Schedules<'a> {
-    session: &'a mut Session,
-    /// (name shown, what to resolve, the source once resolved).
-    schedules: Vec<(String, String, Option<Source>)>,
-}
-
-impl Planner for Schedules<'_> {
-    type Stop = Infallible;
-
-    fn plan(&mut self, schedule: &str, r: &PlanRequest) -> Result<ValidPlan, Unbuilt<Infallible>> {
-        self.plan_with(schedule, r, &[])
-    }
-
-    fn plan_with(
-        &mut self,
-        schedule: &str,
-        r: &PlanRequest,
-        settings: &[(String, String)],
-    ) -> Result<ValidPlan, Unbuilt<Infallible>> {
-        let Some(entry) = self.schedules.iter_mut().find(|(n, _, _)| n == schedule) else {
-            return Err(Unbuilt::Refused(format!("no schedule named `{schedule}`")));
-        };
-        let source = match &mut entry.2 {
-            Some(source) => source,
-            slot => {
-                let resolved = self
-                    .session
-                    .resolve(&entry.1)
-                    .map_err(|f| Unbuilt::Refused(f.reason()))?;
-                slot.insert(resolved)
-            }
-        };
-        let params = Params {
-            ranks: r.ranks,
-            microbatches: r.microbatches,
-            stages_per_rank: r.stages_per_rank,
-            settings: settings
-                .iter()
-                .map(|(name, value)| Setting {
-                    name: name.clone(),
-                    value: value.clone(),
-                })
-                .collect(),
-            ..Params::default()
-        };
-        // A requirement's own message: the first error, as the schedule words it.
-        self.session
-            .build(source, &params)
-            .map(|b| b.plan)
-            .map_err(|f| {
-                let first = f.diagnostics.iter().find(|d| d.is_error());
-                Unbuilt::Refused(first.map_or_else(|| f.reason(), |d| d.message.clone()))
-            })
-    }
 }
 
 /// A schedule's variants the search tries besides its defaults: every boolean parameter that is
@@ -140,32 +79,17 @@ pub fn run(args: &RecommendArgs, session: &mut Session) -> Result<(), Failure> {
     session.host.with_plugin_dirs(&args.dirs.plugin_dirs);
     session.host.with_schedule_dirs(&args.dirs.schedule_dirs);
     let catalog = Catalog::read(&mut session.host);
-    // Every schedule by the name that resolves to it (plugins by `plugin:NAME`, so a file that
-    // happens to share a plugin's name is never taken for it); a schedule and the plugin that
-    // builds the same plans are one candidate, named after both and built from the schedule.
-    let mut search = Vec::new();
-    let mut schedules = Vec::new();
-    for e in &catalog.entries {
-        let (shown, resolve) = match &e.origin {
-            Origin::Plugin(_) if catalog.is_twin_plugin(&e.name) => continue,
-            Origin::Plugin(_) => (e.resolves_as.clone(), format!("{PLUGIN_PREFIX}{}", e.name)),
-            _ => match catalog.twin_of(&e.name) {
-                Some(plugin) => (
-                    format!("{} = {PLUGIN_PREFIX}{plugin}", e.name),
-                    e.name.clone(),
-                ),
-                None => (e.name.clone(), e.name.clone()),
-            },
-        };
-        search.push(SearchSchedule {
-            name: shown.clone(),
-            takes_v: e.declared.takes("v"),
-            variants: variants(&e.declared),
-        });
-        schedules.push((shown, resolve, None));
-    }
+    let named = named_schedules(&catalog);
+    let search: Vec<SearchSchedule> = named
+        .iter()
+        .map(|n| SearchSchedule {
+            name: n.shown.clone(),
+            takes_v: n.declared.takes("v"),
+            variants: variants(&n.declared),
+        })
+        .collect();
     let errors = catalog.errors;
-    let mut planner = Schedules { session, schedules };
+    let mut planner = Schedules::new(session, &named);
     let r = match pipeweave_eval::recommend(&spec.spec, spec.default, &search, &mut planner) {
         Ok(r) => r,
         Err(never) => match never {},

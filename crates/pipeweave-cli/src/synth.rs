@@ -4,16 +4,18 @@
 
 use crate::args::CostArgs;
 use crate::output::{self, emit, note};
+use crate::planner::{Schedules, named_schedules};
 use crate::session::Session;
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use pipeweave_check::ValidPlan;
-use pipeweave_eval::{SpecRule, activation_limits, fit_spec, plan_shape};
-use pipeweave_sim::{CostModel, UnitCosts, live_activations};
-use pipeweave_source::{Catalog, Failure, Params};
+use pipeweave_eval::{
+    SpecRule, SynthesisReport, TimeUnit, activation_budget, best_within, fit_spec,
+    library_at_placement, plan_shape,
+};
+use pipeweave_sim::{CostModel, UnitCosts};
+use pipeweave_source::{Catalog, Failure};
 use pipeweave_spec::CostTable;
-use pipeweave_synth::{Options, Placement, Problem, Synthesis, exact_applies};
-use std::fmt::Write;
+use pipeweave_synth::{Options, Placement, Problem, exact_applies};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -56,6 +58,13 @@ pub struct SynthArgs {
     /// stages' worth, 1F1B's memory: P·v for a loop, 2P for a V, P + 1 for two pipelines)
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=1 << 24))]
     pub activations: Option<u32>,
+    /// Limit each rank to what the fastest library schedule or plugin at this placement holds
+    /// there (within the spec's memory, or the other limit given): a plan at the library's memory
+    #[arg(long = "library-memory")]
+    pub library_memory: bool,
+    /// Output format of the report
+    #[arg(long, value_enum, default_value_t = crate::args::Format::Text)]
+    pub format: crate::args::Format,
     /// Backwards whole only (no split into I and W)
     #[arg(long)]
     pub no_weight_split: bool,
@@ -124,11 +133,12 @@ impl Costs {
         }
     }
 
-    /// A duration in these costs' unit, by the views' one rule.
-    fn time(&self, t: f64) -> String {
+    /// What the report calls them, and the unit of their times.
+    fn named(&self) -> (String, TimeUnit) {
         match self {
-            Costs::Spec(..) => pipeweave_report::format::seconds(t),
-            _ => pipeweave_report::format::format_time(t),
+            Costs::Unit => ("unit".to_owned(), TimeUnit::Units),
+            Costs::Uniform(_) => ("uniform".to_owned(), TimeUnit::Units),
+            Costs::Spec(spec, _) => (spec.name.clone(), TimeUnit::Seconds),
         }
     }
 }
@@ -153,58 +163,6 @@ fn default_activations(placement: Placement, p: u32) -> u32 {
     }
 }
 
-/// A placement's stages per rank and pipelines, as a plan shows them.
-fn same_placement(a: &ValidPlan, b: &ValidPlan) -> bool {
-    a.ranks() == b.ranks()
-        && a.pipelines().len() == b.pipelines().len()
-        && a.pipelines()
-            .iter()
-            .zip(b.pipelines())
-            .all(|(x, y)| x.placement == y.placement)
-}
-
-/// The best library schedule or plugin with the same placement, within the limits.
-fn baseline(
-    session: &mut Session,
-    plan: &ValidPlan,
-    limits: &[u32],
-    costs: &dyn CostModel,
-    p: u32,
-    m: u32,
-    v: u32,
-) -> Option<(String, f64)> {
-    let catalog = Catalog::read(&mut session.host);
-    let mut best: Option<(String, f64)> = None;
-    for e in &catalog.entries {
-        let Ok(source) = session.resolve(&e.resolves_as) else {
-            continue;
-        };
-        let params = Params {
-            ranks: Some(p),
-            microbatches: Some(m),
-            stages_per_rank: e.declared.takes("v").then_some(v),
-            ..Params::default()
-        };
-        let Ok(built) = session.build(&source, &params) else {
-            continue;
-        };
-        let other = &built.plan;
-        if !same_placement(plan, other)
-            || !(0..p).all(|r| live_activations(other.program(r)).peak <= limits[r as usize])
-        {
-            continue;
-        }
-        let Ok(t) = pipeweave_sim::simulate(other, costs) else {
-            continue;
-        };
-        let makespan = t.timing.makespan;
-        if best.as_ref().is_none_or(|(_, b)| makespan < *b) {
-            best = Some((e.name.clone(), makespan));
-        }
-    }
-    best
-}
-
 /// `pipeweave synthesize`.
 pub fn run(args: &SynthArgs, session: &mut Session) -> Result<(), Failure> {
     let placement = placement(args)?;
@@ -226,27 +184,33 @@ pub fn run(args: &SynthArgs, session: &mut Session) -> Result<(), Failure> {
     };
     let split = !args.no_weight_split;
     let pairs = !args.no_pairs && placement == Placement::Bidirectional;
-    let problem = |limits: Vec<u32>| Problem {
+    let problem = |limits: Vec<u32>, weights: Vec<u32>| Problem {
         ranks: p,
         microbatches: m,
         placement,
         weight_split: split,
         pairs,
         limits,
+        weights,
     };
     // The placement's plan under unit costs, without a memory limit: what the spec is fitted to
     // and priced on (its costs and memory depend on the placement, not on the order).
-    let open = problem(vec![1 << 24; p as usize]);
+    let open = problem(vec![1 << 24; p as usize], Vec::new());
     let (skeleton, _) = pipeweave_synth::heuristic(&open, &UnitCosts)
         .map_err(|e| Failure::invalid(e.to_string()))?;
-    let (costs, limits, limit_words) = match spec {
+    let (costs, limits, weights, unit_bytes, limit_words) = match spec {
         Some(loaded) => {
             let (fitted, _) = fit_spec(&loaded.spec, &skeleton).map_err(|reason| {
                 Failure::invalid(format!("spec {}: {reason}", loaded.spec.name))
             })?;
             let table = CostTable::new(&fitted, &skeleton).map_err(Failure::from_diagnostics)?;
-            let (limits, words) = match (args.activations, args.memory_limit) {
-                (Some(k), _) => (vec![k; p as usize], format!("{k} activations per rank")),
+            let (limits, weights, unit, words) = match (args.activations, args.memory_limit) {
+                (Some(k), _) => (
+                    vec![k; p as usize],
+                    Vec::new(),
+                    None,
+                    "--activations".to_owned(),
+                ),
                 (None, gib) => {
                     let bytes = match gib {
                         Some(g) if g.is_finite() && g > 0.0 => g * f64::from(1u32 << 30),
@@ -257,7 +221,7 @@ pub fn run(args: &SynthArgs, session: &mut Session) -> Result<(), Failure> {
                         }
                         None => fitted.memory_limit_bytes(),
                     };
-                    let limits = activation_limits(&fitted, &table, &skeleton, bytes).map_err(
+                    let budget = activation_budget(&fitted, &table, &skeleton, bytes).map_err(
                         |r| {
                             Failure::invalid(format!(
                                 "rank {r} has no room for any activation within {:.1} GiB on spec {}: its weights, gradients, optimizer state and buffers take it all",
@@ -267,18 +231,24 @@ pub fn run(args: &SynthArgs, session: &mut Session) -> Result<(), Failure> {
                         },
                     )?;
                     let words = format!(
-                        "{:.1} GiB per GPU: {} activations per rank",
-                        bytes / f64::from(1u32 << 30),
-                        limits
-                            .iter()
-                            .map(u32::to_string)
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        "{:.1} GiB per GPU with everything else the spec keeps there",
+                        bytes / f64::from(1u32 << 30)
                     );
-                    (limits, words)
+                    (
+                        budget.limits,
+                        budget.weights,
+                        Some(budget.unit_bytes),
+                        words,
+                    )
                 }
             };
-            (Costs::Spec(Box::new(fitted), table), limits, words)
+            (
+                Costs::Spec(Box::new(fitted), table),
+                limits,
+                weights,
+                unit,
+                words,
+            )
         }
         None => {
             let k = args
@@ -288,14 +258,59 @@ pub fn run(args: &SynthArgs, session: &mut Session) -> Result<(), Failure> {
                 Some(c) => Costs::Uniform(c),
                 None => Costs::Unit,
             };
+            let words = if args.activations.is_some() {
+                "--activations"
+            } else {
+                "1F1B's memory, the default without a spec"
+            };
             (
                 costs,
                 vec![k; p as usize],
-                format!("{k} activations per rank"),
+                Vec::new(),
+                None,
+                words.to_owned(),
             )
         }
     };
-    let problem = problem(limits.clone());
+    // The library at this placement, built through the catalog and timed on the same costs.
+    let catalog = Catalog::read(&mut session.host);
+    for e in &catalog.errors {
+        output::warning(e);
+    }
+    let named = named_schedules(&catalog);
+    let names: Vec<(String, bool)> = named
+        .iter()
+        .map(|n| (n.shown.clone(), n.declared.takes("v")))
+        .collect();
+    let library = {
+        let mut planner = Schedules::new(session, &named);
+        match library_at_placement(
+            &names,
+            &mut planner,
+            &skeleton,
+            args.stages_per_rank,
+            &weights,
+            costs.model(),
+        ) {
+            Ok(l) => l,
+            Err(never) => match never {},
+        }
+    };
+    let (limits, limit_words) = if args.library_memory {
+        let best = best_within(&library, &limits).ok_or_else(|| {
+            Failure::invalid(format!(
+                "--library-memory: no library schedule or plugin places its stages as the {} placement does within the limit ({limit_words})",
+                placement.name()
+            ))
+        })?;
+        (
+            best.0.peaks.clone(),
+            format!("what {} holds, within {limit_words}", best.0.schedule),
+        )
+    } else {
+        (limits, limit_words)
+    };
+    let problem = problem(limits.clone(), weights);
     let options = Options {
         seed: args.seed,
         evaluations: args.evaluations,
@@ -316,26 +331,35 @@ pub fn run(args: &SynthArgs, session: &mut Session) -> Result<(), Failure> {
     let mut report = |progress: pipeweave_synth::Progress| {
         if let Some(bar) = &bar {
             bar.set_position(progress.evaluations);
-            bar.set_message(format!("best {}", costs.time(progress.best.makespan)));
+            bar.set_message(format!("best {:.6}", progress.best.makespan));
         }
         started.elapsed() < args.time_limit
     };
-    let result = pipeweave_synth::synthesize(&problem, costs.model(), &options, &mut report);
+    // The local search may start from the fastest library plan within the limits.
+    let start = best_within(&library, &limits).map(|(_, plan)| &**plan);
+    let starts: Vec<&pipeweave_plan::Plan> = start.into_iter().collect();
+    let result =
+        pipeweave_synth::synthesize_from(&problem, costs.model(), &options, &starts, &mut report);
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
     let found = result.map_err(|e| Failure::invalid(e.to_string()))?;
     let elapsed = started.elapsed();
-    let base = baseline(
-        session,
-        &found.plan,
-        &limits,
-        costs.model(),
-        p,
-        m,
-        args.stages_per_rank,
+    let (costs_name, unit) = costs.named();
+    let report = SynthesisReport::new(
+        &problem,
+        &found,
+        costs_name,
+        unit,
+        limit_words,
+        unit_bytes,
+        best_within(&library, &limits).map(|(l, _)| l.clone()),
     );
-    let text = report_text(&found, &problem, &limit_words, base.as_ref(), &costs);
+    crate::output::finite("synthesize", pipeweave_eval::non_finite(&report))?;
+    let text = match args.format {
+        crate::args::Format::Text => pipeweave_report::synthesis_text(&report),
+        crate::args::Format::Json => pipeweave_report::synthesis_json(&report),
+    };
     let to_stdout = args.output.as_deref().is_some_and(output::is_stdout);
     if to_stdout {
         output::warn(&text);
@@ -358,91 +382,4 @@ pub fn run(args: &SynthArgs, session: &mut Session) -> Result<(), Failure> {
         output::emit_document(Some(path), &doc)?;
     }
     Ok(())
-}
-
-fn report_text(
-    s: &Synthesis,
-    problem: &Problem,
-    limit_words: &str,
-    base: Option<&(String, f64)>,
-    costs: &Costs,
-) -> String {
-    let mut t = String::new();
-    let costs_words = match costs {
-        Costs::Unit => "unit costs (F = I = W = 1, B = 2, F&B = 3)".to_owned(),
-        Costs::Uniform(_) => "the costs of --costs".to_owned(),
-        Costs::Spec(spec, _) => format!("spec {}", spec.name),
-    };
-    let _ = writeln!(
-        t,
-        "synthesized: {} placement, P {}, M {}, {limit_words}, {costs_words}",
-        problem.placement.name(),
-        problem.ranks,
-        problem.microbatches
-    );
-    let time = |x: f64| costs.time(x);
-    let _ = writeln!(t, "  makespan            {}", time(s.score.makespan));
-    let _ = writeln!(
-        t,
-        "  heuristic           {} (best of {} policies, {} within the limits)",
-        time(s.heuristic.makespan),
-        s.policies.0,
-        s.policies.1
-    );
-    let _ = writeln!(
-        t,
-        "  local search        {} plans tried{}",
-        s.evaluations,
-        if s.stopped {
-            " (stopped by the time limit)"
-        } else {
-            ""
-        }
-    );
-    match &s.exact {
-        Some(e) => {
-            let _ = writeln!(
-                t,
-                "  exact method        {} nodes, {}",
-                e.nodes,
-                if e.proved {
-                    format!("optimum {} proved", time(e.makespan))
-                } else {
-                    "stopped by its node budget (not proved)".to_owned()
-                }
-            );
-        }
-        None => {
-            let _ = writeln!(t, "  exact method        not run (it runs at P ≤ 4, M ≤ 8)");
-        }
-    }
-    let gap = if s.lower_bound > 0.0 {
-        s.score.makespan / s.lower_bound - 1.0
-    } else {
-        0.0
-    };
-    let _ = writeln!(
-        t,
-        "  lower bound         {} (gap {:.1}%){}",
-        time(s.lower_bound),
-        gap * 100.0,
-        if s.proved_optimal() { ", optimal" } else { "" }
-    );
-    match base {
-        Some((name, makespan)) => {
-            let _ = writeln!(
-                t,
-                "  best library        {name} {} at the same placement and limit: {:+.1}%",
-                time(*makespan),
-                (s.score.makespan / makespan - 1.0) * 100.0
-            );
-        }
-        None => {
-            let _ = writeln!(
-                t,
-                "  best library        none builds this placement within this limit"
-            );
-        }
-    }
-    t
 }

@@ -8,7 +8,8 @@ use pipeweave_sim::{CostModel, Timeline, UniformCosts, UnitCosts};
 use pipeweave_spec::Spec;
 
 /// The unit of the times of a timeline: the simulator's abstract units or seconds (from a spec).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum TimeUnit {
     /// Abstract units (F = I = W = 1 with unit costs).
     Units,

@@ -21,6 +21,7 @@ mod recommend;
 mod simulation;
 mod step;
 mod sweep;
+mod synthesis;
 
 pub use breakdown::{Breakdown, RankStep, Step, Volumes, step};
 pub use compare::{Comparison, Figures, Row, Traits, evaluate_row};
@@ -30,7 +31,7 @@ pub use fit::{
     Change, Fitted, SpecRule, fit, fit_spec, global_batch, microbatches_at, plan_shape,
     split_layers,
 };
-pub use limits::activation_limits;
+pub use limits::{ActivationBudget, activation_budget};
 pub use pipeweave_param::Value;
 pub use planner::{PlanRequest, Planner, Unbuilt};
 pub use questions::{ParamCost, dualpipe_param_cost, gpu_hours_recovered_per_million_tokens};
@@ -41,3 +42,6 @@ pub use recommend::{
 pub use simulation::{RankMemory, RankTimes, Shape, Simulation};
 pub use step::{Evaluation, MemoryBreakdown, RankReport, StepReport, evaluate, evaluate_on_spec};
 pub use sweep::{Metric, Over, Param, Sweep, SweepPoint, SweepSeries, Tick, sweep};
+pub use synthesis::{
+    ExactReport, LibraryPlan, SynthesisReport, best_within, library_at_placement, same_placement,
+};

@@ -3,7 +3,9 @@
 //! A development tool, not part of the library: it compiles the library schedules (and the DualPipe
 //! and Chimera generators), validates every plan, and exports it in the formats the suite runs:
 //! both PyTorch CSVs of the single-pipeline schedules at M = 2P, and the JSON plan of every schedule
-//! `pipeweave.torch` runs at odd and even M where the schedule allows.
+//! `pipeweave.torch` runs at odd and even M where the schedule allows; and plans `synthesize` finds
+//! (loop and V as CSVs and JSON, two pipelines with overlapped pairs as JSON), with unit costs and
+//! with costs that are not uniform, so that their orders are not the library's.
 //! Usage: `cargo run -p pipeweave-export --example conformance_plans -- OUT_DIR`.
 //! Once `pipeweave export SCHEDULE` exists, the suite can call the command instead.
 #![allow(
@@ -146,6 +148,7 @@ fn cases() -> Result<Vec<Case>, String> {
             });
         }
     }
+    out.extend(synthesized()?);
     for (p, pipelines, forward_doubling, counts) in CHIMERA {
         let doubling = if forward_doubling { "-doubling" } else { "" };
         for &m in counts {
@@ -166,6 +169,76 @@ fn cases() -> Result<Vec<Case>, String> {
                 )?,
                 formats: vec!["json"],
             });
+        }
+    }
+    Ok(out)
+}
+
+/// Synthesized plans at P = 2 and 4, M = 2P: each placement at 1F1B's memory, under unit costs and
+/// under F = 1, I = 1.5, W = 0.5 with transfers of 0.25 (seed 0, 500 tries).
+fn synthesized() -> Result<Vec<Case>, String> {
+    use pipeweave_synth::{Options, Placement, Problem, synthesize};
+    let skewed = pipeweave_sim::UniformCosts {
+        stage: pipeweave_sim::StageCosts {
+            f: 1.0,
+            i: 1.5,
+            w: 0.5,
+            b: 2.0,
+        },
+        pair: None,
+        transfer: 0.25,
+    };
+    let options = Options {
+        seed: 0,
+        evaluations: 500,
+        exact_nodes: 0,
+    };
+    let mut out = Vec::new();
+    for p in [2u32, 4] {
+        let m = 2 * p;
+        for (name, placement, limit, formats) in [
+            (
+                "loop",
+                Placement::Loop { v: 1 },
+                p,
+                vec!["pytorch", "pytorch-comms", "json"],
+            ),
+            (
+                "v",
+                Placement::V,
+                2 * p,
+                vec!["pytorch", "pytorch-comms", "json"],
+            ),
+            (
+                "bidirectional",
+                Placement::Bidirectional,
+                p + 1,
+                vec!["json"],
+            ),
+        ] {
+            for (costs_name, unit) in [("unit", true), ("skewed", false)] {
+                let problem = Problem {
+                    ranks: p,
+                    microbatches: m,
+                    placement,
+                    weight_split: true,
+                    pairs: placement == Placement::Bidirectional,
+                    limits: vec![limit; p as usize],
+                    weights: Vec::new(),
+                };
+                let found = if unit {
+                    synthesize(&problem, &pipeweave_sim::UnitCosts, &options, &mut |_| true)
+                } else {
+                    synthesize(&problem, &skewed, &options, &mut |_| true)
+                }
+                .map_err(|e| format!("synthesize {name} P={p}: {e}"))?;
+                out.push(Case {
+                    name: format!("synth-{name}-{costs_name}-p{p}-m{m}"),
+                    schedule: format!("synth-{name}"),
+                    plan: found.plan.into_plan(),
+                    formats: formats.clone(),
+                });
+            }
         }
     }
     Ok(out)

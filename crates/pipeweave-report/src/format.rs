@@ -88,6 +88,11 @@ pub fn gib_number(bytes: f64) -> String {
     format!("{:.1}", gib(bytes))
 }
 
+/// Bytes as MiB with one decimal, for sizes well under a GiB: `12.3 MiB`.
+pub fn mib_text(bytes: f64) -> String {
+    format!("{:.1} MiB", bytes / f64::from(1u32 << 20))
+}
+
 /// Bytes as GiB with one decimal: `12.3 GiB`.
 pub fn gib_text(bytes: f64) -> String {
     format!("{} GiB", gib_number(bytes))

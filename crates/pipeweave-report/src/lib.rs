@@ -16,6 +16,7 @@ mod recommend;
 mod simulate;
 mod svg;
 mod sweep;
+mod synthesis;
 mod table;
 mod text;
 
@@ -37,5 +38,6 @@ pub use svg::{SvgWindow, TimelineChart, Transfer, timelines_svg, timelines_svg_w
 pub use sweep::{
     SweepTable, sweep_csv, sweep_json, sweep_svg, sweep_table, sweep_text, sweep_title,
 };
+pub use synthesis::{synthesis_json, synthesis_text};
 pub use table::Table;
 pub use text::{TextWindow, text_timeline, text_timeline_window};

@@ -59,9 +59,31 @@ pub(crate) fn plan(g: &Graph, programs: &[Vec<Act>]) -> Option<Plan> {
     Plan::new(g.ranks, g.pipelines.clone(), programs).ok()
 }
 
+/// The most activation units a program holds at once, each weighed by its stage's entry of
+/// `weights` (1 where there is none, so that with no weights this is
+/// `pipeweave_sim::live_activations`'s count).
+pub fn weighted_peak(weights: &[u32], program: &[Action]) -> u64 {
+    if live_activations(program).peak == 0 {
+        return 0;
+    }
+    let (mut live, mut peak) = (0i64, 0i64);
+    for a in program {
+        for op in a.ops() {
+            let w = i64::from(weights.get(op.stage as usize).copied().unwrap_or(1));
+            match op.kind {
+                Kind::F => live += w,
+                Kind::B | Kind::I => live -= w,
+                Kind::W => {}
+            }
+        }
+        peak = peak.max(live);
+    }
+    peak.max(0) as u64
+}
+
 /// Whether rank `r`'s program stays within its memory limit.
 pub(crate) fn fits(g: &Graph, r: usize, program: &[Action]) -> bool {
-    live_activations(program).peak <= g.limits[r]
+    weighted_peak(&g.weight, program) <= u64::from(g.limits[r])
 }
 
 /// The validated plan of `programs` and its score, or `None` when it breaks a memory limit, is

@@ -142,9 +142,8 @@ impl<C: CostModel + ?Sized> Search<'_, C> {
                     );
                 }
             }
-            let room = self.live[r] < g.limits[r];
             for &(x, start) in &fs {
-                if room {
+                if self.live[r] + g.weight[g.parts(x).0 as usize] <= g.limits[r] {
                     push(
                         r,
                         Act::One {
@@ -181,10 +180,14 @@ impl<C: CostModel + ?Sized> Search<'_, C> {
                     );
                 }
             }
-            if g.pairs && self.live[r] <= g.limits[r] {
+            if g.pairs {
                 for &(f, sf) in &fs {
                     for &(b, sb) in &bs {
-                        if f / 3 == b / 3 {
+                        let (wf, wb) = (
+                            g.weight[g.parts(f).0 as usize],
+                            g.weight[g.parts(b).0 as usize],
+                        );
+                        if f / 3 == b / 3 || (self.live[r] + wf).saturating_sub(wb) > g.limits[r] {
                             continue;
                         }
                         let start = sf.max(sb);
@@ -249,11 +252,11 @@ impl<C: CostModel + ?Sized> Search<'_, C> {
                 match slot {
                     F => {
                         self.next_f[s as usize] += 1;
-                        self.live[r] += 1;
+                        self.live[r] += g.weight[s as usize];
                     }
                     I => {
                         self.next_b[s as usize] += 1;
-                        self.live[r] -= 1;
+                        self.live[r] -= g.weight[s as usize];
                         if whole {
                             covered[1] = Some(node + 1);
                         }
@@ -266,8 +269,10 @@ impl<C: CostModel + ?Sized> Search<'_, C> {
             }
             Act::Pair { f, b: bk, whole } => {
                 covered = [Some(f), Some(bk), whole.then_some(bk + 1)];
-                self.next_f[g.parts(f).0 as usize] += 1;
-                self.next_b[g.parts(bk).0 as usize] += 1;
+                let (sf, sb) = (g.parts(f).0 as usize, g.parts(bk).0 as usize);
+                self.next_f[sf] += 1;
+                self.next_b[sb] += 1;
+                self.live[r] = self.live[r] + g.weight[sf] - g.weight[sb];
             }
         }
         for x in covered.into_iter().flatten() {
@@ -289,11 +294,11 @@ impl<C: CostModel + ?Sized> Search<'_, C> {
                 match slot {
                     F => {
                         self.next_f[s as usize] -= 1;
-                        self.live[r] -= 1;
+                        self.live[r] -= g.weight[s as usize];
                     }
                     I => {
                         self.next_b[s as usize] -= 1;
-                        self.live[r] += 1;
+                        self.live[r] += g.weight[s as usize];
                         if whole {
                             covered[1] = Some(node + 1);
                         }
@@ -307,8 +312,10 @@ impl<C: CostModel + ?Sized> Search<'_, C> {
             }
             Act::Pair { f, b: bk, whole } => {
                 covered = [Some(f), Some(bk), whole.then_some(bk + 1)];
-                self.next_f[g.parts(f).0 as usize] -= 1;
-                self.next_b[g.parts(bk).0 as usize] -= 1;
+                let (sf, sb) = (g.parts(f).0 as usize, g.parts(bk).0 as usize);
+                self.next_f[sf] -= 1;
+                self.next_b[sb] -= 1;
+                self.live[r] = self.live[r] + g.weight[sb] - g.weight[sf];
             }
         }
         for x in covered.into_iter().flatten() {

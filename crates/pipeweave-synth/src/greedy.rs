@@ -104,9 +104,15 @@ struct State<'g> {
     pending_w: Vec<VecDeque<usize>>,
     free: Vec<f64>,
     live: Vec<u32>,
+    /// Live units per rank and pipeline.
+    live_by: Vec<Vec<u32>>,
 }
 
 impl State<'_> {
+    fn pipeline(&self, s: u32) -> usize {
+        (s / self.g.pipelines[0].placement.len() as u32) as usize
+    }
+
     /// When node `x`'s inputs are all there, if they are known yet.
     fn ready(&self, x: usize) -> Option<f64> {
         let (s, k, slot) = self.g.parts(x);
@@ -165,7 +171,10 @@ impl State<'_> {
             .iter()
             .filter_map(|&s| {
                 let prev = self.g.prev_here[s as usize]?;
-                Some(self.next_f[prev as usize] - self.next_f[s as usize])
+                Some(
+                    (self.next_f[prev as usize] - self.next_f[s as usize])
+                        * self.g.weight[s as usize],
+                )
             })
             .sum()
     }
@@ -174,10 +183,39 @@ impl State<'_> {
     /// and what this micro-batch will take on the rank's later stages, stays within the limit
     /// (else a V or a loop could fill the rank with first chunks and wait for good).
     fn room_for(&self, r: usize, s: u32) -> bool {
-        let owed = self
-            .owed(r)
-            .saturating_sub(u32::from(self.g.prev_here[s as usize].is_some()));
-        self.live[r] + 1 + owed + self.g.later_here[s as usize] <= self.g.limits[r]
+        self.live[r]
+            + self.g.weight[s as usize]
+            + self.owed_beyond(r, s)
+            + self.g.later_here[s as usize]
+            + self.reserved(r, s)
+            <= self.g.limits[r]
+    }
+
+    /// What rank r owes besides a forward of stage s itself (which may be one it owes).
+    fn owed_beyond(&self, r: usize, s: u32) -> u32 {
+        if self.g.prev_here[s as usize].is_some() {
+            self.owed(r).saturating_sub(self.g.weight[s as usize])
+        } else {
+            self.owed(r)
+        }
+    }
+
+    /// Units rank r keeps for the other pipelines it hosts that hold none here and still have
+    /// forwards to run here: each pipeline can always move one micro-batch through every rank, so
+    /// two pipelines never fill each other's ranks and wait for good.
+    fn reserved(&self, r: usize, s: u32) -> u32 {
+        let s_per = self.g.pipelines[0].placement.len() as u32;
+        let own = s / s_per;
+        self.g.on_rank[r]
+            .iter()
+            .filter(|&&o| o / s_per != own)
+            .filter(|&&o| {
+                self.live_by[r][(o / s_per) as usize] == 0
+                    && self.next_f[o as usize] < self.g.per_pipeline
+            })
+            .map(|&o| self.g.weight[o as usize])
+            .max()
+            .unwrap_or(0)
     }
 
     /// The best forward rank r has room for.
@@ -245,12 +283,17 @@ impl State<'_> {
             } else {
                 // A pair adds no transient unit (its forward's activation grows as its backward's
                 // shrinks), so it may run where a lone forward would pass the limit by one.
-                self.best(r, F, p.later_stage_first).filter(|&(_, x)| {
-                    let s = g.parts(x).0;
-                    let owed = self
-                        .owed(r)
-                        .saturating_sub(u32::from(g.prev_here[s as usize].is_some()));
-                    self.live[r] + owed + g.later_here[s as usize] <= g.limits[r]
+                self.best(r, F, p.later_stage_first).filter(|&(_, fx)| {
+                    let s = g.parts(fx).0;
+                    // The pair's backward frees its own weight as the forward takes its.
+                    let freed = g.weight[g.parts(x).0 as usize];
+                    (self.live[r]
+                        + g.weight[s as usize]
+                        + self.owed_beyond(r, s)
+                        + g.later_here[s as usize]
+                        + self.reserved(r, s))
+                    .saturating_sub(freed)
+                        <= g.limits[r]
                 })
             };
             if let Some((ostart, o)) = other
@@ -292,11 +335,15 @@ impl State<'_> {
                 match slot {
                     F => {
                         self.next_f[s as usize] += 1;
-                        self.live[r] += 1;
+                        self.live[r] += g.weight[s as usize];
+                        let j = self.pipeline(s);
+                        self.live_by[r][j] += 1;
                     }
                     I => {
                         self.next_b[s as usize] += 1;
-                        self.live[r] -= 1;
+                        self.live[r] -= g.weight[s as usize];
+                        let j = self.pipeline(s);
+                        self.live_by[r][j] -= 1;
                         if whole {
                             self.end[node + 1] = end;
                         } else {
@@ -314,8 +361,14 @@ impl State<'_> {
                 let end = d.start + g.pair_cost(costs, f, b, whole);
                 self.end[f] = end;
                 self.end[b] = end;
-                self.next_f[g.parts(f).0 as usize] += 1;
-                self.next_b[g.parts(b).0 as usize] += 1;
+                let (sf, sb) = (g.parts(f).0, g.parts(b).0);
+                self.next_f[sf as usize] += 1;
+                self.next_b[sb as usize] += 1;
+                self.live[r] += g.weight[sf as usize];
+                self.live[r] -= g.weight[sb as usize];
+                let (jf, jb) = (self.pipeline(sf), self.pipeline(sb));
+                self.live_by[r][jf] += 1;
+                self.live_by[r][jb] -= 1;
                 if whole {
                     self.end[b + 1] = end;
                 } else {
@@ -361,6 +414,7 @@ pub(crate) fn schedule<C: CostModel + ?Sized>(
         pending_w: vec![VecDeque::new(); p],
         free: vec![0.0; p],
         live: vec![0; p],
+        live_by: vec![vec![0; g.pipelines.len()]; p],
     };
     let mut programs: Vec<Vec<Act>> = vec![Vec::new(); p];
     let mut decisions: Vec<Option<Decision>> =
@@ -417,6 +471,7 @@ mod tests {
                 weight_split: true,
                 pairs: true,
                 limits: vec![8; 4],
+                weights: Vec::new(),
             };
             let g = Graph::new(&problem, &UnitCosts).unwrap();
             for policy in policies(&g) {

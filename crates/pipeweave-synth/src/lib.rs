@@ -22,12 +22,13 @@ mod greedy;
 mod local;
 mod problem;
 
-pub use assess::Score;
+pub use assess::{Score, weighted_peak};
 pub use exact::ExactOutcome;
 pub use local::Progress;
 pub use problem::{MAX_MICROBATCHES, MAX_NODES, MAX_RANKS, Placement, Problem, ProblemError};
 
 use pipeweave_check::ValidPlan;
+use pipeweave_plan::{Action, Kind, Plan};
 use pipeweave_sim::CostModel;
 
 /// How long the searches may run.
@@ -58,10 +59,14 @@ pub struct Synthesis {
     pub plan: ValidPlan,
     /// Its score.
     pub score: Score,
-    /// The constructive heuristic's best score, before local improvement.
-    pub heuristic: Score,
+    /// The constructive heuristic's best score, before local improvement (none when no policy
+    /// met the limits and the search started from a caller's plan).
+    pub heuristic: Option<Score>,
     /// How many policies the heuristic ran (and how many gave a plan within the limits).
     pub policies: (usize, usize),
+    /// Which of the caller's starting plans the local search started from, where one was better
+    /// than the heuristic's.
+    pub started_from: Option<usize>,
     /// A lower bound of every plan's makespan.
     pub lower_bound: f64,
     /// Plans the local search tried.
@@ -125,18 +130,24 @@ pub fn heuristic<C: CostModel + ?Sized>(
     costs: &C,
 ) -> Result<(ValidPlan, Score), SynthError> {
     let g = problem::Graph::new(problem, costs)?;
-    let (_, plan, score, _) = construct(&g, costs)?;
+    let (best, _) = construct(&g, costs);
+    let (_, plan, score) = best.ok_or_else(not_found)?;
     Ok((plan, score))
 }
 
 type Programs = Vec<Vec<greedy::Act>>;
 
+/// A candidate: its programs, its plan and its score.
+type Candidate = (Programs, ValidPlan, Score);
+
+/// The heuristic's best plan over every policy (none when no policy meets the limits), and the
+/// number of policies run and of those that met the limits.
 fn construct<C: CostModel + ?Sized>(
     g: &problem::Graph,
     costs: &C,
-) -> Result<(Programs, ValidPlan, Score, (usize, usize)), SynthError> {
+) -> (Option<Candidate>, (usize, usize)) {
     let policies = greedy::policies(g);
-    let mut best: Option<(Programs, ValidPlan, Score)> = None;
+    let mut best: Option<Candidate> = None;
     let mut found = 0;
     for policy in &policies {
         let Some(programs) = greedy::schedule(g, policy, costs) else {
@@ -150,12 +161,14 @@ fn construct<C: CostModel + ?Sized>(
             best = Some((programs, plan, score));
         }
     }
-    let (programs, plan, score) = best.ok_or_else(|| {
-        SynthError::NotFound(
-            "no order the heuristic tried stays within the memory limits; raise the limit".into(),
-        )
-    })?;
-    Ok((programs, plan, score, (policies.len(), found)))
+    (best, (policies.len(), found))
+}
+
+fn not_found() -> SynthError {
+    SynthError::NotFound(
+        "no order the heuristic tried stays within the memory limits, and no starting plan does; raise the limit"
+            .into(),
+    )
 }
 
 /// Synthesizes a plan for `problem` under `costs`: the heuristic, local improvement for
@@ -167,10 +180,89 @@ pub fn synthesize<C: CostModel + ?Sized>(
     options: &Options,
     report: &mut dyn FnMut(Progress) -> bool,
 ) -> Result<Synthesis, SynthError> {
+    synthesize_from(problem, costs, options, &[], report)
+}
+
+/// The programs of `plan` as graph entries, if it is a plan of this graph's placement (its
+/// micro-batches taken by their position in their pipeline).
+fn programs_of(g: &problem::Graph, plan: &Plan) -> Option<Programs> {
+    if plan.ranks() != g.ranks
+        || plan.num_stages() != g.stages
+        || plan.pipelines().len() != g.pipelines.len()
+    {
+        return None;
+    }
+    let mut position = vec![u32::MAX; plan.mb_bound() as usize];
+    for p in plan.pipelines() {
+        if p.microbatches.len() != g.per_pipeline as usize {
+            return None;
+        }
+        for (k, &mb) in p.microbatches.iter().enumerate() {
+            position[mb as usize] = k as u32;
+        }
+    }
+    let node = |op: pipeweave_plan::Op| -> Option<(usize, bool)> {
+        let k = *position.get(op.mb as usize)?;
+        if k == u32::MAX || op.stage >= g.stages {
+            return None;
+        }
+        Some(match op.kind {
+            Kind::F => (g.node(op.stage, k, problem::F), false),
+            Kind::I => (g.node(op.stage, k, problem::I), false),
+            Kind::W => (g.node(op.stage, k, problem::W), false),
+            Kind::B => (g.node(op.stage, k, problem::I), true),
+        })
+    };
+    plan.programs()
+        .iter()
+        .map(|program| {
+            program
+                .iter()
+                .map(|a| match *a {
+                    Action::One(op) => {
+                        let (n, whole) = node(op)?;
+                        Some(greedy::Act::One { node: n, whole })
+                    }
+                    Action::Pair { f, b } => {
+                        let (f, _) = node(f)?;
+                        let (b, whole) = node(b)?;
+                        Some(greedy::Act::Pair { f, b, whole })
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// [`synthesize`], with plans to start from besides the heuristic's (a library schedule's at the
+/// same placement, say): the local search starts from the best of them all, so the result is
+/// never worse than any start that meets the limits.
+pub fn synthesize_from<C: CostModel + ?Sized>(
+    problem: &Problem,
+    costs: &C,
+    options: &Options,
+    starts: &[&Plan],
+    report: &mut dyn FnMut(Progress) -> bool,
+) -> Result<Synthesis, SynthError> {
     let g = problem::Graph::new(problem, costs)?;
     let bounds = bound::Bounds::new(&g, costs);
     let lower_bound = bounds.root(&g);
-    let (programs, plan, heuristic, policies) = construct(&g, costs)?;
+    let (constructed, policies) = construct(&g, costs);
+    let heuristic = constructed.as_ref().map(|c| c.2);
+    let mut best = constructed;
+    let mut started_from = None;
+    for (i, start) in starts.iter().enumerate() {
+        let Some(p) = programs_of(&g, start) else {
+            continue;
+        };
+        if let Some((valid, score)) = assess::assess(&g, &p, costs)
+            && best.as_ref().is_none_or(|b| score.beats(&b.2))
+        {
+            best = Some((p, valid, score));
+            started_from = Some(i);
+        }
+    }
+    let (programs, plan, start_score) = best.ok_or_else(not_found)?;
     let mut stopped = false;
     let mut wrapped = |p: Progress| {
         let go = report(p);
@@ -178,13 +270,13 @@ pub fn synthesize<C: CostModel + ?Sized>(
         go
     };
     let (programs, mut plan, mut score, evaluations) =
-        if heuristic.makespan <= lower_bound + 1e-9 * lower_bound.max(1.0) {
-            (programs, plan, heuristic, 0)
+        if start_score.makespan <= lower_bound + 1e-9 * lower_bound.max(1.0) {
+            (programs, plan, start_score, 0)
         } else {
             local::improve(
                 &g,
                 programs,
-                (plan, heuristic),
+                (plan, start_score),
                 costs,
                 options.seed,
                 options.evaluations,
@@ -209,6 +301,7 @@ pub fn synthesize<C: CostModel + ?Sized>(
         score,
         heuristic,
         policies,
+        started_from,
         lower_bound,
         evaluations,
         stopped,

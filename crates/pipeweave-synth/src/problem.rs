@@ -87,9 +87,13 @@ pub struct Problem {
     pub weight_split: bool,
     /// Whether a forward and a backward may run as one overlapped F&B pair.
     pub pairs: bool,
-    /// The most activations (stage-micro-batch units, counted as `pipeweave_sim::live_activations`
-    /// does) each rank may hold at once; one entry per rank.
+    /// The most activations each rank may hold at once, one entry per rank: in
+    /// stage-micro-batch units (counted as `pipeweave_sim::live_activations` does), or in the
+    /// units of `weights`.
     pub limits: Vec<u32>,
+    /// What one activation of each stage weighs (global stage numbering), when stages differ (an
+    /// embedding or head stage holds more than a middle one); empty: every activation weighs 1.
+    pub weights: Vec<u32>,
 }
 
 /// Why a problem cannot be searched.
@@ -118,9 +122,9 @@ impl fmt::Display for ProblemError {
                 needed,
             } => write!(
                 f,
-                "rank {rank} may hold {limit} activation{} but every order of this placement \
-                 holds at least {needed} there (a micro-batch's forward passes every stage the rank \
-                 hosts before its first backward)",
+                "rank {rank} may hold {limit} unit{} of activations but every order of this \
+                 placement holds at least {needed} there (a micro-batch's forward passes every stage \
+                 the rank hosts before its first backward)",
                 if *limit == 1 { "" } else { "s" }
             ),
         }
@@ -162,6 +166,8 @@ pub(crate) struct Graph {
     /// loop's earlier chunk), and how many of that pipeline's stages the rank hosts after it.
     pub prev_here: Vec<Option<u32>>,
     pub later_here: Vec<u32>,
+    /// What an activation of each stage weighs.
+    pub weight: Vec<u32>,
     /// The nodes that take a node's output on another stage (at most one).
     pub remote_succ: Vec<Option<usize>>,
     pub weight_split: bool,
@@ -241,6 +247,16 @@ impl Graph {
                 "synthesis takes at most {MAX_NODES} operations, this problem has {count}"
             )));
         }
+        let weight: Vec<u32> = if problem.weights.is_empty() {
+            vec![1; stages as usize]
+        } else if problem.weights.len() == stages as usize {
+            problem.weights.clone()
+        } else {
+            return Err(ProblemError::Size(format!(
+                "one activation weight per stage is needed, got {} for {stages} stages",
+                problem.weights.len()
+            )));
+        };
         let mut on_rank = vec![Vec::new(); p as usize];
         let host = |s: u32| pipelines[(s / s_per) as usize].placement[(s % s_per) as usize];
         for s in 0..stages {
@@ -253,7 +269,8 @@ impl Graph {
             let needed = stages
                 .iter()
                 .filter(|&&s| s / s_per == stages[0] / s_per)
-                .count() as u32;
+                .map(|&s| weight[s as usize])
+                .sum::<u32>();
             if limit < needed {
                 return Err(ProblemError::Memory {
                     rank: r as u32,
@@ -306,13 +323,18 @@ impl Graph {
             for (i, &st) in here.iter().enumerate() {
                 let same = |o: &&u32| **o / s_per == st / s_per;
                 prev_here[st as usize] = here[..i].iter().rfind(same).copied();
-                later_here[st as usize] = here[i + 1..].iter().filter(same).count() as u32;
+                later_here[st as usize] = here[i + 1..]
+                    .iter()
+                    .filter(same)
+                    .map(|&o| weight[o as usize])
+                    .sum();
             }
         }
         Ok(Graph {
             ranks: p,
             prev_here,
             later_here,
+            weight,
             stages,
             pipelines,
             per_pipeline,

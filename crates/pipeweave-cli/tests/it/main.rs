@@ -16,3 +16,4 @@ mod report;
 mod roundtrip;
 mod schemas;
 mod sweeps;
+mod synthesize;

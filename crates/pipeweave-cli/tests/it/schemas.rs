@@ -216,3 +216,27 @@ fn recommend_json_follows_its_schema() {
     assert!(r["choice"]["schedule"].is_string());
     check("pipeweave-recommend.v2.schema.json", &[r]);
 }
+
+#[test]
+fn synthesize_json_follows_its_schema() {
+    let dir = crate_dir();
+    let unit = json(
+        &dir,
+        &["synthesize", "-p", "4", "-m", "8", "--format", "json"],
+    );
+    assert_eq!(unit["proved_optimal"], true);
+    let spec = json(
+        &dir,
+        &[
+            "synthesize",
+            "--spec",
+            "dense-70b-h100-pp8",
+            "--evaluations",
+            "50",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(spec["time_unit"], "seconds");
+    check("pipeweave-synthesize.v1.schema.json", &[unit, spec]);
+}

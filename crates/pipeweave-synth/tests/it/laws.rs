@@ -44,7 +44,7 @@ proptest! {
                 for r in 0..p {
                     prop_assert!(live_activations(s.plan.program(r)).peak <= limits[r as usize]);
                 }
-                prop_assert!(s.score.makespan <= s.heuristic.makespan + 1e-9);
+                prop_assert!(s.score.makespan <= s.heuristic.expect("no start given").makespan + 1e-9);
                 prop_assert!(s.score.makespan >= s.lower_bound - 1e-9);
                 let again = synthesize(&pr, &costs, &options, &mut |_| true).unwrap();
                 prop_assert_eq!(program_lines(&again.plan), program_lines(&s.plan));
@@ -70,8 +70,8 @@ fn a_limit_below_the_placement_is_refused_in_words() {
     );
     assert_eq!(
         e.to_string(),
-        "rank 2 may hold 1 activation but every order of this placement holds at least 2 there \
-         (a micro-batch's forward passes every stage the rank hosts before its first backward)"
+        "rank 2 may hold 1 unit of activations but every order of this placement holds at least 2 \
+         there (a micro-batch's forward passes every stage the rank hosts before its first backward)"
     );
     let odd = problem(4, 7, Placement::Bidirectional, vec![5; 4]);
     assert!(

@@ -36,6 +36,7 @@ pub fn problem(p: u32, m: u32, placement: Placement, limits: Vec<u32>) -> Proble
         weight_split: true,
         pairs: placement == Placement::Bidirectional,
         limits,
+        weights: Vec::new(),
     }
 }
 

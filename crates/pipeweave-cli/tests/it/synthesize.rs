@@ -1,0 +1,241 @@
+//! `pipeweave synthesize`: the report with unit costs, the plan it writes and reads back, the
+//! library it is set against on every shipped spec, and its errors.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn pipeweave(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pipeweave"))
+        .args(args)
+        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+        .env_remove("PIPEWEAVE_PLUGIN_PATH")
+        .output()
+        .expect("the pipeweave binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn reports_with_unit_costs() {
+    let mut text = String::new();
+    for args in [
+        &["-p", "4", "-m", "8"][..],
+        &[
+            "-p",
+            "4",
+            "-m",
+            "8",
+            "--activations",
+            "2",
+            "--evaluations",
+            "500",
+        ],
+        &["-p", "4", "-m", "8", "--placement", "v"],
+        &["-p", "4", "-m", "8", "-v", "2", "--evaluations", "500"],
+        &[
+            "-p",
+            "4",
+            "-m",
+            "8",
+            "--placement",
+            "bidirectional",
+            "--evaluations",
+            "500",
+            "--exact-nodes",
+            "20000",
+        ],
+    ] {
+        let mut all = vec!["synthesize"];
+        all.extend_from_slice(args);
+        let (code, out, _) = pipeweave(&all);
+        assert_eq!(code, 0, "{all:?}");
+        text.push_str(&format!("$ pipeweave {}\n{out}\n", all.join(" ")));
+    }
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn the_written_plan_is_a_plan_every_command_reads() {
+    let dir = std::env::temp_dir().join(format!("pipeweave-synth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("plan.json");
+    let f = file.to_str().unwrap();
+    let (code, out, _) = pipeweave(&[
+        "synthesize",
+        "-p",
+        "4",
+        "-m",
+        "8",
+        "--placement",
+        "bidirectional",
+        "--evaluations",
+        "300",
+        "--exact-nodes",
+        "0",
+        "-o",
+        f,
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out, err) = pipeweave(&["simulate", f]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("makespan         26"), "{out}");
+    // The same inputs and seed give the same file.
+    let first = std::fs::read(&file).unwrap();
+    pipeweave(&[
+        "synthesize",
+        "-p",
+        "4",
+        "-m",
+        "8",
+        "--placement",
+        "bidirectional",
+        "--evaluations",
+        "300",
+        "--exact-nodes",
+        "0",
+        "-o",
+        f,
+    ]);
+    assert_eq!(std::fs::read(&file).unwrap(), first);
+    let (code, _, err) = pipeweave(&["compare", f, "dualpipe", "-p", "4", "-m", "8"]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// On every shipped spec and placement the synthesized plan is no slower than the fastest
+/// library schedule or plugin that places its stages alike within the same memory (the search
+/// may start from that plan), and where none fits the synthesized one still does.
+#[test]
+fn no_worse_than_the_library_on_every_shipped_spec() {
+    let mut table = String::new();
+    for spec in [
+        "unit",
+        "dense-70b-h100-pp8",
+        "gpt2-1.3b-p100-32",
+        "deepseek-v3-h800-pp16-ep64",
+        "llama3.1-405b-h100-pp16",
+    ] {
+        for placement in [
+            &["--placement", "loop"][..],
+            &["--placement", "loop", "-v", "2"],
+            &["--placement", "v"],
+            &["--placement", "bidirectional"],
+        ] {
+            let mut args = vec![
+                "synthesize",
+                "--spec",
+                spec,
+                "--evaluations",
+                "100",
+                "--format",
+                "json",
+            ];
+            args.extend_from_slice(placement);
+            let (code, out, err) = pipeweave(&args);
+            assert_eq!(code, 0, "{args:?}: {err}");
+            let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+            let makespan = v["makespan"].as_f64().unwrap();
+            let library = &v["library"];
+            if let Some(l) = library["makespan"].as_f64() {
+                assert!(makespan <= l * (1.0 + 1e-9), "{args:?}: {makespan} > {l}");
+            }
+            table.push_str(&format!(
+                "{spec} {}: {:.6} against {} {}\n",
+                placement.join(" "),
+                makespan,
+                library["schedule"],
+                library["makespan"]
+                    .as_f64()
+                    .map_or("-".into(), |l| format!("{l:.6}"))
+            ));
+        }
+    }
+    // The rows stand as the search finds them with its fixed seed and budget.
+    insta::assert_snapshot!(table);
+}
+
+#[test]
+fn errors_are_plain() {
+    let mut text = String::new();
+    for (args, expected) in [
+        (&["synthesize"][..], 2),
+        (
+            &[
+                "synthesize",
+                "-p",
+                "4",
+                "-m",
+                "8",
+                "--placement",
+                "v",
+                "-v",
+                "2",
+            ],
+            2,
+        ),
+        (
+            &["synthesize", "-p", "4", "-m", "8", "--memory-limit", "40"],
+            2,
+        ),
+        (
+            &[
+                "synthesize",
+                "-p",
+                "4",
+                "-m",
+                "8",
+                "--placement",
+                "v",
+                "--activations",
+                "1",
+            ],
+            1,
+        ),
+        (
+            &[
+                "synthesize",
+                "-p",
+                "4",
+                "-m",
+                "7",
+                "--placement",
+                "bidirectional",
+            ],
+            1,
+        ),
+        (
+            &["synthesize", "-p", "4", "-m", "8", "--time-limit", "soon"],
+            2,
+        ),
+        (&["synthesize", "-p", "300", "-m", "8"], 2),
+        (
+            &[
+                "synthesize",
+                "--spec",
+                "dense-70b-h100-pp8",
+                "--memory-limit",
+                "1",
+            ],
+            1,
+        ),
+        (
+            &[
+                "synthesize",
+                "--spec",
+                "dense-70b-h100-pp8",
+                "--memory-limit",
+                "-3",
+            ],
+            2,
+        ),
+    ] {
+        let (code, _, err) = pipeweave(args);
+        assert_eq!(code, expected, "{args:?}: {err}");
+        let first = err.lines().next().unwrap_or("");
+        text.push_str(&format!("$ pipeweave {}\n{first}\n", args.join(" ")));
+    }
+    insta::assert_snapshot!(text);
+}

@@ -1,0 +1,209 @@
+//! Synthesis set against the library: the plans every library schedule and plugin gives at the
+//! synthesized plan's placement, with their memory and makespan under the same costs, and the
+//! report of a synthesis (plain data, the JSON of `synthesize`).
+
+use crate::costing::TimeUnit;
+use crate::planner::{PlanRequest, Planner, Unbuilt};
+use pipeweave_check::ValidPlan;
+use pipeweave_sim::{CostModel, simulate};
+use pipeweave_synth::{Problem, Synthesis, weighted_peak};
+use serde::Serialize;
+
+/// A library schedule's (or plugin's) plan at a placement.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LibraryPlan {
+    /// The schedule, as the catalog shows it.
+    pub schedule: String,
+    /// Its simulated makespan under the synthesis's costs.
+    pub makespan: f64,
+    /// The most activations each rank holds.
+    pub peaks: Vec<u32>,
+}
+
+impl LibraryPlan {
+    /// Whether it holds no more than `limits` on every rank.
+    pub fn within(&self, limits: &[u32]) -> bool {
+        self.peaks.iter().zip(limits).all(|(a, b)| a <= b)
+    }
+}
+
+/// Whether two plans place their stages alike (ranks, pipelines, each pipeline's placement).
+pub fn same_placement(a: &ValidPlan, b: &ValidPlan) -> bool {
+    a.ranks() == b.ranks()
+        && a.pipelines().len() == b.pipelines().len()
+        && a.pipelines()
+            .iter()
+            .zip(b.pipelines())
+            .all(|(x, y)| x.placement == y.placement)
+}
+
+/// Every schedule of `names` (with whether it takes `v`) built at `placement`'s shape (P, M and
+/// `v`) that places its stages as `placement` does, with its plan, its peaks (activations weighed
+/// by `weights`, 1 each where empty) and its makespan under `costs`, in the order of `names`.
+/// Schedules that cannot be built, place their stages otherwise or cannot be simulated are left
+/// out.
+pub fn library_at_placement<P: Planner + ?Sized>(
+    names: &[(String, bool)],
+    planner: &mut P,
+    placement: &ValidPlan,
+    v: u32,
+    weights: &[u32],
+    costs: &dyn CostModel,
+) -> Result<Vec<(LibraryPlan, ValidPlan)>, P::Stop> {
+    let mut out = Vec::new();
+    for (name, takes_v) in names {
+        let request = PlanRequest {
+            ranks: Some(placement.ranks()),
+            microbatches: Some(placement.num_microbatches()),
+            stages_per_rank: takes_v.then_some(v),
+        };
+        let plan = match planner.plan(name, &request) {
+            Ok(plan) => plan,
+            Err(Unbuilt::Refused(_)) => continue,
+            Err(Unbuilt::Stop(s)) => return Err(s),
+        };
+        if !same_placement(placement, &plan) {
+            continue;
+        }
+        let Ok(t) = simulate(&plan, costs) else {
+            continue;
+        };
+        let peaks = (0..plan.ranks())
+            .map(|r| u32::try_from(weighted_peak(weights, plan.program(r))).unwrap_or(u32::MAX))
+            .collect();
+        let name = if *takes_v {
+            format!("{name} (v {v})")
+        } else {
+            name.clone()
+        };
+        out.push((
+            LibraryPlan {
+                schedule: name,
+                makespan: t.timing.makespan,
+                peaks,
+            },
+            plan,
+        ));
+    }
+    Ok(out)
+}
+
+/// The fastest of `plans` within `limits` (the first of equals).
+pub fn best_within<'a, T>(
+    plans: &'a [(LibraryPlan, T)],
+    limits: &[u32],
+) -> Option<&'a (LibraryPlan, T)> {
+    plans.iter().filter(|(l, _)| l.within(limits)).fold(
+        None,
+        |best: Option<&(LibraryPlan, T)>, l| match best {
+            Some(b) if b.0.makespan <= l.0.makespan => Some(b),
+            _ => Some(l),
+        },
+    )
+}
+
+/// The exact method's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExactReport {
+    /// Nodes of its search tree visited.
+    pub nodes: u64,
+    /// Whether it finished, proving its makespan optimal (over plans that keep each stage's work
+    /// in micro-batch order).
+    pub proved: bool,
+    /// The best makespan it knows.
+    pub makespan: f64,
+}
+
+/// What a synthesis found, what it cost to find, and how it compares: the JSON of `synthesize`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SynthesisReport {
+    /// `loop`, `loop (v N)`, `v` or `bidirectional`.
+    pub placement: String,
+    /// Ranks P.
+    pub ranks: u32,
+    /// Micro-batches M.
+    pub microbatches: u32,
+    /// What the costs are: `unit`, `uniform` (`--costs`) or the spec's name.
+    pub costs: String,
+    /// The unit of every time below.
+    pub time_unit: TimeUnit,
+    /// The most activation units each rank may hold.
+    pub limits: Vec<u32>,
+    /// Bytes per unit of `limits` (with a spec; without one a unit is one stage's activation).
+    pub unit_bytes: Option<f64>,
+    /// Whether the local search started from the library's plan (better than the heuristic's).
+    pub started_from_library: bool,
+    /// Where the limits come from, in words.
+    pub limits_from: String,
+    /// The synthesized plan's simulated makespan.
+    pub makespan: f64,
+    /// The constructive heuristic's best makespan, before local improvement (none when no policy
+    /// met the limits).
+    pub heuristic_makespan: Option<f64>,
+    /// Policies the heuristic ran.
+    pub policies: usize,
+    /// How many of them met the limits.
+    pub policies_within_limits: usize,
+    /// Plans the local search tried.
+    pub evaluations: u64,
+    /// Whether a time limit stopped the local search before its budget.
+    pub stopped_by_time_limit: bool,
+    /// The exact method, where it ran.
+    pub exact: Option<ExactReport>,
+    /// A lower bound of every plan's makespan.
+    pub lower_bound: f64,
+    /// makespan / lower bound − 1, a fraction.
+    pub gap: f64,
+    /// Whether the makespan is proved optimal (it meets the bound, or the exact method finished).
+    pub proved_optimal: bool,
+    /// The fastest library schedule or plugin at the same placement within the same limits.
+    pub library: Option<LibraryPlan>,
+    /// makespan / the library's − 1, a fraction (negative: faster).
+    pub change_vs_library: Option<f64>,
+}
+
+impl SynthesisReport {
+    /// The report of `synthesis` of `problem`.
+    pub fn new(
+        problem: &Problem,
+        synthesis: &Synthesis,
+        costs: String,
+        time_unit: TimeUnit,
+        limits_from: String,
+        unit_bytes: Option<f64>,
+        library: Option<LibraryPlan>,
+    ) -> SynthesisReport {
+        let makespan = synthesis.score.makespan;
+        SynthesisReport {
+            placement: problem.placement.name(),
+            ranks: problem.ranks,
+            microbatches: problem.microbatches,
+            costs,
+            time_unit,
+            limits: problem.limits.clone(),
+            unit_bytes,
+            started_from_library: synthesis.started_from.is_some(),
+            limits_from,
+            makespan,
+            heuristic_makespan: synthesis.heuristic.map(|h| h.makespan),
+            policies: synthesis.policies.0,
+            policies_within_limits: synthesis.policies.1,
+            evaluations: synthesis.evaluations,
+            stopped_by_time_limit: synthesis.stopped,
+            exact: synthesis.exact.as_ref().map(|e| ExactReport {
+                nodes: e.nodes,
+                proved: e.proved,
+                makespan: e.makespan,
+            }),
+            lower_bound: synthesis.lower_bound,
+            gap: if synthesis.lower_bound > 0.0 {
+                makespan / synthesis.lower_bound - 1.0
+            } else {
+                0.0
+            },
+            proved_optimal: synthesis.proved_optimal(),
+            change_vs_library: library.as_ref().map(|l| makespan / l.makespan - 1.0),
+            library,
+        }
+    }
+}

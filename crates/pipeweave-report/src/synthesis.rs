@@ -1,0 +1,131 @@
+//! The report of `synthesize`: what was found, what it cost to find, the bound and the library.
+
+use crate::format::{format_time, percent, seconds};
+use pipeweave_eval::{SynthesisReport, TimeUnit};
+use std::fmt::Write;
+
+/// The report as text.
+pub fn synthesis_text(r: &SynthesisReport) -> String {
+    let time = |t: f64| match r.time_unit {
+        TimeUnit::Seconds => seconds(t),
+        TimeUnit::Units => format_time(t),
+    };
+    let costs = match r.costs.as_str() {
+        "unit" => "unit costs (F = I = W = 1, B = 2, F&B = 3)".to_owned(),
+        "uniform" => "the costs of --costs".to_owned(),
+        spec => format!("spec {spec}"),
+    };
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "synthesized: {} placement, P {}, M {}, {}",
+        r.placement, r.ranks, r.microbatches, costs
+    );
+    let units = match r.unit_bytes {
+        Some(b) => format!("units of {}", crate::format::mib_text(b)),
+        None => "activations".to_owned(),
+    };
+    let limits = if r.limits.windows(2).all(|w| w[0] == w[1]) {
+        format!(
+            "{} {units} per rank",
+            r.limits.first().copied().unwrap_or(0)
+        )
+    } else {
+        format!(
+            "{} {units} on ranks 0 to {}",
+            r.limits
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            r.limits.len().saturating_sub(1)
+        )
+    };
+    let _ = writeln!(t, "  memory limit        {limits} ({})", r.limits_from);
+    let _ = writeln!(t, "  makespan            {}", time(r.makespan));
+    match r.heuristic_makespan {
+        Some(h) => {
+            let _ = writeln!(
+                t,
+                "  heuristic           {} (best of {} policies, {} within the limits)",
+                time(h),
+                r.policies,
+                r.policies_within_limits
+            );
+        }
+        None => {
+            let _ = writeln!(
+                t,
+                "  heuristic           none of its {} policies within the limits",
+                r.policies
+            );
+        }
+    }
+    if r.started_from_library {
+        let _ = writeln!(
+            t,
+            "  started from        the library's plan (it scored better than the heuristic's: makespan, then the ranks' end times)"
+        );
+    }
+    let _ = writeln!(
+        t,
+        "  local search        {} plans tried{}",
+        r.evaluations,
+        if r.stopped_by_time_limit {
+            " (stopped by the time limit)"
+        } else {
+            ""
+        }
+    );
+    match &r.exact {
+        Some(e) if e.proved => {
+            let _ = writeln!(
+                t,
+                "  exact method        {} nodes, optimum {} proved",
+                e.nodes,
+                time(e.makespan)
+            );
+        }
+        Some(e) => {
+            let _ = writeln!(
+                t,
+                "  exact method        {} nodes, stopped by its node budget (not proved)",
+                e.nodes
+            );
+        }
+        None => {
+            let _ = writeln!(t, "  exact method        not run (it runs at P ≤ 4, M ≤ 8)");
+        }
+    }
+    let _ = writeln!(
+        t,
+        "  lower bound         {} (gap {}){}",
+        time(r.lower_bound),
+        percent(r.gap, 1),
+        if r.proved_optimal { ", optimal" } else { "" }
+    );
+    match (&r.library, r.change_vs_library) {
+        (Some(l), Some(change)) => {
+            let _ = writeln!(
+                t,
+                "  best library        {} {} at the same placement and limit: {}{}",
+                l.schedule,
+                time(l.makespan),
+                if change > 0.0 { "+" } else { "" },
+                percent(change, 1)
+            );
+        }
+        _ => {
+            let _ = writeln!(
+                t,
+                "  best library        none places its stages so within this limit"
+            );
+        }
+    }
+    t
+}
+
+/// The report as JSON (`docs/json-output.md`).
+pub fn synthesis_json(r: &SynthesisReport) -> String {
+    crate::json::json(r)
+}
