@@ -30,6 +30,8 @@ pub struct ExactOutcome {
 }
 
 struct Search<'a, C: ?Sized> {
+    /// Asked every 4,096 nodes whether to go on (a caller's time limit).
+    go_on: &'a mut dyn FnMut(u64) -> bool,
     g: &'a Graph,
     costs: &'a C,
     bounds: &'a Bounds,
@@ -330,7 +332,9 @@ impl<C: CostModel + ?Sized> Search<'_, C> {
             return;
         }
         self.nodes += 1;
-        if self.nodes > self.node_limit {
+        if self.nodes > self.node_limit
+            || (self.nodes.is_multiple_of(4096) && !(self.go_on)(self.nodes))
+        {
             self.stopped = true;
             return;
         }
@@ -372,14 +376,16 @@ impl<C: CostModel + ?Sized> Search<'_, C> {
     }
 }
 
-/// Searches for a plan better than `incumbent` (a makespan), visiting at most `node_limit` nodes:
-/// the best makespan and its programs if one better was found.
+/// Searches for a plan better than `incumbent` (a makespan), visiting at most `node_limit` nodes
+/// and asking `go_on` every 4,096 nodes: the best makespan and its programs if one better was
+/// found.
 pub(crate) fn branch_and_bound<C: CostModel + ?Sized>(
     g: &Graph,
     costs: &C,
     bounds: &Bounds,
     incumbent: f64,
     node_limit: u64,
+    go_on: &mut dyn FnMut(u64) -> bool,
 ) -> (ExactOutcome, Option<Vec<Vec<Act>>>) {
     let p = g.ranks as usize;
     let mut left = vec![0.0; p];
@@ -387,6 +393,7 @@ pub(crate) fn branch_and_bound<C: CostModel + ?Sized>(
         left[n.rank as usize] += bounds.least[x];
     }
     let mut search = Search {
+        go_on,
         g,
         costs,
         bounds,

@@ -130,7 +130,7 @@ pub fn heuristic<C: CostModel + ?Sized>(
     costs: &C,
 ) -> Result<(ValidPlan, Score), SynthError> {
     let g = problem::Graph::new(problem, costs)?;
-    let (best, _) = construct(&g, costs);
+    let (best, _) = construct(&g, costs, &mut || true);
     let (_, plan, score) = best.ok_or_else(not_found)?;
     Ok((plan, score))
 }
@@ -145,11 +145,16 @@ type Candidate = (Programs, ValidPlan, Score);
 fn construct<C: CostModel + ?Sized>(
     g: &problem::Graph,
     costs: &C,
+    go_on: &mut dyn FnMut() -> bool,
 ) -> (Option<Candidate>, (usize, usize)) {
     let policies = greedy::policies(g);
     let mut best: Option<Candidate> = None;
     let mut found = 0;
     for policy in &policies {
+        // A caller's stop ends the policies once one has given a plan.
+        if best.is_some() && !go_on() {
+            break;
+        }
         let Some(programs) = greedy::schedule(g, policy, costs) else {
             continue;
         };
@@ -247,7 +252,22 @@ pub fn synthesize_from<C: CostModel + ?Sized>(
     let g = problem::Graph::new(problem, costs)?;
     let bounds = bound::Bounds::new(&g, costs);
     let lower_bound = bounds.root(&g);
-    let (constructed, policies) = construct(&g, costs);
+    let mut stopped = false;
+    let (constructed, policies) = {
+        let mut go_on = || {
+            let heuristic = Score {
+                makespan: f64::INFINITY,
+                spread: f64::INFINITY,
+            };
+            let go = report(Progress {
+                evaluations: 0,
+                best: heuristic,
+            });
+            stopped |= !go;
+            go
+        };
+        construct(&g, costs, &mut go_on)
+    };
     let heuristic = constructed.as_ref().map(|c| c.2);
     let mut best = constructed;
     let mut started_from = None;
@@ -263,13 +283,12 @@ pub fn synthesize_from<C: CostModel + ?Sized>(
         }
     }
     let (programs, plan, start_score) = best.ok_or_else(not_found)?;
-    let mut stopped = false;
     let mut wrapped = |p: Progress| {
         let go = report(p);
         stopped |= !go;
         go
     };
-    let (programs, mut plan, mut score, evaluations) =
+    let (_, mut plan, mut score, evaluations) =
         if start_score.makespan <= lower_bound + 1e-9 * lower_bound.max(1.0) {
             (programs, plan, start_score, 0)
         } else {
@@ -283,10 +302,24 @@ pub fn synthesize_from<C: CostModel + ?Sized>(
                 &mut wrapped,
             )
         };
-    let _ = programs;
     let exact = (options.exact_nodes > 0).then(|| {
-        let (outcome, found) =
-            exact::branch_and_bound(&g, costs, &bounds, score.makespan, options.exact_nodes);
+        let best = score;
+        let mut go_on = |nodes: u64| {
+            let go = report(Progress {
+                evaluations: evaluations + nodes,
+                best,
+            });
+            stopped |= !go;
+            go
+        };
+        let (outcome, found) = exact::branch_and_bound(
+            &g,
+            costs,
+            &bounds,
+            score.makespan,
+            options.exact_nodes,
+            &mut go_on,
+        );
         if let Some(found) = found
             && let Some((p, s)) = assess::assess(&g, &found, costs)
             && s.makespan < score.makespan

@@ -95,14 +95,22 @@ fn the_callers_stop_ends_the_local_search() {
         transfer: 0.25,
     };
     let pr = problem(4, 8, Placement::Loop { v: 1 }, vec![3; 4]);
-    let mut calls = 0;
-    let s = synthesize(&pr, &costs, &Options::default(), &mut |_| {
-        calls += 1;
-        calls < 3
+    let s = synthesize(&pr, &costs, &Options::default(), &mut |p| {
+        p.evaluations < 128
     })
     .unwrap();
     assert!(s.stopped);
     assert_eq!(s.evaluations, 128);
+    // The exact method and the heuristic's policies stop too: every call after the first plan.
+    let small = problem(2, 4, Placement::Loop { v: 2 }, vec![4; 2]);
+    let options = Options {
+        exact_nodes: u64::MAX,
+        ..Options::default()
+    };
+    let s = synthesize(&small, &costs, &options, &mut |_| false).unwrap();
+    assert!(s.stopped);
+    assert_eq!(s.policies.1, 1, "the first policy's plan, then the stop");
+    assert!(s.exact.is_none_or(|e| !e.proved || e.nodes < 4096));
 }
 
 #[test]
