@@ -76,7 +76,7 @@ pub struct SynthArgs {
     #[arg(long = "time-limit", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub time_limit: Duration,
     /// The most plans the local search tries
-    #[arg(long, value_name = "N", default_value_t = 20_000)]
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
     pub evaluations: u64,
     /// The most nodes the exact method visits where it runs (P ≤ 4, M ≤ 8); 0 turns it off
     #[arg(long = "exact-nodes", value_name = "N", default_value_t = 2_000_000)]
@@ -193,10 +193,10 @@ pub fn run(args: &SynthArgs, session: &mut Session) -> Result<(), Failure> {
         limits,
         weights,
     };
-    // The placement's plan under unit costs, without a memory limit: what the spec is fitted to
-    // and priced on (its costs and memory depend on the placement, not on the order).
-    let open = problem(vec![1 << 24; p as usize], Vec::new());
-    let (skeleton, _) = pipeweave_synth::heuristic(&open, &UnitCosts)
+    let started = Instant::now();
+    // A plan of the placement: what the spec is fitted to and priced on (its costs and memory
+    // depend on the placement, not on the order).
+    let skeleton = pipeweave_synth::placement_plan(&problem(Vec::new(), Vec::new()))
         .map_err(|e| Failure::invalid(e.to_string()))?;
     let (costs, limits, weights, unit_bytes, limit_words) = match spec {
         Some(loaded) => {
@@ -320,7 +320,6 @@ pub fn run(args: &SynthArgs, session: &mut Session) -> Result<(), Failure> {
             0
         },
     };
-    let started = Instant::now();
     let bar = (std::io::stderr().is_terminal()).then(|| {
         let bar = ProgressBar::new(args.evaluations);
         if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} plans  {msg}") {

@@ -135,6 +135,23 @@ pub fn heuristic<C: CostModel + ?Sized>(
     Ok((plan, score))
 }
 
+/// A valid plan of `problem`'s placement: the heuristic's first policy under unit costs with the
+/// memory limits lifted. What a caller prices a spec on before the search, since a spec's costs and
+/// memory depend on the placement, not on the order.
+pub fn placement_plan(problem: &Problem) -> Result<ValidPlan, SynthError> {
+    let open = Problem {
+        limits: vec![u32::MAX / 4; problem.ranks as usize],
+        weights: Vec::new(),
+        ..problem.clone()
+    };
+    let g = problem::Graph::new(&open, &pipeweave_sim::UnitCosts)?;
+    let policy = greedy::policies(&g)[0];
+    let programs =
+        greedy::schedule(&g, &policy, &pipeweave_sim::UnitCosts).ok_or_else(not_found)?;
+    let plan = assess::plan(&g, &programs).ok_or_else(not_found)?;
+    pipeweave_check::validate(plan).map_err(|_| not_found())
+}
+
 type Programs = Vec<Vec<greedy::Act>>;
 
 /// A candidate: its programs, its plan and its score.

@@ -12,7 +12,7 @@ pub const MAX_RANKS: u32 = 256;
 /// See [`MAX_RANKS`].
 pub const MAX_MICROBATCHES: u32 = 4096;
 /// The most compute operations a synthesized plan may have.
-pub const MAX_NODES: usize = 1 << 20;
+pub const MAX_NODES: usize = 1 << 18;
 
 /// Where the stages sit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
