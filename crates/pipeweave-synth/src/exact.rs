@@ -64,22 +64,7 @@ struct Branch {
 
 impl<C: CostModel + ?Sized> Search<'_, C> {
     fn ready(&self, x: usize) -> Option<f64> {
-        let (s, k, slot) = self.g.parts(x);
-        let mut t: f64 = 0.0;
-        if slot == I {
-            t = self.end[self.g.node(s, k, F)];
-            if t.is_nan() {
-                return None;
-            }
-        }
-        if let Some((from, transfer)) = self.g.nodes[x].remote {
-            let e = self.end[from];
-            if e.is_nan() {
-                return None;
-            }
-            t = t.max(e + transfer);
-        }
-        Some(t)
+        self.g.ready(&self.end, x)
     }
 
     /// The next W of stage s in micro-batch order, skipping backwards that ran whole.

@@ -115,23 +115,7 @@ impl State<'_> {
 
     /// When node `x`'s inputs are all there, if they are known yet.
     fn ready(&self, x: usize) -> Option<f64> {
-        let (s, k, slot) = self.g.parts(x);
-        let mut t: f64 = 0.0;
-        if slot == I {
-            let own = self.end[self.g.node(s, k, F)];
-            if own.is_nan() {
-                return None;
-            }
-            t = own;
-        }
-        if let Some((from, transfer)) = self.g.nodes[x].remote {
-            let e = self.end[from];
-            if e.is_nan() {
-                return None;
-            }
-            t = t.max(e + transfer);
-        }
-        Some(t)
+        self.g.ready(&self.end, x)
     }
 
     /// The earliest (start, stage) of the next node of `slot` on rank r's stages, by the policy's

@@ -189,6 +189,28 @@ impl Graph {
         (unit / self.per_pipeline, unit % self.per_pipeline, x % 3)
     }
 
+    /// When node `x`'s inputs are all there, given the end of every node placed so far (`NaN` for
+    /// the others), or `None` while one is missing: the F before an I on its own stage, and the
+    /// output from the neighbouring stage with its transfer.
+    pub fn ready(&self, end: &[f64], x: usize) -> Option<f64> {
+        let (s, k, slot) = self.parts(x);
+        let mut t: f64 = 0.0;
+        if slot == I {
+            t = end[self.node(s, k, F)];
+            if t.is_nan() {
+                return None;
+            }
+        }
+        if let Some((from, transfer)) = self.nodes[x].remote {
+            let e = end[from];
+            if e.is_nan() {
+                return None;
+            }
+            t = t.max(e + transfer);
+        }
+        Some(t)
+    }
+
     /// The cost of the pair of forward node `f` and backward node `b` (run whole or as I).
     pub fn pair_cost<C: CostModel + ?Sized>(
         &self,

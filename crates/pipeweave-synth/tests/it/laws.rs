@@ -84,16 +84,7 @@ fn a_limit_below_the_placement_is_refused_in_words() {
 
 #[test]
 fn the_callers_stop_ends_the_local_search() {
-    let costs = UniformCosts {
-        stage: StageCosts {
-            f: 1.0,
-            i: 1.5,
-            w: 0.5,
-            b: 2.0,
-        },
-        pair: None,
-        transfer: 0.25,
-    };
+    let costs = crate::SKEWED;
     let pr = problem(4, 8, Placement::Loop { v: 1 }, vec![3; 4]);
     let s = synthesize(&pr, &costs, &Options::default(), &mut |p| {
         p.evaluations < 128

@@ -8,6 +8,19 @@ use pipeweave_check::ValidPlan;
 use pipeweave_sim::{CostModel, UnitCosts, live_activations, simulate};
 use pipeweave_synth::{Options, Placement, Problem, Synthesis, synthesize};
 
+/// Costs that are not uniform (F = 1, I = 1.5, W = 0.5, B = 2, transfers of 0.25), so that the
+/// heuristic does not meet the lower bound by itself.
+pub const SKEWED: pipeweave_sim::UniformCosts = pipeweave_sim::UniformCosts {
+    stage: pipeweave_sim::StageCosts {
+        f: 1.0,
+        i: 1.5,
+        w: 0.5,
+        b: 2.0,
+    },
+    pair: None,
+    transfer: 0.25,
+};
+
 /// A library schedule compiled for P ranks and M micro-batches, validated.
 pub fn library(name: &str, p: u32, m: u32) -> ValidPlan {
     let entry = pipeweave_dsl::library::get(name).expect("a library schedule");

@@ -2,22 +2,9 @@
 //! that are not uniform (so that the heuristic does not meet the lower bound by itself): where the
 //! exact method proves its optimum, the heuristic is within 5% of it. The table is pinned.
 
-use crate::problem;
-use pipeweave_sim::{StageCosts, UniformCosts};
+use crate::{SKEWED, problem};
 use pipeweave_synth::{Options, Placement, synthesize};
 use std::fmt::Write;
-
-/// F = 1, I = 1.5, W = 0.5, B = 2, transfers 0.25.
-const SKEWED: UniformCosts = UniformCosts {
-    stage: StageCosts {
-        f: 1.0,
-        i: 1.5,
-        w: 0.5,
-        b: 2.0,
-    },
-    pair: None,
-    transfer: 0.25,
-};
 
 #[test]
 fn the_heuristic_is_within_five_percent_of_the_proved_optimum() {
