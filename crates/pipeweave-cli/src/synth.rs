@@ -71,8 +71,9 @@ pub struct SynthArgs {
     /// No overlapped F&B pairs (they are tried with two pipelines)
     #[arg(long)]
     pub no_pairs: bool,
-    /// Stop the local search after this long (e.g. 500ms, 10s, 2m); a search cut by it may
-    /// differ between machines, one cut by --evaluations never does
+    /// Stop the search after this long (e.g. 500ms, 10s, 2m): the heuristic's policies after its
+    /// first plan, the local search, the exact method; a search cut by it may differ between
+    /// machines, one cut by --evaluations never does
     #[arg(long = "time-limit", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub time_limit: Duration,
     /// The most plans the local search tries
