@@ -201,9 +201,17 @@ pub fn run(args: &SynthArgs, session: &mut Session) -> Result<(), Failure> {
         .map_err(|e| Failure::invalid(e.to_string()))?;
     let (costs, limits, weights, unit_bytes, limit_words) = match spec {
         Some(loaded) => {
-            let (fitted, _) = fit_spec(&loaded.spec, &skeleton).map_err(|reason| {
+            let (fitted, changes) = fit_spec(&loaded.spec, &skeleton).map_err(|reason| {
                 Failure::invalid(format!("spec {}: {reason}", loaded.spec.name))
             })?;
+            if !changes.is_empty() {
+                note(&format!(
+                    "spec {} fitted to the {} placement: {}",
+                    loaded.spec.name,
+                    placement.name(),
+                    changes.join("; ")
+                ));
+            }
             let table = CostTable::new(&fitted, &skeleton).map_err(Failure::from_diagnostics)?;
             let (limits, weights, unit, words) = match (args.activations, args.memory_limit) {
                 (Some(k), _) => (
