@@ -8,12 +8,13 @@ use crate::planner::{Schedules, named_schedules};
 use crate::session::Session;
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
+use pipeweave_check::ValidPlan;
 use pipeweave_eval::{
-    SpecRule, SynthesisReport, TimeUnit, activation_budget, best_within, fit_spec,
+    LibraryPlan, SpecRule, SynthesisReport, TimeUnit, activation_budget, best_within, fit_spec,
     library_at_placement, plan_shape,
 };
 use pipeweave_sim::{CostModel, UnitCosts};
-use pipeweave_source::{Catalog, Failure};
+use pipeweave_source::{Catalog, Failure, LoadedSpec};
 use pipeweave_spec::CostTable;
 use pipeweave_synth::{Options, Placement, Problem, exact_applies};
 use std::io::IsTerminal;
@@ -164,6 +165,131 @@ fn default_activations(placement: Placement, p: u32) -> u32 {
     }
 }
 
+/// What a search runs on: its costs and its memory budget.
+struct Budget {
+    costs: Costs,
+    /// Activation units per rank.
+    limits: Vec<u32>,
+    /// Units per activation of each stage (empty: 1 each).
+    weights: Vec<u32>,
+    /// Bytes per unit, on a spec.
+    unit_bytes: Option<f64>,
+    /// Where the limits come from, in words.
+    words: String,
+}
+
+/// The costs and memory budget of `placement` on `spec` (fitted to the placement's plan
+/// `skeleton`, as a note says), or without one: `--activations`, `--memory-limit`, the spec's
+/// memory, or 1F1B's memory.
+fn budget(
+    args: &SynthArgs,
+    placement: Placement,
+    p: u32,
+    spec: Option<LoadedSpec>,
+    skeleton: &ValidPlan,
+) -> Result<Budget, Failure> {
+    let Some(loaded) = spec else {
+        let k = args
+            .activations
+            .unwrap_or_else(|| default_activations(placement, p));
+        let costs = match args.costs.costs {
+            Some(c) => Costs::Uniform(c),
+            None => Costs::Unit,
+        };
+        let words = if args.activations.is_some() {
+            "--activations"
+        } else {
+            "1F1B's memory, the default without a spec"
+        };
+        return Ok(Budget {
+            costs,
+            limits: vec![k; p as usize],
+            weights: Vec::new(),
+            unit_bytes: None,
+            words: words.to_owned(),
+        });
+    };
+    let (fitted, changes) = fit_spec(&loaded.spec, skeleton)
+        .map_err(|reason| Failure::invalid(format!("spec {}: {reason}", loaded.spec.name)))?;
+    if !changes.is_empty() {
+        note(&format!(
+            "spec {} fitted to the {} placement: {}",
+            loaded.spec.name,
+            placement.name(),
+            changes.join("; ")
+        ));
+    }
+    let table = CostTable::new(&fitted, skeleton).map_err(Failure::from_diagnostics)?;
+    if let Some(k) = args.activations {
+        return Ok(Budget {
+            costs: Costs::Spec(Box::new(fitted), table),
+            limits: vec![k; p as usize],
+            weights: Vec::new(),
+            unit_bytes: None,
+            words: "--activations".to_owned(),
+        });
+    }
+    let bytes = match args.memory_limit {
+        Some(g) if g.is_finite() && g > 0.0 => g * f64::from(1u32 << 30),
+        Some(g) => {
+            return Err(Failure::usage(format!(
+                "--memory-limit {g} is not a size in GiB above 0"
+            )));
+        }
+        None => fitted.memory_limit_bytes(),
+    };
+    let gib = bytes / f64::from(1u32 << 30);
+    let budget = activation_budget(&fitted, &table, skeleton, bytes).map_err(|r| {
+        Failure::invalid(format!(
+            "rank {r} has no room for any activation within {gib:.1} GiB on spec {}: its weights, gradients, optimizer state and buffers take it all",
+            fitted.name
+        ))
+    })?;
+    Ok(Budget {
+        costs: Costs::Spec(Box::new(fitted), table),
+        limits: budget.limits,
+        weights: budget.weights,
+        unit_bytes: Some(budget.unit_bytes),
+        words: format!("{gib:.1} GiB per GPU with everything else the spec keeps there"),
+    })
+}
+
+/// Every library schedule and plugin that places its stages as `skeleton` does, built through the
+/// catalog at its P, M and `v` and timed on `costs` (the catalog's errors are warnings).
+fn library(
+    session: &mut Session,
+    skeleton: &ValidPlan,
+    v: u32,
+    weights: &[u32],
+    costs: &Costs,
+) -> Vec<(LibraryPlan, ValidPlan)> {
+    let catalog = Catalog::read(&mut session.host);
+    for e in &catalog.errors {
+        output::warning(e);
+    }
+    let named = named_schedules(&catalog);
+    let names: Vec<(String, bool)> = named
+        .iter()
+        .map(|n| (n.shown.clone(), n.declared.takes("v")))
+        .collect();
+    let mut planner = Schedules::new(session, &named);
+    match library_at_placement(&names, &mut planner, skeleton, v, weights, costs.model()) {
+        Ok(l) => l,
+        Err(never) => match never {},
+    }
+}
+
+/// A bar of the plans tried and the best so far, on a terminal only.
+fn progress_bar(evaluations: u64) -> Option<ProgressBar> {
+    std::io::stderr().is_terminal().then(|| {
+        let bar = ProgressBar::new(evaluations);
+        if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} plans  {msg}") {
+            bar.set_style(style);
+        }
+        bar
+    })
+}
+
 /// `pipeweave synthesize`.
 pub fn run(args: &SynthArgs, session: &mut Session) -> Result<(), Failure> {
     let placement = placement(args)?;
@@ -199,112 +325,14 @@ pub fn run(args: &SynthArgs, session: &mut Session) -> Result<(), Failure> {
     // depend on the placement, not on the order).
     let skeleton = pipeweave_synth::placement_plan(&problem(Vec::new(), Vec::new()))
         .map_err(|e| Failure::invalid(e.to_string()))?;
-    let (costs, limits, weights, unit_bytes, limit_words) = match spec {
-        Some(loaded) => {
-            let (fitted, changes) = fit_spec(&loaded.spec, &skeleton).map_err(|reason| {
-                Failure::invalid(format!("spec {}: {reason}", loaded.spec.name))
-            })?;
-            if !changes.is_empty() {
-                note(&format!(
-                    "spec {} fitted to the {} placement: {}",
-                    loaded.spec.name,
-                    placement.name(),
-                    changes.join("; ")
-                ));
-            }
-            let table = CostTable::new(&fitted, &skeleton).map_err(Failure::from_diagnostics)?;
-            let (limits, weights, unit, words) = match (args.activations, args.memory_limit) {
-                (Some(k), _) => (
-                    vec![k; p as usize],
-                    Vec::new(),
-                    None,
-                    "--activations".to_owned(),
-                ),
-                (None, gib) => {
-                    let bytes = match gib {
-                        Some(g) if g.is_finite() && g > 0.0 => g * f64::from(1u32 << 30),
-                        Some(g) => {
-                            return Err(Failure::usage(format!(
-                                "--memory-limit {g} is not a size in GiB above 0"
-                            )));
-                        }
-                        None => fitted.memory_limit_bytes(),
-                    };
-                    let budget = activation_budget(&fitted, &table, &skeleton, bytes).map_err(
-                        |r| {
-                            Failure::invalid(format!(
-                                "rank {r} has no room for any activation within {:.1} GiB on spec {}: its weights, gradients, optimizer state and buffers take it all",
-                                bytes / f64::from(1u32 << 30),
-                                fitted.name
-                            ))
-                        },
-                    )?;
-                    let words = format!(
-                        "{:.1} GiB per GPU with everything else the spec keeps there",
-                        bytes / f64::from(1u32 << 30)
-                    );
-                    (
-                        budget.limits,
-                        budget.weights,
-                        Some(budget.unit_bytes),
-                        words,
-                    )
-                }
-            };
-            (
-                Costs::Spec(Box::new(fitted), table),
-                limits,
-                weights,
-                unit,
-                words,
-            )
-        }
-        None => {
-            let k = args
-                .activations
-                .unwrap_or_else(|| default_activations(placement, p));
-            let costs = match args.costs.costs {
-                Some(c) => Costs::Uniform(c),
-                None => Costs::Unit,
-            };
-            let words = if args.activations.is_some() {
-                "--activations"
-            } else {
-                "1F1B's memory, the default without a spec"
-            };
-            (
-                costs,
-                vec![k; p as usize],
-                Vec::new(),
-                None,
-                words.to_owned(),
-            )
-        }
-    };
-    // The library at this placement, built through the catalog and timed on the same costs.
-    let catalog = Catalog::read(&mut session.host);
-    for e in &catalog.errors {
-        output::warning(e);
-    }
-    let named = named_schedules(&catalog);
-    let names: Vec<(String, bool)> = named
-        .iter()
-        .map(|n| (n.shown.clone(), n.declared.takes("v")))
-        .collect();
-    let library = {
-        let mut planner = Schedules::new(session, &named);
-        match library_at_placement(
-            &names,
-            &mut planner,
-            &skeleton,
-            args.stages_per_rank,
-            &weights,
-            costs.model(),
-        ) {
-            Ok(l) => l,
-            Err(never) => match never {},
-        }
-    };
+    let Budget {
+        costs,
+        limits,
+        weights,
+        unit_bytes,
+        words: limit_words,
+    } = budget(args, placement, p, spec, &skeleton)?;
+    let library = library(session, &skeleton, args.stages_per_rank, &weights, &costs);
     let (limits, limit_words) = if args.library_memory {
         let best = best_within(&library, &limits).ok_or_else(|| {
             Failure::invalid(format!(
@@ -329,13 +357,7 @@ pub fn run(args: &SynthArgs, session: &mut Session) -> Result<(), Failure> {
             0
         },
     };
-    let bar = (std::io::stderr().is_terminal()).then(|| {
-        let bar = ProgressBar::new(args.evaluations);
-        if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} plans  {msg}") {
-            bar.set_style(style);
-        }
-        bar
-    });
+    let bar = progress_bar(args.evaluations);
     let mut report = |progress: pipeweave_synth::Progress| {
         if let Some(bar) = &bar {
             bar.set_position(progress.evaluations);
@@ -344,8 +366,9 @@ pub fn run(args: &SynthArgs, session: &mut Session) -> Result<(), Failure> {
         started.elapsed() < args.time_limit
     };
     // The local search may start from the fastest library plan within the limits.
-    let start = best_within(&library, &limits).map(|(_, plan)| &**plan);
-    let starts: Vec<&pipeweave_plan::Plan> = start.into_iter().collect();
+    let best_library = best_within(&library, &limits);
+    let starts: Vec<&pipeweave_plan::Plan> =
+        best_library.map(|(_, plan)| &**plan).into_iter().collect();
     let result =
         pipeweave_synth::synthesize_from(&problem, costs.model(), &options, &starts, &mut report);
     if let Some(bar) = bar {
@@ -361,7 +384,7 @@ pub fn run(args: &SynthArgs, session: &mut Session) -> Result<(), Failure> {
         unit,
         limit_words,
         unit_bytes,
-        best_within(&library, &limits).map(|(l, _)| l.clone()),
+        best_library.map(|(l, _)| l.clone()),
     );
     crate::output::finite("synthesize", pipeweave_eval::non_finite(&report))?;
     let text = match args.format {

@@ -63,7 +63,7 @@ fn the_written_plan_is_a_plan_every_command_reads() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("plan.json");
     let f = file.to_str().unwrap();
-    let (code, out, _) = pipeweave(&[
+    let synthesize = [
         "synthesize",
         "-p",
         "4",
@@ -77,28 +77,15 @@ fn the_written_plan_is_a_plan_every_command_reads() {
         "0",
         "-o",
         f,
-    ]);
+    ];
+    let (code, out, _) = pipeweave(&synthesize);
     assert_eq!(code, 0, "{out}");
     let (code, out, err) = pipeweave(&["simulate", f]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("makespan         26"), "{out}");
     // The same inputs and seed give the same file.
     let first = std::fs::read(&file).unwrap();
-    pipeweave(&[
-        "synthesize",
-        "-p",
-        "4",
-        "-m",
-        "8",
-        "--placement",
-        "bidirectional",
-        "--evaluations",
-        "300",
-        "--exact-nodes",
-        "0",
-        "-o",
-        f,
-    ]);
+    pipeweave(&synthesize);
     assert_eq!(std::fs::read(&file).unwrap(), first);
     let (code, _, err) = pipeweave(&["compare", f, "dualpipe", "-p", "4", "-m", "8"]);
     assert_eq!(code, 0, "{err}");
