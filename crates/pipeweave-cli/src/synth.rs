@@ -78,7 +78,7 @@ pub struct SynthArgs {
     #[arg(long = "time-limit", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub time_limit: Duration,
     /// The most plans the local search tries
-    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
     pub evaluations: u64,
     /// The most nodes the exact method visits where it runs (P ≤ 4, M ≤ 8); 0 turns it off
     #[arg(long = "exact-nodes", value_name = "N", default_value_t = 2_000_000)]

@@ -140,7 +140,8 @@ pub struct SynthesisReport {
     /// The constructive heuristic's best makespan, before local improvement (none when no policy
     /// met the limits).
     pub heuristic_makespan: Option<f64>,
-    /// Policies the heuristic ran.
+    /// Constructions the heuristic ran: list-scheduler policies and periodic blocks (one per
+    /// period tried).
     pub policies: usize,
     /// How many of them met the limits.
     pub policies_within_limits: usize,

@@ -47,7 +47,7 @@ pub fn synthesis_text(r: &SynthesisReport) -> String {
         Some(h) => {
             let _ = writeln!(
                 t,
-                "  heuristic           {} (best of {} policies, {} within the limits)",
+                "  heuristic           {} (best of {} constructions, {} within the limits)",
                 time(h),
                 r.policies,
                 r.policies_within_limits
@@ -56,7 +56,7 @@ pub fn synthesis_text(r: &SynthesisReport) -> String {
         None => {
             let _ = writeln!(
                 t,
-                "  heuristic           none of its {} policies within the limits",
+                "  heuristic           none of its {} constructions within the limits",
                 r.policies
             );
         }

@@ -81,6 +81,30 @@ pub fn weighted_peak(weights: &[u32], program: &[Action]) -> u64 {
     peak.max(0) as u64
 }
 
+/// [`weighted_peak`] of a synthesized program, read from its entries directly (a synthesized
+/// program always computes gradients, so its forwards hold activations).
+pub(crate) fn program_peak(g: &Graph, program: &[Act]) -> u64 {
+    let w = |x: usize| i64::from(g.weight[g.parts(x).0 as usize]);
+    let (mut live, mut peak) = (0i64, 0i64);
+    for &a in program {
+        match a {
+            Act::One { node, .. } => match node % 3 {
+                crate::problem::F => live += w(node),
+                crate::problem::I => live -= w(node),
+                _ => {}
+            },
+            Act::Pair { f, b, .. } => live += w(f) - w(b),
+        }
+        peak = peak.max(live);
+    }
+    peak.max(0) as u64
+}
+
+/// Whether rank `r`'s synthesized program stays within its memory limit.
+pub(crate) fn program_fits(g: &Graph, r: usize, program: &[Act]) -> bool {
+    program_peak(g, program) <= u64::from(g.limits[r])
+}
+
 /// Whether rank `r`'s program stays within its memory limit.
 pub(crate) fn fits(g: &Graph, r: usize, program: &[Action]) -> bool {
     weighted_peak(&g.weight, program) <= u64::from(g.limits[r])

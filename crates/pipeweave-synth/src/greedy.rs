@@ -48,6 +48,10 @@ pub(crate) struct Policy {
     /// backward whole (DualPipe's pairs) or as I.
     pub pair: bool,
     pub pair_whole: bool,
+    /// Keep room for every micro-batch a rank owes a later stage (else only for the neediest one,
+    /// which is enough to move the oldest micro-batch on, since each stage runs in micro-batch
+    /// order: more in flight, at the risk of waiting where the limit is tight).
+    pub reserve_all: bool,
 }
 
 /// The policies tried, in order (the first best one wins ties).
@@ -63,6 +67,13 @@ pub(crate) fn policies(graph: &Graph) -> Vec<Policy> {
     } else {
         &[(false, false)]
     };
+    // Reserving for one micro-batch differs from reserving for all only where a rank hosts
+    // several stages of a pipeline.
+    let reserves: &[bool] = if graph.prev_here.iter().any(Option::is_some) {
+        &[true, false]
+    } else {
+        &[true]
+    };
     for &split in splits {
         let fills: &[WFill] = if split {
             &[WFill::Eager, WFill::Gap, WFill::Last]
@@ -73,14 +84,17 @@ pub(crate) fn policies(graph: &Graph) -> Vec<Policy> {
             for &backward_first in &[true, false] {
                 for &later_stage_first in &[true, false] {
                     for &(pair, pair_whole) in pairs {
-                        out.push(Policy {
-                            backward_first,
-                            later_stage_first,
-                            split,
-                            w,
-                            pair,
-                            pair_whole,
-                        });
+                        for &reserve_all in reserves {
+                            out.push(Policy {
+                                backward_first,
+                                later_stage_first,
+                                split,
+                                w,
+                                pair,
+                                pair_whole,
+                                reserve_all,
+                            });
+                        }
                     }
                 }
             }
@@ -166,13 +180,32 @@ impl State<'_> {
     /// Whether rank r may start a forward of stage s: the memory it takes, with what the rank owes
     /// and what this micro-batch will take on the rank's later stages, stays within the limit
     /// (else a V or a loop could fill the rank with first chunks and wait for good).
-    fn room_for(&self, r: usize, s: u32) -> bool {
-        self.live[r]
-            + self.g.weight[s as usize]
-            + self.owed_beyond(r, s)
-            + self.g.later_here[s as usize]
-            + self.reserved(r, s)
+    fn room_for(&self, r: usize, s: u32, all: bool) -> bool {
+        self.live[r] + self.g.weight[s as usize] + self.future(r, s, all) + self.reserved(r, s)
             <= self.g.limits[r]
+    }
+
+    /// The units rank r must keep free, once it runs a forward of stage s, for forwards it will
+    /// owe on its later stages: for every micro-batch in flight (`all`), or for the neediest one.
+    fn future(&self, r: usize, s: u32, all: bool) -> u32 {
+        let g = self.g;
+        if all {
+            return self.owed_beyond(r, s) + g.later_here[s as usize];
+        }
+        let mut need = g.later_here[s as usize];
+        // A forward the rank owes moves the oldest micro-batch on; the others wait for room.
+        if g.prev_here[s as usize].is_some() {
+            return need;
+        }
+        for &o in &g.on_rank[r] {
+            let Some(prev) = g.prev_here[o as usize] else {
+                continue;
+            };
+            if self.next_f[prev as usize] > self.next_f[o as usize] {
+                need = need.max(g.weight[o as usize] + g.later_here[o as usize]);
+            }
+        }
+        need
     }
 
     /// What rank r owes besides a forward of stage s itself (which may be one it owes).
@@ -203,12 +236,12 @@ impl State<'_> {
     }
 
     /// The best forward rank r has room for.
-    fn best_forward(&self, r: usize, later_first: bool) -> Option<(f64, usize)> {
+    fn best_forward(&self, r: usize, later_first: bool, all: bool) -> Option<(f64, usize)> {
         let t = self.free[r];
         let mut best: Option<(f64, usize)> = None;
         for &s in &self.g.on_rank[r] {
             let k = self.next_f[s as usize];
-            if k >= self.g.per_pipeline || !self.room_for(r, s) {
+            if k >= self.g.per_pipeline || !self.room_for(r, s, all) {
                 continue;
             }
             let x = self.g.node(s, k, F);
@@ -228,7 +261,7 @@ impl State<'_> {
         let g = self.g;
         let t = self.free[r];
         let b = self.best(r, I, p.later_stage_first);
-        let f = self.best_forward(r, p.later_stage_first);
+        let f = self.best_forward(r, p.later_stage_first, p.reserve_all);
         let whole = !(p.split && g.weight_split);
         let primary = match (b, f) {
             (None, None) => None,
@@ -273,8 +306,7 @@ impl State<'_> {
                     let freed = g.weight[g.parts(x).0 as usize];
                     (self.live[r]
                         + g.weight[s as usize]
-                        + self.owed_beyond(r, s)
-                        + g.later_here[s as usize]
+                        + self.future(r, s, p.reserve_all)
                         + self.reserved(r, s))
                     .saturating_sub(freed)
                         <= g.limits[r]

@@ -2,10 +2,12 @@
 //! limit and a cost model, found rather than chosen.
 //!
 //! Three searches, each over plans the validator accepts and the simulator times:
-//! - a constructive heuristic (`greedy.rs`), a list scheduler in the spirit of the Zero Bubble
-//!   paper's, run with a handful of policies;
-//! - local improvement (`local.rs`): small changes to one rank's program, each checked and
-//!   simulated, seeded and bounded by a number of tries;
+//! - constructive heuristics: a list scheduler in the spirit of the Zero Bubble paper's, run
+//!   with a handful of policies (`greedy.rs`), and periodic schedules built from one block at a
+//!   range of periods (`periodic.rs`, after Qi et al.'s building blocks);
+//! - local improvement (`local.rs`): small changes to one rank's program, each checked against
+//!   the memory limit and timed (`timing.rs`), each new best validated and simulated, seeded and
+//!   bounded by a number of tries;
 //! - for small sizes, an exact branch and bound (`exact.rs`) that proves optimality against the
 //!   lower bounds of `bound.rs`.
 //!
@@ -20,7 +22,9 @@ mod bound;
 mod exact;
 mod greedy;
 mod local;
+mod periodic;
 mod problem;
+mod timing;
 
 pub use assess::{Score, weighted_peak};
 pub use exact::ExactOutcome;
@@ -62,7 +66,8 @@ pub struct Synthesis {
     /// The constructive heuristic's best score, before local improvement (none when no policy
     /// met the limits and the search started from a caller's plan).
     pub heuristic: Option<Score>,
-    /// How many policies the heuristic ran (and how many gave a plan within the limits).
+    /// How many constructions the heuristic ran, list-scheduler policies and periodic blocks (and
+    /// how many gave a plan within the limits).
     pub policies: (usize, usize),
     /// Which of the caller's starting plans the local search started from, where one was better
     /// than the heuristic's.
@@ -123,8 +128,7 @@ pub fn lower_bound<C: CostModel + ?Sized>(problem: &Problem, costs: &C) -> Resul
     Ok(bound::Bounds::new(&g, costs).root(&g))
 }
 
-/// The constructive heuristic alone: its best plan over every policy, with its score and the
-/// number of policies that met the limits.
+/// The constructive heuristic alone: its best plan over every construction, with its score.
 pub fn heuristic<C: CostModel + ?Sized>(
     problem: &Problem,
     costs: &C,
@@ -157,33 +161,72 @@ type Programs = Vec<Vec<greedy::Act>>;
 /// A candidate: its programs, its plan and its score.
 type Candidate = (Programs, ValidPlan, Score);
 
-/// The heuristic's best plan over every policy (none when no policy meets the limits), and the
-/// number of policies run and of those that met the limits.
+/// The periods the periodic construction tries between the shortest and twice it.
+const PERIOD_STEPS: u32 = 32;
+
+/// The best candidate so far of the constructions, and how many met the limits.
+struct Constructed {
+    best: Option<Candidate>,
+    found: usize,
+}
+
+impl Constructed {
+    /// Keeps `programs` if they meet the limits, validate and beat the best so far.
+    fn consider<C: CostModel + ?Sized>(
+        &mut self,
+        g: &problem::Graph,
+        programs: Option<Programs>,
+        costs: &C,
+    ) {
+        let Some(programs) = programs else { return };
+        let Some((plan, score)) = assess::assess(g, &programs, costs) else {
+            return;
+        };
+        self.found += 1;
+        if self.best.as_ref().is_none_or(|(_, _, b)| score.beats(b)) {
+            self.best = Some((programs, plan, score));
+        }
+    }
+}
+
+/// The heuristic's best plan over every construction (none when none meets the limits): the list
+/// scheduler's policies, then periodic blocks from the shortest period a block can have to twice
+/// it, with backwards split and whole; and the number of constructions run and of those that met
+/// the limits. A caller's stop ends them once one has given a plan.
 fn construct<C: CostModel + ?Sized>(
     g: &problem::Graph,
     costs: &C,
     go_on: &mut dyn FnMut() -> bool,
 ) -> (Option<Candidate>, (usize, usize)) {
-    let policies = greedy::policies(g);
-    let mut best: Option<Candidate> = None;
-    let mut found = 0;
-    for policy in &policies {
-        // A caller's stop ends the policies once one has given a plan.
-        if best.is_some() && !go_on() {
-            break;
+    let mut c = Constructed {
+        best: None,
+        found: 0,
+    };
+    let mut tried = 0;
+    for policy in &greedy::policies(g) {
+        if c.best.is_some() && !go_on() {
+            return (c.best, (tried, c.found));
         }
-        let Some(programs) = greedy::schedule(g, policy, costs) else {
-            continue;
-        };
-        let Some((plan, score)) = assess::assess(g, &programs, costs) else {
-            continue;
-        };
-        found += 1;
-        if best.as_ref().is_none_or(|(_, _, b)| score.beats(b)) {
-            best = Some((programs, plan, score));
+        tried += 1;
+        c.consider(g, greedy::schedule(g, policy, costs), costs);
+    }
+    let modes: &[bool] = if g.weight_split {
+        &[false, true]
+    } else {
+        &[true]
+    };
+    for &whole in modes {
+        let shortest = periodic::shortest_period(g, whole);
+        for step in 0..=PERIOD_STEPS {
+            if c.best.is_some() && !go_on() {
+                return (c.best, (tried, c.found));
+            }
+            tried += 1;
+            let period = shortest * (1.0 + f64::from(step) / f64::from(PERIOD_STEPS));
+            c.consider(g, periodic::schedule(g, period, whole), costs);
         }
     }
-    (best, (policies.len(), found))
+    (c.best, (tried, c.found))
 }
 
 fn not_found() -> SynthError {

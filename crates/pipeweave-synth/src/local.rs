@@ -1,15 +1,18 @@
 //! Local improvement over the simulator: from a plan, try small changes to one rank's program
 //! (move an action a few places, split or join an overlapped pair, split or join a backward's I
 //! and W), keep every change that is no worse, remember the best. Each try is checked against the
-//! memory limit, validated (deadlocks included) and simulated, so every plan kept is a valid one.
+//! memory limit and timed as the simulator times it (`timing.rs`); a try that beats the best so far
+//! is validated (deadlocks included) and simulated before it is kept, so every plan kept is a
+//! valid one.
 //!
 //! Deterministic: the changes come from a generator seeded by the caller, and the search stops
 //! after a number of tries; a caller's stop (a time limit) is the only thing that can make two runs
 //! differ.
 
-use crate::assess::{Score, assess, fits};
+use crate::assess::{Score, assess, program_fits};
 use crate::greedy::Act;
 use crate::problem::{F, Graph, I};
+use crate::timing;
 use pipeweave_check::ValidPlan;
 use pipeweave_sim::CostModel;
 
@@ -45,7 +48,7 @@ fn linked(a: Act, b: Act) -> bool {
 }
 
 /// A change to one rank's program, or `None` when the drawn change does not apply.
-fn change(g: &Graph, program: &[Act], rng: &mut oorandom::Rand32) -> Option<Vec<Act>> {
+pub(crate) fn change(g: &Graph, program: &[Act], rng: &mut oorandom::Rand32) -> Option<Vec<Act>> {
     let n = program.len() as u32;
     if n < 2 {
         return None;
@@ -160,6 +163,14 @@ fn change(g: &Graph, program: &[Act], rng: &mut oorandom::Rand32) -> Option<Vec<
     }
 }
 
+/// Where two programs first differ (the shorter one's length if one is the other's start).
+pub(crate) fn first_difference(a: &[Act], b: &[Act]) -> usize {
+    a.iter()
+        .zip(b)
+        .position(|(x, y)| x != y)
+        .unwrap_or(a.len().min(b.len()))
+}
+
 /// Improves `programs` (whose plan and score are `start`) for at most `budget` tries, seeded by
 /// `seed`; `report` is called every 64 tries and stops the search by returning false.
 pub(crate) fn improve<C: CostModel + ?Sized>(
@@ -176,6 +187,11 @@ pub(crate) fn improve<C: CostModel + ?Sized>(
     let mut best_programs = programs.clone();
     let mut current = best;
     let mut evaluations = 0u64;
+    let mut scratch = timing::Scratch::default();
+    let (mut timed, mut undo) = (timing::Timed::default(), timing::Undo::default());
+    if timing::score(g, &programs, costs, &mut timed, &mut scratch).is_none() {
+        return (programs, best_plan, best, 0);
+    }
     let ranks = programs.len() as u32;
     while evaluations < budget {
         if evaluations.is_multiple_of(64) && !report(Progress { evaluations, best }) {
@@ -188,24 +204,44 @@ pub(crate) fn improve<C: CostModel + ?Sized>(
         };
         evaluations += 1;
         let old = std::mem::replace(&mut programs[r], changed);
-        let actions: Vec<_> = programs[r]
-            .iter()
-            .map(|&a| crate::assess::action(g, a))
-            .collect();
-        if !fits(g, r, &actions) {
+        if !program_fits(g, r, &programs[r]) {
             programs[r] = old;
             continue;
         }
-        match assess(g, &programs, costs) {
-            Some((plan, score)) if score.ties_or_beats(&current) => {
-                current = score;
-                if score.beats(&best) {
-                    best = score;
-                    best_plan = plan;
-                    best_programs = programs.clone();
+        let from = first_difference(&old, &programs[r]);
+        let tried = timing::retime(
+            g,
+            &programs,
+            costs,
+            (r, from),
+            &mut timed,
+            &mut undo,
+            &mut scratch,
+        );
+        match tried {
+            Some(score) if score.ties_or_beats(&current) => {
+                if !score.beats(&best) {
+                    current = score;
+                    continue;
+                }
+                // A new best is kept only as the validator and the simulator see it.
+                match assess(g, &programs, costs) {
+                    Some((plan, score)) => {
+                        current = score;
+                        best = score;
+                        best_plan = plan;
+                        best_programs = programs.clone();
+                    }
+                    None => {
+                        timing::restore(&mut timed, &mut undo);
+                        programs[r] = old;
+                    }
                 }
             }
-            _ => programs[r] = old,
+            _ => {
+                timing::restore(&mut timed, &mut undo);
+                programs[r] = old;
+            }
         }
     }
     (best_programs, best_plan, best, evaluations)
