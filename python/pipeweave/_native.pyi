@@ -88,7 +88,7 @@ def compile(
     schedule_dirs: list[_Path] = ...,
     **params: bool | int | str,
 ) -> Plan:
-    """Compiles a schedule (name, `.weave` file, plugin) or reads a plan file, and validates the plan."""
+    """Compiles a schedule (name, `.weave` file, plugin, `synth:loop|v|bidirectional`) or reads a plan file, and validates the plan."""
 
 def load(path: _Path, *, pipelines: int | None = None) -> Plan:
     """Reads a plan file (JSON plan, compute_comms CSV, or the actions text with `pipelines` pipelines) and validates it."""

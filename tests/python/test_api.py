@@ -51,6 +51,8 @@ def test_dualpipe_has_two_pipelines_of_copies():
         ("zb-v", ["-p", "4", "-m", "8"]),
         ("dualpipe", ["-p", "4", "-m", "8", "--set", "weight_split=false"]),
         ("chimera", ["-p", "4", "-m", "8", "--set", "pipelines=4"]),
+        ("synth:v", ["-p", "4", "-m", "8", "--set", "activations=4"]),
+        ("synth:bidirectional", ["-p", "4", "-m", "8"]),
     ],
 )
 def test_the_plan_protocol_is_the_exported_json_plan(cli, schedule, args):

@@ -39,8 +39,9 @@ fn set_help() -> String {
 /// Which plan to work on.
 #[derive(Debug, Args)]
 pub struct PlanArgs {
-    /// A schedule, or a plan file (actions text, PyTorch compute-only or compute_comms CSV, or JSON
-    /// plan; `-`: standard input)
+    /// A schedule (a library name, a `.weave` file, a plugin, `synth:loop|v|bidirectional`), or a
+    /// plan file (actions text, PyTorch compute-only or compute_comms CSV, or JSON plan; `-`:
+    /// standard input)
     #[arg(value_name = "PLAN")]
     pub plan: String,
     #[command(flatten)]

@@ -14,7 +14,8 @@ use pipeweave_source::Failure;
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Library schedules, `.weave` files, plugins (`NAME` or `plugin:NAME`) or plan files
+    /// Library schedules, `.weave` files, plugins (`NAME` or `plugin:NAME`), synthesized schedules
+    /// (`synth:loop`, `synth:v`, `synth:bidirectional`) or plan files
     #[arg(value_name = "SCHEDULE", required = true)]
     pub schedules: Vec<String>,
     /// The cluster spec (without it, the built-in default) and how it meets each plan

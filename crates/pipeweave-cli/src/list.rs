@@ -112,7 +112,7 @@ fn table(rows: &[Row]) -> String {
 }
 
 /// How a name is looked up, as `list` says it.
-const NAMES: &str = "a name means the library's schedule, else the first schedule folder's file of that name (--schedule-dir, then PIPEWEAVE_SCHEDULE_PATH), else a plugin; plugin:NAME always means the plugin";
+const NAMES: &str = "a name means the library's schedule, else the first schedule folder's file of that name (--schedule-dir, then PIPEWEAVE_SCHEDULE_PATH), else a plugin; plugin:NAME always means the plugin; synth:loop, synth:v and synth:bidirectional are schedules synthesized for that placement under unit costs (--set activations=K, evaluations=N, seed=S, weight_split=BOOL, pairs=BOOL with two pipelines; -v with the loop)";
 
 /// `pipeweave list`: the library, the schedule folders and the plugins as one table (plugins
 /// that fail to load and folder files that cannot be read as warnings), then the files of the

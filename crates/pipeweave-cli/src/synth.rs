@@ -356,6 +356,7 @@ pub fn run(args: &SynthArgs, session: &mut Session) -> Result<(), Failure> {
         } else {
             0
         },
+        ..Options::default()
     };
     let bar = progress_bar(args.evaluations);
     let mut report = |progress: pipeweave_synth::Progress| {

@@ -191,7 +191,7 @@ fn synthesized() -> Result<Vec<Case>, String> {
     let options = Options {
         seed: 0,
         evaluations: 500,
-        exact_nodes: 0,
+        ..Options::default()
     };
     let mut out = Vec::new();
     for p in [2u32, 4] {

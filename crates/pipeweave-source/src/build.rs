@@ -144,7 +144,11 @@ type Settings = (Vec<Setting>, Vec<(String, Value)>);
 /// `--set` and `-v` (the setting `v`) as `name` declares them, read by the one rule of
 /// `pipeweave-param`, the same for a `.weave` schedule and a plugin: a setting it cannot take is a
 /// usage failure naming the parameter, its type and its values.
-fn settings(name: &str, declared: &Declared, params: &Params) -> Result<Settings, Failure> {
+pub(crate) fn settings(
+    name: &str,
+    declared: &Declared,
+    params: &Params,
+) -> Result<Settings, Failure> {
     let mut settings = params.settings.clone();
     if let Some(v) = params.stages_per_rank {
         settings.push(Setting {

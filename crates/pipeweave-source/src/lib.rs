@@ -1,6 +1,6 @@
 //! Resolving what a user names: a PLAN or SCHEDULE argument (a library schedule, a schedule of the
-//! user's folders by name, a `.weave` file, `plugin:NAME` or a plugin's name, a plugin library, an
-//! actions or JSON plan file) becomes a [`Source`] that says what it declares and builds validated
+//! user's folders by name, a `.weave` file, `synth:PLACEMENT` (a schedule synthesized by `pipeweave-synth`),
+//! `plugin:NAME` or a plugin's name, a plugin library, an actions or JSON plan file) becomes a [`Source`] that says what it declares and builds validated
 //! plans; a `--spec` argument becomes a [`LoadedSpec`]; every schedule there is by name is the
 //! [`Catalog`]; [`check_schedule`] checks a `.weave` file on a grid of P and M.
 //!
@@ -20,6 +20,7 @@ mod host;
 mod params;
 mod source;
 mod spec;
+mod synthesized;
 
 pub use build::{Built, Origins, problem_diagnostics};
 pub use catalog::{Catalog, Entry, Origin, Shadowed, library, plugins, twins};
@@ -34,3 +35,4 @@ pub use params::{Params, Setting, SettingError};
 pub use pipeweave_diagnostics::Files;
 pub use source::{Source, SourceKind, weave_file};
 pub use spec::{LoadedSpec, load_spec};
+pub use synthesized::{PLACEMENTS, SYNTH_PREFIX};

@@ -8,6 +8,7 @@ use crate::host::{
     FolderFile, Host, PLUGIN_PREFIX, PluginInfo, PluginTarget, STDIN, looks_like_path, shown_name,
 };
 use crate::params::Params;
+use crate::synthesized::{self, SYNTH_PREFIX, Shape};
 use pipeweave_diagnostics::FileId;
 use pipeweave_diagnostics::Files;
 use pipeweave_export::PlanFormat;
@@ -25,6 +26,8 @@ pub enum SourceKind {
     Plugin,
     /// A plan file: the actions text, PyTorch's CSVs, or a JSON plan.
     PlanFile,
+    /// A schedule synthesized for a placement (`synth:PLACEMENT`).
+    Synthesized,
 }
 
 #[derive(Debug, Clone)]
@@ -33,6 +36,8 @@ enum Inner {
     Weave(Result<(FileId, Declared), Failure>),
     /// A plugin, loaded (or why it could not be).
     Plugin(Result<(PluginInfo, Declared), Failure>),
+    /// A synthesized schedule: its placement and what it declares.
+    Synthesized(Shape, Declared),
     /// A plan file, read when it is built, in the form its name gives (`.json`: a JSON plan;
     /// `None`: told apart by the text).
     PlanFile { named: Option<PlanFormat> },
@@ -52,8 +57,8 @@ pub struct Source {
 
 impl Source {
     /// Resolves `arg`, in this order: `-` (a plan file on standard input); a library schedule's
-    /// name; a schedule in the user's folders by its name; a `.weave` file; `plugin:NAME` or
-    /// `plugin:PATH`; an existing file (a plan file; `.json` is a JSON plan); a plugin's name on
+    /// name; a schedule in the user's folders by its name; a `.weave` file; `synth:PLACEMENT`;
+    /// `plugin:NAME` or `plugin:PATH`; an existing file (a plan file; `.json` is a JSON plan); a plugin's name on
     /// the search path. Anything else is an error. A plan file's form is the one its parameters
     /// name, else its name's, else its text's ([`PlanFormat::detect`]).
     pub fn resolve(arg: &str, host: &mut dyn Host, files: &mut Files) -> Result<Source, Failure> {
@@ -75,6 +80,12 @@ impl Source {
                 (files.add(shown_name(arg), text), declared)
             });
             (SourceKind::WeaveFile, Inner::Weave(read))
+        } else if let Some(placement) = arg.strip_prefix(SYNTH_PREFIX) {
+            let shape = Shape::parse(placement)?;
+            (
+                SourceKind::Synthesized,
+                Inner::Synthesized(shape, shape.declared()),
+            )
         } else if let Some(target) = arg.strip_prefix(PLUGIN_PREFIX) {
             let plugin = plugin(host, &PluginTarget::parse(target));
             (SourceKind::Plugin, Inner::Plugin(plugin))
@@ -117,7 +128,7 @@ impl Source {
             SourceKind::WeaveFile | SourceKind::Folder | SourceKind::PlanFile => {
                 failure.located_reason(files)
             }
-            SourceKind::Library | SourceKind::Plugin => failure.reason(),
+            SourceKind::Library | SourceKind::Plugin | SourceKind::Synthesized => failure.reason(),
         }
     }
 
@@ -148,7 +159,9 @@ impl Source {
     /// be read or loaded.
     pub fn declared(&self) -> Option<&Declared> {
         match &self.inner {
-            Inner::Weave(Ok((_, d))) | Inner::Plugin(Ok((_, d))) => Some(d),
+            Inner::Weave(Ok((_, d))) | Inner::Plugin(Ok((_, d))) | Inner::Synthesized(_, d) => {
+                Some(d)
+            }
             _ => None,
         }
     }
@@ -171,6 +184,9 @@ impl Source {
                 let (info, declared) = plugin.as_ref().map_err(Clone::clone)?;
                 build::plugin(info, declared, params, host)
             }
+            Inner::Synthesized(shape, declared) => {
+                synthesized::build(&self.name, *shape, declared, params)
+            }
             Inner::PlanFile { named } => build::plan_file(&self.name, *named, params, host, files),
         }?;
         // One rule for every source: the training plan, valid, then its forwards.
@@ -189,6 +205,7 @@ fn folder_file(arg: &str, host: &mut dyn Host) -> Option<FolderFile> {
         || looks_like_path(arg)
         || arg.ends_with(".weave")
         || arg.starts_with(PLUGIN_PREFIX)
+        || arg.starts_with(SYNTH_PREFIX)
     {
         return None;
     }

@@ -52,7 +52,7 @@ fn bench(c: &mut Criterion) {
             let options = Options {
                 seed: 0,
                 evaluations: budget,
-                exact_nodes: 0,
+                ..Options::default()
             };
             let s = synthesize(&problem, &SKEWED, &options, &mut |_| true).expect("a plan");
             eprintln!(

@@ -11,7 +11,26 @@
 
 use crate::problem::{F, Graph, I};
 use pipeweave_sim::CostModel;
-use std::collections::VecDeque;
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, VecDeque};
+
+/// A decision's start, ordered (starts are finite).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Start(f64);
+
+impl Eq for Start {}
+
+impl PartialOrd for Start {
+    fn partial_cmp(&self, other: &Start) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Start {
+    fn cmp(&self, other: &Start) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
 
 /// One entry of a synthesized program, in graph nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -435,19 +454,22 @@ pub(crate) fn schedule<C: CostModel + ?Sized>(
     let mut programs: Vec<Vec<Act>> = vec![Vec::new(); p];
     let mut decisions: Vec<Option<Decision>> =
         (0..p).map(|r| st.decide(r, policy, costs)).collect();
+    // The ranks' decisions by start, the lowest rank first among equal starts; an entry whose
+    // decision changed since it was pushed is passed over.
+    let mut version = vec![0u32; p];
+    let mut queue: BinaryHeap<Reverse<(Start, usize, u32)>> = decisions
+        .iter()
+        .enumerate()
+        .filter_map(|(r, d)| d.map(|d| Reverse((Start(d.start), r, 0))))
+        .collect();
     let total_work = g.nodes.len();
     let mut done = 0usize;
     let mut dirty = Vec::new();
     while done < total_work {
-        let mut pick: Option<(usize, f64)> = None;
-        for (r, d) in decisions.iter().enumerate() {
-            if let Some(d) = d
-                && pick.is_none_or(|(_, s)| d.start < s)
-            {
-                pick = Some((r, d.start));
-            }
+        let Reverse((_, r, v)) = queue.pop()?;
+        if v != version[r] {
+            continue;
         }
-        let (r, _) = pick?;
         let d = decisions[r].take()?;
         st.commit(r, d, costs);
         programs[r].push(d.act);
@@ -459,8 +481,14 @@ pub(crate) fn schedule<C: CostModel + ?Sized>(
         dirty.clear();
         dirty.push(r);
         touched(g, d.act, &mut dirty);
+        dirty.sort_unstable();
+        dirty.dedup();
         for &x in &dirty {
             decisions[x] = st.decide(x, policy, costs);
+            version[x] += 1;
+            if let Some(d) = decisions[x] {
+                queue.push(Reverse((Start(d.start), x, version[x])));
+            }
         }
     }
     Some(programs)

@@ -44,6 +44,10 @@ pub struct Options {
     pub evaluations: u64,
     /// The most nodes the exact method visits (0: it does not run).
     pub exact_nodes: u64,
+    /// The most constructions the heuristic runs once one has given a plan within the limits
+    /// (list-scheduler policies first, then periodic blocks): a bound on its work where a time
+    /// limit is not wanted.
+    pub constructions: usize,
 }
 
 impl Default for Options {
@@ -52,6 +56,7 @@ impl Default for Options {
             seed: 0,
             evaluations: 20_000,
             exact_nodes: 0,
+            constructions: usize::MAX,
         }
     }
 }
@@ -134,7 +139,7 @@ pub fn heuristic<C: CostModel + ?Sized>(
     costs: &C,
 ) -> Result<(ValidPlan, Score), SynthError> {
     let g = problem::Graph::new(problem, costs)?;
-    let (best, _) = construct(&g, costs, &mut || true);
+    let (best, _) = construct(&g, costs, usize::MAX, &mut || true);
     let (_, plan, score) = best.ok_or_else(not_found)?;
     Ok((plan, score))
 }
@@ -196,6 +201,7 @@ impl Constructed {
 fn construct<C: CostModel + ?Sized>(
     g: &problem::Graph,
     costs: &C,
+    most: usize,
     go_on: &mut dyn FnMut() -> bool,
 ) -> (Option<Candidate>, (usize, usize)) {
     let mut c = Constructed {
@@ -204,7 +210,7 @@ fn construct<C: CostModel + ?Sized>(
     };
     let mut tried = 0;
     for policy in &greedy::policies(g) {
-        if c.best.is_some() && !go_on() {
+        if c.best.is_some() && (tried >= most || !go_on()) {
             return (c.best, (tried, c.found));
         }
         tried += 1;
@@ -218,7 +224,7 @@ fn construct<C: CostModel + ?Sized>(
     for &whole in modes {
         let shortest = periodic::shortest_period(g, whole);
         for step in 0..=PERIOD_STEPS {
-            if c.best.is_some() && !go_on() {
+            if c.best.is_some() && (tried >= most || !go_on()) {
                 return (c.best, (tried, c.found));
             }
             tried += 1;
@@ -326,7 +332,7 @@ pub fn synthesize_from<C: CostModel + ?Sized>(
             stopped |= !go;
             go
         };
-        construct(&g, costs, &mut go_on)
+        construct(&g, costs, options.constructions, &mut go_on)
     };
     let heuristic = constructed.as_ref().map(|c| c.2);
     let mut best = constructed;

@@ -1,9 +1,9 @@
 //! Local improvement over the simulator: from a plan, try small changes to one rank's program
 //! (move an action a few places, split or join an overlapped pair, split or join a backward's I
 //! and W), keep every change that is no worse, remember the best. Each try is checked against the
-//! memory limit and timed as the simulator times it (`timing.rs`); a try that beats the best so far
-//! is validated (deadlocks included) and simulated before it is kept, so every plan kept is a
-//! valid one.
+//! memory limit and timed as the simulator times it (`timing.rs`, which finds deadlocks too); the
+//! best plan found is validated and simulated before it is returned, so every plan a search
+//! returns is a valid one.
 //!
 //! Deterministic: the changes come from a generator seeded by the caller, and the search stops
 //! after a number of tries; a caller's stop (a time limit) is the only thing that can make two runs
@@ -183,14 +183,17 @@ pub(crate) fn improve<C: CostModel + ?Sized>(
     report: &mut dyn FnMut(Progress) -> bool,
 ) -> (Vec<Vec<Act>>, ValidPlan, Score, u64) {
     let mut rng = oorandom::Rand32::new(seed);
-    let (mut best_plan, mut best) = start;
+    let (start_plan, start_score) = start;
+    let mut best = start_score;
     let mut best_programs = programs.clone();
+    let start_programs = programs.clone();
+    let mut improved = false;
     let mut current = best;
     let mut evaluations = 0u64;
     let mut scratch = timing::Scratch::default();
     let (mut timed, mut undo) = (timing::Timed::default(), timing::Undo::default());
     if timing::score(g, &programs, costs, &mut timed, &mut scratch).is_none() {
-        return (programs, best_plan, best, 0);
+        return (programs, start_plan, start_score, 0);
     }
     let ranks = programs.len() as u32;
     while evaluations < budget {
@@ -220,22 +223,11 @@ pub(crate) fn improve<C: CostModel + ?Sized>(
         );
         match tried {
             Some(score) if score.ties_or_beats(&current) => {
-                if !score.beats(&best) {
-                    current = score;
-                    continue;
-                }
-                // A new best is kept only as the validator and the simulator see it.
-                match assess(g, &programs, costs) {
-                    Some((plan, score)) => {
-                        current = score;
-                        best = score;
-                        best_plan = plan;
-                        best_programs = programs.clone();
-                    }
-                    None => {
-                        timing::restore(&mut timed, &mut undo);
-                        programs[r] = old;
-                    }
+                current = score;
+                if score.beats(&best) {
+                    best = score;
+                    best_programs.clone_from(&programs);
+                    improved = true;
                 }
             }
             _ => {
@@ -244,5 +236,17 @@ pub(crate) fn improve<C: CostModel + ?Sized>(
             }
         }
     }
-    (best_programs, best_plan, best, evaluations)
+    if !improved {
+        return (best_programs, start_plan, start_score, evaluations);
+    }
+    // The best is kept only as the validator and the simulator see it (the timing here is the
+    // simulator's, and a change never breaks what the validator checks, so this is the rule's
+    // guard, not a filter).
+    match assess(g, &best_programs, costs) {
+        Some((plan, score)) => (best_programs, plan, score, evaluations),
+        None => {
+            debug_assert!(false, "a plan the local search kept does not validate");
+            (start_programs, start_plan, start_score, evaluations)
+        }
+    }
 }

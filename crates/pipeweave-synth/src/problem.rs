@@ -138,6 +138,9 @@ pub(crate) const F: usize = 0;
 pub(crate) const I: usize = 1;
 pub(crate) const W: usize = 2;
 
+/// No node (in [`Graph::from`]).
+pub(crate) const NO_NODE: u32 = u32::MAX;
+
 /// One node of the work graph: a forward, an input backward (I, or B when run whole) or a
 /// weight backward of a stage and micro-batch.
 #[derive(Debug, Clone)]
@@ -170,6 +173,10 @@ pub(crate) struct Graph {
     pub weight: Vec<u32>,
     /// The nodes that take a node's output on another stage (at most one).
     pub remote_succ: Vec<Option<usize>>,
+    /// `nodes[x].remote` as two compact tables, for the local search's timing: the producer
+    /// (`NO_NODE` for none) and the transfer.
+    pub from: Vec<u32>,
+    pub transfer: Vec<f64>,
     pub weight_split: bool,
     pub pairs: bool,
     pub limits: Vec<u32>,
@@ -352,7 +359,17 @@ impl Graph {
                     .sum();
             }
         }
+        let from = nodes
+            .iter()
+            .map(|n| n.remote.map_or(NO_NODE, |(x, _)| x as u32))
+            .collect();
+        let transfer = nodes
+            .iter()
+            .map(|n| n.remote.map_or(0.0, |(_, t)| t))
+            .collect();
         Ok(Graph {
+            from,
+            transfer,
             ranks: p,
             prev_here,
             later_here,

@@ -9,7 +9,7 @@
 
 use crate::assess::Score;
 use crate::greedy::Act;
-use crate::problem::{F, Graph, I, W};
+use crate::problem::{F, Graph, I, NO_NODE, W};
 use pipeweave_sim::CostModel;
 
 /// No rank waits on the node.
@@ -58,12 +58,13 @@ fn ready(g: &Graph, end: &[f64], x: usize) -> Result<f64, usize> {
         }
         _ => debug_assert_eq!(x % 3, F),
     }
-    if let Some((from, transfer)) = g.nodes[x].remote {
-        let e = end[from];
+    let from = g.from[x];
+    if from != NO_NODE {
+        let e = end[from as usize];
         if e.is_nan() {
-            return Err(from);
+            return Err(from as usize);
         }
-        t = t.max(e + transfer);
+        t = t.max(e + g.transfer[x]);
     }
     Ok(t)
 }

@@ -226,3 +226,51 @@ fn errors_are_plain() {
     }
     insta::assert_snapshot!(text);
 }
+
+/// `synth:PLACEMENT` names a synthesized schedule wherever a schedule goes: compared with the
+/// library's, exported for PyTorch, swept; the same plan every run.
+#[test]
+fn synth_names_a_schedule_everywhere() {
+    let costs = "F=1,I=1.5,W=0.5,transfer=0.25";
+    let (code, out, err) = pipeweave(&[
+        "compare", "synth:v", "zb-v", "-p", "4", "-m", "8", "--costs", costs,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("synth:v") && out.contains("zb-v"), "{out}");
+    let export = ["export", "synth:v", "-p", "4", "-m", "8", "--to", "pytorch"];
+    let (code, first, err) = pipeweave(&export);
+    assert_eq!(code, 0, "{err}");
+    let (_, second, _) = pipeweave(&export);
+    assert_eq!(first, second, "the same plan every run");
+    assert!(first.lines().count() >= 4);
+    let (code, out, err) = pipeweave(&[
+        "sweep",
+        "synth:bidirectional",
+        "dualpipe",
+        "-p",
+        "4",
+        "--over",
+        "microbatches=8,12",
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("synth:bidirectional"), "{out}");
+    let (code, _, err) = pipeweave(&["simulate", "synth:x", "-p", "4", "-m", "8"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("one of `synth:loop`, `synth:v`, `synth:bidirectional`"),
+        "{err}"
+    );
+    let (code, _, err) = pipeweave(&[
+        "simulate",
+        "synth:loop",
+        "-p",
+        "4",
+        "-m",
+        "8",
+        "--set",
+        "activations=0",
+    ]);
+    assert_eq!(code, 2, "{err}");
+}

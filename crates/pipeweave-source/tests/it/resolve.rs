@@ -428,3 +428,91 @@ fn located_reasons() {
         "no place"
     );
 }
+
+/// `synth:PLACEMENT` is a schedule synthesized for the placement under unit costs: it declares
+/// its parameters, builds the plan `pipeweave-synth` finds (the same every time), keeps within its
+/// activation limit, and refuses what it cannot take in words.
+#[test]
+fn synthesized_schedules() {
+    let mut host = MemoryHost::default();
+    let mut files = Files::default();
+    let v = resolve("synth:v", &mut host, &mut files);
+    assert_eq!(v.kind(), SourceKind::Synthesized);
+    let d = v.declared().expect("declares");
+    let names: Vec<&str> = d.params.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["activations", "evaluations", "seed", "weight_split"]
+    );
+    assert_eq!(d.params[0].default.as_deref(), Some("2 * P"));
+    let build = |source: &Source, p: Params, host: &mut MemoryHost, files: &mut Files| {
+        source.build(&p, host, files)
+    };
+    let built = build(&v, params(4, 8), &mut host, &mut files).expect("builds");
+    let again = build(&v, params(4, 8), &mut host, &mut files).expect("builds");
+    assert_eq!(built.plan.plan(), again.plan.plan());
+    assert_eq!(built.name, "synth:v");
+    // ZB-V's makespan under unit costs at its memory, 2P per rank: 6M + P − 1.
+    let t = pipeweave_sim::simulate(&built.plan, &pipeweave_sim::UnitCosts).unwrap();
+    assert_eq!(t.timing.makespan, 51.0);
+    // Half the memory: every rank within it, and slower.
+    let mut half = params(4, 8);
+    half.settings = vec!["activations=4".parse::<Setting>().unwrap()];
+    let built = build(&v, half, &mut host, &mut files).expect("builds");
+    for r in 0..4 {
+        assert!(pipeweave_sim::live_activations(built.plan.program(r)).peak <= 4);
+    }
+    assert!(
+        pipeweave_sim::simulate(&built.plan, &pipeweave_sim::UnitCosts)
+            .unwrap()
+            .timing
+            .makespan
+            > 51.0
+    );
+    // The loop takes -v, two pipelines take pairs.
+    let looped = resolve("synth:loop", &mut host, &mut files);
+    let mut p = params(4, 8);
+    p.stages_per_rank = Some(2);
+    let built = build(&looped, p, &mut host, &mut files).expect("builds");
+    assert_eq!(built.plan.num_stages(), 8);
+    let two = resolve("synth:bidirectional", &mut host, &mut files);
+    assert!(two.declared().expect("declares").takes("pairs"));
+    assert_eq!(
+        build(&two, params(4, 8), &mut host, &mut files)
+            .expect("builds")
+            .plan
+            .pipelines()
+            .len(),
+        2
+    );
+    // What it cannot take, in words.
+    let err = Source::resolve("synth:w", &mut host, &mut files).expect_err("no such placement");
+    assert_eq!(err.kind, FailureKind::Usage);
+    assert!(
+        err.reason()
+            .contains("`synth:loop`, `synth:v`, `synth:bidirectional`")
+    );
+    let err = build(&v, Params::default(), &mut host, &mut files).expect_err("no P or M");
+    assert_eq!(
+        err,
+        Failure::usage(
+            "`synth:v` is a synthesized schedule: give --ranks/-p and --microbatches/-m"
+        )
+    );
+    let mut p = params(4, 8);
+    p.settings = vec!["pairs=true".parse::<Setting>().unwrap()];
+    let err = build(&v, p, &mut host, &mut files).expect_err("no pairs in a V");
+    assert_eq!(err.kind, FailureKind::Usage);
+    assert!(
+        err.reason().contains("no parameter `pairs`"),
+        "{}",
+        err.reason()
+    );
+    let err = build(&two, params(4, 7), &mut host, &mut files).expect_err("M odd");
+    assert_eq!(err.kind, FailureKind::Invalid);
+    assert!(err.reason().contains("M must be even"), "{}", err.reason());
+    let mut p = params(4, 8);
+    p.settings = vec!["activations=1".parse::<Setting>().unwrap()];
+    let err = build(&v, p, &mut host, &mut files).expect_err("too little memory");
+    assert_eq!(err.kind, FailureKind::Invalid);
+}

@@ -38,7 +38,7 @@ proptest! {
             pair: None,
             transfer: f64::from(transfer) / 4.0,
         };
-        let options = Options { seed, evaluations: 200, exact_nodes: 0 };
+        let options = Options { seed, evaluations: 200, ..Options::default() };
         match synthesize(&pr, &costs, &options, &mut |_| true) {
             Ok(s) => {
                 for r in 0..p {

@@ -58,7 +58,7 @@ pub fn run<C: CostModel + ?Sized>(problem: &Problem, costs: &C, evaluations: u64
     let options = Options {
         seed: 7,
         evaluations,
-        exact_nodes: 0,
+        ..Options::default()
     };
     synthesize(problem, costs, &options, &mut |_| true).expect("a plan")
 }

@@ -29,6 +29,7 @@ fn the_heuristic_is_within_five_percent_of_the_proved_optimum() {
             seed: 7,
             evaluations: 1500,
             exact_nodes: 1_500_000,
+            ..Options::default()
         };
         let s = synthesize(&pr, &SKEWED, &options, &mut |_| true).expect("a plan");
         let exact = s.exact.clone().expect("the exact method ran");

@@ -81,6 +81,7 @@ fn dualpipe_with_two_pipelines_and_pairs() {
             seed: 7,
             evaluations: 4000,
             exact_nodes: if exact { 2_000_000 } else { 0 },
+            ..pipeweave_synth::Options::default()
         };
         let s = pipeweave_synth::synthesize(&pr, &UnitCosts, &options, &mut |_| true).unwrap();
         let (found, peaks) = figures(&s.plan);

@@ -1,0 +1,195 @@
+//! `synth:PLACEMENT`: a schedule found by `pipeweave-synth` rather than written, usable wherever a
+//! schedule name is (`compare synth:v zb-v`, `sweep`, `export`). Its order is searched under unit
+//! costs (F = I = W = 1, B = 2, F&B = 3, no transfer time), as a library schedule's order is
+//! written without a cluster in mind; `pipeweave synthesize --spec` searches under a spec's costs
+//! and writes a plan file instead. Deterministic: the search is bounded by its `evaluations` and
+//! seeded by `seed`, never by a clock.
+
+use crate::build::Built;
+use crate::declared::{Declared, Param};
+use crate::failure::Failure;
+use crate::params::Params;
+use pipeweave_param::{IntRange, ParamType, Value};
+use pipeweave_synth::{Options, Placement, Problem};
+
+/// The prefix that names a synthesized schedule (`synth:loop`, `synth:v`, `synth:bidirectional`).
+pub const SYNTH_PREFIX: &str = "synth:";
+
+/// The placements a `synth:` name may give.
+pub const PLACEMENTS: [&str; 3] = ["loop", "v", "bidirectional"];
+
+/// The local search's tries when `evaluations` is not set: a few tenths of a second at P = 8,
+/// M = 32.
+const EVALUATIONS: i64 = 20_000;
+
+/// The most operation visits the local search may make in all (each try visits every operation
+/// once at most), and the heuristic's constructions (each builds, validates and simulates a whole
+/// plan): under a second each on a 2-core VM at the largest size, so a large plan gets fewer tries
+/// than `evaluations` asks for rather than a long wait, the same on every machine.
+const VISITS: u64 = 50_000_000;
+const CONSTRUCTION_VISITS: u64 = 2_000_000;
+
+/// The placement a `synth:` name gives, as `PLACEMENTS` spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape {
+    Loop,
+    V,
+    Bidirectional,
+}
+
+impl Shape {
+    /// The placement `text` (after `synth:`) names, or a usage failure listing the placements.
+    pub(crate) fn parse(text: &str) -> Result<Shape, Failure> {
+        match text {
+            "loop" => Ok(Shape::Loop),
+            "v" => Ok(Shape::V),
+            "bidirectional" => Ok(Shape::Bidirectional),
+            _ => Err(Failure::usage(format!(
+                "`{SYNTH_PREFIX}{text}`: a synthesized schedule names its placement, one of {}",
+                PLACEMENTS
+                    .map(|p| format!("`{SYNTH_PREFIX}{p}`"))
+                    .join(", ")
+            ))),
+        }
+    }
+
+    /// Its parameters, in the one model of `pipeweave-param`.
+    pub(crate) fn declared(self) -> Declared {
+        let int = |min: i64, max: i64| {
+            ParamType::Int(IntRange {
+                min: Some(min),
+                max: Some(max),
+                multiple_of: None,
+            })
+        };
+        let param = |name: &str, ty: ParamType, default: &str, help: &str| Param {
+            name: name.to_owned(),
+            ty,
+            default: Some(default.to_owned()),
+            help: Some(help.to_owned()),
+        };
+        let (placement, limit) = match self {
+            Shape::Loop => ("one pipeline, stage q on rank q mod P", "P * v"),
+            Shape::V => ("one pipeline of 2P stages in a V", "2 * P"),
+            Shape::Bidirectional => ("two pipelines in opposite directions", "P + 1"),
+        };
+        let mut params = Vec::new();
+        if self == Shape::Loop {
+            params.push(param("v", int(1, 64), "1", "stages per rank"));
+        }
+        params.push(param(
+            "activations",
+            int(1, i64::from(u32::MAX / 4)),
+            limit,
+            "the most activations (stage-micro-batch units) a rank may hold; by default P stages' worth, 1F1B's memory",
+        ));
+        params.push(param(
+            "evaluations",
+            int(0, 100_000_000),
+            &EVALUATIONS.to_string(),
+            "the most plans the local search tries",
+        ));
+        params.push(param(
+            "seed",
+            int(0, i64::from(u32::MAX)),
+            "0",
+            "seeds the local search",
+        ));
+        params.push(param(
+            "weight_split",
+            ParamType::Bool,
+            "true",
+            "backwards may split into I and W",
+        ));
+        if self == Shape::Bidirectional {
+            params.push(param(
+                "pairs",
+                ParamType::Bool,
+                "true",
+                "a forward and a backward may overlap as one F&B pair",
+            ));
+        }
+        Declared {
+            description: format!(
+                "A schedule synthesized for its placement ({placement}) under unit costs within a memory limit"
+            ),
+            params,
+            requires: if self == Shape::Bidirectional {
+                "M even".to_owned()
+            } else {
+                String::new()
+            },
+            same_as_plugin: None,
+        }
+    }
+}
+
+/// Synthesizes the plan of `name` (placement `shape`, which declares `declared`) for `params`.
+pub(crate) fn build(
+    name: &str,
+    shape: Shape,
+    declared: &Declared,
+    params: &Params,
+) -> Result<Built, Failure> {
+    let (Some(ranks), Some(microbatches)) = (params.ranks, params.microbatches) else {
+        return Err(Failure::usage(format!(
+            "`{name}` is a synthesized schedule: give --ranks/-p and --microbatches/-m"
+        )));
+    };
+    let (_, values) = crate::build::settings(name, declared, params)?;
+    let int = |key: &str| {
+        values.iter().find_map(|(n, v)| match v {
+            Value::Int(i) if n == key => Some(*i),
+            _ => None,
+        })
+    };
+    let flag = |key: &str, default: bool| {
+        values
+            .iter()
+            .find_map(|(n, v)| match v {
+                Value::Bool(b) if n == key => Some(*b),
+                _ => None,
+            })
+            .unwrap_or(default)
+    };
+    let (placement, stages) = match shape {
+        Shape::Loop => {
+            let v = int("v").unwrap_or(1) as u32;
+            (Placement::Loop { v }, v)
+        }
+        Shape::V => (Placement::V, 2),
+        // Two pipelines of P stages: two stages per rank.
+        Shape::Bidirectional => (Placement::Bidirectional, 2),
+    };
+    let default_limit = match shape {
+        Shape::Bidirectional => ranks.saturating_add(1),
+        Shape::Loop | Shape::V => ranks.saturating_mul(stages),
+    };
+    let limit = int("activations").map_or(default_limit, |k| k as u32);
+    let problem = Problem {
+        ranks,
+        microbatches,
+        placement,
+        weight_split: flag("weight_split", true),
+        pairs: shape == Shape::Bidirectional && flag("pairs", true),
+        limits: vec![limit; ranks as usize],
+        weights: Vec::new(),
+    };
+    let operations = 3 * u64::from(ranks) * u64::from(stages) * u64::from(microbatches);
+    let options = Options {
+        seed: int("seed").unwrap_or(0) as u64,
+        evaluations: (int("evaluations").unwrap_or(EVALUATIONS) as u64)
+            .min(VISITS / operations.max(1)),
+        exact_nodes: 0,
+        constructions: (CONSTRUCTION_VISITS / operations.max(1)).max(1) as usize,
+    };
+    let found =
+        pipeweave_synth::synthesize(&problem, &pipeweave_sim::UnitCosts, &options, &mut |_| true)
+            .map_err(|e| Failure::invalid(format!("{name}: {e}")))?;
+    Ok(Built {
+        plan: found.plan,
+        origins: None,
+        name: name.to_owned(),
+        notes: Vec::new(),
+    })
+}
