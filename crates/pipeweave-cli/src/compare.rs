@@ -50,6 +50,12 @@ pub enum CompareFormat {
 /// `pipeweave compare`: the rendered comparison; fails when no schedule ran.
 pub fn run(args: &CompareArgs, session: &mut Session) -> Result<(), Failure> {
     let spec = session.spec(args.spec.name.as_deref())?;
+    // A synthesized schedule is searched on the spec the comparison is on.
+    session.costing = Some(pipeweave_eval::Costing::Spec {
+        spec: Box::new(spec.spec.clone()),
+        default: spec.default,
+        rule: args.spec.rule(),
+    });
     let many = Many::resolve(&args.schedules, &args.params, session)?;
     let on = CompareOn {
         spec: &spec.spec,

@@ -49,6 +49,7 @@ pub fn run(
         (on.built, Some(on.evaluation.timeline), 1e6)
     } else {
         costs.spec.check_without_spec()?;
+        session.costing = costs.costs.map(pipeweave_eval::Costing::Uniform);
         let loaded = session.load(plan)?;
         let wants = costs.costs.is_some() || format == ExportFormat::ChromeTrace;
         let t = if wants {

@@ -316,7 +316,7 @@ impl Planner for ManyPlanner<'_> {
 
 /// Unit costs, `--costs`, or the spec `--spec` names with its rule.
 pub fn costing(costs: &CostArgs, session: &mut Session) -> Result<Costing, Failure> {
-    Ok(match &costs.spec.name {
+    let costing = match &costs.spec.name {
         None => {
             costs.spec.check_without_spec()?;
             costs.costs.map_or(Costing::Unit, Costing::Uniform)
@@ -329,7 +329,10 @@ pub fn costing(costs: &CostArgs, session: &mut Session) -> Result<Costing, Failu
                 rule: costs.spec.rule(),
             }
         }
-    })
+    };
+    // A synthesized schedule is searched under the command's costs.
+    session.costing = Some(costing.clone());
+    Ok(costing)
 }
 
 /// One schedule built and simulated, named as the user wrote it (`dualpipe`, not the resolver's

@@ -3,9 +3,15 @@
 //! read a spec.
 
 use crate::args::PlanArgs;
+use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::Renderer;
+use pipeweave_eval::{Costing, synthesis_terms};
 use pipeweave_host::FsHost;
-use pipeweave_source::{Built, Failure, Files, LoadedSpec, Params, Source};
+use pipeweave_plan::Plan;
+use pipeweave_source::{
+    Built, Failure, Files, FolderFile, Host, LoadedSpec, Params, PluginId, PluginInfo,
+    PluginRequest, PluginTarget, Source, SourceKind, SynthesisTerms,
+};
 
 /// The outside world of one command.
 #[derive(Debug)]
@@ -18,6 +24,9 @@ pub struct Session {
     pub max_diagnostics: usize,
     /// The notes shown so far, as shown: a plan built again (a sweep) notes nothing new.
     noted: std::collections::BTreeSet<String>,
+    /// The costs of the command, which a synthesized schedule (`synth:PLACEMENT`) is searched
+    /// under (`None`: unit costs).
+    pub costing: Option<Costing>,
 }
 
 impl Session {
@@ -28,6 +37,7 @@ impl Session {
             files: Files::default(),
             max_diagnostics,
             noted: std::collections::BTreeSet::new(),
+            costing: None,
         }
     }
 
@@ -39,7 +49,16 @@ impl Session {
     /// Builds and validates `source`'s plan for `params`; what reading it noted goes to standard
     /// error, once.
     pub fn build(&mut self, source: &Source, params: &Params) -> Result<Built, Failure> {
-        let built = source.build(params, &mut self.host, &mut self.files)?;
+        let built = match &self.costing {
+            Some(costing) if source.kind() == SourceKind::Synthesized => {
+                let mut host = UnderCosts {
+                    host: &mut self.host,
+                    costing,
+                };
+                source.build(params, &mut host, &mut self.files)?
+            }
+            _ => source.build(params, &mut self.host, &mut self.files)?,
+        };
         if !built.notes.is_empty() {
             let text = Renderer::new(&self.files, self.max_diagnostics).many(&built.notes);
             if self.noted.insert(text.clone()) {
@@ -64,5 +83,49 @@ impl Session {
         let renderer = Renderer::new(&self.files, self.max_diagnostics);
         crate::output::warn(&renderer.many(&spec.warnings));
         Ok(spec)
+    }
+}
+
+/// The session's host, with the command's costs for a synthesized schedule.
+struct UnderCosts<'a> {
+    host: &'a mut FsHost,
+    costing: &'a Costing,
+}
+
+impl Host for UnderCosts<'_> {
+    fn is_file(&self, path: &str) -> bool {
+        self.host.is_file(path)
+    }
+
+    fn read(&mut self, path: &str) -> Result<String, Failure> {
+        self.host.read(path)
+    }
+
+    fn schedule_files(&mut self) -> Vec<FolderFile> {
+        self.host.schedule_files()
+    }
+
+    fn has_plugin(&mut self, name: &str) -> bool {
+        self.host.has_plugin(name)
+    }
+
+    fn plugin(&mut self, target: &PluginTarget) -> Result<PluginInfo, Failure> {
+        self.host.plugin(target)
+    }
+
+    fn plugins(&mut self) -> Vec<Result<PluginInfo, String>> {
+        self.host.plugins()
+    }
+
+    fn generate(&mut self, plugin: PluginId, request: &PluginRequest) -> Result<Plan, Failure> {
+        self.host.generate(plugin, request)
+    }
+
+    fn synthesis_terms(&mut self, skeleton: &ValidPlan) -> Result<Option<SynthesisTerms>, Failure> {
+        let terms = synthesis_terms(self.costing, skeleton).map_err(Failure::invalid)?;
+        Ok(terms.map(|(costs, budget)| SynthesisTerms {
+            costs,
+            memory: budget.map(|b| (b.limits, b.weights)),
+        }))
     }
 }

@@ -4,7 +4,9 @@
 use crate::args::{ConvertTo, CostArgs, Format, PlanArgs, SpecArgs};
 use crate::output::{self, emit};
 use crate::session::Session;
-use pipeweave_eval::{Evaluation, Shape, Simulation, evaluate_on_spec, non_finite, plan_shape};
+use pipeweave_eval::{
+    Costing, Evaluation, Shape, Simulation, evaluate_on_spec, non_finite, plan_shape,
+};
 use pipeweave_plan::Plan;
 use pipeweave_sim::{CostModel, Timeline};
 use pipeweave_source::{Built, Failure};
@@ -28,6 +30,11 @@ pub struct OnSpec {
 pub fn on_spec(session: &mut Session, args: &PlanArgs, spec: &SpecArgs) -> Result<OnSpec, Failure> {
     let loaded = session.spec(spec.name.as_deref())?;
     let rule = spec.rule();
+    session.costing = Some(Costing::Spec {
+        spec: Box::new(loaded.spec.clone()),
+        default: loaded.default,
+        rule,
+    });
     session.host.with_plugin_dirs(&args.params.plugin_dirs);
     session.host.with_schedule_dirs(&args.params.schedule_dirs);
     let source = session.resolve(&args.plan)?;
@@ -95,6 +102,7 @@ fn simulation(
         return Ok(sim);
     }
     costs.spec.check_without_spec()?;
+    session.costing = costs.costs.map(Costing::Uniform);
     let built = session.load(plan)?;
     let t = simulate(&built, &costs.costs.unwrap_or_default())?;
     Ok(Simulation::new(&built.name, &built.plan, &t, None))

@@ -44,4 +44,5 @@ pub use step::{Evaluation, MemoryBreakdown, RankReport, StepReport, evaluate, ev
 pub use sweep::{Metric, Over, Param, Sweep, SweepPoint, SweepSeries, Tick, sweep};
 pub use synthesis::{
     ExactReport, LibraryPlan, SynthesisReport, best_within, library_at_placement, same_placement,
+    synthesis_terms,
 };

@@ -2,10 +2,13 @@
 //! synthesized plan's placement, with their memory and makespan under the same costs, and the
 //! report of a synthesis (plain data, the JSON of `synthesize`).
 
-use crate::costing::TimeUnit;
+use crate::costing::{Costing, TimeUnit};
+use crate::fit::fit;
+use crate::limits::{ActivationBudget, activation_budget};
 use crate::planner::{PlanRequest, Planner, Unbuilt};
 use pipeweave_check::ValidPlan;
 use pipeweave_sim::{CostModel, simulate};
+use pipeweave_spec::CostTable;
 use pipeweave_synth::{Problem, Synthesis, weighted_peak};
 use serde::Serialize;
 
@@ -205,6 +208,38 @@ impl SynthesisReport {
             proved_optimal: synthesis.proved_optimal(),
             change_vs_library: library.as_ref().map(|l| makespan / l.makespan - 1.0),
             library,
+        }
+    }
+}
+
+/// The costs a synthesis runs on, and on a spec its activation budget.
+pub type Terms = (Box<dyn CostModel>, Option<ActivationBudget>);
+
+/// What a synthesis at `skeleton`'s placement is searched under when `costing` is a command's: its
+/// costs, and on a spec (fitted to the placement by its rule) each rank's activation budget within
+/// the spec's memory limit. `None` under unit costs (a synthesis's own default).
+pub fn synthesis_terms(costing: &Costing, skeleton: &ValidPlan) -> Result<Option<Terms>, String> {
+    match costing {
+        Costing::Unit => Ok(None),
+        Costing::Uniform(c) => Ok(Some((Box::new(*c), None))),
+        Costing::Spec { spec, rule, .. } => {
+            let fitted = fit(spec, skeleton, *rule).map_err(|d| {
+                let reasons: Vec<String> = d.iter().map(|d| d.message.clone()).collect();
+                format!("spec {}: {}", spec.name, reasons.join("; "))
+            })?;
+            let table = CostTable::new(&fitted.spec, skeleton).map_err(|d| {
+                let reasons: Vec<String> = d.iter().map(|d| d.message.clone()).collect();
+                format!("spec {}: {}", spec.name, reasons.join("; "))
+            })?;
+            let limit = fitted.spec.memory_limit_bytes();
+            let budget = activation_budget(&fitted.spec, &table, skeleton, limit).map_err(|r| {
+                format!(
+                    "rank {r} has no room for any activation within {:.1} GiB on spec {}: its weights, gradients, optimizer state and buffers take it all",
+                    limit / f64::from(1u32 << 30),
+                    fitted.spec.name
+                )
+            })?;
+            Ok(Some((Box::new(table), Some(budget))))
         }
     }
 }

@@ -1,11 +1,14 @@
 //! Everything the resolver needs from the outside world, behind one trait: reading files, listing
-//! the user's schedule folders, and finding, describing and running plugins. The command line
+//! the user's schedule folders, finding, describing and running plugins, and the command's costs
+//! a synthesized schedule is searched under. The command line
 //! implements it with `std::fs` and `pipeweave-plugin-host`; another host may run plugins in a
 //! child process.
 
 use crate::failure::Failure;
+use pipeweave_check::ValidPlan;
 use pipeweave_plan::Plan;
 use pipeweave_plugin_api::Metadata;
+use pipeweave_sim::CostModel;
 
 /// The prefix that picks a plugin explicitly (`plugin:dualpipe`, `plugin:./libmine.so`).
 pub const PLUGIN_PREFIX: &str = "plugin:";
@@ -116,4 +119,30 @@ pub trait Host {
 
     /// The plan `plugin` builds for `request`, validated by the host before it is returned.
     fn generate(&mut self, plugin: PluginId, request: &PluginRequest) -> Result<Plan, Failure>;
+
+    /// What a synthesized schedule (`synth:PLACEMENT`) is searched under, given a plan of its
+    /// placement (`skeleton`): the command's costs and, on a spec, each rank's memory. `None` by
+    /// default: unit costs and 1F1B's memory.
+    fn synthesis_terms(&mut self, skeleton: &ValidPlan) -> Result<Option<SynthesisTerms>, Failure> {
+        let _ = skeleton;
+        Ok(None)
+    }
+}
+
+/// The costs and memory a synthesized schedule is searched under, where a command gives more than
+/// unit costs.
+pub struct SynthesisTerms {
+    /// The costs of a plan of the placement.
+    pub costs: Box<dyn CostModel>,
+    /// On a spec: each rank's limit in activation units and each stage's weight in those units
+    /// (what the rank's memory leaves for activations); `None`: 1F1B's memory.
+    pub memory: Option<(Vec<u32>, Vec<u32>)>,
+}
+
+impl std::fmt::Debug for SynthesisTerms {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SynthesisTerms")
+            .field("memory", &self.memory)
+            .finish_non_exhaustive()
+    }
 }

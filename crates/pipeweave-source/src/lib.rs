@@ -29,7 +29,7 @@ pub use declared::{Declared, Param};
 pub use failure::{Failure, FailureKind};
 pub use host::{
     FolderFile, Host, PLUGIN_PREFIX, PluginId, PluginInfo, PluginRequest, PluginTarget, STDIN,
-    STDIN_NAME, looks_like_path, shown_name,
+    STDIN_NAME, SynthesisTerms, looks_like_path, shown_name,
 };
 pub use params::{Params, Setting, SettingError};
 pub use pipeweave_diagnostics::Files;

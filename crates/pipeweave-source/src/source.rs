@@ -185,7 +185,7 @@ impl Source {
                 build::plugin(info, declared, params, host)
             }
             Inner::Synthesized(shape, declared) => {
-                synthesized::build(&self.name, *shape, declared, params)
+                synthesized::build(&self.name, *shape, declared, params, host)
             }
             Inner::PlanFile { named } => build::plan_file(&self.name, *named, params, host, files),
         }?;

@@ -1,13 +1,14 @@
 //! `synth:PLACEMENT`: a schedule found by `pipeweave-synth` rather than written, usable wherever a
-//! schedule name is (`compare synth:v zb-v`, `sweep`, `export`). Its order is searched under unit
-//! costs (F = I = W = 1, B = 2, F&B = 3, no transfer time), as a library schedule's order is
-//! written without a cluster in mind; `pipeweave synthesize --spec` searches under a spec's costs
-//! and writes a plan file instead. Deterministic: the search is bounded by its `evaluations` and
-//! seeded by `seed`, never by a clock.
+//! schedule name is (`compare synth:v zb-v`, `sweep`, `export`). Its order is searched under the
+//! costs the host gives ([`Host::synthesis_terms`]: the command's `--costs`, or its spec fitted to
+//! the placement, with each rank's memory on that spec as the limit), else under unit costs
+//! (F = I = W = 1, B = 2, F&B = 3, no transfer time) within 1F1B's memory. Deterministic: the
+//! search is bounded by its `evaluations` and seeded by `seed`, never by a clock.
 
 use crate::build::Built;
 use crate::declared::{Declared, Param};
 use crate::failure::Failure;
+use crate::host::Host;
 use crate::params::Params;
 use pipeweave_param::{IntRange, ParamType, Value};
 use pipeweave_synth::{Options, Placement, Problem};
@@ -81,7 +82,7 @@ impl Shape {
             "activations",
             int(1, i64::from(u32::MAX / 4)),
             limit,
-            "the most activations (stage-micro-batch units) a rank may hold; by default P stages' worth, 1F1B's memory",
+            "the most activations (stage-micro-batch units) a rank may hold; by default what the spec's memory leaves on each rank, or without a spec P stages' worth, 1F1B's memory",
         ));
         params.push(param(
             "evaluations",
@@ -111,7 +112,7 @@ impl Shape {
         }
         Declared {
             description: format!(
-                "A schedule synthesized for its placement ({placement}) under unit costs within a memory limit"
+                "A schedule synthesized for its placement ({placement}) under the command's costs (a spec's, --costs, or unit costs) within a memory limit"
             ),
             params,
             requires: if self == Shape::Bidirectional {
@@ -130,6 +131,7 @@ pub(crate) fn build(
     shape: Shape,
     declared: &Declared,
     params: &Params,
+    host: &mut dyn Host,
 ) -> Result<Built, Failure> {
     let (Some(ranks), Some(microbatches)) = (params.ranks, params.microbatches) else {
         return Err(Failure::usage(format!(
@@ -165,15 +167,33 @@ pub(crate) fn build(
         Shape::Bidirectional => ranks.saturating_add(1),
         Shape::Loop | Shape::V => ranks.saturating_mul(stages),
     };
-    let limit = int("activations").map_or(default_limit, |k| k as u32);
-    let problem = Problem {
+    let mut problem = Problem {
         ranks,
         microbatches,
         placement,
         weight_split: flag("weight_split", true),
         pairs: shape == Shape::Bidirectional && flag("pairs", true),
-        limits: vec![limit; ranks as usize],
+        limits: vec![default_limit; ranks as usize],
         weights: Vec::new(),
+    };
+    let failed = |e: pipeweave_synth::SynthError| Failure::invalid(format!("{name}: {e}"));
+    // The command's costs and memory are those of a plan of this placement.
+    let skeleton = pipeweave_synth::placement_plan(&problem).map_err(failed)?;
+    let terms = host.synthesis_terms(&skeleton)?;
+    match (
+        int("activations"),
+        terms.as_ref().and_then(|t| t.memory.as_ref()),
+    ) {
+        (Some(k), _) => problem.limits = vec![k as u32; ranks as usize],
+        (None, Some((limits, weights))) => {
+            problem.limits.clone_from(limits);
+            problem.weights.clone_from(weights);
+        }
+        (None, None) => {}
+    }
+    let costs: &dyn pipeweave_sim::CostModel = match &terms {
+        Some(t) => t.costs.as_ref(),
+        None => &pipeweave_sim::UnitCosts,
     };
     let operations = 3 * u64::from(ranks) * u64::from(stages) * u64::from(microbatches);
     let options = Options {
@@ -184,8 +204,7 @@ pub(crate) fn build(
         constructions: (CONSTRUCTION_VISITS / operations.max(1)).max(1) as usize,
     };
     let found =
-        pipeweave_synth::synthesize(&problem, &pipeweave_sim::UnitCosts, &options, &mut |_| true)
-            .map_err(|e| Failure::invalid(format!("{name}: {e}")))?;
+        pipeweave_synth::synthesize(&problem, costs, &options, &mut |_| true).map_err(failed)?;
     Ok(Built {
         plan: found.plan,
         origins: None,
