@@ -497,27 +497,13 @@ pub(crate) fn schedule<C: CostModel + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::problem::{Placement, Problem};
+    use crate::problem::fixtures::{PLACEMENTS, small};
     use pipeweave_sim::UnitCosts;
 
     #[test]
     fn every_policy_schedules_every_node_once() {
-        for placement in [
-            Placement::Loop { v: 1 },
-            Placement::Loop { v: 2 },
-            Placement::V,
-            Placement::Bidirectional,
-        ] {
-            let problem = Problem {
-                ranks: 4,
-                microbatches: 8,
-                placement,
-                weight_split: true,
-                pairs: true,
-                limits: vec![8; 4],
-                weights: Vec::new(),
-            };
-            let g = Graph::new(&problem, &UnitCosts).unwrap();
+        for placement in PLACEMENTS {
+            let g = Graph::new(&small(placement, 8), &UnitCosts).unwrap();
             for policy in policies(&g) {
                 let programs = schedule(&g, &policy, &UnitCosts).unwrap();
                 let mut seen = vec![0u32; g.nodes.len()];

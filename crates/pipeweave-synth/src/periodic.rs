@@ -149,20 +149,12 @@ pub(crate) fn schedule(g: &Graph, period: f64, whole: bool) -> Option<Vec<Vec<Ac
 mod tests {
     use super::*;
     use crate::assess::assess;
-    use crate::problem::{Placement, Problem};
+    use crate::problem::Placement;
+    use crate::problem::fixtures::{PLACEMENTS, small};
     use pipeweave_sim::{UnitCosts, live_activations};
 
     fn graph(placement: Placement, limit: u32) -> Graph {
-        let problem = Problem {
-            ranks: 4,
-            microbatches: 8,
-            placement,
-            weight_split: true,
-            pairs: false,
-            limits: vec![limit; 4],
-            weights: Vec::new(),
-        };
-        Graph::new(&problem, &UnitCosts).unwrap()
+        Graph::new(&small(placement, limit), &UnitCosts).unwrap()
     }
 
     /// With unit costs and whole backwards, the block at the shortest period is 1F1B's: each
@@ -184,12 +176,7 @@ mod tests {
     /// valid plan of every placement.
     #[test]
     fn a_longer_period_trades_time_for_memory() {
-        for placement in [
-            Placement::Loop { v: 1 },
-            Placement::Loop { v: 2 },
-            Placement::V,
-            Placement::Bidirectional,
-        ] {
+        for placement in PLACEMENTS {
             let g = graph(placement, u32::MAX / 4);
             for whole in [false, true] {
                 let shortest = shortest_period(&g, whole);

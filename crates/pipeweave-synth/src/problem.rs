@@ -388,3 +388,30 @@ impl Graph {
         })
     }
 }
+
+/// What the unit tests of the searches build on.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::{Placement, Problem};
+
+    /// Every placement.
+    pub const PLACEMENTS: [Placement; 4] = [
+        Placement::Loop { v: 1 },
+        Placement::Loop { v: 2 },
+        Placement::V,
+        Placement::Bidirectional,
+    ];
+
+    /// `placement` at P = 4, M = 8, weight split and pairs allowed, every rank limited to `limit`.
+    pub fn small(placement: Placement, limit: u32) -> Problem {
+        Problem {
+            ranks: 4,
+            microbatches: 8,
+            placement,
+            weight_split: true,
+            pairs: true,
+            limits: vec![limit; 4],
+            weights: Vec::new(),
+        }
+    }
+}

@@ -239,7 +239,7 @@ mod tests {
     use super::*;
     use crate::assess::assess;
     use crate::local::first_difference;
-    use crate::problem::{Placement, Problem};
+    use crate::problem::fixtures::{PLACEMENTS, small};
     use pipeweave_sim::{StageCosts, UniformCosts};
 
     /// Along random walks of the local search's changes, valid or not, the timing here, retimed
@@ -260,22 +260,8 @@ mod tests {
         let mut scratch = Scratch::default();
         let (mut timed, mut undo) = (Timed::default(), Undo::default());
         let (mut agreed, mut refused) = (0, 0);
-        for placement in [
-            Placement::Loop { v: 1 },
-            Placement::Loop { v: 2 },
-            Placement::V,
-            Placement::Bidirectional,
-        ] {
-            let problem = Problem {
-                ranks: 4,
-                microbatches: 8,
-                placement,
-                weight_split: true,
-                pairs: true,
-                limits: vec![u32::MAX / 4; 4],
-                weights: Vec::new(),
-            };
-            let g = Graph::new(&problem, &costs).unwrap();
+        for placement in PLACEMENTS {
+            let g = Graph::new(&small(placement, u32::MAX / 4), &costs).unwrap();
             let policy = crate::greedy::policies(&g)[0];
             let mut programs = crate::greedy::schedule(&g, &policy, &costs).unwrap();
             score(&g, &programs, &costs, &mut timed, &mut scratch).unwrap();
