@@ -389,6 +389,20 @@ mod tests {
             "--costs: `x` is not a duration (a number ≥ 0)"
         );
         assert!(parse_costs("Q=1").expect_err("unknown").0.contains("`Q`"));
+        assert_eq!(
+            parse_costs("F=1,f=2").expect_err("twice").0,
+            "--costs: F is given twice"
+        );
+        // An overlapped pair runs both halves: never shorter than the longer one, so that no
+        // pair (its backward whole, or as I: pair − B + I) lasts less than nothing.
+        assert_eq!(
+            parse_costs("pair=0.5").expect_err("too short").0,
+            "--costs: pair=0.5 is shorter than the longer half of an overlapped pair (F=1, B=2): a pair runs both, so it takes at least 2"
+        );
+        assert_eq!(
+            parse_costs("F=1,B=2.4,I=0.3,pair=2.4").unwrap().pair,
+            Some(2.4)
+        );
         assert!(parse_costs("F").expect_err("no =").0.contains("KEY=VALUE"));
         assert_eq!(
             parse_costs("F=1e308,B=1e308").expect_err("too large").0,

@@ -122,15 +122,30 @@ pub const MAX_COST: f64 = 1e12;
 
 impl UniformCosts {
     /// Reads `F=1,B=2,...` (keys F, B, I, W, pair or `F&B`, transfer; each a duration from 0 to
-    /// [`MAX_COST`]): B defaults to I + W, a pair to F + B, and F must be positive. Messages name
-    /// the text as `flag` (`--costs` on the command line).
+    /// [`MAX_COST`], each given once): B defaults to I + W, a pair to F + B, F must be positive,
+    /// and a pair takes at least as long as the longer of its forward and its backward (so that
+    /// no overlapped pair, with its backward whole or as I, lasts less than nothing). Messages
+    /// name the text as `flag` (`--costs` on the command line).
     pub fn parse(text: &str, flag: &str) -> Result<UniformCosts, String> {
         let mut c = UniformCosts::default();
         let (mut b, mut pair) = (None, None);
+        let mut given: Vec<&str> = Vec::new();
         for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let Some((k, v)) = item.split_once('=') else {
                 return Err(format!("{flag} expects KEY=VALUE pairs, found `{item}`"));
             };
+            let key = match k.trim() {
+                "f" => "F",
+                "i" => "I",
+                "w" => "W",
+                "b" => "B",
+                "F&B" => "pair",
+                other => other,
+            };
+            if given.contains(&key) {
+                return Err(format!("{flag}: {key} is given twice"));
+            }
+            given.push(key);
             let value: f64 = v
                 .trim()
                 .parse()
@@ -168,6 +183,15 @@ impl UniformCosts {
             return Err(format!(
                 "{flag}: F must be greater than 0 (a step of instant forwards has no length)"
             ));
+        }
+        if let Some(p) = pair {
+            let longer = c.stage.f.max(c.stage.b);
+            if p < longer {
+                return Err(format!(
+                    "{flag}: pair={p} is shorter than the longer half of an overlapped pair (F={}, B={}): a pair runs both, so it takes at least {longer}",
+                    c.stage.f, c.stage.b
+                ));
+            }
         }
         Ok(c)
     }

@@ -11,7 +11,10 @@ use crate::failure::Failure;
 use crate::host::Host;
 use crate::params::Params;
 use pipeweave_param::{IntRange, ParamType, Value};
-use pipeweave_synth::{Options, Placement, Problem};
+use pipeweave_synth::{Options, Placement, Problem, ProblemError, SynthError};
+
+/// The largest activation limit a rank may be given, as `synthesize --activations` takes.
+const MAX_ACTIVATIONS: u32 = 1 << 24;
 
 /// The prefix that names a synthesized schedule (`synth:loop`, `synth:v`, `synth:bidirectional`).
 pub const SYNTH_PREFIX: &str = "synth:";
@@ -24,8 +27,9 @@ pub const PLACEMENTS: [&str; 3] = ["loop", "v", "bidirectional"];
 const EVALUATIONS: i64 = 20_000;
 
 /// The most operation visits the local search may make in all (each try visits every operation
-/// once at most), and the heuristic's constructions (each builds, validates and simulates a whole
-/// plan): under a second each on a 2-core VM at the largest size, so a large plan gets fewer tries
+/// once at most), and the heuristic's constructions (each looks over a rank's stages at every
+/// operation, then validates and simulates the plan): under a second each on a 2-core VM at the
+/// largest size, so a large plan gets fewer tries
 /// than `evaluations` asks for rather than a long wait, the same on every machine.
 const VISITS: u64 = 50_000_000;
 const CONSTRUCTION_VISITS: u64 = 2_000_000;
@@ -45,7 +49,7 @@ impl Shape {
             "loop" => Ok(Shape::Loop),
             "v" => Ok(Shape::V),
             "bidirectional" => Ok(Shape::Bidirectional),
-            _ => Err(Failure::usage(format!(
+            _ => Err(Failure::invalid(format!(
                 "`{SYNTH_PREFIX}{text}`: a synthesized schedule names its placement, one of {}",
                 PLACEMENTS
                     .map(|p| format!("`{SYNTH_PREFIX}{p}`"))
@@ -80,7 +84,7 @@ impl Shape {
         }
         params.push(param(
             "activations",
-            int(1, i64::from(u32::MAX / 4)),
+            int(1, i64::from(MAX_ACTIVATIONS)),
             limit,
             "the most activations (stage-micro-batch units) a rank may hold; by default what the spec's memory leaves on each rank, or without a spec P stages' worth, 1F1B's memory",
         ));
@@ -179,7 +183,11 @@ pub(crate) fn build(
     let failed = |e: pipeweave_synth::SynthError| Failure::invalid(format!("{name}: {e}"));
     // The command's costs and memory are those of a plan of this placement.
     let skeleton = pipeweave_synth::placement_plan(&problem).map_err(failed)?;
-    let terms = host.synthesis_terms(&skeleton)?;
+    let terms = host
+        .synthesis_terms(&skeleton)
+        .map_err(|f| Failure::invalid(format!("{name}: {}", f.reason())))?;
+    let on_spec =
+        int("activations").is_none() && terms.as_ref().is_some_and(|t| t.memory.is_some());
     match (
         int("activations"),
         terms.as_ref().and_then(|t| t.memory.as_ref()),
@@ -201,10 +209,27 @@ pub(crate) fn build(
         evaluations: (int("evaluations").unwrap_or(EVALUATIONS) as u64)
             .min(VISITS / operations.max(1)),
         exact_nodes: 0,
-        constructions: (CONSTRUCTION_VISITS / operations.max(1)).max(1) as usize,
+        // A list-scheduler construction looks over the rank's stages at each step.
+        constructions: (CONSTRUCTION_VISITS / (operations * u64::from(stages)).max(1)).max(1)
+            as usize,
     };
     let found =
-        pipeweave_synth::synthesize(&problem, costs, &options, &mut |_| true).map_err(failed)?;
+        pipeweave_synth::synthesize(&problem, costs, &options, &mut |_| true).map_err(|e| {
+            Failure::invalid(match e {
+                // On a spec the units are the budget's (an eighth of the lightest activation).
+                SynthError::Problem(ProblemError::Memory {
+                    rank,
+                    limit,
+                    needed,
+                }) if on_spec => format!(
+                    "{name}: rank {rank} has room for {limit} units of activations on this spec (a unit is an eighth of the lightest stage's activation) after its weights, gradients, optimizer state and buffers, but a micro-batch holds {needed} there before its first backward; a spec with more memory per GPU or more ranks (fewer layers each) fits"
+                ),
+                SynthError::NotFound(_) => format!(
+                    "{name}: no order the search built stays within each rank's memory; give it more room with --set activations=K"
+                ),
+                e => format!("{name}: {e}"),
+            })
+        })?;
     Ok(Built {
         plan: found.plan,
         origins: None,

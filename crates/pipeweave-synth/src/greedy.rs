@@ -122,6 +122,18 @@ pub(crate) fn policies(graph: &Graph) -> Vec<Policy> {
     out
 }
 
+/// What a rank must keep free for work to come (see `State::room`).
+struct Room {
+    /// The units its later stages will take for micro-batches that passed an earlier stage of
+    /// their pipeline here.
+    owed: u32,
+    /// The most one such micro-batch will take here (its next stage's unit and the later ones).
+    neediest: u32,
+    /// Per pipeline (up to two), the largest unit of a stage of it this rank hosts while the
+    /// pipeline holds nothing here and still has forwards to run here.
+    waiting: [u32; 2],
+}
+
 /// What a rank does next and when it starts.
 #[derive(Debug, Clone, Copy)]
 struct Decision {
@@ -181,86 +193,79 @@ impl State<'_> {
         best
     }
 
-    /// Forwards rank r owes to micro-batches that passed an earlier stage of their pipeline here
-    /// but not yet a later one: the memory they will need before any of them is freed.
-    fn owed(&self, r: usize) -> u32 {
-        self.g.on_rank[r]
-            .iter()
-            .filter_map(|&s| {
-                let prev = self.g.prev_here[s as usize]?;
-                Some(
-                    (self.next_f[prev as usize] - self.next_f[s as usize])
-                        * self.g.weight[s as usize],
-                )
-            })
-            .sum()
-    }
-
-    /// Whether rank r may start a forward of stage s: the memory it takes, with what the rank owes
-    /// and what this micro-batch will take on the rank's later stages, stays within the limit
-    /// (else a V or a loop could fill the rank with first chunks and wait for good).
-    fn room_for(&self, r: usize, s: u32, all: bool) -> bool {
-        self.live[r] + self.g.weight[s as usize] + self.future(r, s, all) + self.reserved(r, s)
-            <= self.g.limits[r]
-    }
-
-    /// The units rank r must keep free, once it runs a forward of stage s, for forwards it will
-    /// owe on its later stages: for every micro-batch in flight (`all`), or for the neediest one.
-    fn future(&self, r: usize, s: u32, all: bool) -> u32 {
+    /// What rank r must keep free for work to come, read once per decision (each part is a pass
+    /// over the rank's stages, so a decision costs the stages once, not once per stage).
+    fn room(&self, r: usize) -> Room {
         let g = self.g;
-        if all {
-            return self.owed_beyond(r, s) + g.later_here[s as usize];
-        }
-        let mut need = g.later_here[s as usize];
-        // A forward the rank owes moves the oldest micro-batch on; the others wait for room.
-        if g.prev_here[s as usize].is_some() {
-            return need;
-        }
+        let s_per = g.pipelines[0].placement.len() as u32;
+        let mut room = Room {
+            owed: 0,
+            neediest: 0,
+            waiting: [0; 2],
+        };
         for &o in &g.on_rank[r] {
-            let Some(prev) = g.prev_here[o as usize] else {
-                continue;
-            };
-            if self.next_f[prev as usize] > self.next_f[o as usize] {
-                need = need.max(g.weight[o as usize] + g.later_here[o as usize]);
+            let w = g.weight[o as usize];
+            if let Some(prev) = g.prev_here[o as usize] {
+                let count = self.next_f[prev as usize] - self.next_f[o as usize];
+                room.owed += count * w;
+                if count > 0 {
+                    room.neediest = room.neediest.max(w + g.later_here[o as usize]);
+                }
+            }
+            // A pipeline that holds nothing here and still has forwards to run here.
+            let j = (o / s_per) as usize;
+            if self.live_by[r][j] == 0 && self.next_f[o as usize] < g.per_pipeline {
+                room.waiting[j.min(1)] = room.waiting[j.min(1)].max(w);
             }
         }
-        need
+        room
     }
 
-    /// What rank r owes besides a forward of stage s itself (which may be one it owes).
-    fn owed_beyond(&self, r: usize, s: u32) -> u32 {
-        if self.g.prev_here[s as usize].is_some() {
-            self.owed(r).saturating_sub(self.g.weight[s as usize])
+    /// Whether rank r (whose `room` this is) may start a forward of stage s, with `freed` units
+    /// freed by the same action: the memory it takes, with what the rank will owe its later
+    /// stages and keeps for the other pipeline, stays within the limit (else a V or a loop could
+    /// fill the rank with first chunks and wait for good).
+    fn fits_forward(&self, r: usize, s: u32, all: bool, room: &Room, freed: u32) -> bool {
+        let g = self.g;
+        let w = g.weight[s as usize];
+        let later = g.later_here[s as usize];
+        let owes_here = g.prev_here[s as usize].is_some();
+        // What the rank keeps for forwards it will owe on its later stages: for every micro-batch
+        // in flight (`all`, besides this forward if it is one it owes), or for the neediest one
+        // (a forward it owes moves the oldest micro-batch on; the others wait for room).
+        let future = if all {
+            let owed = if owes_here {
+                room.owed.saturating_sub(w)
+            } else {
+                room.owed
+            };
+            owed + later
+        } else if owes_here {
+            later
         } else {
-            self.owed(r)
-        }
-    }
-
-    /// Units rank r keeps for the other pipelines it hosts that hold none here and still have
-    /// forwards to run here: each pipeline can always move one micro-batch through every rank, so
-    /// two pipelines never fill each other's ranks and wait for good.
-    fn reserved(&self, r: usize, s: u32) -> u32 {
-        let s_per = self.g.pipelines[0].placement.len() as u32;
-        let own = s / s_per;
-        self.g.on_rank[r]
-            .iter()
-            .filter(|&&o| o / s_per != own)
-            .filter(|&&o| {
-                self.live_by[r][(o / s_per) as usize] == 0
-                    && self.next_f[o as usize] < self.g.per_pipeline
-            })
-            .map(|&o| self.g.weight[o as usize])
-            .max()
-            .unwrap_or(0)
+            later.max(room.neediest)
+        };
+        // Units for the other pipelines this rank hosts that hold none here: each pipeline can
+        // always move one micro-batch through every rank, so two pipelines never fill each
+        // other's ranks and wait for good.
+        let s_per = g.pipelines[0].placement.len() as u32;
+        let own = (s / s_per) as usize;
+        let reserved = if g.pipelines.len() > 1 {
+            room.waiting[1 - own.min(1)]
+        } else {
+            0
+        };
+        (self.live[r] + w + future + reserved).saturating_sub(freed) <= g.limits[r]
     }
 
     /// The best forward rank r has room for.
     fn best_forward(&self, r: usize, later_first: bool, all: bool) -> Option<(f64, usize)> {
         let t = self.free[r];
+        let room = self.room(r);
         let mut best: Option<(f64, usize)> = None;
         for &s in &self.g.on_rank[r] {
             let k = self.next_f[s as usize];
-            if k >= self.g.per_pipeline || !self.room_for(r, s, all) {
+            if k >= self.g.per_pipeline || !self.fits_forward(r, s, all, &room, 0) {
                 continue;
             }
             let x = self.g.node(s, k, F);
@@ -320,15 +325,10 @@ impl State<'_> {
                 // A pair adds no transient unit (its forward's activation grows as its backward's
                 // shrinks), so it may run where a lone forward would pass the limit by one.
                 self.best(r, F, p.later_stage_first).filter(|&(_, fx)| {
-                    let s = g.parts(fx).0;
                     // The pair's backward frees its own weight as the forward takes its.
                     let freed = g.weight[g.parts(x).0 as usize];
-                    (self.live[r]
-                        + g.weight[s as usize]
-                        + self.future(r, s, p.reserve_all)
-                        + self.reserved(r, s))
-                    .saturating_sub(freed)
-                        <= g.limits[r]
+                    let room = self.room(r);
+                    self.fits_forward(r, g.parts(fx).0, p.reserve_all, &room, freed)
                 })
             };
             if let Some((ostart, o)) = other

@@ -101,6 +101,8 @@ pub struct Problem {
 pub enum ProblemError {
     /// A size out of range, in words.
     Size(String),
+    /// A cost the searches cannot take (negative or not finite), in words.
+    Costs(String),
     /// A rank's memory limit is below what any order needs there.
     Memory {
         /// The rank.
@@ -115,7 +117,7 @@ pub enum ProblemError {
 impl fmt::Display for ProblemError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ProblemError::Size(s) => f.write_str(s),
+            ProblemError::Size(s) | ProblemError::Costs(s) => f.write_str(s),
             ProblemError::Memory {
                 rank,
                 limit,
@@ -346,6 +348,7 @@ impl Graph {
                 }
             }
         }
+        check_costs(&nodes, &cost, &whole, &on_rank, per_pipeline, costs)?;
         let mut prev_here = vec![None; stages as usize];
         let mut later_here = vec![0; stages as usize];
         for here in &on_rank {
@@ -389,6 +392,45 @@ impl Graph {
     }
 }
 
+/// Every duration the searches may meet is finite and not negative: each operation's, and each
+/// overlapped pair's a rank can form (the timing of a try relies on a rank's actions starting in
+/// order of time).
+fn check_costs<C: CostModel + ?Sized>(
+    nodes: &[Node],
+    cost: &[f64],
+    whole: &[f64],
+    on_rank: &[Vec<u32>],
+    per_pipeline: u32,
+    costs: &C,
+) -> Result<(), ProblemError> {
+    let bad = |d: f64| !d.is_finite() || d < 0.0;
+    let node = |s: u32, slot: usize| ((s * per_pipeline) as usize) * 3 + slot;
+    if let Some(x) = (0..nodes.len()).find(|&x| bad(cost[x]) || bad(whole[x])) {
+        return Err(ProblemError::Costs(format!(
+            "the costs give {} a duration of {}, which a schedule cannot have",
+            nodes[x].op,
+            if bad(cost[x]) { cost[x] } else { whole[x] }
+        )));
+    }
+    for stages in on_rank {
+        for &sf in stages {
+            for &sb in stages {
+                let f = nodes[node(sf, F)].op;
+                let b = nodes[node(sb, I)].op;
+                for b in [b, Op::new(b.stage, Kind::B, b.mb)] {
+                    let d = costs.pair(f, b);
+                    if bad(d) {
+                        return Err(ProblemError::Costs(format!(
+                            "the costs give the overlapped pair of {f} and {b} a duration of {d}, which a schedule cannot have"
+                        )));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// What the unit tests of the searches build on.
 #[cfg(test)]
 pub(crate) mod fixtures {
@@ -413,5 +455,36 @@ pub(crate) mod fixtures {
             limits: vec![limit; 4],
             weights: Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::small;
+    use super::*;
+    use pipeweave_sim::{StageCosts, UniformCosts};
+
+    /// A cost model that gives an overlapped F&I pair less than nothing (a pair of 0.5 where B is
+    /// 2 and I is 1: 0.5 − 2 + 1) is refused before any search, in words.
+    #[test]
+    fn durations_below_zero_are_refused() {
+        let costs = UniformCosts {
+            stage: StageCosts {
+                f: 1.0,
+                i: 1.0,
+                w: 1.0,
+                b: 2.0,
+            },
+            pair: Some(0.5),
+            transfer: 0.0,
+        };
+        let err = Graph::new(&small(Placement::Bidirectional, 8), &costs).unwrap_err();
+        assert!(matches!(err, ProblemError::Costs(_)), "{err}");
+        assert!(err.to_string().contains("a duration of -0.5"), "{err}");
+        let fine = UniformCosts {
+            pair: Some(2.0),
+            ..costs
+        };
+        assert!(Graph::new(&small(Placement::Bidirectional, 8), &fine).is_ok());
     }
 }

@@ -487,7 +487,7 @@ fn synthesized_schedules() {
     );
     // What it cannot take, in words.
     let err = Source::resolve("synth:w", &mut host, &mut files).expect_err("no such placement");
-    assert_eq!(err.kind, FailureKind::Usage);
+    assert_eq!(err.kind, FailureKind::Invalid);
     assert!(
         err.reason()
             .contains("`synth:loop`, `synth:v`, `synth:bidirectional`")
