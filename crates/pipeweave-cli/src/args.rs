@@ -7,10 +7,11 @@
 //! like every other usage error of ours.
 
 use clap::{Args, ValueEnum};
+use pipeweave_app::{CostsArg, TimeWindow};
 use pipeweave_eval::{Metric, SpecRule};
 use pipeweave_export::PlanFormat;
 use pipeweave_sim::UniformCosts;
-use pipeweave_source::{Failure, Params, Setting};
+use pipeweave_source::{Params, Setting};
 use std::fmt;
 use std::path::PathBuf;
 
@@ -100,7 +101,19 @@ pub struct Dirs {
     pub schedule_dirs: Vec<PathBuf>,
 }
 
+impl Dirs {
+    /// The folders of `list`, `check` and `recommend`, as the host takes them.
+    pub fn folders(&self) -> (Vec<PathBuf>, Vec<PathBuf>) {
+        (self.plugin_dirs.clone(), self.schedule_dirs.clone())
+    }
+}
+
 impl ScheduleParams {
+    /// The folders the schedules are looked up in, as the host takes them.
+    pub fn folders(&self) -> (Vec<PathBuf>, Vec<PathBuf>) {
+        (self.plugin_dirs.clone(), self.schedule_dirs.clone())
+    }
+
     /// The parameters as the resolver takes them.
     pub fn params(&self) -> Params {
         Params {
@@ -172,23 +185,6 @@ impl SpecArgs {
             global_batch: self.global_batch,
         }
     }
-
-    /// Refuses the rule's flags without a spec, where the command has none by default.
-    pub fn check_without_spec(&self) -> Result<(), Failure> {
-        let flag = [
-            (self.strict_spec, "--strict-spec"),
-            (self.keep_dp, "--keep-dp"),
-            (self.global_batch, "--global-batch"),
-        ]
-        .into_iter()
-        .find_map(|(given, flag)| given.then_some(flag));
-        match (flag, &self.name) {
-            (Some(flag), None) => Err(Failure::usage(format!(
-                "{flag} says how a spec meets the plans; give one with --spec"
-            ))),
-            _ => Ok(()),
-        }
-    }
 }
 
 /// Durations used by the simulator: uniform costs, or a cluster spec.
@@ -205,6 +201,17 @@ pub struct CostArgs {
     pub costs: Option<UniformCosts>,
     #[command(flatten)]
     pub spec: SpecArgs,
+}
+
+impl CostArgs {
+    /// The costs as the application layer takes them.
+    pub fn costs(&self) -> CostsArg {
+        CostsArg {
+            uniform: self.costs,
+            spec: self.spec.name.clone(),
+            rule: self.spec.rule(),
+        }
+    }
 }
 
 /// Several schedules built with the same parameters.
@@ -228,6 +235,16 @@ pub struct TimeWindowArgs {
     /// End the timelines at this time (units, or seconds with --spec)
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub to: Option<f64>,
+}
+
+impl TimeWindowArgs {
+    /// The window as the application layer takes it.
+    pub fn window(&self) -> TimeWindow {
+        TimeWindow {
+            from: self.from,
+            to: self.to,
+        }
+    }
 }
 
 /// A time for `--from` and `--to`: a finite number, at least 0.

@@ -3,31 +3,25 @@
 //! Exit codes: 0 success, 1 invalid input or plan, 2 usage error.
 
 mod args;
-mod compare;
-mod draw;
-mod export;
+mod events;
 mod host;
 mod list;
 mod many;
 mod output;
-mod over;
-mod planner;
-mod progress;
-mod recommend;
-mod report;
-mod session;
-mod show;
+mod search;
 mod single;
-mod sweep;
-mod synth;
 
 use args::{ArgError, ConvertTo, CostArgs, Format, ManyArgs, MetricArg, PlanArgs, TimeWindowArgs};
 use clap::{Parser, Subcommand};
-use over::{OverArg, parse_over};
+use pipeweave_app::{FrontEnd, OverArg, Session};
 use pipeweave_source::Failure;
-use session::Session;
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+/// `--over`, read as the application layer reads it.
+fn parse_over(text: &str) -> Result<OverArg, ArgError> {
+    pipeweave_app::parse_over(text).map_err(|e| ArgError(e.0))
+}
 
 /// Compile, check, simulate and export pipeline-parallel training schedules.
 #[derive(Debug, Parser)]
@@ -69,7 +63,7 @@ enum Command {
         #[command(flatten)]
         costs: CostArgs,
         #[command(flatten)]
-        window: show::WindowArgs,
+        window: single::WindowArgs,
     },
     /// List the schedules available by name, with their origin and parameters
     List {
@@ -82,8 +76,10 @@ enum Command {
         /// A `.weave` file (`-`: standard input), or a library or schedule folder schedule's name
         #[arg(value_name = "SCHEDULE")]
         file: String,
-        #[command(flatten)]
-        dirs: args::Dirs,
+        /// A folder of `.weave` schedules, each named by its file name (repeatable; searched
+        /// before PIPEWEAVE_SCHEDULE_PATH; a library schedule's name comes first)
+        #[arg(long = "schedule-dir", value_name = "DIR")]
+        schedule_dirs: Vec<PathBuf>,
     },
     /// Compile a schedule for given parameters, validate it and write the plan
     Compile {
@@ -126,8 +122,8 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         svg: Option<PathBuf>,
         /// Format of the table on standard output
-        #[arg(long, value_enum, default_value_t = sweep::TableFormat::Text)]
-        format: sweep::TableFormat,
+        #[arg(long, value_enum, default_value_t = many::TableFormat::Text)]
+        format: many::TableFormat,
     },
     /// Write one self-contained HTML page about schedules: comparison, timelines and a sweep
     Report {
@@ -150,20 +146,20 @@ enum Command {
     },
     /// Compare schedules on a cluster spec: step time, bubbles, idle, memory, communication,
     /// throughput and GPU-hours, and what each schedule is and requires
-    Compare(compare::CompareArgs),
+    Compare(many::CompareArgs),
     /// Search pipeline degree, schedule, micro-batches and stages per rank on a spec and explain
     /// the best plan that fits in memory
-    Recommend(recommend::RecommendArgs),
+    Recommend(search::RecommendArgs),
     /// Search for the best order for a placement, a memory limit and a spec's costs (or --costs,
     /// or unit costs): a heuristic, local search, an exact method at P ≤ 4, M ≤ 8
-    Synthesize(Box<synth::SynthArgs>),
+    Synthesize(Box<search::SynthArgs>),
     /// Export a validated plan for a launcher: PyTorch CSVs, the JSON plan, a Chrome trace
     Export {
         #[command(flatten)]
         plan: PlanArgs,
         /// Target format
         #[arg(long, value_enum)]
-        to: export::ExportFormat,
+        to: single::ExportTo,
         #[command(flatten)]
         costs: CostArgs,
         /// Write to this file instead of standard output (`-`: standard output)
@@ -211,9 +207,20 @@ fn main() -> ExitCode {
         Command::PluginWorker { library } => return host::serve_worker(&library),
         command => command,
     };
-    let mut session = Session::new(cli.max_diagnostics);
+    let (plugin_dirs, schedule_dirs) = command.folders();
+    let mut host = host::host();
+    host.with_plugin_dirs(&plugin_dirs);
+    host.with_schedule_dirs(&schedule_dirs);
+    let mut terminal = events::Terminal::new();
+    let mut session = Session::new(
+        &mut host,
+        &mut terminal,
+        FrontEnd::CommandLine,
+        cli.max_diagnostics,
+    );
     let result = run(command, &mut session);
-    output::finish(result, &session.files, cli.max_diagnostics)
+    let files = std::mem::take(&mut session.files);
+    output::finish(result, &files, cli.max_diagnostics)
 }
 
 /// The command line, with `help --help` read as `help` (clap's help subcommand takes the name of
@@ -241,34 +248,57 @@ fn clap_exit(e: &clap::Error) -> ExitCode {
     }
 }
 
-fn run(command: Command, session: &mut Session) -> Result<(), Failure> {
+impl Command {
+    /// The plugin and schedule folders the command looks in besides the environment's.
+    fn folders(&self) -> (Vec<PathBuf>, Vec<PathBuf>) {
+        match self {
+            Command::Validate { plan }
+            | Command::Simulate { plan, .. }
+            | Command::Show { plan, .. }
+            | Command::Compile { plan, .. }
+            | Command::Convert { plan, .. }
+            | Command::Export { plan, .. } => plan.params.folders(),
+            Command::Render { many, .. }
+            | Command::Sweep { many, .. }
+            | Command::Report { many, .. } => many.params.folders(),
+            Command::Compare(args) => args.params.folders(),
+            Command::List { dirs } => dirs.folders(),
+            Command::Recommend(args) => args.dirs.folders(),
+            Command::Synthesize(args) => args.dirs.folders(),
+            Command::Check { schedule_dirs, .. } => (Vec::new(), schedule_dirs.clone()),
+            Command::PluginWorker { .. } => (Vec::new(), Vec::new()),
+        }
+    }
+}
+
+fn run(command: Command, session: &mut Session<'_>) -> Result<(), Failure> {
     match command {
-        Command::Validate { plan } => single::validate(&plan, session),
+        Command::Validate { plan } => single::validate(session, &plan),
         Command::Simulate {
             plan,
             costs,
             format,
-        } => single::run_simulate(&plan, &costs, format, session),
+        } => single::simulate(session, &plan, &costs, format),
         Command::Show {
             plan,
             costs,
             window,
-        } => show::run(&plan, &costs, &window, session),
-        Command::Check { file, dirs } => list::check(&file, &dirs, session),
-        Command::List { dirs } => list::list(&dirs, session),
+        } => single::show(session, &plan, &costs, &window),
+        Command::Check { file, .. } => list::check(session, &file),
+        Command::List { .. } => list::list(session),
         Command::Render {
             many,
             svg,
             comms,
             window,
-        } => draw::render(&many, &svg, comms, &window, session),
+        } => many::render(session, &many, &svg, comms, &window),
         Command::Sweep {
             many,
             over,
             metric,
             svg,
             format,
-        } => sweep::run(&many, &over, metric, svg.as_ref(), format, session),
+        } => many::sweep(session, &many, &over, metric, svg.as_ref(), format),
         Command::Report {
             many,
             output,
@@ -276,27 +306,27 @@ fn run(command: Command, session: &mut Session) -> Result<(), Failure> {
             metric,
             comms,
             window,
-        } => {
-            let options = report::Options {
-                over,
-                metric: metric.into(),
-                comms,
-                window,
-            };
-            report::run(&many, &output, &options, session)
-        }
-        Command::Compare(args) => compare::run(&args, session),
-        Command::Recommend(args) => recommend::run(&args, session),
-        Command::Synthesize(args) => synth::run(&args, session),
+        } => many::report(
+            session,
+            &many,
+            &output,
+            over.as_ref(),
+            metric,
+            comms,
+            &window,
+        ),
+        Command::Compare(args) => many::compare(session, &args),
+        Command::Recommend(args) => search::recommend(session, &args),
+        Command::Synthesize(args) => search::synthesize(session, &args),
         Command::Convert { plan, to, output } | Command::Compile { plan, to, output } => {
-            single::convert(&plan, to, output.as_ref(), session)
+            single::convert(session, &plan, to, output.as_deref())
         }
         Command::Export {
             plan,
             to,
             costs,
             output,
-        } => export::run(&plan, to, &costs, output.as_deref(), session),
+        } => single::export(session, &plan, to, &costs, output.as_deref()),
         // Served before a session exists (see `main`).
         Command::PluginWorker { library } => {
             let _ = host::serve_worker(&library);

@@ -153,13 +153,6 @@ fn new_file_permissions() -> Option<std::fs::Permissions> {
     }
 }
 
-/// Refuses to print a figure that is not a finite number (what `pipeweave_eval::non_finite`
-/// found in `what`'s figures): the inputs are bounded so that this does not happen, and a figure
-/// printed as `inf` or `NaN%` would be wrong silently.
-pub fn finite(what: &str, found: Option<(String, f64)>) -> Result<(), Failure> {
-    pipeweave_eval::finite(what, found).map_err(Failure::invalid)
-}
-
 /// Prints rendered text (a warning) on standard error (where a failed write has nowhere to be
 /// told, so it is ignored).
 pub fn warn(text: &str) {

@@ -1,147 +1,201 @@
-//! The commands on one plan: `validate`, `simulate`, `convert` and `compile`, and the steps
-//! `show` and `export` share with them (the plan on a spec, the plan simulated).
+//! The commands on one plan, as the command line writes them: `validate`, `simulate`, `show`,
+//! `convert` and `compile`, and `export`.
 
-use crate::args::{ConvertTo, CostArgs, Format, PlanArgs, SpecArgs};
+use crate::args::{ArgError, ConvertTo, CostArgs, Format, PlanArgs, parse_time};
 use crate::output::{self, emit};
-use crate::session::Session;
-use pipeweave_eval::{
-    Costing, Evaluation, Shape, Simulation, evaluate_on_spec, non_finite, plan_shape,
-};
-use pipeweave_plan::Plan;
-use pipeweave_sim::{CostModel, Timeline};
-use pipeweave_source::{Built, Failure};
-use std::path::PathBuf;
-
-/// A plan on a spec: what [`on_spec`] gives.
-#[derive(Debug)]
-pub struct OnSpec {
-    /// The plan.
-    pub built: Built,
-    /// It evaluated on the spec fitted to it.
-    pub evaluation: Evaluation,
-    /// How the spec was fitted, one sentence per change.
-    pub fitted: Vec<String>,
-}
-
-/// The plan on the spec `spec.name` names: P and M from the spec where the command line leaves
-/// them out (a plan file has its own), the spec fitted to the plan's shape by the one rule of
-/// every command ([`pipeweave_eval::fit`]; with `--strict-spec` a mismatch is refused, pointing at
-/// the spec's keys), and evaluated.
-pub fn on_spec(session: &mut Session, args: &PlanArgs, spec: &SpecArgs) -> Result<OnSpec, Failure> {
-    let loaded = session.spec(spec.name.as_deref())?;
-    let rule = spec.rule();
-    session.costing = Some(Costing::Spec {
-        spec: Box::new(loaded.spec.clone()),
-        default: loaded.default,
-        rule,
-    });
-    session.host.with_plugin_dirs(&args.params.plugin_dirs);
-    session.host.with_schedule_dirs(&args.params.schedule_dirs);
-    let source = session.resolve(&args.plan)?;
-    let mut params = args.params.params();
-    if !source.is_plan_file() {
-        let (p, m) = plan_shape(&loaded.spec, rule, params.ranks, params.microbatches)
-            .map_err(|reason| Failure::invalid(format!("spec {}: {reason}", loaded.spec.name)))?;
-        params.ranks = Some(p);
-        params.microbatches = Some(m);
-    }
-    let built = session.build(&source, &params)?;
-    let (evaluation, fitted) = evaluate_on_spec(&built.name, &loaded.spec, &built.plan, rule)
-        .map_err(Failure::from_diagnostics)?;
-    Ok(OnSpec {
-        fitted: fitted.notes(),
-        built,
-        evaluation,
-    })
-}
-
-/// Simulates a built plan under `costs`; every figure of the timeline is finite.
-pub fn simulate(built: &Built, costs: &dyn CostModel) -> Result<Timeline, Failure> {
-    let t = pipeweave_sim::simulate(&built.plan, costs)
-        .map_err(|e| Failure::invalid(format!("{}: {e}", built.name)))?;
-    finite_timeline(&built.name, &built.plan, &t)?;
-    Ok(t)
-}
-
-/// Refuses a timeline with a figure that is not finite (see [`output::finite`]).
-pub fn finite_timeline(name: &str, plan: &Plan, timeline: &Timeline) -> Result<(), Failure> {
-    let sim = Simulation::new(name, plan, timeline, None);
-    output::finite(name, non_finite(&sim))
-}
+use clap::{Args, ValueEnum};
+use pipeweave_app::{ExportFormat, Session, ShowWindow};
+use pipeweave_eval::Shape;
+use pipeweave_source::Failure;
+use std::io::IsTerminal;
+use std::ops::RangeInclusive;
+use std::path::Path;
 
 /// `pipeweave validate`.
-pub fn validate(plan: &PlanArgs, session: &mut Session) -> Result<(), Failure> {
-    let built = session.load(plan)?;
-    let text = format!(
-        "{}: valid and deadlock free ({}, {} compute operations{})\n",
-        built.name,
-        pipeweave_report::shape_text(&Shape::of(&built.plan)),
-        built.plan.num_ops(),
-        if built.plan.is_forward_only() {
-            ", forwards only: an evaluation step"
-        } else {
-            ""
-        }
+pub fn validate(session: &mut Session<'_>, plan: &PlanArgs) -> Result<(), Failure> {
+    let loaded = pipeweave_app::validate(session, &plan.plan, &plan.params.params())?;
+    let p = &loaded.built.plan;
+    let text = pipeweave_report::validated_text(
+        &loaded.built.name,
+        &Shape::of(p),
+        p.num_ops(),
+        p.is_forward_only(),
     );
     emit(None, &text)
 }
 
-/// The simulation `simulate` and `show` print: on the spec, or under `--costs` (unit costs by
-/// default).
-fn simulation(
-    plan: &PlanArgs,
-    costs: &CostArgs,
-    session: &mut Session,
-) -> Result<Simulation, Failure> {
-    if costs.spec.name.is_some() {
-        let on = on_spec(session, plan, &costs.spec)?;
-        let e = &on.evaluation;
-        let mut sim = Simulation::new(&on.built.name, &on.built.plan, &e.timeline, Some(&e.report));
-        sim.fitted = Some(on.fitted);
-        output::finite(&on.built.name, non_finite(&sim))?;
-        return Ok(sim);
-    }
-    costs.spec.check_without_spec()?;
-    session.costing = costs.costs.map(Costing::Uniform);
-    let built = session.load(plan)?;
-    let t = simulate(&built, &costs.costs.unwrap_or_default())?;
-    Ok(Simulation::new(&built.name, &built.plan, &t, None))
-}
-
 /// `pipeweave simulate`.
-pub fn run_simulate(
+pub fn simulate(
+    session: &mut Session<'_>,
     plan: &PlanArgs,
     costs: &CostArgs,
     format: Format,
-    session: &mut Session,
 ) -> Result<(), Failure> {
-    let sim = simulation(plan, costs, session)?;
+    let s = pipeweave_app::simulate(session, &plan.plan, &plan.params.params(), &costs.costs())?;
     emit(
         None,
         &match format {
-            Format::Text => pipeweave_report::simulation_text(&sim),
-            Format::Json => pipeweave_report::simulation_json(&sim),
+            Format::Text => pipeweave_report::simulation_text(&s.simulation),
+            Format::Json => pipeweave_report::simulation_json(&s.simulation),
         },
     )
 }
 
-/// `pipeweave convert` and `pipeweave compile`.
+/// `pipeweave convert` and `pipeweave compile`: the plan in another written form.
 pub fn convert(
+    session: &mut Session<'_>,
     plan: &PlanArgs,
     to: ConvertTo,
-    output: Option<&PathBuf>,
-    session: &mut Session,
+    output: Option<&Path>,
 ) -> Result<(), Failure> {
-    let built = session.load(plan)?;
-    let output = output.map(PathBuf::as_path);
-    match to {
-        ConvertTo::Actions => {
-            output::emit_document(output, &pipeweave_export::actions_text(&built.plan))
-        }
-        ConvertTo::Json => {
-            let doc = pipeweave_export::json_text(&built.plan, None)
-                .map_err(|d| Failure::from_diagnostics(vec![d]))?;
-            output::emit_document(output, &doc)
+    let format = match to {
+        ConvertTo::Actions => ExportFormat::Actions,
+        ConvertTo::Json => ExportFormat::Json,
+    };
+    let exported = pipeweave_app::export(
+        session,
+        &plan.plan,
+        &plan.params.params(),
+        &Default::default(),
+        format,
+    )?;
+    output::emit_document(output, exported.document()?.as_ref())
+}
+
+/// The targets of `pipeweave export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportTo {
+    /// The actions text format (for one pipeline, PyTorch's compute-only CSV)
+    Actions,
+    /// The versioned JSON plan (schemas/pipeweave-plan.v1.schema.json)
+    Json,
+    /// PyTorch 2.15's compute-only CSV (`_load_csv(format="compute_only")`, torchtitan's
+    /// pipeline_parallel_schedule_csv)
+    Pytorch,
+    /// PyTorch 2.15's lowered CSV (`_load_csv(format="compute_comms")`)
+    PytorchComms,
+    /// A Chrome / Perfetto trace of the simulated step
+    ChromeTrace,
+}
+
+impl From<ExportTo> for ExportFormat {
+    fn from(to: ExportTo) -> ExportFormat {
+        match to {
+            ExportTo::Actions => ExportFormat::Actions,
+            ExportTo::Json => ExportFormat::Json,
+            ExportTo::Pytorch => ExportFormat::Pytorch,
+            ExportTo::PytorchComms => ExportFormat::PytorchComms,
+            ExportTo::ChromeTrace => ExportFormat::ChromeTrace,
         }
     }
+}
+
+/// `pipeweave export`: streamed into `output` (standard output for none or `-`) as it is made; a
+/// refusal comes before any output.
+pub fn export(
+    session: &mut Session<'_>,
+    plan: &PlanArgs,
+    to: ExportTo,
+    costs: &CostArgs,
+    output: Option<&Path>,
+) -> Result<(), Failure> {
+    let exported = pipeweave_app::export(
+        session,
+        &plan.plan,
+        &plan.params.params(),
+        &costs.costs(),
+        to.into(),
+    )?;
+    output::emit_document(output, exported.document()?.as_ref())
+}
+
+/// The width of a line when standard output is not a terminal.
+pub const PIPE_WIDTH: usize = 1000;
+
+/// The narrowest `--width`.
+const MIN_WIDTH: usize = 40;
+
+/// Which part of the timeline `show` draws, and how wide.
+#[derive(Debug, Args)]
+pub struct WindowArgs {
+    /// Draw only ranks A to B (`A..B`, or one rank `A`); at most 512 at once
+    #[arg(long = "rank-range", value_name = "A..B", value_parser = parse_rank_range)]
+    pub rank_range: Option<RangeInclusive<u32>>,
+    /// Start the drawing at this time (units, or seconds with --spec)
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub from: Option<f64>,
+    /// End the drawing at this time (units, or seconds with --spec)
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub to: Option<f64>,
+    /// The most characters per line (default: the terminal's width, or 1000 when standard output
+    /// is not a terminal); the time axis is scaled down to fit
+    #[arg(long, value_name = "N", value_parser = parse_width)]
+    pub width: Option<usize>,
+}
+
+fn parse_rank_range(text: &str) -> Result<RangeInclusive<u32>, ArgError> {
+    let bad = || {
+        ArgError(format!(
+            "--rank-range {text}: expected A..B (ranks A to B, from 0) or one rank A"
+        ))
+    };
+    let number = |t: &str| t.trim().parse::<u32>().map_err(|_| bad());
+    let (a, b) = match text.split_once("..") {
+        Some((a, b)) => (number(a)?, number(b)?),
+        None => {
+            let a = number(text)?;
+            (a, a)
+        }
+    };
+    if a > b {
+        return Err(ArgError(format!(
+            "--rank-range {text}: the range runs backwards"
+        )));
+    }
+    Ok(a..=b)
+}
+
+fn parse_width(text: &str) -> Result<usize, ArgError> {
+    text.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|w| *w >= MIN_WIDTH)
+        .ok_or_else(|| {
+            ArgError(format!(
+                "--width {text}: the width is a whole number of characters, at least {MIN_WIDTH}"
+            ))
+        })
+}
+
+/// `pipeweave show`: the text timeline, as wide as the terminal (or `--width`; a fixed width when
+/// standard output is not a terminal, so that output does not depend on where it goes).
+pub fn show(
+    session: &mut Session<'_>,
+    plan: &PlanArgs,
+    costs: &CostArgs,
+    window: &WindowArgs,
+) -> Result<(), Failure> {
+    let width = window.width.unwrap_or_else(|| {
+        let out = std::io::stdout();
+        if out.is_terminal() {
+            terminal_size::terminal_size_of(out)
+                .map_or(PIPE_WIDTH, |(w, _)| usize::from(w.0).max(MIN_WIDTH))
+        } else {
+            PIPE_WIDTH
+        }
+    });
+    let window = ShowWindow {
+        ranks: window.rank_range.clone(),
+        from: window.from,
+        to: window.to,
+        width,
+    };
+    let text = pipeweave_app::show(
+        session,
+        &plan.plan,
+        &plan.params.params(),
+        &costs.costs(),
+        &window,
+    )?;
+    emit(None, &text)
 }

@@ -2,8 +2,10 @@
 //! or a cluster spec fitted to each plan's shape by the one rule of [`crate::fit`].
 
 use crate::fit::{SpecRule, fit, plan_shape};
-use crate::step::evaluate;
+use crate::simulation::Simulation;
+use crate::step::{StepReport, evaluate};
 use pipeweave_check::ValidPlan;
+use pipeweave_diagnostics::Diagnostic;
 use pipeweave_sim::{CostModel, Timeline, UniformCosts, UnitCosts};
 use pipeweave_spec::Spec;
 
@@ -53,6 +55,20 @@ pub struct Run {
     pub costs: Box<dyn CostModel>,
     /// On a spec, how it was fitted to the plan, one sentence per change.
     pub fitted: Vec<String>,
+    /// On a spec, the step's figures.
+    pub report: Option<StepReport>,
+}
+
+impl Run {
+    /// The simulated step of `plan` (called `name`) as plain data: on a spec with its figures and
+    /// how the spec was fitted.
+    pub fn simulation(&self, name: &str, plan: &ValidPlan) -> Simulation {
+        let mut sim = Simulation::new(name, plan, &self.timeline, self.report.as_ref());
+        if self.report.is_some() {
+            sim.fitted = Some(self.fitted.clone());
+        }
+        sim
+    }
 }
 
 impl std::fmt::Debug for Run {
@@ -78,7 +94,7 @@ impl Costing {
         &self,
         ranks: Option<u32>,
         microbatches: Option<u32>,
-    ) -> Result<(Option<u32>, Option<u32>), String> {
+    ) -> Result<(Option<u32>, Option<u32>), Diagnostic> {
         let Costing::Spec { spec, rule, .. } = self else {
             return Ok((ranks, microbatches));
         };
@@ -87,36 +103,31 @@ impl Costing {
     }
 
     /// Simulates `plan` (validated); on a spec, the spec fitted to the plan's shape by its rule.
-    /// Fails, with the reason in words, when the spec cannot take the plan.
-    pub fn run(&self, plan: &ValidPlan) -> Result<Run, String> {
+    /// Fails, with the reasons, when the spec cannot take the plan.
+    pub fn run(&self, plan: &ValidPlan) -> Result<Run, Vec<Diagnostic>> {
+        let simulated = |costs: Box<dyn CostModel>| {
+            let timeline = pipeweave_sim::simulate(plan, costs.as_ref())
+                .map_err(|e| vec![Diagnostic::error(e.to_string())])?;
+            Ok(Run {
+                step_time: timeline.timing.makespan,
+                timeline,
+                costs,
+                fitted: Vec::new(),
+                report: None,
+            })
+        };
         match self {
-            Costing::Unit => {
-                let timeline =
-                    pipeweave_sim::simulate(plan, &UnitCosts).map_err(|e| e.to_string())?;
-                Ok(Run {
-                    step_time: timeline.timing.makespan,
-                    timeline,
-                    costs: Box::new(UnitCosts),
-                    fitted: Vec::new(),
-                })
-            }
-            Costing::Uniform(costs) => {
-                let timeline = pipeweave_sim::simulate(plan, costs).map_err(|e| e.to_string())?;
-                Ok(Run {
-                    step_time: timeline.timing.makespan,
-                    timeline,
-                    costs: Box::new(*costs),
-                    fitted: Vec::new(),
-                })
-            }
+            Costing::Unit => simulated(Box::new(UnitCosts)),
+            Costing::Uniform(costs) => simulated(Box::new(*costs)),
             Costing::Spec { spec, rule, .. } => {
-                let fitted = fit(spec, plan, *rule).map_err(|d| crate::step::messages(&d))?;
-                let e = evaluate(&fitted.spec, plan).map_err(|d| crate::step::messages(&d))?;
+                let fitted = fit(spec, plan, *rule)?;
+                let e = evaluate(&fitted.spec, plan)?;
                 Ok(Run {
                     step_time: e.report.step_time_s,
                     timeline: e.timeline,
                     costs: Box::new(e.costs),
                     fitted: fitted.notes(),
+                    report: Some(e.report),
                 })
             }
         }

@@ -2,20 +2,22 @@
 //! `Serialize`) and names the first number that is infinite or NaN, so that a command refuses to
 //! print `inf`, `NaN%` or JSON `null` for a figure. The inputs are bounded so that this never
 //! happens (specs and costs are checked where they are read); this catches what slips through.
+//! The application layer applies [`finite`] once to every result it makes.
 
+use pipeweave_diagnostics::Diagnostic;
 use serde::ser::{self, Serialize};
 use std::fmt;
 
-/// `what`'s figures refused when [`non_finite`] found one (`found`), in the words every front end
-/// shows: the inputs are bounded so that this does not happen, and a figure printed as `inf` or
+/// `value` (the figures of `what`), or the error that names its first figure that is not a finite
+/// number: the inputs are bounded so that this does not happen, and a figure printed as `inf` or
 /// `NaN%` would be wrong silently.
-pub fn finite(what: &str, found: Option<(String, f64)>) -> Result<(), String> {
-    match found {
-        None => Ok(()),
-        Some((path, x)) => Err(format!(
+pub fn finite<T: Serialize>(what: &str, value: T) -> Result<T, Diagnostic> {
+    match non_finite(&value) {
+        None => Ok(value),
+        Some((path, x)) => Err(Diagnostic::error(format!(
             "{what}: the figure `{path}` came out as {x}, not a finite number; an input is too \
              large or too small for pipeweave to compute with"
-        )),
+        ))),
     }
 }
 

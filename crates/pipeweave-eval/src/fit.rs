@@ -137,14 +137,14 @@ pub fn fit(spec: &Spec, plan: &Plan, rule: SpecRule) -> Result<Fitted, Vec<Diagn
             changes: Vec::new(),
         });
     }
-    fit_shape(spec, plan, rule).map_err(|reason| vec![Diagnostic::error(reason)])
+    fit_shape(spec, plan, rule).map_err(|d| vec![d])
 }
 
 /// Adapts `spec` to `plan`'s shape by the default rule ([`SpecRule::default`]): the GPUs kept, the
 /// micro-batch size kept. Returns the adapted spec and a note per change of P or of the cut (a
 /// comparison gives M in its title); fails when the cluster or the model cannot take the plan's
 /// shape.
-pub fn fit_spec(spec: &Spec, plan: &Plan) -> Result<(Spec, Vec<String>), String> {
+pub fn fit_spec(spec: &Spec, plan: &Plan) -> Result<(Spec, Vec<String>), Diagnostic> {
     let fitted = fit_shape(spec, plan, SpecRule::default())?;
     let notes = fitted
         .changes
@@ -156,7 +156,7 @@ pub fn fit_spec(spec: &Spec, plan: &Plan) -> Result<(Spec, Vec<String>), String>
 }
 
 /// The data parallelism and the GPUs at `pp` pipeline ranks under `rule`.
-fn replicas(spec: &Spec, pp: u32, rule: SpecRule) -> Result<(u32, u64), String> {
+fn replicas(spec: &Spec, pp: u32, rule: SpecRule) -> Result<(u32, u64), Diagnostic> {
     let par = &spec.parallelism;
     let gpus = spec.cluster.gpus();
     if pp == par.pp {
@@ -166,28 +166,28 @@ fn replicas(spec: &Spec, pp: u32, rule: SpecRule) -> Result<(u32, u64), String> 
         let wanted = u64::from(pp) * u64::from(par.tp) * u64::from(par.dp);
         let node = u64::from(spec.cluster.gpus_per_node);
         if !wanted.is_multiple_of(node) {
-            return Err(format!(
+            return Err(Diagnostic::error(format!(
                 "pp {pp} × tp {} × dp {} (kept) is {wanted} GPUs, not whole nodes of {node}",
                 par.tp, par.dp
-            ));
+            )));
         }
         if wanted > node && spec.cluster.hardware.network_id.is_none() {
-            return Err(format!(
+            return Err(Diagnostic::error(format!(
                 "pp {pp} × tp {} × dp {} (kept) is {wanted} GPUs, more than the spec's one node \
                  of {node}, and the spec names no `cluster.network` between nodes",
                 par.tp, par.dp
-            ));
+            )));
         }
         return Ok((par.dp, wanted));
     }
     let per_replica = u64::from(pp) * u64::from(par.tp);
     if !gpus.is_multiple_of(per_replica) {
-        return Err(format!(
+        return Err(Diagnostic::error(format!(
             "{gpus} GPUs do not split into pipelines of {pp} ranks × tp {}",
             par.tp
-        ));
+        )));
     }
-    let dp = u32::try_from(gpus / per_replica).map_err(|_| "too many GPUs".to_owned())?;
+    let dp = u32::try_from(gpus / per_replica).map_err(|_| Diagnostic::error("too many GPUs"))?;
     Ok((dp, gpus))
 }
 
@@ -200,19 +200,19 @@ pub fn global_batch(spec: &Spec) -> u64 {
 
 /// The micro-batches per step at `pp` pipeline ranks that keep the spec's global batch with its
 /// micro-batch size (`rule.global_batch` when M is not given); fails when they do not divide.
-pub fn microbatches_at(spec: &Spec, pp: u32, rule: SpecRule) -> Result<u32, String> {
+pub fn microbatches_at(spec: &Spec, pp: u32, rule: SpecRule) -> Result<u32, Diagnostic> {
     let (dp, _) = replicas(spec, pp, rule)?;
     let global = global_batch(spec);
     let size = spec.training.micro_batch_size;
     let per_step = u64::from(dp) * size;
     if per_step == 0 || !global.is_multiple_of(per_step) {
-        return Err(format!(
+        return Err(Diagnostic::error(format!(
             "the global batch of {global} sequences does not split into dp {dp} × micro-batches \
              of {size} sequence{}",
             if size == 1 { "" } else { "s" }
-        ));
+        )));
     }
-    u32::try_from(global / per_step).map_err(|_| "too many micro-batches".to_owned())
+    u32::try_from(global / per_step).map_err(|_| Diagnostic::error("too many micro-batches"))
 }
 
 /// P and M of a plan on `spec` under `rule`: those given, else the spec's P, and the spec's M or,
@@ -223,7 +223,7 @@ pub fn plan_shape(
     rule: SpecRule,
     ranks: Option<u32>,
     microbatches: Option<u32>,
-) -> Result<(u32, u32), String> {
+) -> Result<(u32, u32), Diagnostic> {
     let p = ranks.unwrap_or(spec.parallelism.pp);
     let m = match microbatches {
         Some(m) => m,
@@ -234,24 +234,25 @@ pub fn plan_shape(
 }
 
 /// The fitting itself (see [`fit`]).
-fn fit_shape(spec: &Spec, plan: &Plan, rule: SpecRule) -> Result<Fitted, String> {
+fn fit_shape(spec: &Spec, plan: &Plan, rule: SpecRule) -> Result<Fitted, Diagnostic> {
+    let error = |message: String| Diagnostic::error(message);
     let mut out = spec.clone();
     let mut changes = Vec::new();
     let pp = plan.ranks();
     let parts = plan.stages_per_pipeline();
     if pp == 0 || !parts.is_multiple_of(pp) {
-        return Err(format!(
+        return Err(error(format!(
             "the plan's {parts} stages per pipeline do not spread evenly over its {pp} ranks"
-        ));
+        )));
     }
     let (dp, gpus) = replicas(spec, pp, rule)?;
     let par = &mut out.parallelism;
     if pp != par.pp {
         if spec.model.moe.is_some() && !dp.is_multiple_of(par.ep) {
-            return Err(format!(
+            return Err(error(format!(
                 "expert parallelism {} does not divide the data parallelism {dp} left by pp {pp}",
                 par.ep
-            ));
+            )));
         }
         changes.push(Change::Ranks {
             pp: (par.pp, pp),
@@ -261,7 +262,8 @@ fn fit_shape(spec: &Spec, plan: &Plan, rule: SpecRule) -> Result<Fitted, String>
         par.pp = pp;
         par.dp = dp;
         let node = u64::from(out.cluster.gpus_per_node);
-        out.cluster.nodes = u32::try_from(gpus / node.max(1)).map_err(|_| "too many GPUs")?;
+        out.cluster.nodes =
+            u32::try_from(gpus / node.max(1)).map_err(|_| error("too many GPUs".to_owned()))?;
     }
     let v = parts / pp;
     let par = &mut out.parallelism;
@@ -269,15 +271,15 @@ fn fit_shape(spec: &Spec, plan: &Plan, rule: SpecRule) -> Result<Fitted, String>
     if par.layers_per_stage.len() != parts as usize {
         let layers = spec.model.layers;
         if layers < u64::from(parts) {
-            return Err(format!(
+            return Err(error(format!(
                 "the plan has {parts} stages per pipeline but the model has only {layers} layers"
-            ));
+            )));
         }
         if spec.measured != Measured::default() {
-            return Err(format!(
+            return Err(error(format!(
                 "the spec's measured costs are given per part for {} parts, the plan has {parts}",
                 par.layers_per_stage.len()
-            ));
+            )));
         }
         par.layers_per_stage = split_layers(layers, parts);
         changes.push(Change::Parts {
@@ -297,10 +299,10 @@ fn fit_shape(spec: &Spec, plan: &Plan, rule: SpecRule) -> Result<Fitted, String>
         let global = global_batch(spec);
         let per_size = u64::from(dp) * u64::from(m);
         if !global.is_multiple_of(per_size) {
-            return Err(format!(
+            return Err(error(format!(
                 "the global batch of {global} sequences does not split into dp {dp} × {m} \
                  micro-batches"
-            ));
+            )));
         }
         let size = global / per_size;
         if size != spec.training.micro_batch_size {

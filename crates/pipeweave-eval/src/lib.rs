@@ -15,6 +15,7 @@ mod costing;
 mod finite;
 mod fit;
 mod limits;
+mod listing;
 mod planner;
 mod questions;
 mod recommend;
@@ -32,6 +33,7 @@ pub use fit::{
     split_layers,
 };
 pub use limits::{ActivationBudget, activation_budget};
+pub use listing::{ListedParam, ListedSchedule, ScheduleListing, Unreached};
 pub use pipeweave_param::Value;
 pub use planner::{PlanRequest, Planner, Unbuilt};
 pub use questions::{ParamCost, dualpipe_param_cost, gpu_hours_recovered_per_million_tokens};
@@ -43,6 +45,6 @@ pub use simulation::{RankMemory, RankTimes, Shape, Simulation};
 pub use step::{Evaluation, MemoryBreakdown, RankReport, StepReport, evaluate, evaluate_on_spec};
 pub use sweep::{Metric, Over, Param, Sweep, SweepPoint, SweepSeries, Tick, sweep};
 pub use synthesis::{
-    ExactReport, LibraryPlan, SynthesisReport, best_within, library_at_placement, same_placement,
-    synthesis_terms,
+    CostSource, ExactReport, LibraryPlan, SpecTerms, SynthesisReport, Terms, best_within, gib,
+    library_at_placement, same_placement, spec_terms, synthesis_terms,
 };

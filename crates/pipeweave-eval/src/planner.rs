@@ -1,6 +1,8 @@
 //! How the searches (sweep, recommend) get plans: through a [`Planner`] the caller implements, so
-//! this crate never resolves names, reads files or loads plugins.
+//! this crate never resolves names, reads files or loads plugins. The planner is the caller's side
+//! of a search: it also hears how far the search is.
 
+use crate::sweep::Tick;
 use pipeweave_check::ValidPlan;
 
 /// The parameters a schedule is asked to be built with; `None` leaves one to the planner (the
@@ -60,5 +62,10 @@ pub trait Planner {
     fn fixed_shape(&self, schedule: &str) -> bool {
         let _ = schedule;
         false
+    }
+
+    /// How far a sweep is, after each of its points (nothing by default).
+    fn progress(&mut self, tick: Tick<'_>) {
+        let _ = tick;
     }
 }

@@ -220,7 +220,8 @@ pub struct Tick<'a> {
 /// Runs the sweep: every schedule at every value of `over`, the other parameters from `base` (P
 /// and M left out there come from `costing`: the spec's, or with its rule keeping the global batch
 /// the M that keeps it). A value a schedule cannot take becomes a point with the reason; a
-/// [`Unbuilt::Stop`] stops the sweep and is handed back.
+/// [`Unbuilt::Stop`] stops the sweep and is handed back. The planner hears how far it is after
+/// every point ([`Planner::progress`]).
 pub fn sweep<P: Planner + ?Sized>(
     schedules: &[String],
     over: &Over,
@@ -228,7 +229,6 @@ pub fn sweep<P: Planner + ?Sized>(
     metric: Metric,
     costing: &Costing,
     planner: &mut P,
-    progress: &mut dyn FnMut(Tick<'_>),
 ) -> Result<Sweep, P::Stop> {
     let total = (schedules.len() * over.values.len()) as u64;
     let mut series = Vec::with_capacity(schedules.len());
@@ -244,10 +244,13 @@ pub fn sweep<P: Planner + ?Sized>(
                 })
             } else {
                 match point(schedule, &over.param, x, base, costing, planner) {
-                    Ok(plan) => costing.run(&plan).map(|run| match metric {
-                        Metric::Bubble => run.timeline.bubble_fraction,
-                        Metric::StepTime => run.step_time,
-                    }),
+                    Ok(plan) => costing
+                        .run(&plan)
+                        .map(|run| match metric {
+                            Metric::Bubble => run.timeline.bubble_fraction,
+                            Metric::StepTime => run.step_time,
+                        })
+                        .map_err(|d| crate::step::messages(&d)),
                     Err(Unbuilt::Refused(reason)) => Err(reason),
                     Err(Unbuilt::Stop(stop)) => return Err(stop),
                 }
@@ -257,7 +260,7 @@ pub fn sweep<P: Planner + ?Sized>(
                 value,
             });
             done += 1;
-            progress(Tick {
+            planner.progress(Tick {
                 done,
                 total,
                 schedule,
@@ -313,7 +316,7 @@ fn point<P: Planner + ?Sized>(
     }
     let (ranks, microbatches) = costing
         .shape(request.ranks, request.microbatches)
-        .map_err(Unbuilt::Refused)?;
+        .map_err(|d| Unbuilt::Refused(d.message))?;
     request.ranks = ranks;
     request.microbatches = microbatches;
     planner.plan_with(schedule, &request, &settings)

@@ -3,12 +3,13 @@
 //! report of a synthesis (plain data, the JSON of `synthesize`).
 
 use crate::costing::{Costing, TimeUnit};
-use crate::fit::fit;
+use crate::fit::{Fitted, SpecRule, fit};
 use crate::limits::{ActivationBudget, activation_budget};
 use crate::planner::{PlanRequest, Planner, Unbuilt};
 use pipeweave_check::ValidPlan;
+use pipeweave_diagnostics::Diagnostic;
 use pipeweave_sim::{CostModel, simulate};
-use pipeweave_spec::CostTable;
+use pipeweave_spec::{CostTable, Spec};
 use pipeweave_synth::{Problem, Synthesis, weighted_peak};
 use serde::Serialize;
 
@@ -117,6 +118,18 @@ pub struct ExactReport {
     pub makespan: f64,
 }
 
+/// Where a synthesis's costs come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CostSource {
+    /// F = I = W = 1, B = 2, F&B = 3.
+    Unit,
+    /// `--costs`.
+    Uniform,
+    /// A cluster spec.
+    Spec,
+}
+
 /// What a synthesis found, what it cost to find, and how it compares: the JSON of `synthesize`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SynthesisReport {
@@ -126,8 +139,10 @@ pub struct SynthesisReport {
     pub ranks: u32,
     /// Micro-batches M.
     pub microbatches: u32,
-    /// What the costs are: `unit`, `uniform` (`--costs`) or the spec's name.
+    /// What the costs are called: `unit`, `uniform` (`--costs`) or the spec's name.
     pub costs: String,
+    /// Where they come from (a spec may be named `unit`: this says what it is).
+    pub cost_source: CostSource,
     /// The unit of every time below.
     pub time_unit: TimeUnit,
     /// The most activation units each rank may hold.
@@ -171,19 +186,24 @@ impl SynthesisReport {
     pub fn new(
         problem: &Problem,
         synthesis: &Synthesis,
-        costs: String,
-        time_unit: TimeUnit,
+        costing: &Costing,
         limits_from: String,
         unit_bytes: Option<f64>,
         library: Option<LibraryPlan>,
     ) -> SynthesisReport {
         let makespan = synthesis.score.makespan;
+        let (costs, cost_source) = match costing {
+            Costing::Unit => ("unit".to_owned(), CostSource::Unit),
+            Costing::Uniform(_) => ("uniform".to_owned(), CostSource::Uniform),
+            Costing::Spec { spec, .. } => (spec.name.clone(), CostSource::Spec),
+        };
         SynthesisReport {
             placement: problem.placement.name(),
             ranks: problem.ranks,
             microbatches: problem.microbatches,
             costs,
-            time_unit,
+            cost_source,
+            time_unit: costing.unit(),
             limits: problem.limits.clone(),
             unit_bytes,
             started_from_library: synthesis.started_from.is_some(),
@@ -212,34 +232,78 @@ impl SynthesisReport {
     }
 }
 
+/// A synthesis on a spec: the spec fitted to the placement, its costs for the placement, and each
+/// rank's activation budget within the memory limit.
+#[derive(Debug, Clone)]
+pub struct SpecTerms {
+    /// The spec fitted to the placement, and how.
+    pub fitted: Fitted,
+    /// Its costs for a plan of the placement.
+    pub costs: CostTable,
+    /// Each rank's room for activations.
+    pub budget: ActivationBudget,
+    /// The bytes per GPU the budget keeps within.
+    pub limit_bytes: f64,
+}
+
+/// What a synthesis at `skeleton`'s placement runs on with `spec`, met by `rule` ([`fit`]): its
+/// costs, and each rank's activation budget within `limit_bytes` per GPU (by default the spec's
+/// memory less its headroom). The one chain from a spec to a synthesis's terms, for
+/// `synthesize` and for `synth:` names alike.
+pub fn spec_terms(
+    spec: &Spec,
+    rule: SpecRule,
+    skeleton: &ValidPlan,
+    limit_bytes: Option<f64>,
+) -> Result<SpecTerms, Vec<Diagnostic>> {
+    let named = |d: Vec<Diagnostic>| {
+        d.into_iter()
+            .map(|mut d| {
+                d.message = format!("spec {}: {}", spec.name, d.message);
+                d
+            })
+            .collect::<Vec<_>>()
+    };
+    let fitted = fit(spec, skeleton, rule).map_err(named)?;
+    let costs = CostTable::new(&fitted.spec, skeleton).map_err(named)?;
+    let limit = limit_bytes.unwrap_or_else(|| fitted.spec.memory_limit_bytes());
+    let budget = activation_budget(&fitted.spec, &costs, skeleton, limit).map_err(|r| {
+        vec![Diagnostic::error(format!(
+            "rank {r} has no room for any activation within {} on spec {}: its weights, \
+             gradients, optimizer state and buffers take it all",
+            gib(limit),
+            fitted.spec.name
+        ))]
+    })?;
+    Ok(SpecTerms {
+        fitted,
+        costs,
+        budget,
+        limit_bytes: limit,
+    })
+}
+
+/// Bytes as GiB with one decimal, as the synthesis's words give a memory limit.
+pub fn gib(bytes: f64) -> String {
+    format!("{:.1} GiB", bytes / f64::from(1u32 << 30))
+}
+
 /// The costs a synthesis runs on, and on a spec its activation budget.
 pub type Terms = (Box<dyn CostModel>, Option<ActivationBudget>);
 
 /// What a synthesis at `skeleton`'s placement is searched under when `costing` is a command's: its
 /// costs, and on a spec (fitted to the placement by its rule) each rank's activation budget within
-/// the spec's memory limit. `None` under unit costs (a synthesis's own default).
-pub fn synthesis_terms(costing: &Costing, skeleton: &ValidPlan) -> Result<Option<Terms>, String> {
+/// the spec's memory limit ([`spec_terms`]). `None` under unit costs (a synthesis's own default).
+pub fn synthesis_terms(
+    costing: &Costing,
+    skeleton: &ValidPlan,
+) -> Result<Option<Terms>, Vec<Diagnostic>> {
     match costing {
         Costing::Unit => Ok(None),
         Costing::Uniform(c) => Ok(Some((Box::new(*c), None))),
         Costing::Spec { spec, rule, .. } => {
-            let fitted = fit(spec, skeleton, *rule).map_err(|d| {
-                let reasons: Vec<String> = d.iter().map(|d| d.message.clone()).collect();
-                format!("spec {}: {}", spec.name, reasons.join("; "))
-            })?;
-            let table = CostTable::new(&fitted.spec, skeleton).map_err(|d| {
-                let reasons: Vec<String> = d.iter().map(|d| d.message.clone()).collect();
-                format!("spec {}: {}", spec.name, reasons.join("; "))
-            })?;
-            let limit = fitted.spec.memory_limit_bytes();
-            let budget = activation_budget(&fitted.spec, &table, skeleton, limit).map_err(|r| {
-                format!(
-                    "rank {r} has no room for any activation within {:.1} GiB on spec {}: its weights, gradients, optimizer state and buffers take it all",
-                    limit / f64::from(1u32 << 30),
-                    fitted.spec.name
-                )
-            })?;
-            Ok(Some((Box::new(table), Some(budget))))
+            let terms = spec_terms(spec, *rule, skeleton, None)?;
+            Ok(Some((Box::new(terms.costs), Some(terms.budget))))
         }
     }
 }

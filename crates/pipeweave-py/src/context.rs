@@ -4,13 +4,13 @@
 //! whose warnings become Python warnings.
 
 use crate::errors::Raised;
-use pipeweave_diagnostics::Files;
+use pipeweave_app::{Events, FrontEnd, Session, Told};
 use pipeweave_host::{FsHost, WorkerCommand};
-use pipeweave_source::{Built, Failure, LoadedSpec, Params, Source, load_spec};
+use pipeweave_source::Failure;
 use pyo3::prelude::*;
 use std::ffi::CString;
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 /// The worker's program: puts the package's folder first on the path (whatever folder the worker
 /// starts in), then serves the plugin library named by its last argument.
@@ -53,77 +53,64 @@ fn setup(py: Python<'_>) -> PyResult<&'static Setup> {
     Ok(SETUP.get_or_init(|| Setup { worker, native }))
 }
 
-/// One call's view of the world: the shared host and the files this call reads.
-pub struct Context {
-    host: MutexGuard<'static, Option<FsHost>>,
-    /// The texts read by this call: what its errors point into.
-    pub files: Files,
+/// The shared host, made on first use.
+fn host(guard: &mut Option<FsHost>) -> &mut FsHost {
+    guard.get_or_insert_with(|| {
+        let setup = SETUP
+            .get()
+            .expect("prepared before the interpreter is released");
+        let host = FsHost::new(setup.worker.clone(), Box::new(defer_warning));
+        match &setup.native {
+            Some(native) => host.with_home(native.clone()),
+            None => host,
+        }
+    })
 }
 
-impl Context {
-    /// The host, locked for this call (a call from another thread waits for it).
-    pub fn host(&mut self) -> &mut FsHost {
-        self.host.get_or_insert_with(|| {
-            let setup = SETUP
-                .get()
-                .expect("prepared before the interpreter is released");
-            let warn = Box::new(defer_warning);
-            let host = FsHost::new(setup.worker.clone(), warn);
-            match &setup.native {
-                Some(native) => host.with_home(native.clone()),
-                None => host,
-            }
-        })
-    }
+/// What a call tells the user: warnings become Python warnings once the call returns; notes
+/// are in the results already (how a spec was fitted, how long a search took).
+struct Deferred;
 
-    /// The host and the files, both at once.
-    fn split(&mut self) -> (&mut FsHost, &mut Files) {
-        self.host();
-        let host = self.host.as_mut().expect("made by `host`");
-        (host, &mut self.files)
-    }
-
-    /// Resolves a PLAN or SCHEDULE argument.
-    pub fn resolve(&mut self, arg: &str) -> Result<Source, Failure> {
-        let (host, files) = self.split();
-        Source::resolve(arg, host, files)
-    }
-
-    /// Builds and validates `source`'s plan for `params`.
-    pub fn build(&mut self, source: &Source, params: &Params) -> Result<Built, Failure> {
-        let (host, files) = self.split();
-        source.build(params, host, files)
-    }
-
-    /// Reads the spec `arg` names.
-    pub fn spec(&mut self, arg: &str) -> Result<LoadedSpec, Failure> {
-        let (host, files) = self.split();
-        load_spec(arg, host, files)
-    }
-
-    /// Puts these folders first: `plugin_dirs` before `PIPEWEAVE_PLUGIN_PATH`, `schedule_dirs`
-    /// before `PIPEWEAVE_SCHEDULE_PATH` (both read again for every call).
-    pub fn dirs(&mut self, plugin_dirs: &[PathBuf], schedule_dirs: &[PathBuf]) {
-        let host = self.host();
-        host.with_plugin_dirs(plugin_dirs);
-        host.with_schedule_dirs(schedule_dirs);
+impl Events for Deferred {
+    fn tell(&mut self, told: Told<'_>) {
+        match told {
+            Told::Rendered(text) => defer_warning(text.trim_end()),
+            Told::Warning(message) => defer_warning(message),
+            Told::Note(_) => {}
+        }
     }
 }
 
-/// Runs `f` without the interpreter's lock, with the shared host; then shows the host's warnings
-/// as Python warnings.
-pub fn with_host<T: Send>(
+/// The folders a call looks in first: `plugin_dirs` before `PIPEWEAVE_PLUGIN_PATH`,
+/// `schedule_dirs` before `PIPEWEAVE_SCHEDULE_PATH` (both read again for every call).
+#[derive(Debug, Default)]
+pub struct Dirs<'d> {
+    pub plugins: &'d [PathBuf],
+    pub schedules: &'d [PathBuf],
+    /// Plan texts given in memory, by the name messages call them.
+    pub texts: &'d [(&'d str, &'d str)],
+}
+
+/// Runs `f` in an application-layer session over the shared host (with `dirs` first), without
+/// the interpreter's lock; a failure is rendered over the files the call read, as the command line
+/// renders it, into the package's exception. Then shows the host's warnings as Python warnings.
+pub fn with_session<T: Send>(
     py: Python<'_>,
-    f: impl FnOnce(&mut Context) -> Result<T, Raised> + Send,
+    dirs: &Dirs<'_>,
+    f: impl FnOnce(&mut Session<'_>) -> Result<T, Failure> + Send,
 ) -> PyResult<T> {
     setup(py)?;
     let out = py.detach(|| {
-        let host = HOST.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut context = Context {
-            host,
-            files: Files::default(),
-        };
-        f(&mut context)
+        let mut guard = HOST.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let host = host(&mut guard);
+        host.with_plugin_dirs(dirs.plugins);
+        host.with_schedule_dirs(dirs.schedules);
+        for (name, text) in dirs.texts {
+            host.with_text(name, text);
+        }
+        let mut events = Deferred;
+        let mut session = Session::new(host, &mut events, FrontEnd::Python, 0);
+        f(&mut session).map_err(|failure| Raised::new(&failure, &session.files))
     });
     warn(
         py,

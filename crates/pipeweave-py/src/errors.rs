@@ -2,7 +2,7 @@
 //! them with the command line's rendered text (`pipeweave_diagnostics::Renderer`).
 
 use pipeweave_diagnostics::{DEFAULT_MAX_DIAGNOSTICS, Diagnostic, Files, Renderer};
-use pipeweave_source::Failure;
+use pipeweave_source::{Failure, Subject};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -37,7 +37,7 @@ create_exception!(
 
 /// Which exception a failure becomes, besides a usage failure (always `UsageError`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+enum Kind {
     Plan,
     Spec,
 }
@@ -51,29 +51,23 @@ pub struct Raised {
 }
 
 impl Raised {
-    /// `failure` rendered over `files` as the command line renders it.
-    pub fn new(failure: &Failure, files: &Files, kind: Kind) -> Raised {
+    /// `failure` rendered over `files` as the command line renders it; a `SpecError` when it is
+    /// about the spec.
+    pub fn new(failure: &Failure, files: &Files) -> Raised {
         let text = Renderer::new(files, DEFAULT_MAX_DIAGNOSTICS).failure(&failure.diagnostics);
         Raised {
             usage: failure.is_usage(),
-            kind,
+            kind: match failure.subject {
+                Subject::Plan => Kind::Plan,
+                Subject::Spec => Kind::Spec,
+            },
             text: text.trim_end().to_owned(),
         }
     }
 
-    /// One diagnostic with no place (`error: message`).
-    pub fn message(message: impl Into<String>, kind: Kind) -> Raised {
-        Raised::new(&Failure::invalid(message), &Files::default(), kind)
-    }
-
-    /// A usage failure in one message.
-    pub fn usage(message: impl Into<String>) -> Raised {
-        Raised::new(&Failure::usage(message), &Files::default(), Kind::Plan)
-    }
-
-    /// Diagnostics with their places in `files`.
-    pub fn diagnostics(diagnostics: Vec<Diagnostic>, files: &Files, kind: Kind) -> Raised {
-        Raised::new(&Failure::from_diagnostics(diagnostics), files, kind)
+    /// Diagnostics with no file to point into.
+    pub fn diagnostics(diagnostics: Vec<Diagnostic>) -> Raised {
+        Raised::new(&Failure::from_diagnostics(diagnostics), &Files::default())
     }
 }
 

@@ -2,64 +2,24 @@
 //! (`ranks`, `pipelines`, `placement`, `actions(rank)`, `steps(rank)`, ...), simulated, compared
 //! and written in every format of `pipeweave export`.
 
-use crate::context::{Context, with_host};
-use crate::errors::{Kind, Raised};
+use crate::args::{Costs, costs_text, rule, to_python};
+use crate::context::{Dirs, with_session};
+use pipeweave_app::{CompareRequest, ExportFormat, Loaded};
 use pipeweave_check::ValidPlan;
-use pipeweave_eval::{Comparison, Simulation, SpecRule, evaluate_on_spec, finite, non_finite};
 use pipeweave_plan::{Action, Dir, Op, Step, lower};
-use pipeweave_sim::{Timeline, UniformCosts};
-use pipeweave_source::{Built, Params};
+use pipeweave_sim::UniformCosts;
+use pipeweave_source::{Failure, Params};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyAny, PyList};
+use std::path::PathBuf;
 
 /// A plan that passed the validator, as `pipeweave.compile`, `pipeweave.load` and
-/// `pipeweave.validate` return it.
+/// `pipeweave.validate` return it, with what its source declares (so that it compares as the
+/// command line compares the schedule it came from).
 #[pyclass(frozen, module = "pipeweave", name = "Plan")]
 #[derive(Debug)]
 pub struct Plan {
-    pub built: Built,
-    /// What the schedule requires of P and M, in its own words (empty for a plan file).
-    pub requires: String,
-}
-
-/// `costs=`: `"F=1,B=2"` as `--costs` takes it, or a dict of the same keys.
-#[derive(Debug, FromPyObject)]
-pub enum CostsArg {
-    Text(String),
-    Map(Vec<(String, f64)>),
-}
-
-impl CostsArg {
-    fn text(&self) -> String {
-        match self {
-            CostsArg::Text(t) => t.clone(),
-            CostsArg::Map(pairs) => pairs
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(","),
-        }
-    }
-}
-
-/// Reads a dict of costs in its own order (a `dict` keeps insertion order).
-fn costs_arg(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<CostsArg>> {
-    let Some(value) = value.filter(|v| !v.is_none()) else {
-        return Ok(None);
-    };
-    if let Ok(dict) = value.cast::<PyDict>() {
-        let pairs = dict
-            .iter()
-            .map(|(k, v)| Ok((k.extract::<String>()?, v.extract::<f64>()?)))
-            .collect::<PyResult<Vec<_>>>()?;
-        return Ok(Some(CostsArg::Map(pairs)));
-    }
-    Ok(Some(CostsArg::Text(value.extract()?)))
-}
-
-/// Parses JSON text the way the command line's readers of `--format json` do.
-fn json_loads<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
-    py.import("json")?.call_method1("loads", (text,))
+    pub loaded: Loaded,
 }
 
 fn kind_name(kind: pipeweave_plan::Kind) -> &'static str {
@@ -80,7 +40,7 @@ fn dir_name(dir: Dir) -> &'static str {
 
 impl Plan {
     fn plan(&self) -> &ValidPlan {
-        &self.built.plan
+        &self.loaded.built.plan
     }
 
     fn rank(&self, rank: i64) -> PyResult<u32> {
@@ -95,95 +55,17 @@ impl Plan {
             })
     }
 
-    /// The simulation `pipeweave simulate` prints, on a spec (met by `rule`) or under uniform
-    /// costs.
-    fn simulation(
-        &self,
-        c: &mut Context,
-        spec: Option<&str>,
-        costs: Option<&CostsArg>,
-        rule: SpecRule,
-    ) -> Result<Simulation, Raised> {
-        let (name, plan) = (&self.built.name, self.plan());
-        if let (Some(_), Some(_)) = (spec, costs) {
-            return Err(Raised::usage("give spec= or costs=, not both"));
-        }
-        if let Some(arg) = spec {
-            let loaded = spec_of(c, arg)?;
-            let (e, fitted) = evaluate_on_spec(name, &loaded.spec, plan, rule)
-                .map_err(|d| Raised::diagnostics(d, &c.files, Kind::Spec))?;
-            let mut sim = Simulation::new(name.as_str(), plan, &e.timeline, Some(&e.report));
-            sim.fitted = Some(fitted.notes());
-            finite(name, non_finite(&sim)).map_err(|m| Raised::message(m, Kind::Plan))?;
-            return Ok(sim);
-        }
-        let timeline = self.uniform(costs)?;
-        Ok(Simulation::new(name.as_str(), plan, &timeline, None))
+    /// The plan in `format`, as `pipeweave export` writes it, under `costs`.
+    fn export(&self, py: Python<'_>, costs: &Costs, format: ExportFormat) -> PyResult<String> {
+        let loaded = self.loaded.clone();
+        with_session(py, &Dirs::default(), |s| {
+            pipeweave_app::export_loaded(s, loaded, &costs.arg()?, format)?.text()
+        })
     }
-
-    /// The step simulated under uniform costs (unit costs by default), every figure finite.
-    fn uniform(&self, costs: Option<&CostsArg>) -> Result<Timeline, Raised> {
-        let (name, plan) = (&self.built.name, self.plan());
-        let costs = match costs {
-            Some(arg) => UniformCosts::parse(&arg.text(), "costs").map_err(Raised::usage)?,
-            None => UniformCosts::default(),
-        };
-        let timeline = pipeweave_sim::simulate(plan, &costs)
-            .map_err(|e| Raised::message(format!("{name}: {e}"), Kind::Plan))?;
-        let sim = Simulation::new(name.as_str(), plan, &timeline, None);
-        finite(name, non_finite(&sim)).map_err(|m| Raised::message(m, Kind::Plan))?;
-        Ok(timeline)
-    }
-}
-
-/// The rule by which a spec meets the plan (`--strict-spec`, `--keep-dp`, `--global-batch`); a
-/// flag without a spec is refused in the command line's words.
-fn spec_rule(
-    spec: Option<&str>,
-    strict: bool,
-    keep_dp: bool,
-    global_batch: bool,
-) -> Result<SpecRule, Raised> {
-    let flag = [
-        (strict, "strict_spec"),
-        (keep_dp, "keep_dp"),
-        (global_batch, "global_batch"),
-    ]
-    .into_iter()
-    .find_map(|(given, flag)| given.then_some(flag));
-    match (flag, spec) {
-        (Some(flag), None) => Err(Raised::usage(format!(
-            "{flag} says how a spec meets the plan; give one with spec="
-        ))),
-        _ => Ok(SpecRule {
-            strict,
-            keep_dp,
-            global_batch,
-        }),
-    }
-}
-
-/// The spec `arg` names (a TOML file, a shipped spec's name, `default`); its warnings become
-/// Python warnings.
-fn spec_of(c: &mut Context, arg: &str) -> Result<pipeweave_source::LoadedSpec, Raised> {
-    let loaded = c
-        .spec(arg)
-        .map_err(|f| Raised::new(&f, &c.files, Kind::Spec))?;
-    if !loaded.warnings.is_empty() {
-        let text = pipeweave_diagnostics::Renderer::new(&c.files, 0).many(&loaded.warnings);
-        crate::context::defer_warning(text.trim_end());
-    }
-    Ok(loaded)
 }
 
 #[pymethods]
 impl Plan {
-    /// What messages call the plan: a schedule's name (`plugin:NAME` for a plugin), a file's path.
-    #[getter]
-    fn name(&self) -> &str {
-        &self.built.name
-    }
-
     /// P, the number of ranks.
     #[getter]
     fn ranks(&self) -> u32 {
@@ -317,77 +199,83 @@ impl Plan {
         keep_dp: bool,
         global_batch: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let costs = costs_arg(costs)?;
-        let rule = spec_rule(spec.as_deref(), strict_spec, keep_dp, global_batch)?;
-        let text = with_host(py, |c| {
-            let sim = self.simulation(c, spec.as_deref(), costs.as_ref(), rule)?;
-            Ok(pipeweave_report::simulation_json(&sim))
+        let costs = Costs {
+            spec,
+            costs: costs_text(costs)?,
+            rule: rule(strict_spec, keep_dp, global_batch),
+        };
+        let loaded = self.loaded.clone();
+        let simulation = with_session(py, &Dirs::default(), |s| {
+            Ok(pipeweave_app::simulate_loaded(s, loaded, &costs.arg()?)?.simulation)
         })?;
-        json_loads(py, &text)
+        to_python(py, &simulation)
     }
 
     /// This plan and `schedules` (names, `.weave` files, plan files) built at its P and M and
     /// compared on a spec (the built-in default unless `spec` names one), as the rows of
     /// `pipeweave compare --format json`. A schedule that cannot be built keeps its row with the
-    /// reason (`"error"`).
-    #[pyo3(signature = (schedules, spec=None, units=false, plugin_dirs=Vec::new(), schedule_dirs=Vec::new()))]
+    /// reason (`"error"`); a schedule and its twin plugin share a row when their plans are equal.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the Python signature: every keyword is an argument"
+    )]
+    #[pyo3(signature = (schedules, spec=None, units=false, *, costs=None, strict_spec=false, keep_dp=false, global_batch=false, plugin_dirs=Vec::new(), schedule_dirs=Vec::new()))]
     fn compare<'py>(
         &self,
         py: Python<'py>,
         schedules: Vec<String>,
         spec: Option<String>,
         units: bool,
-        plugin_dirs: Vec<std::path::PathBuf>,
-        schedule_dirs: Vec<std::path::PathBuf>,
+        costs: Option<&Bound<'py, PyAny>>,
+        strict_spec: bool,
+        keep_dp: bool,
+        global_batch: bool,
+        plugin_dirs: Vec<PathBuf>,
+        schedule_dirs: Vec<PathBuf>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let text = with_host(py, |c| {
-            c.dirs(&plugin_dirs, &schedule_dirs);
-            let loaded = spec_of(c, spec.as_deref().unwrap_or("default"))?;
-            let plan = self.plan();
-            let (p, m) = (plan.ranks(), plan.num_microbatches());
-            let mut cmp = Comparison::new(&loaded.spec, loaded.default, p, m, units);
-            let requires = self.requires.as_str();
-            cmp.push(&loaded.spec, self.built.name.as_str(), requires, Ok(plan));
-            for name in &schedules {
-                let source = c
-                    .resolve(name)
-                    .map_err(|f| Raised::new(&f, &c.files, Kind::Plan))?;
-                let params = Params {
-                    ranks: Some(p).filter(|_| !source.is_plan_file()),
-                    microbatches: Some(m).filter(|_| !source.is_plan_file()),
-                    ..Params::default()
-                };
-                let requires = source
-                    .declared()
-                    .map(|d| d.requires.clone())
-                    .unwrap_or_default();
-                let built = c.build(&source, &params);
-                let plan = built
-                    .as_ref()
-                    .map(|b| &b.plan)
-                    .map_err(|f| source.failure_reason(f, &c.files));
-                cmp.push(&loaded.spec, name.as_str(), requires, plan);
-            }
-            finite("compare", non_finite(&cmp)).map_err(|m| Raised::message(m, Kind::Plan))?;
-            Ok(pipeweave_report::compare_json(&cmp))
+        let costs = costs_text(costs)?;
+        let plan = self.plan();
+        let request_of = |units: Option<UniformCosts>| CompareRequest {
+            schedules: schedules.clone(),
+            params: Params {
+                ranks: Some(plan.ranks()),
+                microbatches: Some(plan.num_microbatches()),
+                ..Params::default()
+            },
+            spec: spec.clone(),
+            rule: rule(strict_spec, keep_dp, global_batch),
+            units,
+        };
+        let dirs = Dirs {
+            plugins: &plugin_dirs,
+            schedules: &schedule_dirs,
+            texts: &[],
+        };
+        let loaded = self.loaded.clone();
+        let compared = with_session(py, &dirs, |s| {
+            let units = match costs.as_deref() {
+                Some(text) => Some(UniformCosts::parse(text, "costs").map_err(Failure::usage)?),
+                None => units.then(UniformCosts::default),
+            };
+            pipeweave_app::compare(s, &request_of(units), Some(loaded))
         })?;
-        json_loads(py, &text)?.get_item("rows")
+        to_python(py, &compared.value.rows)
     }
 
     /// The plan as a PyTorch CSV, as `pipeweave export --to pytorch` (`format="pytorch"`, the
     /// compute-only CSV torchtitan loads) or `--to pytorch-comms` (the lowered CSV) writes it.
     #[pyo3(signature = (format="pytorch"))]
     fn to_csv(&self, py: Python<'_>, format: &str) -> PyResult<String> {
-        let written = match format {
-            "pytorch" => py.detach(|| pipeweave_export::write_pytorch(self.plan())),
-            "pytorch-comms" => py.detach(|| pipeweave_export::write_pytorch_comms(self.plan())),
+        let format = match format {
+            "pytorch" => ExportFormat::Pytorch,
+            "pytorch-comms" => ExportFormat::PytorchComms,
             other => {
                 return Err(pyo3::exceptions::PyValueError::new_err(format!(
                     "format must be \"pytorch\" or \"pytorch-comms\", not {other:?}"
                 )));
             }
         };
-        written.map_err(|d| Raised::diagnostics(vec![d], &Default::default(), Kind::Plan).into())
+        self.export(py, &Costs::default(), format)
     }
 
     /// The versioned JSON plan, as `pipeweave export --to json` writes it (with the simulated
@@ -403,38 +291,57 @@ impl Plan {
         keep_dp: bool,
         global_batch: bool,
     ) -> PyResult<String> {
-        let costs = costs_arg(costs)?;
-        let rule = spec_rule(spec.as_deref(), strict_spec, keep_dp, global_batch)?;
-        with_host(py, |c| {
-            let plan = self.plan();
-            let timeline = match (&spec, &costs) {
-                (Some(_), Some(_)) => return Err(Raised::usage("give spec= or costs=, not both")),
-                (Some(arg), None) => {
-                    let loaded = spec_of(c, arg)?;
-                    let (e, _) = evaluate_on_spec(&self.built.name, &loaded.spec, plan, rule)
-                        .map_err(|d| Raised::diagnostics(d, &c.files, Kind::Spec))?;
-                    Some(e.timeline)
-                }
-                (None, Some(_)) => Some(self.uniform(costs.as_ref())?),
-                (None, None) => None,
-            };
-            let timing = timeline.as_ref().map(|t| &t.timing);
-            pipeweave_export::write_json(plan, timing)
-                .map_err(|d| Raised::diagnostics(vec![d], &c.files, Kind::Plan))
-        })
+        let costs = Costs {
+            spec,
+            costs: costs_text(costs)?,
+            rule: rule(strict_spec, keep_dp, global_batch),
+        };
+        self.export(py, &costs, ExportFormat::Json)
+    }
+
+    /// A Chrome / Perfetto trace of the simulated step, as `pipeweave export --to chrome-trace`
+    /// writes it (on `spec`, or under `costs`; unit costs by default, 1 unit = 1 ms).
+    #[pyo3(signature = (spec=None, costs=None, *, strict_spec=false, keep_dp=false, global_batch=false))]
+    fn to_trace(
+        &self,
+        py: Python<'_>,
+        spec: Option<String>,
+        costs: Option<&Bound<'_, PyAny>>,
+        strict_spec: bool,
+        keep_dp: bool,
+        global_batch: bool,
+    ) -> PyResult<String> {
+        let costs = Costs {
+            spec,
+            costs: costs_text(costs)?,
+            rule: rule(strict_spec, keep_dp, global_batch),
+        };
+        self.export(py, &costs, ExportFormat::ChromeTrace)
     }
 
     /// The plan in the actions text format (for one pipeline, PyTorch's compute-only CSV), as
     /// `pipeweave export --to actions` writes it.
-    fn to_actions(&self, py: Python<'_>) -> String {
-        py.detach(|| pipeweave_export::write_actions(self.plan()))
+    fn to_actions(&self, py: Python<'_>) -> PyResult<String> {
+        self.export(py, &Costs::default(), ExportFormat::Actions)
+    }
+
+    /// What messages call the plan: a schedule's name (`plugin:NAME` for a plugin), a file's path.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.loaded.built.name
+    }
+
+    /// What the schedule requires of P and M, in its own words (empty for a plan file).
+    #[getter]
+    fn requires(&self) -> &str {
+        self.loaded.requires()
     }
 
     fn __repr__(&self) -> String {
         let p = self.plan();
         format!(
             "Plan({:?}, ranks={}, pipelines={}, stages_per_pipeline={}, microbatches={})",
-            self.built.name,
+            self.loaded.built.name,
             p.ranks(),
             p.model_copies(),
             p.stages_per_pipeline(),

@@ -12,6 +12,7 @@ pub mod format;
 mod hardware;
 mod html;
 mod json;
+mod listing;
 mod recommend;
 mod simulate;
 mod svg;
@@ -31,6 +32,7 @@ pub use format::{
 pub use hardware::hardware_markdown;
 pub use html::{Block, HtmlReport, Section, html_page};
 pub use json::json;
+pub use listing::{check_text, listing_text, validated_text};
 pub use pipeweave_eval::TimeUnit;
 pub use recommend::{candidate_label, recommend_json, recommend_markdown, recommend_text};
 pub use simulate::{costing_text, shape_text, simulation_json, simulation_text, step_report_text};

@@ -1,7 +1,7 @@
 //! The report of `synthesize`: what was found, what it cost to find, the bound and the library.
 
 use crate::format::{format_time, percent, seconds};
-use pipeweave_eval::{SynthesisReport, TimeUnit};
+use pipeweave_eval::{CostSource, SynthesisReport, TimeUnit};
 use std::fmt::Write;
 
 /// The report as text.
@@ -10,10 +10,10 @@ pub fn synthesis_text(r: &SynthesisReport) -> String {
         TimeUnit::Seconds => seconds(t),
         TimeUnit::Units => format_time(t),
     };
-    let costs = match r.costs.as_str() {
-        "unit" => "unit costs (F = I = W = 1, B = 2, F&B = 3)".to_owned(),
-        "uniform" => "the costs of --costs".to_owned(),
-        spec => format!("spec {spec}"),
+    let costs = match r.cost_source {
+        CostSource::Unit => "unit costs (F = I = W = 1, B = 2, F&B = 3)".to_owned(),
+        CostSource::Uniform => "the costs of --costs".to_owned(),
+        CostSource::Spec => format!("spec {}", r.costs),
     };
     let mut t = String::new();
     let _ = writeln!(

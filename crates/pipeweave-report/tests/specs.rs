@@ -23,7 +23,7 @@ fn shipped_spec(path: &Path, source: String) -> datatest_stable::Result<()> {
     let plan = one_f_one_b(spec.parallelism.pp, spec.training.microbatches);
     let plan = pipeweave_check::validate(plan).map_err(|p| format!("{p:?}"))?;
     // A spec with several stages per rank (Llama 3's interleaving) is cut into one part per rank.
-    let (spec, _) = pipeweave_eval::fit_spec(&spec, &plan)?;
+    let (spec, _) = pipeweave_eval::fit_spec(&spec, &plan).map_err(|d| d.message)?;
     let evaluation = evaluate(&spec, &plan).map_err(|d| format!("{d:?}"))?;
     insta::with_settings!({
         input_file => path,

@@ -13,6 +13,17 @@ pub enum FailureKind {
     Usage,
 }
 
+/// What a failure is about: the plan (a name, a schedule, a plan file, a plugin) or the cluster
+/// spec it was to run on. The Python binding raises `PlanError` or `SpecError` by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Subject {
+    /// A schedule, a plan file, a plugin, a plan the validator refuses.
+    #[default]
+    Plan,
+    /// A spec that cannot be read or cannot take the plan.
+    Spec,
+}
+
 /// A failure as data: what went wrong, as diagnostics with their places where known.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Failure {
@@ -20,6 +31,8 @@ pub struct Failure {
     pub kind: FailureKind,
     /// At least one error, in the order found.
     pub diagnostics: Vec<Diagnostic>,
+    /// What it is about.
+    pub subject: Subject,
 }
 
 impl Failure {
@@ -33,6 +46,7 @@ impl Failure {
         Failure {
             kind: FailureKind::Usage,
             diagnostics: vec![Diagnostic::error(message)],
+            subject: Subject::Plan,
         }
     }
 
@@ -41,7 +55,14 @@ impl Failure {
         Failure {
             kind: FailureKind::Invalid,
             diagnostics,
+            subject: Subject::Plan,
         }
+    }
+
+    /// The same failure, about the spec.
+    pub fn about_spec(mut self) -> Failure {
+        self.subject = Subject::Spec;
+        self
     }
 
     /// Whether the command line itself was wrong.

@@ -1,8 +1,9 @@
 //! Everything the resolver needs from the outside world, behind one trait: reading files, listing
-//! the user's schedule folders, finding, describing and running plugins, and the command's costs
-//! a synthesized schedule is searched under. The command line
-//! implements it with `std::fs` and `pipeweave-plugin-host`; another host may run plugins in a
-//! child process.
+//! the user's schedule folders, finding, describing and running plugins. `pipeweave-host`
+//! implements it with `std::fs` and plugin worker processes for both front ends.
+//!
+//! What a synthesized schedule is searched under is not the outside world's business: it comes
+//! from the command, through [`SynthesisCosts`] (the application layer gives its costing).
 
 use crate::failure::Failure;
 use pipeweave_check::ValidPlan;
@@ -119,12 +120,22 @@ pub trait Host {
 
     /// The plan `plugin` builds for `request`, validated by the host before it is returned.
     fn generate(&mut self, plugin: PluginId, request: &PluginRequest) -> Result<Plan, Failure>;
+}
 
-    /// What a synthesized schedule (`synth:PLACEMENT`) is searched under, given a plan of its
-    /// placement (`skeleton`): the command's costs and, on a spec, each rank's memory. `None` by
-    /// default: unit costs and 1F1B's memory.
-    fn synthesis_terms(&mut self, skeleton: &ValidPlan) -> Result<Option<SynthesisTerms>, Failure> {
-        let _ = skeleton;
+/// What a synthesized schedule (`synth:PLACEMENT`) is searched under: the command's costs and, on
+/// a spec, each rank's memory, for a plan of its placement.
+pub trait SynthesisCosts {
+    /// The terms for a plan of the placement (`skeleton`); `None`: unit costs and 1F1B's memory.
+    fn terms(&self, skeleton: &ValidPlan) -> Result<Option<SynthesisTerms>, Failure>;
+}
+
+/// Unit costs and 1F1B's memory: what a synthesized schedule is searched under when the command
+/// gives nothing else.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UnitTerms;
+
+impl SynthesisCosts for UnitTerms {
+    fn terms(&self, _: &ValidPlan) -> Result<Option<SynthesisTerms>, Failure> {
         Ok(None)
     }
 }

@@ -26,10 +26,10 @@ pub use build::{Built, Origins, problem_diagnostics};
 pub use catalog::{Catalog, Entry, Origin, Shadowed, library, plugins, twins};
 pub use check::{Checked, GRID_RANKS, check_schedule};
 pub use declared::{Declared, Param};
-pub use failure::{Failure, FailureKind};
+pub use failure::{Failure, FailureKind, Subject};
 pub use host::{
     FolderFile, Host, PLUGIN_PREFIX, PluginId, PluginInfo, PluginRequest, PluginTarget, STDIN,
-    STDIN_NAME, SynthesisTerms, looks_like_path, shown_name,
+    STDIN_NAME, SynthesisCosts, SynthesisTerms, UnitTerms, looks_like_path, shown_name,
 };
 pub use params::{Params, Setting, SettingError};
 pub use pipeweave_diagnostics::Files;

@@ -5,7 +5,8 @@ use crate::build::{self, Built};
 use crate::declared::Declared;
 use crate::failure::Failure;
 use crate::host::{
-    FolderFile, Host, PLUGIN_PREFIX, PluginInfo, PluginTarget, STDIN, looks_like_path, shown_name,
+    FolderFile, Host, PLUGIN_PREFIX, PluginInfo, PluginTarget, STDIN, SynthesisCosts, UnitTerms,
+    looks_like_path, shown_name,
 };
 use crate::params::Params;
 use crate::synthesized::{self, SYNTH_PREFIX, Shape};
@@ -175,6 +176,17 @@ impl Source {
         host: &mut dyn Host,
         files: &mut Files,
     ) -> Result<Built, Failure> {
+        self.build_under(params, host, files, &UnitTerms)
+    }
+
+    /// [`Source::build`], a synthesized schedule searched under `costs` (the command's).
+    pub fn build_under(
+        &self,
+        params: &Params,
+        host: &mut dyn Host,
+        files: &mut Files,
+        costs: &dyn SynthesisCosts,
+    ) -> Result<Built, Failure> {
         let built = match &self.inner {
             Inner::Weave(read) => {
                 let (file, declared) = read.as_ref().map_err(Clone::clone)?;
@@ -185,7 +197,7 @@ impl Source {
                 build::plugin(info, declared, params, host)
             }
             Inner::Synthesized(shape, declared) => {
-                synthesized::build(&self.name, *shape, declared, params, host)
+                synthesized::build(&self.name, *shape, declared, params, costs)
             }
             Inner::PlanFile { named } => build::plan_file(&self.name, *named, params, host, files),
         }?;

@@ -21,7 +21,11 @@ pub struct LoadedSpec {
 /// spec's name (`default` is the built-in default). Every problem of the file is a diagnostic with its place.
 pub fn load_spec(arg: &str, host: &mut dyn Host, files: &mut Files) -> Result<LoadedSpec, Failure> {
     let (name, text, default) = if host.is_file(arg) {
-        (shown_name(arg).to_owned(), host.read(arg)?, false)
+        (
+            shown_name(arg).to_owned(),
+            host.read(arg).map_err(Failure::about_spec)?,
+            false,
+        )
     } else if let Some(shipped) = shipped_spec(arg) {
         (
             shipped.file.to_owned(),
@@ -33,7 +37,8 @@ pub fn load_spec(arg: &str, host: &mut dyn Host, files: &mut Files) -> Result<Lo
         return Err(Failure::invalid(format!(
             "no spec file or shipped spec named `{arg}` (shipped: {}, or default)",
             names.join(", ")
-        )));
+        ))
+        .about_spec());
     };
     let file = files.add(name, text);
     let (spec, diags) = pipeweave_spec::parse(files.text(file).unwrap_or_default(), file);
@@ -43,6 +48,6 @@ pub fn load_spec(arg: &str, host: &mut dyn Host, files: &mut Files) -> Result<Lo
             default,
             warnings: diags,
         }),
-        _ => Err(Failure::from_diagnostics(diags)),
+        _ => Err(Failure::from_diagnostics(diags).about_spec()),
     }
 }

@@ -1,14 +1,14 @@
 //! `synth:PLACEMENT`: a schedule found by `pipeweave-synth` rather than written, usable wherever a
 //! schedule name is (`compare synth:v zb-v`, `sweep`, `export`). Its order is searched under the
-//! costs the host gives ([`Host::synthesis_terms`]: the command's `--costs`, or its spec fitted to
-//! the placement, with each rank's memory on that spec as the limit), else under unit costs
+//! costs the command gives ([`SynthesisCosts`]: its `--costs`, or its spec fitted to the placement,
+//! with each rank's memory on that spec as the limit), else under unit costs
 //! (F = I = W = 1, B = 2, F&B = 3, no transfer time) within 1F1B's memory. Deterministic: the
 //! search is bounded by its `evaluations` and seeded by `seed`, never by a clock.
 
 use crate::build::Built;
 use crate::declared::{Declared, Param};
 use crate::failure::Failure;
-use crate::host::Host;
+use crate::host::SynthesisCosts;
 use crate::params::Params;
 use pipeweave_param::{IntRange, ParamType, Value};
 use pipeweave_synth::{Options, Placement, Problem, ProblemError, SynthError};
@@ -135,7 +135,7 @@ pub(crate) fn build(
     shape: Shape,
     declared: &Declared,
     params: &Params,
-    host: &mut dyn Host,
+    costs: &dyn SynthesisCosts,
 ) -> Result<Built, Failure> {
     let (Some(ranks), Some(microbatches)) = (params.ranks, params.microbatches) else {
         return Err(Failure::usage(format!(
@@ -167,10 +167,7 @@ pub(crate) fn build(
         // Two pipelines of P stages: two stages per rank.
         Shape::Bidirectional => (Placement::Bidirectional, 2),
     };
-    let default_limit = match shape {
-        Shape::Bidirectional => ranks.saturating_add(1),
-        Shape::Loop | Shape::V => ranks.saturating_mul(stages),
-    };
+    let default_limit = placement.one_f_one_b_activations(ranks);
     let mut problem = Problem {
         ranks,
         microbatches,
@@ -183,8 +180,8 @@ pub(crate) fn build(
     let failed = |e: pipeweave_synth::SynthError| Failure::invalid(format!("{name}: {e}"));
     // The command's costs and memory are those of a plan of this placement.
     let skeleton = pipeweave_synth::placement_plan(&problem).map_err(failed)?;
-    let terms = host
-        .synthesis_terms(&skeleton)
+    let terms = costs
+        .terms(&skeleton)
         .map_err(|f| Failure::invalid(format!("{name}: {}", f.reason())))?;
     let on_spec =
         int("activations").is_none() && terms.as_ref().is_some_and(|t| t.memory.is_some());

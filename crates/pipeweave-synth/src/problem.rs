@@ -43,6 +43,17 @@ impl Placement {
         }
     }
 
+    /// 1F1B's memory in this placement, the default limit of a synthesis without a spec: P stages'
+    /// worth of activations per rank (P·v in a loop, 2P in a V, P + 1 with two pipelines, as
+    /// DualPipe holds).
+    pub fn one_f_one_b_activations(self, ranks: u32) -> u32 {
+        match self {
+            Placement::Loop { v } => ranks.saturating_mul(v),
+            Placement::V => ranks.saturating_mul(2),
+            Placement::Bidirectional => ranks.saturating_add(1),
+        }
+    }
+
     /// The pipelines of this placement on `ranks` ranks with `microbatches` micro-batches.
     pub fn pipelines(self, ranks: u32, microbatches: u32) -> Vec<Pipeline> {
         match self {

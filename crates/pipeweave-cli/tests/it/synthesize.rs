@@ -50,7 +50,11 @@ fn reports_with_unit_costs() {
     ] {
         let mut all = vec!["synthesize"];
         all.extend_from_slice(args);
-        let (code, out, _) = pipeweave(&all);
+        // Bounded by --evaluations and --exact-nodes alone, so that a loaded machine gives the
+        // same report.
+        let mut run = all.clone();
+        run.extend_from_slice(&["--time-limit", "60m"]);
+        let (code, out, _) = pipeweave(&run);
         assert_eq!(code, 0, "{all:?}");
         text.push_str(&format!("$ pipeweave {}\n{out}\n", all.join(" ")));
     }
@@ -120,6 +124,9 @@ fn no_worse_than_the_library_on_every_shipped_spec() {
                 "100",
                 "--format",
                 "json",
+                // The same on a loaded machine: bounded by the counts alone.
+                "--time-limit",
+                "60m",
             ];
             args.extend_from_slice(placement);
             let (code, out, err) = pipeweave(&args);

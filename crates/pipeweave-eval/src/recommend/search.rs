@@ -141,7 +141,7 @@ fn candidate(
     plan: &ValidPlan,
     recompute: Recompute,
 ) -> Result<Candidate, String> {
-    let (fitted, _) = fit_spec(base, plan)?;
+    let (fitted, _) = fit_spec(base, plan).map_err(|d| d.message)?;
     let mut spec = fitted;
     spec.training.recompute = recompute;
     let costs = CostTable::new(&spec, plan).map_err(|d| crate::step::messages(&d))?;

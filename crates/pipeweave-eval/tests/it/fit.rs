@@ -22,7 +22,7 @@ fn fit_spec_adapts_ranks_parts_and_microbatches() {
     assert_eq!((fitted.parallelism.pp, fitted.parallelism.dp), (8, 256));
     // P = 3 does not divide 2,048 GPUs.
     let err = fit_spec(&deepseek, &library("1f1b", 3, 6).expect("builds")).expect_err("no fit");
-    assert!(err.contains("do not split"), "{err}");
+    assert!(err.message.contains("do not split"), "{}", err.message);
     // The spec's own shape keeps its explicit split.
     let own = library("1f1b", 16, 120).expect("builds");
     let (fitted, notes) = fit_spec(&deepseek, &own).expect("fits");

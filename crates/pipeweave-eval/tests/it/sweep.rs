@@ -4,7 +4,8 @@
 use crate::{library, load};
 use pipeweave_check::ValidPlan;
 use pipeweave_eval::{
-    Costing, Metric, Over, Param, PlanRequest, Planner, SpecRule, Sweep, TimeUnit, Unbuilt, sweep,
+    Costing, Metric, Over, Param, PlanRequest, Planner, SpecRule, Sweep, Tick, TimeUnit, Unbuilt,
+    sweep,
 };
 use pipeweave_param::Value;
 
@@ -13,10 +14,17 @@ use pipeweave_param::Value;
 #[derive(Default)]
 struct Schedules {
     asked: Vec<PlanRequest>,
+    /// (done, total, schedule, value) of every tick the sweep gave.
+    ticks: Vec<(u64, u64, String, Value)>,
 }
 
 impl Planner for Schedules {
     type Stop = String;
+
+    fn progress(&mut self, t: Tick<'_>) {
+        self.ticks
+            .push((t.done, t.total, t.schedule.to_owned(), t.x.clone()));
+    }
 
     fn plan(&mut self, schedule: &str, r: &PlanRequest) -> Result<ValidPlan, Unbuilt<String>> {
         self.plan_with(schedule, r, &[])
@@ -69,16 +77,9 @@ fn run_on(
     planner: &mut Schedules,
 ) -> Result<Sweep, String> {
     let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
-    let mut ticks = Vec::new();
-    let result = sweep(
-        &names,
-        &over,
-        &base,
-        Metric::Bubble,
-        costing,
-        planner,
-        &mut |t| ticks.push((t.done, t.total, t.schedule.to_owned(), t.x.clone())),
-    );
+    planner.ticks.clear();
+    let result = sweep(&names, &over, &base, Metric::Bubble, costing, planner);
+    let ticks = &planner.ticks;
     if let Ok(s) = &result {
         let points: usize = s.series.iter().map(|s| s.points.len()).sum();
         assert_eq!(ticks.len(), points);

@@ -1,35 +1,45 @@
-//! `pipeweave report`: one self-contained HTML page about several schedules: `compare`'s tables,
-//! their timelines on one time scale, and a sweep chart with its table.
+//! `pipeweave report` (and Python's `report`): one self-contained HTML page about several
+//! schedules: `compare`'s tables, their timelines on one time scale, and a sweep chart with its
+//! table.
 //!
-//! With `--spec`, everything is on that spec. Without it, the comparison is `compare`'s on the
+//! With a spec, everything is on that spec. Without one, the comparison is `compare`'s on the
 //! built-in default spec (with the unit-cost makespan beside), and the timelines and the sweep use
-//! unit costs, as `render` and `sweep` do. Each schedule is built once for the comparison and the
-//! timelines.
+//! unit costs or uniform costs, as `render` and `sweep` do. Each schedule is built once for the
+//! comparison and the timelines.
 
-use crate::args::{ManyArgs, TimeWindowArgs};
-use crate::many::{CompareOn, Drawn, Many, check_window, costing, draw, timelines, window};
-use crate::output::{emit, is_stdout};
+use crate::draw::{Drawn, TimeWindow, draw, timelines, window};
+use crate::finished::finished;
+use crate::many::{CompareOn, Many};
 use crate::over::OverArg;
+use crate::request::CostsArg;
 use crate::session::Session;
-use crate::sweep::sweep;
+use crate::single::check_window;
+use crate::sweep::{run as run_sweep, typed};
 use pipeweave_eval::{Comparison, Costing, Metric, Over, Param};
 use pipeweave_param::Value;
 use pipeweave_report::{
     Block, HtmlReport, Section, SvgWindow, Table, compare_notes, compare_tables, compare_title,
     costing_text, html_page, sweep_svg, sweep_table,
 };
-use pipeweave_source::Failure;
-use std::path::Path;
+use pipeweave_source::{Failure, Params};
 
-/// What the page holds beyond the schedules themselves.
-#[derive(Debug)]
-pub struct Options {
-    /// `--over`; `None`: micro-batches from P to 16P.
+/// What the page is about.
+#[derive(Debug, Clone)]
+pub struct ReportRequest {
+    /// The schedules.
+    pub schedules: Vec<String>,
+    /// P, M, `v` and `--set` for every schedule that takes them.
+    pub params: Params,
+    /// The costs (without a spec, the comparison is on the built-in default spec).
+    pub costs: CostsArg,
+    /// The sweep to chart; `None`: micro-batches from P to 16P.
     pub over: Option<OverArg>,
+    /// What the sweep measures.
     pub metric: Metric,
+    /// Communication lanes in the timelines.
     pub comms: bool,
     /// The window of time the timelines show.
-    pub window: TimeWindowArgs,
+    pub window: TimeWindow,
 }
 
 /// The default sweep: multiples of P that show the bubble shrinking and the requirements (M ≥ 2P
@@ -69,12 +79,12 @@ fn comparison_blocks(c: &Comparison) -> Vec<Block> {
 fn timeline_blocks(
     drawn: &[Drawn],
     rejected: Vec<String>,
-    options: &Options,
+    comms: bool,
     costing: &Costing,
     window: &SvgWindow,
 ) -> Vec<Block> {
     let mut blocks = vec![Block::Figure {
-        svg: timelines(drawn, costing, options.comms, "timelines", window),
+        svg: timelines(drawn, costing.unit(), comms, "timelines", window),
         zoom: true,
         caption: format!(
             "One row per rank on a shared time axis ({}); cells are coloured by kind, shaded by \
@@ -94,13 +104,13 @@ fn timeline_blocks(
 
 /// The sweep's chart, its table and its notes, or why there is no sweep.
 fn sweep_blocks(
+    session: &mut Session<'_>,
     many: &Many,
     over: &Over,
-    options: &Options,
+    metric: Metric,
     costing: &Costing,
-    session: &mut Session,
 ) -> Vec<Block> {
-    let result = match sweep(many, over, options.metric, costing, session) {
+    let result = match run_sweep(session, many, over, metric, costing) {
         Ok(result) => result,
         Err(f) => return vec![Block::Paragraph(format!("no sweep: {}", f.reason()))],
     };
@@ -133,26 +143,22 @@ fn sweep_blocks(
     blocks
 }
 
-/// Builds the page. Schedules that cannot be built or run are listed with the reason; the page
-/// fails only when none of them runs.
-fn page(args: &ManyArgs, options: &Options, session: &mut Session) -> Result<String, Failure> {
-    check_window(&options.window)?;
-    let costing = costing(&args.costs, session)?;
-    let many = Many::resolve(&args.schedules, &args.params, session)?;
-    let over = options
-        .over
-        .as_ref()
-        .map(|o| o.typed(&many.sources))
-        .transpose()?;
-    let request = many.shape(&costing)?;
-    let built = many.build_all(&request, session)?;
+/// `pipeweave report`: the page. Schedules that cannot be built or run are listed with the
+/// reason; the page fails only when none of them runs.
+pub fn report(session: &mut Session<'_>, request: &ReportRequest) -> Result<String, Failure> {
+    check_window(session, request.window.from, request.window.to)?;
+    let costing = session.costing(&request.costs)?;
+    let many = Many::resolve(session, &request.schedules, &request.params, None)?;
+    let over = request.over.as_ref().map(|o| typed(&many, o)).transpose()?;
+    let shape = many.shape(&costing)?;
+    let built = many.build_all(&shape, session)?;
     let mut drawn: Vec<Drawn> = Vec::new();
     let mut rejected: Vec<String> = Vec::new();
-    for (source, b) in many.sources.iter().zip(&built) {
-        let name = source.name();
+    for (member, b) in many.members.iter().zip(&built) {
+        let name = member.name();
         let d = b
             .as_ref()
-            .map_err(|f| source.failure_reason(f, &session.files))
+            .map_err(|f| member.failure_reason(f, &session.files))
             .and_then(|b| draw(name, &b.plan, &costing));
         match d {
             Ok(d) => drawn.push(d),
@@ -166,7 +172,7 @@ fn page(args: &ManyArgs, options: &Options, session: &mut Session) -> Result<Str
         }
         return Err(Failure::invalid(message));
     }
-    let window = window(&options.window, &drawn, &costing)?;
+    let window = window(session, &request.window, &drawn, costing.unit())?;
 
     // On a spec, the comparison is on it; otherwise on the built-in default with the makespans
     // of the timelines' costs.
@@ -192,9 +198,8 @@ fn page(args: &ManyArgs, options: &Options, session: &mut Session) -> Result<Str
         units,
     };
     // The plans built for the timelines serve the comparison when it has the same P and M.
-    let prebuilt = Some((&request, &built[..]));
-    let compared = many.compare(&on, &many.given(), prebuilt, session)?;
-    crate::output::finite("report", pipeweave_eval::non_finite(&compared))?;
+    let compared = many.compare(&on, &many.given(), Some((&shape, &built[..])), session)?;
+    let compared = finished("report", compared)?;
 
     let over = over.unwrap_or_else(|| default_over(compared.ranks));
     let sections = vec![
@@ -206,16 +211,16 @@ fn page(args: &ManyArgs, options: &Options, session: &mut Session) -> Result<Str
         Section {
             id: "timelines".into(),
             heading: "Timelines".into(),
-            blocks: timeline_blocks(&drawn, rejected, options, &costing, &window),
+            blocks: timeline_blocks(&drawn, rejected, request.comms, &costing, &window),
         },
         Section {
             id: "sweep".into(),
             heading: "Sweep".into(),
-            blocks: sweep_blocks(&many, &over, options, &costing, session),
+            blocks: sweep_blocks(session, &many, &over, request.metric, &costing),
         },
     ];
     let page = HtmlReport {
-        title: format!("pipeweave report: {}", args.schedules.join(", ")),
+        title: format!("pipeweave report: {}", request.schedules.join(", ")),
         intro: vec![
             compare_title(&compared),
             format!("timelines and sweep: {}", costing_text(&costing)),
@@ -224,19 +229,4 @@ fn page(args: &ManyArgs, options: &Options, session: &mut Session) -> Result<Str
         footer: format!("generated by pipeweave {}", env!("CARGO_PKG_VERSION")),
     };
     Ok(html_page(&page))
-}
-
-/// `pipeweave report`: writes the page to `output` (`-`: standard output).
-pub fn run(
-    args: &ManyArgs,
-    output: &Path,
-    options: &Options,
-    session: &mut Session,
-) -> Result<(), Failure> {
-    let html = page(args, options, session)?;
-    emit(Some(output), &html)?;
-    if is_stdout(output) {
-        return Ok(());
-    }
-    emit(None, &format!("wrote {}\n", output.display()))
 }

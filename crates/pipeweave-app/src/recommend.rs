@@ -1,33 +1,13 @@
-//! `pipeweave recommend --spec FILE`: the search of `pipeweave_eval::recommend` over every library
-//! schedule, every schedule of the user's folders and every plugin on the search path, printed as
-//! a one-page plan.
+//! `pipeweave recommend` (and Python's `recommend`): the search of `pipeweave_eval::recommend`
+//! over every library schedule, every schedule of the user's folders and every plugin on the
+//! search path.
 
-use crate::output::{emit, warning};
-use crate::planner::{Schedules, named_schedules};
+use crate::catalog::{Schedules, named_schedules, tell_errors};
+use crate::finished::finished;
 use crate::session::Session;
-use clap::{Args, ValueEnum};
-use pipeweave_eval::SearchSchedule;
+use pipeweave_eval::{Recommendation, SearchSchedule};
 use pipeweave_param::ParamType;
 use pipeweave_source::{Catalog, Declared, Failure};
-
-#[derive(Debug, Args)]
-pub struct RecommendArgs {
-    /// The cluster spec: a TOML file, a shipped spec's name, or `default` (the default)
-    #[arg(long, value_name = "FILE|NAME")]
-    pub spec: Option<String>,
-    #[command(flatten)]
-    pub dirs: crate::args::Dirs,
-    /// Output format
-    #[arg(long, value_enum, default_value_t = RecommendFormat::Text)]
-    pub format: RecommendFormat,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RecommendFormat {
-    Text,
-    Markdown,
-    Json,
-}
 
 /// A schedule's variants the search tries besides its defaults: every boolean parameter that is
 /// off by default switched on, every other option of a choice (Chimera's `joins=doubling` and
@@ -73,12 +53,11 @@ fn variants(declared: &Declared) -> Vec<Vec<(String, String)>> {
     out
 }
 
-/// `pipeweave recommend`: the plan; the plugins that failed to load are warnings.
-pub fn run(args: &RecommendArgs, session: &mut Session) -> Result<(), Failure> {
-    let spec = session.spec(args.spec.as_deref())?;
-    session.host.with_plugin_dirs(&args.dirs.plugin_dirs);
-    session.host.with_schedule_dirs(&args.dirs.schedule_dirs);
-    let catalog = Catalog::read(&mut session.host);
+/// `pipeweave recommend`: the plan the search finds on the spec `spec` names (the built-in default
+/// when `None`); plugins that fail to load are told as warnings.
+pub fn recommend(session: &mut Session<'_>, spec: Option<&str>) -> Result<Recommendation, Failure> {
+    let spec = session.spec(spec)?;
+    let catalog = Catalog::read(session.host());
     let named = named_schedules(&catalog);
     let search: Vec<SearchSchedule> = named
         .iter()
@@ -88,20 +67,11 @@ pub fn run(args: &RecommendArgs, session: &mut Session) -> Result<(), Failure> {
             variants: variants(&n.declared),
         })
         .collect();
-    let errors = catalog.errors;
     let mut planner = Schedules::new(session, &named);
     let r = match pipeweave_eval::recommend(&spec.spec, spec.default, &search, &mut planner) {
         Ok(r) => r,
         Err(never) => match never {},
     };
-    for e in errors {
-        warning(&e);
-    }
-    crate::output::finite("recommend", pipeweave_eval::non_finite(&r))?;
-    let text = match args.format {
-        RecommendFormat::Text => pipeweave_report::recommend_text(&r),
-        RecommendFormat::Markdown => pipeweave_report::recommend_markdown(&r),
-        RecommendFormat::Json => pipeweave_report::recommend_json(&r),
-    };
-    emit(None, &text)
+    tell_errors(session, &catalog);
+    finished("recommend", r)
 }

@@ -7,10 +7,22 @@
 //! the schedules declare (`pipeweave-param`), so `lag=0..3` is four ints and `weight_split=true,
 //! false` two bools, and a value a schedule's type does not take is a usage error.
 
-use crate::args::ArgError;
 use pipeweave_eval::{Over, Param};
 use pipeweave_param::{ParamType, Value};
-use pipeweave_source::{Failure, Source};
+use pipeweave_source::{Declared, Failure};
+use std::fmt;
+
+/// A malformed `--over`, in words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgError(pub String);
+
+impl fmt::Display for ArgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ArgError {}
 
 /// The most values one sweep may take (each is a simulation per schedule).
 const MAX_VALUES: usize = 4096;
@@ -170,10 +182,10 @@ impl OverArg {
         Ok(out.into_iter().map(Value::Int).collect())
     }
 
-    /// The sweep over `sources`: the values read by the type of the parameter the schedules
-    /// declare. A name none of them declares, or a value one of their types does not take, is a
-    /// usage error.
-    pub fn typed(&self, sources: &[Source]) -> Result<Over, Failure> {
+    /// The sweep over the schedules `sources` (each name with what it declares): the values read by
+    /// the type of the parameter the schedules declare. A name none of them declares, or a value
+    /// one of their types does not take, is a usage error.
+    pub fn typed(&self, sources: &[(&str, Option<&Declared>)]) -> Result<Over, Failure> {
         let usage = |e: ArgError| Failure::usage(e.0);
         let name = match &self.param {
             Param::Setting(name) => name.as_str(),
@@ -187,10 +199,9 @@ impl OverArg {
         };
         let declared: Vec<(&str, &ParamType)> = sources
             .iter()
-            .filter_map(|s| {
-                let d = s.declared()?;
-                let p = d.params.iter().find(|p| p.name == name)?;
-                Some((s.name(), &p.ty))
+            .filter_map(|&(schedule, d)| {
+                let p = d?.params.iter().find(|p| p.name == name)?;
+                Some((schedule, &p.ty))
             })
             .collect();
         let Some(&(_, ty)) = declared.first() else {
@@ -247,9 +258,9 @@ impl OverArg {
     }
 
     /// The error for a name none of the schedules declares, with the names that can be swept.
-    fn unknown(&self, name: &str, sources: &[Source]) -> String {
+    fn unknown(&self, name: &str, sources: &[(&str, Option<&Declared>)]) -> String {
         let mut names: Vec<&str> = vec!["microbatches", "ranks"];
-        for s in sources.iter().filter_map(Source::declared) {
+        for s in sources.iter().filter_map(|(_, d)| *d) {
             for p in &s.params {
                 let n = if p.name == "v" {
                     "stages_per_rank"

@@ -1,0 +1,163 @@
+//! Python's arguments as the application layer's requests: keyword parameters as `--set`
+//! settings, `costs=` as uniform costs, the spec and its rule, whole numbers that refuse a bool,
+//! and results as Python values (dicts and lists of the JSON the command line prints).
+
+use pipeweave_app::CostsArg;
+use pipeweave_eval::SpecRule;
+use pipeweave_source::{Failure, Setting};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyInt};
+
+/// A whole number argument (ranks, micro-batches, a count): an `int` from 1 to `u32::MAX`, never a
+/// `bool` (`ranks=True` is a mistake, not one rank).
+#[derive(Debug, Clone, Copy)]
+pub struct Whole(pub u32);
+
+impl<'py> FromPyObject<'_, 'py> for Whole {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'_, 'py, PyAny>) -> PyResult<Whole> {
+        if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
+            return Err(PyTypeError::new_err(format!(
+                "expected an int, not {}",
+                obj.get_type().name()?
+            )));
+        }
+        let text = obj.str()?.to_string();
+        text.parse::<u32>()
+            .ok()
+            .filter(|n| *n >= 1)
+            .map(Whole)
+            .ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "{text} is not a whole number from 1 to {}",
+                    u32::MAX
+                ))
+            })
+    }
+}
+
+/// An optional whole number as the requests take it.
+pub fn whole(w: Option<Whole>) -> Option<u32> {
+    w.map(|w| w.0)
+}
+
+/// A count that may be 0 or large (a search's budget, a seed): a non-negative `int` up to
+/// `u64::MAX`, never a `bool`.
+#[derive(Debug, Clone, Copy)]
+pub struct Count(pub u64);
+
+impl<'py> FromPyObject<'_, 'py> for Count {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'_, 'py, PyAny>) -> PyResult<Count> {
+        if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
+            return Err(PyTypeError::new_err(format!(
+                "expected an int, not {}",
+                obj.get_type().name()?
+            )));
+        }
+        let text = obj.str()?.to_string();
+        text.parse::<u64>().map(Count).map_err(|_| {
+            PyValueError::new_err(format!(
+                "{text} is not a whole number from 0 to {}",
+                u64::MAX
+            ))
+        })
+    }
+}
+
+/// A schedule parameter given as a keyword argument, as `--set NAME=VALUE` would give it: a bool
+/// is `true`/`false`, an int its digits (however large: the schedule's range says what it
+/// takes), a str as it is (a choice's option).
+fn setting(name: String, value: &Bound<'_, PyAny>) -> PyResult<Setting> {
+    let value = if value.is_instance_of::<PyBool>() {
+        value.extract::<bool>()?.to_string()
+    } else if value.is_instance_of::<PyInt>() {
+        value.str()?.to_string()
+    } else if let Ok(s) = value.extract::<String>() {
+        s
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "parameter `{name}`: expected a bool, an int or a str, not {}",
+            value.get_type().name()?
+        )));
+    };
+    Ok(Setting { name, value })
+}
+
+/// The keyword parameters of a schedule as settings, in their order.
+pub fn settings(params: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<Setting>> {
+    match params {
+        Some(d) => d
+            .iter()
+            .map(|(k, v)| setting(k.extract()?, &v))
+            .collect::<PyResult<Vec<_>>>(),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// `costs=`: `"F=1,B=2"` as `--costs` takes it, or a dict of the same keys (in its order).
+pub fn costs_text(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<String>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
+    if let Ok(dict) = value.cast::<PyDict>() {
+        let pairs = dict
+            .iter()
+            .map(|(k, v)| {
+                Ok(format!(
+                    "{}={}",
+                    k.extract::<String>()?,
+                    v.extract::<f64>()?
+                ))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        return Ok(Some(pairs.join(",")));
+    }
+    Ok(Some(value.extract()?))
+}
+
+/// What a command prices with: `spec=` met by its rule, or `costs=` (read by the one reader of
+/// `--costs`), unit costs by default.
+#[derive(Debug, Clone, Default)]
+pub struct Costs {
+    pub spec: Option<String>,
+    pub costs: Option<String>,
+    pub rule: SpecRule,
+}
+
+impl Costs {
+    /// The costs as the application layer takes them; a malformed `costs=` is a usage failure.
+    pub fn arg(&self) -> Result<CostsArg, Failure> {
+        let uniform = self
+            .costs
+            .as_deref()
+            .map(|text| pipeweave_sim::UniformCosts::parse(text, "costs"))
+            .transpose()
+            .map_err(Failure::usage)?;
+        Ok(CostsArg {
+            uniform,
+            spec: self.spec.clone(),
+            rule: self.rule,
+        })
+    }
+}
+
+/// The rule of `strict_spec`, `keep_dp`, `global_batch`.
+pub fn rule(strict: bool, keep_dp: bool, global_batch: bool) -> SpecRule {
+    SpecRule {
+        strict,
+        keep_dp,
+        global_batch,
+    }
+}
+
+/// A result as the Python value of its JSON (dicts, lists, numbers, strings, `None`).
+pub fn to_python<'py, T: serde::Serialize>(
+    py: Python<'py>,
+    value: &T,
+) -> PyResult<Bound<'py, PyAny>> {
+    pythonize::pythonize(py, value).map_err(|e| PyValueError::new_err(e.to_string()))
+}

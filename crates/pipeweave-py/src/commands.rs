@@ -1,0 +1,402 @@
+//! The commands on several schedules and the searches, as module functions: `compare`, `sweep`,
+//! `render`, `report`, `recommend` and `synthesize`, each the application layer's, with the
+//! command line's defaults and results (the JSON the command line prints, as dicts; SVG and HTML
+//! as text).
+
+use crate::args::{Costs, Count, Whole, costs_text, rule, settings, to_python, whole};
+use crate::context::{Dirs, with_session};
+use crate::plan::Plan;
+use pipeweave_app::{
+    CompareRequest, Loaded, OverArg, PlacementArg, RenderRequest, ReportRequest, SweepRequest,
+    SynthesizeRequest, TimeWindow,
+};
+use pipeweave_eval::Metric;
+use pipeweave_sim::UniformCosts;
+use pipeweave_source::{Failure, Params};
+use pyo3::prelude::*;
+use pyo3::types::{PyAny, PyDict};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// `metric=`: `"bubble"` or `"step_time"`, as `--metric` takes them.
+fn metric(text: &str) -> Result<Metric, Failure> {
+    match text {
+        "bubble" => Ok(Metric::Bubble),
+        "step_time" | "step-time" => Ok(Metric::StepTime),
+        other => Err(Failure::usage(format!(
+            "metric must be \"bubble\" or \"step_time\", not {other:?}"
+        ))),
+    }
+}
+
+/// `over=`, read by the command line's one reader.
+fn over(text: &str) -> Result<OverArg, Failure> {
+    pipeweave_app::parse_over(text).map_err(|e| Failure::usage(e.0))
+}
+
+/// The parameters every schedule of a command takes, from the keyword arguments.
+fn params(
+    ranks: Option<Whole>,
+    microbatches: Option<Whole>,
+    stages_per_rank: Option<Whole>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Params> {
+    Ok(Params {
+        ranks: whole(ranks),
+        microbatches: whole(microbatches),
+        stages_per_rank: whole(stages_per_rank),
+        settings: settings(kwargs)?,
+        ..Params::default()
+    })
+}
+
+/// `schedules` compared on a spec (the built-in default unless `spec` names one), as
+/// `pipeweave compare --format json` prints it: P and M (the spec's where not given), `v` and
+/// the schedules' own parameters as keyword arguments; `units=True` or `costs=` add the makespan
+/// under those costs. A schedule and its twin plugin share a row when their plans are equal; a
+/// schedule that cannot be built keeps its row with the reason.
+#[pyfunction]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the Python signature: every keyword is an argument"
+)]
+#[pyo3(signature = (schedules, *, spec=None, ranks=None, microbatches=None, stages_per_rank=None, units=false, costs=None, strict_spec=false, keep_dp=false, global_batch=false, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
+fn compare<'py>(
+    py: Python<'py>,
+    schedules: Vec<String>,
+    spec: Option<String>,
+    ranks: Option<Whole>,
+    microbatches: Option<Whole>,
+    stages_per_rank: Option<Whole>,
+    units: bool,
+    costs: Option<&Bound<'py, PyAny>>,
+    strict_spec: bool,
+    keep_dp: bool,
+    global_batch: bool,
+    plugin_dirs: Vec<PathBuf>,
+    schedule_dirs: Vec<PathBuf>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let costs = costs_text(costs)?;
+    let params = params(ranks, microbatches, stages_per_rank, kwargs)?;
+    let dirs = Dirs {
+        plugins: &plugin_dirs,
+        schedules: &schedule_dirs,
+        texts: &[],
+    };
+    let compared = with_session(py, &dirs, |s| {
+        let units = match costs.as_deref() {
+            Some(text) => Some(UniformCosts::parse(text, "costs").map_err(Failure::usage)?),
+            None => units.then(UniformCosts::default),
+        };
+        let request = CompareRequest {
+            schedules,
+            params,
+            spec,
+            rule: rule(strict_spec, keep_dp, global_batch),
+            units,
+        };
+        pipeweave_app::compare(s, &request, None::<Loaded>)
+    })?;
+    to_python(py, &compared.value)
+}
+
+/// One metric of `schedules` against a swept parameter, as `pipeweave sweep --format json`
+/// prints it: `over` as `--over` takes it (`"m=8..64"`, `"ranks=2,4,8"`, `"lag=0..3"`),
+/// `metric="bubble"` or `"step_time"`, under unit costs, `costs=` or on `spec`.
+#[pyfunction]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the Python signature: every keyword is an argument"
+)]
+#[pyo3(signature = (schedules, over, *, metric="bubble", spec=None, costs=None, ranks=None, microbatches=None, stages_per_rank=None, strict_spec=false, keep_dp=false, global_batch=false, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
+fn sweep<'py>(
+    py: Python<'py>,
+    schedules: Vec<String>,
+    over: String,
+    metric: &str,
+    spec: Option<String>,
+    costs: Option<&Bound<'py, PyAny>>,
+    ranks: Option<Whole>,
+    microbatches: Option<Whole>,
+    stages_per_rank: Option<Whole>,
+    strict_spec: bool,
+    keep_dp: bool,
+    global_batch: bool,
+    plugin_dirs: Vec<PathBuf>,
+    schedule_dirs: Vec<PathBuf>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let costs = Costs {
+        spec,
+        costs: costs_text(costs)?,
+        rule: rule(strict_spec, keep_dp, global_batch),
+    };
+    let params = params(ranks, microbatches, stages_per_rank, kwargs)?;
+    let metric = metric.to_owned();
+    let dirs = Dirs {
+        plugins: &plugin_dirs,
+        schedules: &schedule_dirs,
+        texts: &[],
+    };
+    let swept = with_session(py, &dirs, |s| {
+        let request = SweepRequest {
+            schedules,
+            params,
+            costs: costs.arg()?,
+            over: self::over(&over)?,
+            metric: self::metric(&metric)?,
+        };
+        pipeweave_app::sweep(s, &request)
+    })?;
+    to_python(py, &swept.value)
+}
+
+/// The simulated timelines of `schedules` as one SVG on one time scale, as `pipeweave render`
+/// draws it (`comms=True` adds the transfer lanes; `start` and `end` a window of time).
+#[pyfunction]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the Python signature: every keyword is an argument"
+)]
+#[pyo3(signature = (schedules, *, spec=None, costs=None, ranks=None, microbatches=None, stages_per_rank=None, comms=false, start=None, end=None, strict_spec=false, keep_dp=false, global_batch=false, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
+fn render(
+    py: Python<'_>,
+    schedules: Vec<String>,
+    spec: Option<String>,
+    costs: Option<&Bound<'_, PyAny>>,
+    ranks: Option<Whole>,
+    microbatches: Option<Whole>,
+    stages_per_rank: Option<Whole>,
+    comms: bool,
+    start: Option<f64>,
+    end: Option<f64>,
+    strict_spec: bool,
+    keep_dp: bool,
+    global_batch: bool,
+    plugin_dirs: Vec<PathBuf>,
+    schedule_dirs: Vec<PathBuf>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<String> {
+    let costs = Costs {
+        spec,
+        costs: costs_text(costs)?,
+        rule: rule(strict_spec, keep_dp, global_batch),
+    };
+    let params = params(ranks, microbatches, stages_per_rank, kwargs)?;
+    let dirs = Dirs {
+        plugins: &plugin_dirs,
+        schedules: &schedule_dirs,
+        texts: &[],
+    };
+    let rendered = with_session(py, &dirs, |s| {
+        let request = RenderRequest {
+            schedules,
+            params,
+            costs: costs.arg()?,
+            comms,
+            window: window(start, end)?,
+        };
+        Ok(pipeweave_app::render(s, &request)?.svg)
+    })?;
+    Ok(rendered)
+}
+
+/// A window of time: each end a number of at least 0.
+fn window(start: Option<f64>, end: Option<f64>) -> Result<TimeWindow, Failure> {
+    for (name, t) in [("start", start), ("end", end)] {
+        if let Some(t) = t.filter(|t| !(t.is_finite() && *t >= 0.0)) {
+            return Err(Failure::usage(format!(
+                "{name}={t} is not a time (a number ≥ 0)"
+            )));
+        }
+    }
+    Ok(TimeWindow {
+        from: start,
+        to: end,
+    })
+}
+
+/// One self-contained HTML page about `schedules`, as `pipeweave report` writes it: the
+/// comparison, the timelines and a sweep (`over`, by default micro-batches from P to 16P).
+#[pyfunction]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the Python signature: every keyword is an argument"
+)]
+#[pyo3(signature = (schedules, *, spec=None, costs=None, ranks=None, microbatches=None, stages_per_rank=None, over=None, metric="bubble", comms=false, start=None, end=None, strict_spec=false, keep_dp=false, global_batch=false, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
+fn report(
+    py: Python<'_>,
+    schedules: Vec<String>,
+    spec: Option<String>,
+    costs: Option<&Bound<'_, PyAny>>,
+    ranks: Option<Whole>,
+    microbatches: Option<Whole>,
+    stages_per_rank: Option<Whole>,
+    over: Option<String>,
+    metric: &str,
+    comms: bool,
+    start: Option<f64>,
+    end: Option<f64>,
+    strict_spec: bool,
+    keep_dp: bool,
+    global_batch: bool,
+    plugin_dirs: Vec<PathBuf>,
+    schedule_dirs: Vec<PathBuf>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<String> {
+    let costs = Costs {
+        spec,
+        costs: costs_text(costs)?,
+        rule: rule(strict_spec, keep_dp, global_batch),
+    };
+    let params = params(ranks, microbatches, stages_per_rank, kwargs)?;
+    let metric = metric.to_owned();
+    let dirs = Dirs {
+        plugins: &plugin_dirs,
+        schedules: &schedule_dirs,
+        texts: &[],
+    };
+    with_session(py, &dirs, |s| {
+        let request = ReportRequest {
+            schedules,
+            params,
+            costs: costs.arg()?,
+            over: over.as_deref().map(self::over).transpose()?,
+            metric: self::metric(&metric)?,
+            comms,
+            window: window(start, end)?,
+        };
+        pipeweave_app::report(s, &request)
+    })
+}
+
+/// The recommend search on `spec` (the built-in default when `None`), as
+/// `pipeweave recommend --format json` prints it.
+#[pyfunction]
+#[pyo3(signature = (spec=None, *, plugin_dirs=Vec::new(), schedule_dirs=Vec::new()))]
+fn recommend<'py>(
+    py: Python<'py>,
+    spec: Option<String>,
+    plugin_dirs: Vec<PathBuf>,
+    schedule_dirs: Vec<PathBuf>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let dirs = Dirs {
+        plugins: &plugin_dirs,
+        schedules: &schedule_dirs,
+        texts: &[],
+    };
+    let r = with_session(py, &dirs, |s| pipeweave_app::recommend(s, spec.as_deref()))?;
+    to_python(py, &r)
+}
+
+/// The best order found for a placement (`"loop"`, `"v"`, `"bidirectional"`), a memory limit and
+/// the costs (`spec=`, `costs=` or unit costs), as `pipeweave synthesize` finds it: the plan, the
+/// report (`pipeweave synthesize --format json`) and the seconds the search took.
+#[pyfunction]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the Python signature: every keyword is an argument"
+)]
+#[pyo3(signature = (*, ranks=None, microbatches=None, placement="loop", stages_per_rank=None, spec=None, costs=None, memory_limit=None, activations=None, library_memory=false, weight_split=true, pairs=true, time_limit=10.0, evaluations=None, exact_nodes=None, seed=None, strict_spec=false, keep_dp=false, global_batch=false, plugin_dirs=Vec::new(), schedule_dirs=Vec::new()))]
+fn synthesize<'py>(
+    py: Python<'py>,
+    ranks: Option<Whole>,
+    microbatches: Option<Whole>,
+    placement: &str,
+    stages_per_rank: Option<Whole>,
+    spec: Option<String>,
+    costs: Option<&Bound<'py, PyAny>>,
+    memory_limit: Option<f64>,
+    activations: Option<Whole>,
+    library_memory: bool,
+    weight_split: bool,
+    pairs: bool,
+    time_limit: f64,
+    evaluations: Option<Count>,
+    exact_nodes: Option<Count>,
+    seed: Option<Count>,
+    strict_spec: bool,
+    keep_dp: bool,
+    global_batch: bool,
+    plugin_dirs: Vec<PathBuf>,
+    schedule_dirs: Vec<PathBuf>,
+) -> PyResult<(Plan, Bound<'py, PyAny>, f64)> {
+    let costs = Costs {
+        spec,
+        costs: costs_text(costs)?,
+        rule: rule(strict_spec, keep_dp, global_batch),
+    };
+    let placement = placement.to_owned();
+    let dirs = Dirs {
+        plugins: &plugin_dirs,
+        schedules: &schedule_dirs,
+        texts: &[],
+    };
+    let found = with_session(py, &dirs, |s| {
+        let placement = match placement.as_str() {
+            "loop" => PlacementArg::Loop,
+            "v" => PlacementArg::V,
+            "bidirectional" => PlacementArg::Bidirectional,
+            other => {
+                return Err(Failure::usage(format!(
+                    "placement must be \"loop\", \"v\" or \"bidirectional\", not {other:?}"
+                )));
+            }
+        };
+        if !(time_limit.is_finite() && (0.0..=86_400.0).contains(&time_limit)) {
+            return Err(Failure::usage(format!(
+                "time_limit={time_limit} is not a number of seconds from 0 to 24 hours"
+            )));
+        }
+        let defaults = SynthesizeRequest::default();
+        let request = SynthesizeRequest {
+            ranks: whole(ranks),
+            microbatches: whole(microbatches),
+            placement,
+            stages_per_rank: whole(stages_per_rank).unwrap_or(1),
+            memory_limit_gib: memory_limit,
+            activations: whole(activations),
+            library_memory,
+            weight_split,
+            pairs,
+            time_limit: Duration::from_secs_f64(time_limit),
+            evaluations: evaluations.map_or(defaults.evaluations, |c| c.0),
+            exact_nodes: exact_nodes.map_or(defaults.exact_nodes, |c| c.0),
+            seed: seed.map_or(defaults.seed, |c| c.0),
+            costs: costs.arg()?,
+        };
+        let found = pipeweave_app::synthesize(s, &request)?;
+        let built = pipeweave_source::Built {
+            plan: found.plan,
+            origins: None,
+            name: format!("synthesized {}", found.report.placement),
+            notes: Vec::new(),
+        };
+        let loaded = Loaded {
+            arg: built.name.clone(),
+            built,
+            declared: None,
+            plugin: None,
+            kind: pipeweave_source::SourceKind::Synthesized,
+        };
+        Ok((loaded, found.report, found.elapsed))
+    })?;
+    let (loaded, report, elapsed) = found;
+    Ok((
+        Plan { loaded },
+        to_python(py, &report)?,
+        elapsed.as_secs_f64(),
+    ))
+}
+
+/// Adds the commands to the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(compare, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep, m)?)?;
+    m.add_function(wrap_pyfunction!(render, m)?)?;
+    m.add_function(wrap_pyfunction!(report, m)?)?;
+    m.add_function(wrap_pyfunction!(recommend, m)?)?;
+    m.add_function(wrap_pyfunction!(synthesize, m)?)?;
+    Ok(())
+}
