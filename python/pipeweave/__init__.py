@@ -6,7 +6,11 @@ built from the Rust workspace with maturin: `pip install ./python`):
 - `compile(schedule, ranks=, microbatches=, stages_per_rank=, **params)` builds a validated `Plan`
   from a library schedule, a plugin (DualPipe, Chimera), a `.weave` file or a plan file;
 - `load(path)` reads a plan file, `validate(text_or_path)` checks a plan given as text or a path;
-- `list_schedules()` lists every schedule by name, with its parameters;
+- `list_schedules()` lists every schedule by name, with its parameters; `check(path)` checks a
+  `.weave` file as `pipeweave check` does;
+- `compare`, `sweep`, `recommend` and `synthesize` return what the command line prints with
+  `--format json`, as typed dicts (`pipeweave.Comparison`, `Sweep`, `Recommendation`,
+  `SynthesisReport`; `Plan.simulate()` a `Simulation`); `render` the SVG and `report` the HTML page;
 - every failure is a `pipeweave.Error`: `UsageError`, `PlanError` or `SpecError`, whose text is
   what the command line prints.
 
@@ -16,10 +20,43 @@ The pure-Python parts need no extension: `pipeweave.torch` runs a plan in `torch
 """
 
 from ._plan import Action, JsonPlan, Step
+from ._records import CheckResult, Synthesis
+from ._results import Comparison, ComparisonRow, Recommendation, ScheduleListingSchedule, Simulation, Sweep, SynthesisReport
 
-_NATIVE = ("Error", "Plan", "PlanError", "SpecError", "UsageError", "compile", "list_schedules", "load", "validate")
+_NATIVE = (
+    "Error",
+    "Plan",
+    "PlanError",
+    "SpecError",
+    "UsageError",
+    "check",
+    "compare",
+    "compile",
+    "list_schedules",
+    "load",
+    "recommend",
+    "render",
+    "report",
+    "sweep",
+    "synthesize",
+    "validate",
+)
 
-__all__ = ["Action", "JsonPlan", "Step", *_NATIVE]
+__all__ = [
+    "Action",
+    "CheckResult",
+    "Comparison",
+    "ComparisonRow",
+    "JsonPlan",
+    "Recommendation",
+    "ScheduleListingSchedule",
+    "Simulation",
+    "Step",
+    "Sweep",
+    "Synthesis",
+    "SynthesisReport",
+    *_NATIVE,
+]
 
 
 def __getattr__(name: str):

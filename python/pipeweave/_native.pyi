@@ -4,6 +4,15 @@ import os
 from typing import Any, Literal
 
 from ._plan import Action, Step
+from ._records import CheckResult, Synthesis
+from ._results import (
+    Comparison,
+    ComparisonRow,
+    Recommendation,
+    ScheduleListingSchedule,
+    Simulation,
+    Sweep,
+)
 
 _Path = str | os.PathLike[str]
 _Costs = str | dict[str, float]
@@ -51,16 +60,21 @@ class Plan:
         strict_spec: bool = False,
         keep_dp: bool = False,
         global_batch: bool = False,
-    ) -> dict[str, Any]:
+    ) -> Simulation:
         """One simulated step, as `pipeweave simulate --format json` prints it (a spec fitted to the plan, `"fitted"` says how)."""
     def compare(
         self,
         schedules: list[str],
         spec: str | None = None,
         units: bool = False,
+        *,
+        costs: _Costs | None = None,
+        strict_spec: bool = False,
+        keep_dp: bool = False,
+        global_batch: bool = False,
         plugin_dirs: list[_Path] = ...,
         schedule_dirs: list[_Path] = ...,
-    ) -> list[dict[str, Any]]:
+    ) -> list[ComparisonRow]:
         """This plan and `schedules` at its P and M on a spec: the rows of `pipeweave compare --format json`."""
     def to_csv(self, format: Literal["pytorch", "pytorch-comms"] = "pytorch") -> str:
         """`pipeweave export --to pytorch` or `--to pytorch-comms`."""
@@ -74,8 +88,21 @@ class Plan:
         global_batch: bool = False,
     ) -> str:
         """`pipeweave export --to json` (with the simulated timeline when `spec` or `costs` is given)."""
+    def to_trace(
+        self,
+        spec: str | None = None,
+        costs: _Costs | None = None,
+        *,
+        strict_spec: bool = False,
+        keep_dp: bool = False,
+        global_batch: bool = False,
+    ) -> str:
+        """`pipeweave export --to chrome-trace` (on `spec`, or under `costs`; unit costs by default)."""
     def to_actions(self) -> str:
         """`pipeweave export --to actions`."""
+    @property
+    def requires(self) -> str:
+        """What the schedule requires of P and M, in its own words (empty for a plan file)."""
     def __eq__(self, other: object) -> bool: ...
 
 def compile(
@@ -96,7 +123,119 @@ def load(path: _Path, *, pipelines: int | None = None) -> Plan:
 def validate(text_or_path: str | os.PathLike[str], *, pipelines: int | None = None) -> Plan:
     """Validates a plan given as text or read from a path; raises PlanError with every problem."""
 
-def list_schedules(*, plugin_dirs: list[_Path] = ..., schedule_dirs: list[_Path] = ...) -> list[dict[str, Any]]:
+def list_schedules(*, plugin_dirs: list[_Path] = ..., schedule_dirs: list[_Path] = ...) -> list[ScheduleListingSchedule]:
     """Every schedule available by name, as `pipeweave list` shows them."""
+
+def check(schedule: _Path, *, schedule_dirs: list[_Path] = ...) -> CheckResult:
+    """Checks a `.weave` schedule as `pipeweave check` does; raises PlanError with its first problem."""
+
+_Param = bool | int | str
+
+def compare(
+    schedules: list[str],
+    *,
+    spec: str | None = None,
+    ranks: int | None = None,
+    microbatches: int | None = None,
+    stages_per_rank: int | None = None,
+    units: bool = False,
+    costs: _Costs | None = None,
+    strict_spec: bool = False,
+    keep_dp: bool = False,
+    global_batch: bool = False,
+    plugin_dirs: list[_Path] = ...,
+    schedule_dirs: list[_Path] = ...,
+    **params: _Param,
+) -> Comparison:
+    """`pipeweave compare --format json`: the schedules on a spec (twins share a row)."""
+
+def sweep(
+    schedules: list[str],
+    over: str,
+    *,
+    metric: Literal["bubble", "step_time"] = "bubble",
+    spec: str | None = None,
+    costs: _Costs | None = None,
+    ranks: int | None = None,
+    microbatches: int | None = None,
+    stages_per_rank: int | None = None,
+    strict_spec: bool = False,
+    keep_dp: bool = False,
+    global_batch: bool = False,
+    plugin_dirs: list[_Path] = ...,
+    schedule_dirs: list[_Path] = ...,
+    **params: _Param,
+) -> Sweep:
+    """`pipeweave sweep --format json`: one metric of the schedules against `over` (as `--over` takes it)."""
+
+def render(
+    schedules: list[str],
+    *,
+    spec: str | None = None,
+    costs: _Costs | None = None,
+    ranks: int | None = None,
+    microbatches: int | None = None,
+    stages_per_rank: int | None = None,
+    comms: bool = False,
+    start: float | None = None,
+    end: float | None = None,
+    strict_spec: bool = False,
+    keep_dp: bool = False,
+    global_batch: bool = False,
+    plugin_dirs: list[_Path] = ...,
+    schedule_dirs: list[_Path] = ...,
+    **params: _Param,
+) -> str:
+    """`pipeweave render`: the simulated timelines as one SVG."""
+
+def report(
+    schedules: list[str],
+    *,
+    spec: str | None = None,
+    costs: _Costs | None = None,
+    ranks: int | None = None,
+    microbatches: int | None = None,
+    stages_per_rank: int | None = None,
+    over: str | None = None,
+    metric: Literal["bubble", "step_time"] = "bubble",
+    comms: bool = False,
+    start: float | None = None,
+    end: float | None = None,
+    strict_spec: bool = False,
+    keep_dp: bool = False,
+    global_batch: bool = False,
+    plugin_dirs: list[_Path] = ...,
+    schedule_dirs: list[_Path] = ...,
+    **params: _Param,
+) -> str:
+    """`pipeweave report`: one self-contained HTML page."""
+
+def recommend(spec: str | None = None, *, plugin_dirs: list[_Path] = ..., schedule_dirs: list[_Path] = ...) -> Recommendation:
+    """`pipeweave recommend --format json`: the search on a spec."""
+
+def synthesize(
+    *,
+    ranks: int | None = None,
+    microbatches: int | None = None,
+    placement: Literal["loop", "v", "bidirectional"] = "loop",
+    stages_per_rank: int | None = None,
+    spec: str | None = None,
+    costs: _Costs | None = None,
+    memory_limit: float | None = None,
+    activations: int | None = None,
+    library_memory: bool = False,
+    weight_split: bool = True,
+    pairs: bool = True,
+    time_limit: float = 10.0,
+    evaluations: int | None = None,
+    exact_nodes: int | None = None,
+    seed: int | None = None,
+    strict_spec: bool = False,
+    keep_dp: bool = False,
+    global_batch: bool = False,
+    plugin_dirs: list[_Path] = ...,
+    schedule_dirs: list[_Path] = ...,
+) -> Synthesis:
+    """`pipeweave synthesize`: the plan found, its report and the seconds the search took."""
 
 def _serve_worker(path: _Path) -> int: ...

@@ -13,6 +13,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod fuzz;
+mod typed;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -139,6 +140,7 @@ fn conformance() -> Result<(), String> {
 /// The Python package's tests: installs the package (building its extension) into the cached
 /// environment and runs pytest on `tests/python`.
 fn python_tests() -> Result<(), String> {
+    typed::check(&root())?;
     run("python", "python3", &["tests/python/run.py"])
 }
 
@@ -154,6 +156,7 @@ const USAGE: &str = "usage: cargo xtask <test|rust|fuzz [SECONDS]|python|conform
   rust            only the Rust part, no fuzzing (installs headless Chromium when it is missing)
   fuzz [SECONDS]  only the fuzz targets, each for SECONDS (default 12) on top of its corpus
   python          only the Python package's tests (pip install ./python, then pytest)
+  typed           write python/pipeweave/_results.py from schemas/ (the package's result types)
   conformance     only the PyTorch conformance suite";
 
 fn main() -> ExitCode {
@@ -176,6 +179,7 @@ fn main() -> ExitCode {
             }
         },
         (Some("python"), None) => python_tests(),
+        (Some("typed"), None) => typed::write(&root()),
         (Some("conformance"), None) => conformance(),
         _ => {
             eprintln!("{USAGE}");

@@ -76,8 +76,8 @@ pub(crate) fn window(
             "the step ends"
         };
         return Err(Failure::usage(format!(
-            "{} {from}: {ends} at {}",
-            session.front.flag(Flag::From),
+            "{}: {ends} at {}",
+            session.front.given(Flag::From, from),
             unit.format(longest)
         )));
     }

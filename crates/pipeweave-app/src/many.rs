@@ -4,6 +4,7 @@
 
 use crate::request::Loaded;
 use crate::session::Session;
+use crate::words::FrontEnd;
 use pipeweave_check::ValidPlan;
 use pipeweave_eval::{Comparison, Costing, PlanRequest, Planner, SpecRule, Unbuilt};
 use pipeweave_sim::UniformCosts;
@@ -107,9 +108,13 @@ impl Many {
         }
         for s in &params.settings {
             if !members.iter().any(|m| m.takes(&s.name)) {
+                let given = match session.front {
+                    FrontEnd::CommandLine => format!("--set {}={}", s.name, s.value),
+                    FrontEnd::Python => format!("{}={}", s.name, s.value),
+                };
                 return Err(Failure::usage(format!(
-                    "--set {}={}: none of the schedules has a parameter `{}`",
-                    s.name, s.value, s.name
+                    "{given}: none of the schedules has a parameter `{}`",
+                    s.name
                 )));
             }
         }

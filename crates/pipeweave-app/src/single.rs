@@ -129,10 +129,11 @@ pub fn show(
     let asked = window.ranks.clone().unwrap_or(0..=last);
     if *asked.start() > last {
         return Err(Failure::usage(format!(
-            "{} {}..{}: the plan has ranks 0 to {last}",
-            session.front.flag(Flag::RankRange),
-            asked.start(),
-            asked.end()
+            "{}: the plan has ranks 0 to {last}",
+            session.front.given(
+                Flag::RankRange,
+                format!("{}..{}", asked.start(), asked.end())
+            )
         )));
     }
     let end = (*asked.end()).min(last);
@@ -147,8 +148,8 @@ pub fn show(
     }
     if let Some(from) = window.from.filter(|f| *f >= timeline.timing.makespan) {
         return Err(Failure::usage(format!(
-            "{} {from}: the step ends at {}",
-            session.front.flag(Flag::From),
+            "{}: the step ends at {}",
+            session.front.given(Flag::From, from),
             pipeweave_report::format_time(timeline.timing.makespan)
         )));
     }
@@ -174,9 +175,9 @@ pub(crate) fn check_window(
 ) -> Result<(), Failure> {
     match (from, to) {
         (Some(from), Some(to)) if from >= to => Err(Failure::usage(format!(
-            "{} {from} {} {to}: the window must end after it starts",
-            session.front.flag(Flag::From),
-            session.front.flag(Flag::To)
+            "{} {}: the window must end after it starts",
+            session.front.given(Flag::From, from),
+            session.front.given(Flag::To, to)
         ))),
         _ => Ok(()),
     }

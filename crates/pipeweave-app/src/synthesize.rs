@@ -9,7 +9,7 @@ use crate::catalog::{Schedules, named_schedules, tell_errors};
 use crate::finished::finished;
 use crate::request::CostsArg;
 use crate::session::Session;
-use crate::words::Flag;
+use crate::words::{Flag, number};
 use pipeweave_check::ValidPlan;
 use pipeweave_eval::{
     Costing, LibraryPlan, SynthesisReport, best_within, gib, library_at_placement, plan_shape,
@@ -124,9 +124,9 @@ impl Session<'_> {
             (PlacementArg::V, 1) => Ok(Placement::V),
             (PlacementArg::Bidirectional, 1) => Ok(Placement::Bidirectional),
             (_, v) => Err(Failure::usage(format!(
-                "{} {v} is for the loop placement; the V has two stages per rank and the \
+                "{} is for the loop placement; the V has two stages per rank and the \
                  bidirectional placement one per pipeline",
-                self.front.flag(Flag::StagesPerRank)
+                self.front.given(Flag::StagesPerRank, v)
             ))),
         }
     }
@@ -154,8 +154,8 @@ impl Session<'_> {
         }
         if !(g.is_finite() && g > 0.0 && g <= MAX_MEMORY_GIB) {
             return Err(Failure::usage(format!(
-                "{} {g} is not a memory size in GiB above 0 and at most {MAX_MEMORY_GIB}",
-                flag(Flag::MemoryLimit)
+                "{} is not a memory size in GiB above 0 and at most {MAX_MEMORY_GIB}",
+                self.front.given(Flag::MemoryLimit, number(g))
             )));
         }
         Ok(())

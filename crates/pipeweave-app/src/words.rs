@@ -1,6 +1,17 @@
 //! The words of a request's errors in the front end's own spelling: `--strict-spec` on the
 //! command line is `strict_spec=` in Python, so that an error names what the user typed.
 
+/// A number a user gave, as an error quotes it: plain where that is short (`40`, `0.5`), with an
+/// exponent where it is not (`1e308`, `1e-9`), never hundreds of digits.
+pub fn number(x: f64) -> String {
+    let magnitude = x.abs();
+    if x.is_finite() && magnitude != 0.0 && !(1e-4..1e16).contains(&magnitude) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
 /// The front end a session answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FrontEnd {
@@ -49,6 +60,16 @@ pub enum Flag {
 }
 
 impl FrontEnd {
+    /// `flag` given `value`, as this front end writes it: `--memory-limit 40`, `memory_limit=40`.
+    pub fn given(self, flag: Flag, value: impl std::fmt::Display) -> String {
+        let name = self.flag(flag);
+        match self {
+            FrontEnd::CommandLine => format!("{name} {value}"),
+            FrontEnd::Python if name.ends_with('=') => format!("{name}{value}"),
+            FrontEnd::Python => format!("{name}={value}"),
+        }
+    }
+
     /// `flag` as this front end spells it.
     pub fn flag(self, flag: Flag) -> &'static str {
         match self {
@@ -70,24 +91,49 @@ impl FrontEnd {
                 Flag::Placement => "--placement",
                 Flag::RankRange => "--rank-range",
             },
+            // Keyword arguments that take a value are written with `=`; switches bare.
             FrontEnd::Python => match flag {
-                Flag::Spec => "spec",
+                Flag::Spec => "spec=",
                 Flag::StrictSpec => "strict_spec",
                 Flag::KeepDp => "keep_dp",
                 Flag::GlobalBatch => "global_batch",
-                Flag::Costs => "costs",
-                Flag::From => "start",
-                Flag::To => "end",
-                Flag::MemoryLimit => "memory_limit",
-                Flag::Activations => "activations",
+                Flag::Costs => "costs=",
+                Flag::From => "start=",
+                Flag::To => "end=",
+                Flag::MemoryLimit => "memory_limit=",
+                Flag::Activations => "activations=",
                 Flag::LibraryMemory => "library_memory",
-                Flag::Ranks => "ranks",
-                Flag::Microbatches => "microbatches",
-                Flag::StagesPerRank => "stages_per_rank",
-                Flag::Over => "over",
-                Flag::Placement => "placement",
-                Flag::RankRange => "ranks",
+                Flag::Ranks => "ranks=",
+                Flag::Microbatches => "microbatches=",
+                Flag::StagesPerRank => "stages_per_rank=",
+                Flag::Over => "over=",
+                Flag::Placement => "placement=",
+                Flag::RankRange => "ranks=",
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_stay_short() {
+        assert_eq!(number(40.0), "40");
+        assert_eq!(number(0.5), "0.5");
+        assert_eq!(number(1e308), "1e308");
+        assert_eq!(number(1e299), "1e299");
+        assert_eq!(number(-2.5e-9), "-2.5e-9");
+        assert_eq!(number(f64::INFINITY), "inf");
+    }
+
+    #[test]
+    fn flags_in_each_front_ends_words() {
+        let cli = FrontEnd::CommandLine;
+        let py = FrontEnd::Python;
+        assert_eq!(cli.given(Flag::MemoryLimit, 40), "--memory-limit 40");
+        assert_eq!(py.given(Flag::MemoryLimit, 40), "memory_limit=40");
+        assert_eq!(py.given(Flag::KeepDp, true), "keep_dp=true");
     }
 }

@@ -1,15 +1,20 @@
 //! `pipeweave list` and `pipeweave check`, as the command line writes them.
 
+use crate::args::Format;
 use crate::output::emit;
 use pipeweave_app::Session;
 use pipeweave_source::Failure;
 
-/// `pipeweave list`: every schedule available by name as one table.
-pub fn list(session: &mut Session<'_>) -> Result<(), Failure> {
+/// `pipeweave list`: every schedule available by name as one table, or as JSON
+/// (`schemas/pipeweave-list.v1.schema.json`).
+pub fn list(session: &mut Session<'_>, format: Format) -> Result<(), Failure> {
     let listing = pipeweave_app::list(session);
     emit(
         None,
-        &pipeweave_report::listing_text(&listing, pipeweave_param::SPELLINGS),
+        &match format {
+            Format::Text => pipeweave_report::listing_text(&listing, pipeweave_param::SPELLINGS),
+            Format::Json => pipeweave_report::json(&listing),
+        },
     )
 }
 

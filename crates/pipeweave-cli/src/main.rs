@@ -69,6 +69,9 @@ enum Command {
     List {
         #[command(flatten)]
         dirs: args::Dirs,
+        /// Output format
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
     },
     /// Check a schedule file: syntax and names, then its plans compiled and validated for
     /// P = 2…8 and every M up to 2P its requirements allow
@@ -262,7 +265,7 @@ impl Command {
             | Command::Sweep { many, .. }
             | Command::Report { many, .. } => many.params.folders(),
             Command::Compare(args) => args.params.folders(),
-            Command::List { dirs } => dirs.folders(),
+            Command::List { dirs, .. } => dirs.folders(),
             Command::Recommend(args) => args.dirs.folders(),
             Command::Synthesize(args) => args.dirs.folders(),
             Command::Check { schedule_dirs, .. } => (Vec::new(), schedule_dirs.clone()),
@@ -285,7 +288,7 @@ fn run(command: Command, session: &mut Session<'_>) -> Result<(), Failure> {
             window,
         } => single::show(session, &plan, &costs, &window),
         Command::Check { file, .. } => list::check(session, &file),
-        Command::List { .. } => list::list(session),
+        Command::List { format, .. } => list::list(session, format),
         Command::Render {
             many,
             svg,

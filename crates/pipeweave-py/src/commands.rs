@@ -321,7 +321,7 @@ fn synthesize<'py>(
     global_batch: bool,
     plugin_dirs: Vec<PathBuf>,
     schedule_dirs: Vec<PathBuf>,
-) -> PyResult<(Plan, Bound<'py, PyAny>, f64)> {
+) -> PyResult<Bound<'py, PyAny>> {
     let costs = Costs {
         spec,
         costs: costs_text(costs)?,
@@ -383,11 +383,9 @@ fn synthesize<'py>(
         Ok((loaded, found.report, found.elapsed))
     })?;
     let (loaded, report, elapsed) = found;
-    Ok((
-        Plan { loaded },
-        to_python(py, &report)?,
-        elapsed.as_secs_f64(),
-    ))
+    let class = py.import("pipeweave._records")?.getattr("Synthesis")?;
+    let plan = Bound::new(py, Plan { loaded })?;
+    class.call1((plan, to_python(py, &report)?, elapsed.as_secs_f64()))
 }
 
 /// Adds the commands to the module.

@@ -225,6 +225,7 @@ fn synthesize_json_follows_its_schema() {
         &["synthesize", "-p", "4", "-m", "8", "--format", "json"],
     );
     assert_eq!(unit["proved_optimal"], true);
+    assert_eq!(unit["cost_source"], "unit");
     let spec = json(
         &dir,
         &[
@@ -238,5 +239,40 @@ fn synthesize_json_follows_its_schema() {
         ],
     );
     assert_eq!(spec["time_unit"], "seconds");
+    assert_eq!(spec["cost_source"], "spec");
     check("pipeweave-synthesize.v1.schema.json", &[unit, spec]);
+}
+
+#[test]
+fn list_json_follows_its_schema() {
+    let dir = std::env::temp_dir().join(format!("pipeweave-list-json-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A folder schedule, and one whose name the library takes first (unreached).
+    let text =
+        "doc \"mine\"\nstages P\nplace loop\nprogram {\n  repeat M { F }\n  repeat M { B }\n}\n";
+    std::fs::write(dir.join("mine.weave"), text).unwrap();
+    std::fs::write(dir.join("1f1b.weave"), text).unwrap();
+    let folder = dir.to_str().unwrap();
+    let l = json(
+        &crate_dir(),
+        &["list", "--schedule-dir", folder, "--format", "json"],
+    );
+    let sources: Vec<&str> = l["schedules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["source"].as_str().unwrap())
+        .collect();
+    assert!(sources.contains(&"library") && sources.contains(&"folder"));
+    assert!(sources.contains(&"plugin"), "{sources:?}");
+    assert_eq!(l["unreached"][0]["name"], "1f1b");
+    let twin = l["schedules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "dualpipev")
+        .expect("dualpipev is listed");
+    assert_eq!(twin["same_plans_as"], "plugin:dualpipev");
+    check("pipeweave-list.v1.schema.json", &[l]);
+    std::fs::remove_dir_all(&dir).ok();
 }
