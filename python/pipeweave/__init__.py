@@ -12,17 +12,19 @@ built from the Rust workspace with maturin: `pip install ./python`):
 
 The pure-Python parts need no extension: `pipeweave.torch` runs a plan in `torch.distributed`
 (it needs torch, nothing else here does), and `JsonPlan` reads the JSON plan
-`pipeweave export --to json` writes.
+`pipeweave export --to json` writes. `PlanProtocol` is what `pipeweave.torch` runs (the native
+`Plan` and `JsonPlan` implement it).
 """
 
-from ._plan import Action, JsonPlan, Step
+from ._plan import Action, ActionProtocol, JsonPlan, PlanProtocol, Step, StepProtocol
 
 _NATIVE = ("Error", "Plan", "PlanError", "SpecError", "UsageError", "compile", "list_schedules", "load", "validate")
+_PURE = ("Action", "ActionProtocol", "JsonPlan", "PlanProtocol", "Step", "StepProtocol")
 
-__all__ = ["Action", "JsonPlan", "Step", *_NATIVE]
+__all__ = [*_PURE, *_NATIVE]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     # The native names load the extension on first use, so that `pipeweave.torch` and `JsonPlan`
     # work from a source tree without it.
     if name not in _NATIVE:

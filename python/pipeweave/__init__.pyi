@@ -9,16 +9,26 @@ from ._native import (
     load as load,
     validate as validate,
 )
-from ._plan import Action as Action, JsonPlan as JsonPlan, Step as Step
+from ._plan import (
+    Action as Action,
+    ActionProtocol as ActionProtocol,
+    JsonPlan as JsonPlan,
+    PlanProtocol as PlanProtocol,
+    Step as Step,
+    StepProtocol as StepProtocol,
+)
 
 __all__ = [
     "Action",
+    "ActionProtocol",
     "Error",
     "JsonPlan",
     "Plan",
     "PlanError",
+    "PlanProtocol",
     "SpecError",
     "Step",
+    "StepProtocol",
     "UsageError",
     "compile",
     "list_schedules",
