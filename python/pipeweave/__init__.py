@@ -13,15 +13,18 @@ built from the Rust workspace with maturin: `pip install ./python`):
 The pure-Python parts need no extension: `pipeweave.torch` runs a plan in `torch.distributed`
 (it needs torch, nothing else here does), and `JsonPlan` reads the JSON plan
 `pipeweave export --to json` writes. `PlanProtocol` is what `pipeweave.torch` runs (the native
-`Plan` and `JsonPlan` implement it).
+`Plan` and `JsonPlan` implement it); `Simulation`, `ComparisonRow` and `ScheduleInfo` are the typed
+dicts the native functions return (`pipeweave._types` has the ones they hold).
 """
 
 from ._plan import Action, ActionProtocol, JsonPlan, PlanProtocol, Step, StepProtocol
+from ._types import ComparisonRow, ScheduleInfo, Simulation
 
 _NATIVE = ("Error", "Plan", "PlanError", "SpecError", "UsageError", "compile", "list_schedules", "load", "validate")
 _PURE = ("Action", "ActionProtocol", "JsonPlan", "PlanProtocol", "Step", "StepProtocol")
+_TYPES = ("ComparisonRow", "ScheduleInfo", "Simulation")
 
-__all__ = [*_PURE, *_NATIVE]
+__all__ = [*_PURE, *_TYPES, *_NATIVE]
 
 
 def __getattr__(name: str) -> object:

@@ -17,15 +17,19 @@ from ._plan import (
     Step as Step,
     StepProtocol as StepProtocol,
 )
+from ._types import ComparisonRow as ComparisonRow, ScheduleInfo as ScheduleInfo, Simulation as Simulation
 
 __all__ = [
     "Action",
     "ActionProtocol",
+    "ComparisonRow",
     "Error",
     "JsonPlan",
     "Plan",
     "PlanError",
     "PlanProtocol",
+    "ScheduleInfo",
+    "Simulation",
     "SpecError",
     "Step",
     "StepProtocol",

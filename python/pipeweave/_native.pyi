@@ -1,9 +1,23 @@
 """Type stubs of the native extension (crates/pipeweave-py)."""
 
 import os
-from typing import Any, Literal
+from typing import ClassVar, Literal, final
 
 from ._plan import Action, Step
+from ._types import ComparisonRow, ScheduleInfo, Simulation
+
+__all__ = [
+    "Error",
+    "UsageError",
+    "PlanError",
+    "SpecError",
+    "Plan",
+    "compile",
+    "load",
+    "validate",
+    "list_schedules",
+    "_serve_worker",
+]
 
 _Path = str | os.PathLike[str]
 _Costs = str | dict[str, float]
@@ -20,8 +34,12 @@ class PlanError(Error):
 class SpecError(Error):
     """A cluster spec that cannot be read, or that does not fit the plan."""
 
+@final
 class Plan:
     """A plan that passed the validator; it implements the plan protocol of `pipeweave.torch`."""
+
+    # Plans compare equal by their actions and placement, and are not hashable.
+    __hash__: ClassVar[None]  # type: ignore[assignment]
 
     @property
     def name(self) -> str: ...
@@ -51,7 +69,7 @@ class Plan:
         strict_spec: bool = False,
         keep_dp: bool = False,
         global_batch: bool = False,
-    ) -> dict[str, Any]:
+    ) -> Simulation:
         """One simulated step, as `pipeweave simulate --format json` prints it (a spec fitted to the plan, `"fitted"` says how)."""
     def compare(
         self,
@@ -60,7 +78,7 @@ class Plan:
         units: bool = False,
         plugin_dirs: list[_Path] = ...,
         schedule_dirs: list[_Path] = ...,
-    ) -> list[dict[str, Any]]:
+    ) -> list[ComparisonRow]:
         """This plan and `schedules` at its P and M on a spec: the rows of `pipeweave compare --format json`."""
     def to_csv(self, format: Literal["pytorch", "pytorch-comms"] = "pytorch") -> str:
         """`pipeweave export --to pytorch` or `--to pytorch-comms`."""
@@ -76,7 +94,7 @@ class Plan:
         """`pipeweave export --to json` (with the simulated timeline when `spec` or `costs` is given)."""
     def to_actions(self) -> str:
         """`pipeweave export --to actions`."""
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
 
 def compile(
     schedule: _Path,
@@ -96,7 +114,7 @@ def load(path: _Path, *, pipelines: int | None = None) -> Plan:
 def validate(text_or_path: str | os.PathLike[str], *, pipelines: int | None = None) -> Plan:
     """Validates a plan given as text or read from a path; raises PlanError with every problem."""
 
-def list_schedules(*, plugin_dirs: list[_Path] = ..., schedule_dirs: list[_Path] = ...) -> list[dict[str, Any]]:
+def list_schedules(*, plugin_dirs: list[_Path] = ..., schedule_dirs: list[_Path] = ...) -> list[ScheduleInfo]:
     """Every schedule available by name, as `pipeweave list` shows them."""
 
 def _serve_worker(path: _Path) -> int: ...
