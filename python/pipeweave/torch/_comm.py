@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import atexit
 from collections.abc import Sequence
+from typing import TypeAlias
 
 import torch
 import torch.distributed as dist
 
 from ._layout import Layout
 
-Meta = tuple[tuple[int, ...], torch.dtype]
+Meta: TypeAlias = tuple[tuple[int, ...], torch.dtype]
 
 # What travels to say a stage's output shapes: (shape, dtype name) per tensor.
-_Wire = list[tuple[list[int], str]]
+_Wire: TypeAlias = list[tuple[list[int], str]]
 
 
 def as_tensors(value: object, what: str) -> tuple[torch.Tensor, ...]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from .._plan import ActionProtocol, PlanProtocol, StepProtocol
 
@@ -31,7 +32,7 @@ class Op:
 
 
 # One checked compute action: an op, or an overlapped F&B pair (forward, backward).
-Work = Op | tuple[Op, Op]
+Work: TypeAlias = Op | tuple[Op, Op]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +62,7 @@ class Reduce:
     stage: int
 
 
-CheckedStep = Compute | Transfer | Reduce
+CheckedStep: TypeAlias = Compute | Transfer | Reduce
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from types import TracebackType
+from typing import TypeAlias
 
 import torch
 import torch.distributed as dist
@@ -22,10 +23,10 @@ from ._layout import CheckedStep, Compute, Layout, Op, Reduce
 # `loss_fn(output, target)`: the output is whatever the last model part returns (torch types
 # `nn.Module.__call__` as returning anything), the target a tensor or a tuple of tensors; the type
 # is PyTorch's own for a pipeline schedule's `loss_fn`.
-LossFn = Callable[..., torch.Tensor]
+LossFn: TypeAlias = Callable[..., torch.Tensor]
 
 # A batch: a tensor, or a tuple (or list) of tensors, split along the first dimension.
-Batch = torch.Tensor | Sequence[torch.Tensor]
+Batch: TypeAlias = torch.Tensor | Sequence[torch.Tensor]
 
 
 class PlanRunner:
