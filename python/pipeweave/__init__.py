@@ -1,7 +1,8 @@
 """pipeweave: pipeline-parallel training schedules, compiled, checked, simulated and run.
 
 The compiler, its checks and the simulator come with the native extension (`pipeweave._native`,
-built from the Rust workspace with maturin: `pip install ./python`):
+built from the Rust workspace with maturin: `pip install ./python`), each function the command
+line's command through the same application layer:
 
 - `compile(schedule, ranks=, microbatches=, stages_per_rank=, **params)` builds a validated `Plan`
   from a library schedule, a plugin (DualPipe, Chimera), a `.weave` file or a plan file;
@@ -9,19 +10,29 @@ built from the Rust workspace with maturin: `pip install ./python`):
 - `list_schedules()` lists every schedule by name, with its parameters; `check(path)` checks a
   `.weave` file as `pipeweave check` does;
 - `compare`, `sweep`, `recommend` and `synthesize` return what the command line prints with
-  `--format json`, as typed dicts (`pipeweave.Comparison`, `Sweep`, `Recommendation`,
-  `SynthesisReport`; `Plan.simulate()` a `Simulation`); `render` the SVG and `report` the HTML page;
+  `--format json`, as typed dicts (`Comparison`, `Sweep`, `Recommendation`, `SynthesisReport`;
+  `Plan.simulate()` a `Simulation`); `render` the SVG and `report` the HTML page;
 - every failure is a `pipeweave.Error`: `UsageError`, `PlanError` or `SpecError`, whose text is
   what the command line prints.
 
 The pure-Python parts need no extension: `pipeweave.torch` runs a plan in `torch.distributed`
 (it needs torch, nothing else here does), and `JsonPlan` reads the JSON plan
-`pipeweave export --to json` writes.
+`pipeweave export --to json` writes. `PlanProtocol` is what `pipeweave.torch` runs (the native
+`Plan` and `JsonPlan` implement it). The typed dicts are generated from the JSON Schemas in
+`schemas/` (`pipeweave._results`).
 """
 
-from ._plan import Action, JsonPlan, Step
+from ._plan import Action, ActionProtocol, JsonPlan, PlanProtocol, Step, StepProtocol
 from ._records import CheckResult, Synthesis
-from ._results import Comparison, ComparisonRow, Recommendation, ScheduleListingSchedule, Simulation, Sweep, SynthesisReport
+from ._results import (
+    Comparison,
+    ComparisonRow,
+    Recommendation,
+    ScheduleListingSchedule,
+    Simulation,
+    Sweep,
+    SynthesisReport,
+)
 
 _NATIVE = (
     "Error",
@@ -41,25 +52,23 @@ _NATIVE = (
     "synthesize",
     "validate",
 )
-
-__all__ = [
-    "Action",
+_PURE = ("Action", "ActionProtocol", "JsonPlan", "PlanProtocol", "Step", "StepProtocol")
+_TYPES = (
     "CheckResult",
     "Comparison",
     "ComparisonRow",
-    "JsonPlan",
     "Recommendation",
     "ScheduleListingSchedule",
     "Simulation",
-    "Step",
     "Sweep",
     "Synthesis",
     "SynthesisReport",
-    *_NATIVE,
-]
+)
+
+__all__ = [*_PURE, *_TYPES, *_NATIVE]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     # The native names load the extension on first use, so that `pipeweave.torch` and `JsonPlan`
     # work from a source tree without it.
     if name not in _NATIVE:

@@ -16,7 +16,14 @@ from ._native import (
     synthesize as synthesize,
     validate as validate,
 )
-from ._plan import Action as Action, JsonPlan as JsonPlan, Step as Step
+from ._plan import (
+    Action as Action,
+    ActionProtocol as ActionProtocol,
+    JsonPlan as JsonPlan,
+    PlanProtocol as PlanProtocol,
+    Step as Step,
+    StepProtocol as StepProtocol,
+)
 from ._records import CheckResult as CheckResult, Synthesis as Synthesis
 from ._results import (
     Comparison as Comparison,
@@ -30,6 +37,7 @@ from ._results import (
 
 __all__ = [
     "Action",
+    "ActionProtocol",
     "CheckResult",
     "Comparison",
     "ComparisonRow",
@@ -37,11 +45,13 @@ __all__ = [
     "JsonPlan",
     "Plan",
     "PlanError",
-    "SpecError",
-    "Step",
+    "PlanProtocol",
     "Recommendation",
     "ScheduleListingSchedule",
     "Simulation",
+    "SpecError",
+    "Step",
+    "StepProtocol",
     "Sweep",
     "Synthesis",
     "SynthesisReport",

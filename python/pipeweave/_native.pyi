@@ -1,7 +1,7 @@
 """Type stubs of the native extension (crates/pipeweave-py)."""
 
 import os
-from typing import Any, Literal
+from typing import ClassVar, Literal, final
 
 from ._plan import Action, Step
 from ._records import CheckResult, Synthesis
@@ -13,6 +13,26 @@ from ._results import (
     Simulation,
     Sweep,
 )
+
+__all__ = [
+    "Error",
+    "UsageError",
+    "PlanError",
+    "SpecError",
+    "Plan",
+    "compile",
+    "load",
+    "validate",
+    "list_schedules",
+    "check",
+    "compare",
+    "sweep",
+    "render",
+    "report",
+    "recommend",
+    "synthesize",
+    "_serve_worker",
+]
 
 _Path = str | os.PathLike[str]
 _Costs = str | dict[str, float]
@@ -29,8 +49,12 @@ class PlanError(Error):
 class SpecError(Error):
     """A cluster spec that cannot be read, or that does not fit the plan."""
 
+@final
 class Plan:
     """A plan that passed the validator; it implements the plan protocol of `pipeweave.torch`."""
+
+    # Plans compare equal by their actions and placement, and are not hashable.
+    __hash__: ClassVar[None]  # type: ignore[assignment]
 
     @property
     def name(self) -> str: ...
@@ -103,7 +127,7 @@ class Plan:
     @property
     def requires(self) -> str:
         """What the schedule requires of P and M, in its own words (empty for a plan file)."""
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
 
 def compile(
     schedule: _Path,

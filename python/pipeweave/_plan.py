@@ -1,8 +1,11 @@
-"""The plan objects of the runtime protocol and a reader of the JSON plan (no torch needed).
+"""The plan protocol, its objects, and a reader of the JSON plan (no torch needed).
 
+`PlanProtocol` is what `pipeweave.torch` runs: the shape of a plan and every rank's actions and
+lowered steps (`ActionProtocol`, `StepProtocol`). The native `Plan` and `JsonPlan` implement it, and
+so may any object with the same attributes.
 `Action` and `Step` are the small objects `plan.actions(rank)` and `plan.steps(rank)` return;
-`JsonPlan` implements the plan protocol (see `pipeweave.torch`) from a JSON plan, version 1, as
-`pipeweave export --to json` writes it (docs/plan-format.md).
+`JsonPlan` implements the plan protocol from a JSON plan, version 1, as `pipeweave export --to json`
+writes it (docs/plan-format.md).
 The reader checks the shape of the file and the facts the runtime relies on (placement, micro-batch
 numbering, steps naming actions that exist); whether the schedule is correct is the validator's
 question (`pipeweave validate`).
@@ -12,12 +15,90 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import NoReturn, Protocol, runtime_checkable
 
 COMPUTE_KINDS = ("F", "B", "I", "W")
 TRANSFER_KINDS = ("recv", "send", "wait_send")
 REDUCE_KINDS = ("reduce_grad", "wait_reduce_grad")
+
+
+@runtime_checkable
+class ActionProtocol(Protocol):
+    """One entry of a rank's compute program, as the plan protocol gives it (`Action` is one).
+
+    `kind` is "F", "B", "I" or "W" with `stage` (global) and `mb` (global micro-batch), or "pair"
+    (an overlapped F&B) with `pair` = (forward, backward) and `stage` and `mb` None.
+    """
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def stage(self) -> int | None: ...
+    @property
+    def mb(self) -> int | None: ...
+    @property
+    def pair(self) -> tuple[ActionProtocol, ActionProtocol] | None: ...
+
+
+@runtime_checkable
+class StepProtocol(Protocol):
+    """One entry of a rank's lowered program, as the plan protocol gives it (`Step` is one).
+
+    `kind` and the fields that kind uses, the others None: "compute" (`action`, an index into the
+    rank's actions); "recv", "send", "wait_send" (`dir` "fwd" or "bwd", `stage`, `mb`, `peer`);
+    "reduce_grad", "wait_reduce_grad" (`stage`).
+    """
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def action(self) -> int | None: ...
+    @property
+    def dir(self) -> str | None: ...
+    @property
+    def stage(self) -> int | None: ...
+    @property
+    def mb(self) -> int | None: ...
+    @property
+    def peer(self) -> int | None: ...
+
+
+@runtime_checkable
+class PlanProtocol(Protocol):
+    """The plan protocol: what `pipeweave.torch.schedule` and `PlanRunner` take.
+
+    The native `pipeweave.Plan` and `JsonPlan` implement it, and so does any object with these
+    attributes and methods (docs/python.md, "The plan protocol"):
+
+    - `ranks`: P; `pipelines` and `model_copies`: K, each pipeline one copy of the model;
+    - `stages_per_pipeline`: S (pipeline j's position q is the global stage j*S + q and computes
+      model part q); `microbatches`: M over all pipelines, numbered 0..M-1;
+    - `placement`: K sequences of S ranks, `placement[j][q]` hosts position q of pipeline j;
+    - `actions(rank)`: the rank's compute actions in order; `steps(rank)`: its lowered program in
+      order (the JSON plan's `steps`). Between two ranks, receives stand in the order of the
+      matching sends, so transports that match messages in posting order deliver every message
+      where it belongs.
+
+    `PlanRunner` checks every value before it runs anything, so a plan that breaks the protocol at
+    run time fails with a `TypeError` or `ValueError` naming what is wrong.
+    """
+
+    @property
+    def ranks(self) -> int: ...
+    @property
+    def pipelines(self) -> int: ...
+    @property
+    def model_copies(self) -> int: ...
+    @property
+    def stages_per_pipeline(self) -> int: ...
+    @property
+    def microbatches(self) -> int: ...
+    @property
+    def placement(self) -> Sequence[Sequence[int]]: ...
+    def actions(self, rank: int, /) -> Sequence[ActionProtocol]: ...
+    def steps(self, rank: int, /) -> Sequence[StepProtocol]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +150,7 @@ class Step:
 class JsonPlan:
     """A plan read from pipeweave's JSON plan format, version 1, implementing the plan protocol."""
 
-    def __init__(self, data: dict[str, Any]):
+    def __init__(self, data: dict[str, object]):
         r = _Reader()
         r.check(isinstance(data, dict), "", "a JSON plan is an object")
         r.check(data.get("format") == "pipeweave-plan", "format", 'expected "pipeweave-plan"')
@@ -115,7 +196,7 @@ class JsonPlan:
         self._data = data
 
     @classmethod
-    def load(cls, source: str | os.PathLike[str] | dict[str, Any]) -> JsonPlan:
+    def load(cls, source: str | os.PathLike[str] | dict[str, object]) -> JsonPlan:
         """Reads a plan from a file path or from an already parsed JSON object."""
         if isinstance(source, dict):
             return cls(source)
@@ -134,7 +215,7 @@ class JsonPlan:
         """Rank `rank`'s lowered program: what a launcher executes, in order."""
         return list(self._steps[self._rank(rank)])
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The JSON object the plan was read from."""
         return self._data
 
@@ -154,43 +235,53 @@ class _Reader:
     """Checks of the JSON plan's fields; every failure names the field."""
 
     @staticmethod
-    def check(ok: bool, where: str, message: str) -> None:
+    def fail(where: str, message: str) -> NoReturn:
+        raise ValueError(f"invalid JSON plan: {where}: {message}" if where else f"invalid JSON plan: {message}")
+
+    @classmethod
+    def check(cls, ok: bool, where: str, message: str) -> None:
         if not ok:
-            raise ValueError(f"invalid JSON plan: {where}: {message}" if where else f"invalid JSON plan: {message}")
+            cls.fail(where, message)
 
-    def id(self, value: Any, where: str) -> int:
-        self.check(type(value) is int and value >= 0, where, f"expected a non-negative integer, got {value!r}")
+    def id(self, value: object, where: str) -> int:
+        if type(value) is not int or value < 0:
+            self.fail(where, f"expected a non-negative integer, got {value!r}")
         return value
 
-    def count(self, obj: dict[str, Any], key: str) -> int:
+    def count(self, obj: dict[str, object], key: str) -> int:
         value = obj.get(key)
-        self.check(type(value) is int and value >= 1, key, f"expected a positive integer, got {value!r}")
+        if type(value) is not int or value < 1:
+            self.fail(key, f"expected a positive integer, got {value!r}")
         return value
 
-    def array(self, obj: Any, key: str, where: str = "", nonempty: bool = False) -> list[Any]:
+    def array(self, obj: object, key: str, where: str = "", nonempty: bool = False) -> list[object]:
         path = f"{where}.{key}" if where else key
-        self.check(isinstance(obj, dict), where or key, "expected an object")
+        if not isinstance(obj, dict):
+            self.fail(where or key, "expected an object")
         value = obj.get(key)
-        self.check(isinstance(value, list), path, "expected an array")
+        if not isinstance(value, list):
+            self.fail(path, "expected an array")
         self.check(not nonempty or len(value) > 0, path, "must not be empty")
         return value
 
-    def op(self, a: Any, where: str, kinds: tuple[str, ...]) -> Action:
-        self.check(isinstance(a, dict), where, "expected an object")
-        self.check(
-            a.get("kind") in kinds, f"{where}.kind", f"expected one of {', '.join(kinds)}, got {a.get('kind')!r}"
-        )
-        return Action(a["kind"], self.id(a.get("stage"), f"{where}.stage"), self.id(a.get("mb"), f"{where}.mb"))
+    def op(self, a: object, where: str, kinds: tuple[str, ...]) -> Action:
+        if not isinstance(a, dict):
+            self.fail(where, "expected an object")
+        kind = a.get("kind")
+        if kind not in kinds:
+            self.fail(f"{where}.kind", f"expected one of {', '.join(kinds)}, got {kind!r}")
+        return Action(kind, self.id(a.get("stage"), f"{where}.stage"), self.id(a.get("mb"), f"{where}.mb"))
 
-    def action(self, a: Any, where: str) -> Action:
+    def action(self, a: object, where: str) -> Action:
         if isinstance(a, dict) and a.get("kind") == "pair":
             f = self.op(a.get("f"), f"{where}.f", ("F",))
             b = self.op(a.get("b"), f"{where}.b", ("B", "I"))
             return Action("pair", pair=(f, b))
         return self.op(a, where, COMPUTE_KINDS)
 
-    def step(self, s: Any, where: str, num_actions: int) -> Step:
-        self.check(isinstance(s, dict), where, "expected an object")
+    def step(self, s: object, where: str, num_actions: int) -> Step:
+        if not isinstance(s, dict):
+            self.fail(where, "expected an object")
         kind = s.get("kind")
         if kind == "compute":
             index = self.id(s.get("action"), f"{where}.action")
@@ -198,11 +289,14 @@ class _Reader:
             return Step("compute", action=index)
         if kind in REDUCE_KINDS:
             return Step(kind, stage=self.id(s.get("stage"), f"{where}.stage"))
-        self.check(kind in TRANSFER_KINDS, f"{where}.kind", f"unknown step kind {kind!r}")
-        self.check(s.get("dir") in ("fwd", "bwd"), f"{where}.dir", f'expected "fwd" or "bwd", got {s.get("dir")!r}')
+        if kind not in TRANSFER_KINDS:
+            self.fail(f"{where}.kind", f"unknown step kind {kind!r}")
+        direction = s.get("dir")
+        if direction not in ("fwd", "bwd"):
+            self.fail(f"{where}.dir", f'expected "fwd" or "bwd", got {direction!r}')
         return Step(
             kind,
-            dir=s["dir"],
+            dir=direction,
             stage=self.id(s.get("stage"), f"{where}.stage"),
             mb=self.id(s.get("mb"), f"{where}.mb"),
             peer=self.id(s.get("peer"), f"{where}.peer"),

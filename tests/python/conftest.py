@@ -9,11 +9,13 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+# The workspace's debug build, where Cargo puts it ($CARGO_TARGET_DIR, else target/).
+DEBUG = os.path.join(ROOT, os.environ.get("CARGO_TARGET_DIR") or "target", "debug")
 
 
 def binary():
     """The command line the package is compared with: $PIPEWEAVE_BIN, else the workspace's debug build."""
-    path = os.environ.get("PIPEWEAVE_BIN") or os.path.join(ROOT, "target", "debug", "pipeweave")
+    path = os.environ.get("PIPEWEAVE_BIN") or os.path.join(DEBUG, "pipeweave")
     if not os.path.isfile(path):
         pytest.fail(f"no pipeweave binary at {path}: run `cargo build --workspace` (or set PIPEWEAVE_BIN)")
     return path

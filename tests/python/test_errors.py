@@ -6,7 +6,7 @@ import os
 
 import pipeweave as pw
 import pytest
-from conftest import ROOT
+from conftest import DEBUG
 
 
 def raised(call):
@@ -97,7 +97,7 @@ def test_costs_and_formats_fail_with_the_reason(cli):
 
 @pytest.mark.parametrize("fault", ["segfault", "abort", "panic", "garbage", "broken_plan", "wrong_shape"])
 def test_a_plugin_that_crashes_is_an_exception(cli, fault):
-    library = os.path.join(ROOT, "target", "debug", f"libpipeweave_fixture_{fault}.so")
+    library = os.path.join(DEBUG, f"libpipeweave_fixture_{fault}.so")
     assert os.path.isfile(library), f"{library}: run `cargo build --workspace`"
     e = raised(lambda: pw.compile(f"plugin:{library}", ranks=2, microbatches=2))
     assert type(e) is pw.PlanError

@@ -11,8 +11,9 @@ Importing this module needs torch; nothing else in the `pipeweave` package impor
 
 The plan protocol
 -----------------
-Both take any object with these attributes and methods (the native `pipeweave.compile` and
-`pipeweave.load` plans, and `JsonPlan`):
+Both take a `PlanProtocol` (a `typing.Protocol`, runtime-checkable): any object with these
+attributes and methods, such as the native `pipeweave.compile` and `pipeweave.load` plans and
+`JsonPlan`; its actions and steps are `ActionProtocol`s and `StepProtocol`s (`Action`, `Step`):
 
 `plan.ranks`
     P, the number of ranks.
@@ -40,8 +41,19 @@ Both take any object with these attributes and methods (the native `pipeweave.co
     messages in posting order (NCCL, untagged) deliver every message where it belongs.
 """
 
-from .._plan import Action, JsonPlan, Step
+from .._plan import Action, ActionProtocol, JsonPlan, PlanProtocol, Step, StepProtocol
 from ._runner import PlanRunner, parts_of
-from ._schedule import schedule
+from ._schedule import RuntimeOptions, schedule
 
-__all__ = ["Action", "JsonPlan", "PlanRunner", "Step", "parts_of", "schedule"]
+__all__ = [
+    "Action",
+    "ActionProtocol",
+    "JsonPlan",
+    "PlanProtocol",
+    "PlanRunner",
+    "RuntimeOptions",
+    "Step",
+    "StepProtocol",
+    "parts_of",
+    "schedule",
+]

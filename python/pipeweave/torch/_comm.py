@@ -9,22 +9,27 @@ own, so reductions never mix with the pipeline's messages nor with each other.
 from __future__ import annotations
 
 import atexit
-from typing import Any
+from collections.abc import Sequence
+from typing import TypeAlias
 
 import torch
 import torch.distributed as dist
 
 from ._layout import Layout
 
-Meta = tuple[tuple[int, ...], torch.dtype]
+Meta: TypeAlias = tuple[tuple[int, ...], torch.dtype]
+
+# What travels to say a stage's output shapes: (shape, dtype name) per tensor.
+_Wire: TypeAlias = list[tuple[list[int], str]]
 
 
-def as_tensors(value: Any, what: str) -> tuple[torch.Tensor, ...]:
+def as_tensors(value: object, what: str) -> tuple[torch.Tensor, ...]:
     """A part's output (a tensor or a tuple of tensors) as a tuple."""
-    items = value if isinstance(value, (tuple, list)) else (value,)
-    if not items or not all(isinstance(t, torch.Tensor) for t in items):
+    items: Sequence[object] = value if isinstance(value, (tuple, list)) else (value,)
+    tensors = tuple(t for t in items if isinstance(t, torch.Tensor))
+    if not items or len(tensors) != len(items):
         raise TypeError(f"{what} must be a tensor or a tuple of tensors, got {type(value).__name__}")
-    return tuple(items)
+    return tensors
 
 
 def metas(tensors: tuple[torch.Tensor, ...]) -> tuple[Meta, ...]:
@@ -39,23 +44,23 @@ def differentiable(meta: tuple[Meta, ...]) -> tuple[Meta, ...]:
 class Comm:
     """Point-to-point transfers and reductions over the plan's process group."""
 
-    def __init__(self, layout: Layout, group: Any, device: torch.device):
+    def __init__(self, layout: Layout, group: dist.ProcessGroup | None, device: torch.device):
         self.layout = layout
         self.group = group
         self.device = device
-        self.part_groups: dict[int, Any] = {}
+        self.part_groups: dict[int, dist.ProcessGroup] = {}
 
     def global_rank(self, rank: int) -> int:
         if self.group is None or self.group is dist.GroupMember.WORLD:
             return rank
         return dist.get_global_rank(self.group, rank)
 
-    def send(self, tensors: tuple[torch.Tensor, ...], peer: int) -> list[Any]:
-        return [dist.isend(t, group=self.group, group_dst=peer) for t in tensors]
+    def send(self, tensors: tuple[torch.Tensor, ...], peer: int) -> list[dist.Work]:
+        return [_posted(dist.isend(t, group=self.group, group_dst=peer)) for t in tensors]
 
-    def recv(self, meta: tuple[Meta, ...], peer: int) -> tuple[list[Any], tuple[torch.Tensor, ...]]:
+    def recv(self, meta: tuple[Meta, ...], peer: int) -> tuple[list[dist.Work], tuple[torch.Tensor, ...]]:
         buffers = tuple(torch.empty(shape, dtype=dtype, device=self.device) for shape, dtype in meta)
-        return [dist.irecv(b, group=self.group, group_src=peer) for b in buffers], buffers
+        return [_posted(dist.irecv(b, group=self.group, group_src=peer)) for b in buffers], buffers
 
     def make_part_groups(self) -> None:
         """One process group per replicated part; every rank of the plan creates them in part order."""
@@ -69,7 +74,8 @@ class Comm:
                 use_local_synchronization=True,
                 group_desc=f"pipeweave_part_{q}",
             )
-            if self.layout.rank in copies:
+            # `new_group` answers a rank outside the group with a marker that is no ProcessGroup.
+            if self.layout.rank in copies and isinstance(g, dist.ProcessGroup):
                 self.part_groups[q] = g
         # Process groups left to the interpreter's shutdown can abort it (seen with gloo in torch
         # 2.15: "terminate called without an active exception", about one run in five).
@@ -103,21 +109,38 @@ class Comm:
                         [_wire(out[s])], group=self.group, group_dst=nxt, device=self._object_device()
                     )
             elif nxt == layout.rank:
-                box: list[Any] = [None]
+                box: list[_Wire | None] = [None]
                 dist.recv_object_list(box, group=self.group, group_src=host, device=self._object_device())
-                out[s] = _unwire(box[0])
+                out[s] = _unwire(box[0], host)
         return out
 
     def _object_device(self) -> torch.device | None:
         return self.device if self.device.type == "cuda" else None
 
 
-def _wire(meta: tuple[Meta, ...]) -> list[tuple[list[int], str]]:
+def _posted(work: dist.Work | None) -> dist.Work:
+    """The handle of a transfer just posted; torch gives None only to a rank outside the group."""
+    if work is None:
+        raise RuntimeError("a transfer was posted by a rank outside the plan's process group")
+    return work
+
+
+def _wire(meta: tuple[Meta, ...]) -> _Wire:
     return [(list(shape), str(dtype).removeprefix("torch.")) for shape, dtype in meta]
 
 
-def _unwire(wire: list[tuple[list[int], str]]) -> tuple[Meta, ...]:
-    return tuple((tuple(shape), getattr(torch, dtype)) for shape, dtype in wire)
+def _unwire(wire: _Wire | None, host: int) -> tuple[Meta, ...]:
+    if wire is None:
+        raise RuntimeError(f"rank {host} sent no output shapes")
+    return tuple((tuple(shape), _dtype(name)) for shape, name in wire)
+
+
+def _dtype(name: str) -> torch.dtype:
+    """The dtype `str(dtype)` names without its `torch.` (what `_wire` sends)."""
+    dtype = getattr(torch, name)
+    if not isinstance(dtype, torch.dtype):
+        raise RuntimeError(f"{name!r} names no torch dtype")
+    return dtype
 
 
 def meta_forward(module: torch.nn.Module, inp: tuple[Meta, ...], part: int) -> tuple[Meta, ...]:
@@ -139,11 +162,11 @@ def meta_forward(module: torch.nn.Module, inp: tuple[Meta, ...], part: int) -> t
 class PartReduction:
     """The gradient reduction of one model part on this rank: scaled, then summed over its copies."""
 
-    def __init__(self, params: list[torch.nn.Parameter], group: Any, divisor: int):
+    def __init__(self, params: list[torch.nn.Parameter], group: dist.ProcessGroup | None, divisor: int):
         self.params = params
         self.group = group
         self.divisor = divisor
-        self.works: list[Any] = []
+        self.works: list[dist.Work] = []
         self.buckets: list[tuple[torch.Tensor, list[torch.nn.Parameter]]] = []
 
     def launch(self) -> None:

@@ -6,17 +6,63 @@ so that a wrong plan or a wrong rank fails on every rank alike, with the action 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeAlias
+
+from .._plan import ActionProtocol, PlanProtocol, StepProtocol
 
 _FIELDS = ("ranks", "pipelines", "stages_per_pipeline", "microbatches", "model_copies", "placement")
 
 
-def _int(plan: Any, name: str) -> int:
-    value = getattr(plan, name)
+def _int(plan: PlanProtocol, name: str) -> int:
+    value: object = getattr(plan, name)
     if type(value) is not int or value < 1:
         raise ValueError(f"plan.{name} must be a positive integer, got {value!r}")
     return value
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """A checked F, B, I or W of this rank: a stage it hosts and a micro-batch of the plan."""
+
+    kind: str
+    stage: int
+    mb: int
+
+
+# One checked compute action: an op, or an overlapped F&B pair (forward, backward).
+Work: TypeAlias = Op | tuple[Op, Op]
+
+
+@dataclass(frozen=True, slots=True)
+class Compute:
+    """A checked "compute" step: runs `actions[action]` of the layout."""
+
+    action: int
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """A checked "recv", "send" or "wait_send" step; `shown` is the plan's step, for messages."""
+
+    kind: str
+    dir: str
+    stage: int
+    mb: int
+    peer: int
+    shown: StepProtocol
+
+
+@dataclass(frozen=True, slots=True)
+class Reduce:
+    """A checked "reduce_grad" or "wait_reduce_grad" step of a stage this rank hosts."""
+
+    kind: str
+    stage: int
+
+
+CheckedStep: TypeAlias = Compute | Transfer | Reduce
 
 
 @dataclass(frozen=True)
@@ -32,7 +78,7 @@ class Reduction:
 class Layout:
     """The plan's shape and rank `rank`'s checked program."""
 
-    def __init__(self, plan: Any, rank: int):
+    def __init__(self, plan: PlanProtocol, rank: int):
         missing = [f for f in _FIELDS if not hasattr(plan, f)]
         missing += [f"{m}()" for m in ("actions", "steps") if not callable(getattr(plan, m, None))]
         if missing:
@@ -64,11 +110,11 @@ class Layout:
             tuple(sorted({self.stage_rank[j * self.s_per + q] for j in range(self.pipelines)}))
             for q in range(self.s_per)
         ]
-        self.actions = list(plan.actions(rank))
-        self.steps = list(plan.steps(rank))
-        for i, action in enumerate(self.actions):
-            self._check_action(i, action)
-        self.reductions = self._check_steps()
+        actions = list(plan.actions(rank))
+        steps = list(plan.steps(rank))
+        self.actions: list[Work] = [self._check_action(i, action) for i, action in enumerate(actions)]
+        self.steps: list[CheckedStep] = []
+        self.reductions = self._check_steps(steps, actions)
 
     def part(self, stage: int) -> int:
         return stage % self.s_per
@@ -79,80 +125,87 @@ class Layout:
     def is_last(self, stage: int) -> bool:
         return stage % self.s_per == self.s_per - 1
 
-    def local(self, stage: int) -> bool:
-        return self.stage_rank.get(stage) == self.rank
+    def local(self, stage: int | None) -> bool:
+        return self.stage_rank.get(stage) == self.rank if stage is not None else False
 
-    def _where(self, i: int, action: Any) -> str:
+    def _where(self, i: int, action: ActionProtocol) -> str:
         return f"rank {self.rank}, action {i + 1} ({action})"
 
-    def _check_op(self, i: int, action: Any, op: Any, kinds: tuple[str, ...]) -> None:
-        if getattr(op, "kind", None) not in kinds:
+    def _check_op(self, i: int, action: ActionProtocol, op: ActionProtocol, kinds: tuple[str, ...]) -> Op:
+        kind = getattr(op, "kind", None)
+        if kind not in kinds:
+            raise ValueError(f"{self._where(i, action)}: expected a kind in {'/'.join(kinds)}, got {kind!r}")
+        stage, mb = op.stage, op.mb
+        if stage is None or stage not in self.stage_rank:
+            raise ValueError(f"{self._where(i, action)}: the plan has no stage {stage}")
+        if self.stage_rank[stage] != self.rank:
             raise ValueError(
-                f"{self._where(i, action)}: expected a kind in {'/'.join(kinds)}, got {getattr(op, 'kind', None)!r}"
+                f"{self._where(i, action)}: stage {stage} runs on rank {self.stage_rank[stage]}, not here"
             )
-        if op.stage not in self.stage_rank:
-            raise ValueError(f"{self._where(i, action)}: the plan has no stage {op.stage}")
-        if self.stage_rank[op.stage] != self.rank:
-            raise ValueError(
-                f"{self._where(i, action)}: stage {op.stage} runs on rank {self.stage_rank[op.stage]}, not here"
-            )
-        if type(op.mb) is not int or not 0 <= op.mb < self.microbatches:
-            raise ValueError(f"{self._where(i, action)}: micro-batch {op.mb!r} out of range 0..{self.microbatches - 1}")
+        if type(mb) is not int or not 0 <= mb < self.microbatches:
+            raise ValueError(f"{self._where(i, action)}: micro-batch {mb!r} out of range 0..{self.microbatches - 1}")
+        return Op(op.kind, stage, mb)
 
-    def _check_action(self, i: int, action: Any) -> None:
+    def _check_action(self, i: int, action: ActionProtocol) -> Work:
         if getattr(action, "kind", None) == "pair":
-            pair = getattr(action, "pair", None)
+            pair: Sequence[ActionProtocol] | None = getattr(action, "pair", None)
             if pair is None or len(pair) != 2:
                 raise ValueError(f"{self._where(i, action)}: a pair needs a forward and a backward")
-            self._check_op(i, action, pair[0], ("F",))
-            self._check_op(i, action, pair[1], ("B", "I"))
-        else:
-            self._check_op(i, action, action, ("F", "B", "I", "W"))
+            return self._check_op(i, action, pair[0], ("F",)), self._check_op(i, action, pair[1], ("B", "I"))
+        return self._check_op(i, action, action, ("F", "B", "I", "W"))
 
-    def _peer(self, step: Any) -> int | None:
+    def _peer(self, kind: str, direction: str, stage: int) -> int | None:
         """The rank a transfer step must name, or None when the stage has no such neighbour."""
-        if step.kind == "recv":
-            other = step.stage - 1 if step.dir == "fwd" else step.stage + 1
+        if kind == "recv":
+            other = stage - 1 if direction == "fwd" else stage + 1
         else:
-            other = step.stage + 1 if step.dir == "fwd" else step.stage - 1
-        if step.stage // self.s_per != other // self.s_per or other not in self.stage_rank:
+            other = stage + 1 if direction == "fwd" else stage - 1
+        if stage // self.s_per != other // self.s_per or other not in self.stage_rank:
             return None
         return self.stage_rank[other]
 
-    def _check_steps(self) -> list[Reduction]:
-        computed = [0] * len(self.actions)
+    def _check_steps(self, steps: list[StepProtocol], actions: list[ActionProtocol]) -> list[Reduction]:
+        """Checks the plan's steps into `self.steps`; returns when each hosted part is reduced."""
+        computed = [0] * len(actions)
         reduce_at: dict[int, int] = {}
         wait_at: dict[int, int] = {}
-        for i, step in enumerate(self.steps):
+        for i, step in enumerate(steps):
             where = f"rank {self.rank}, step {i + 1} ({step})"
             kind = getattr(step, "kind", None)
             if kind == "compute":
-                if type(step.action) is not int or not 0 <= step.action < len(self.actions):
-                    raise ValueError(f"{where}: no action {step.action!r} (the rank has {len(self.actions)})")
-                computed[step.action] += 1
+                index = step.action
+                if type(index) is not int or not 0 <= index < len(actions):
+                    raise ValueError(f"{where}: no action {index!r} (the rank has {len(actions)})")
+                computed[index] += 1
+                self.steps.append(Compute(index))
                 continue
             if kind not in ("recv", "send", "wait_send", "reduce_grad", "wait_reduce_grad"):
                 raise ValueError(f"{where}: unknown step kind {kind!r}")
-            if not self.local(step.stage):
-                raise ValueError(f"{where}: stage {step.stage} is not on rank {self.rank}")
+            stage = step.stage
+            if stage is None or not self.local(stage):
+                raise ValueError(f"{where}: stage {stage} is not on rank {self.rank}")
             if kind in ("reduce_grad", "wait_reduce_grad"):
                 seen = reduce_at if kind == "reduce_grad" else wait_at
-                if step.stage in seen:
-                    raise ValueError(f"{where}: stage {step.stage} has a second {kind}")
-                seen[step.stage] = i
+                if stage in seen:
+                    raise ValueError(f"{where}: stage {stage} has a second {kind}")
+                seen[stage] = i
+                self.steps.append(Reduce(step.kind, stage))
                 continue
-            if step.dir not in ("fwd", "bwd"):
-                raise ValueError(f"{where}: dir must be fwd or bwd, got {step.dir!r}")
-            peer = self._peer(step)
+            direction = step.dir
+            if direction is None or direction not in ("fwd", "bwd"):
+                raise ValueError(f"{where}: dir must be fwd or bwd, got {direction!r}")
+            peer = self._peer(step.kind, direction, stage)
             if peer is None or peer == self.rank:
-                raise ValueError(f"{where}: stage {step.stage} exchanges nothing with another rank in that direction")
+                raise ValueError(f"{where}: stage {stage} exchanges nothing with another rank in that direction")
             if step.peer != peer:
                 raise ValueError(f"{where}: the peer is rank {peer} (placement), not {step.peer!r}")
-            if type(step.mb) is not int or not 0 <= step.mb < self.microbatches:
-                raise ValueError(f"{where}: micro-batch {step.mb!r} out of range 0..{self.microbatches - 1}")
+            mb = step.mb
+            if type(mb) is not int or not 0 <= mb < self.microbatches:
+                raise ValueError(f"{where}: micro-batch {mb!r} out of range 0..{self.microbatches - 1}")
+            self.steps.append(Transfer(step.kind, direction, stage, mb, peer, step))
         for i, n in enumerate(computed):
             if n != 1:
-                raise ValueError(f"{self._where(i, self.actions[i])}: computed by {n} steps, expected 1")
+                raise ValueError(f"{self._where(i, actions[i])}: computed by {n} steps, expected 1")
         reductions = []
         for q in self.parts:
             mine = [s for s in self.stages if self.part(s) == q]

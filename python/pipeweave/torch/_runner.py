@@ -8,14 +8,25 @@ blocking, untagged transport such as NCCL from deadlocking or mis-delivering.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from types import TracebackType
+from typing import TypeAlias
 
 import torch
 import torch.distributed as dist
 
+from .._plan import PlanProtocol
 from ._comm import Comm, Meta, PartReduction, as_tensors, differentiable, metas
-from ._layout import Layout
+from ._layout import CheckedStep, Compute, Layout, Op, Reduce
+
+# `loss_fn(output, target)`: the output is whatever the last model part returns (torch types
+# `nn.Module.__call__` as returning anything), the target a tensor or a tuple of tensors; the type
+# is PyTorch's own for a pipeline schedule's `loss_fn`.
+LossFn: TypeAlias = Callable[..., torch.Tensor]
+
+# A batch: a tensor, or a tuple (or list) of tensors, split along the first dimension.
+Batch: TypeAlias = torch.Tensor | Sequence[torch.Tensor]
 
 
 class PlanRunner:
@@ -32,16 +43,16 @@ class PlanRunner:
 
     def __init__(
         self,
-        plan: Any,
+        plan: PlanProtocol,
         rank: int,
-        parts: dict[int, torch.nn.Module],
-        loss_fn: Callable[[Any, Any], torch.Tensor],
-        group: Any = None,
+        parts: Mapping[int, torch.nn.Module],
+        loss_fn: LossFn,
+        group: dist.ProcessGroup | None = None,
         *,
         scale_grads: bool = True,
     ):
         self._layout = layout = Layout(plan, rank)
-        if not isinstance(parts, dict):
+        if not isinstance(parts, Mapping):
             raise TypeError(f"parts must be a dict from model part to nn.Module, got {type(parts).__name__}")
         wrong = sorted(set(parts) - set(layout.parts), key=str)
         missing = sorted(set(layout.parts) - set(parts))
@@ -84,7 +95,7 @@ class PlanRunner:
         """The global stages this rank runs."""
         return list(self._layout.stages)
 
-    def step(self, inputs: Any, targets: Any) -> torch.Tensor | None:
+    def step(self, inputs: Batch, targets: Batch) -> torch.Tensor | None:
         """Runs one training step on the whole batch; returns this rank's loss, or None.
 
         `inputs` (a tensor or a tuple of tensors, the first part's positional arguments) and
@@ -127,7 +138,7 @@ class PlanRunner:
         self._comm.make_part_groups()
 
 
-def parts_of(plan: Any, rank: int) -> list[int]:
+def parts_of(plan: PlanProtocol, rank: int) -> list[int]:
     """The model parts rank `rank` hosts (the keys `PlanRunner` expects in `parts`), ascending."""
     return list(Layout(plan, rank).parts)
 
@@ -144,18 +155,20 @@ def _split(tensors: tuple[torch.Tensor, ...], m: int, what: str) -> list[tuple[t
 class _Run:
     """The state of one step on one rank, and what each lowered step does."""
 
-    def __init__(self, runner: PlanRunner, x_mbs: list, y_mbs: list | None):
+    def __init__(
+        self, runner: PlanRunner, x_mbs: list[tuple[torch.Tensor, ...]], y_mbs: list[tuple[torch.Tensor, ...]]
+    ):
         self.runner = runner
         self.layout = runner._layout
         self.comm = runner._comm
         self.x_mbs = x_mbs
         self.y_mbs = y_mbs
-        self.received: dict[tuple[str, int, int], tuple[list[Any], tuple[torch.Tensor, ...]]] = {}
-        self.posted: dict[tuple[str, int, int], tuple[list[Any], tuple[torch.Tensor, ...]]] = {}
+        self.received: dict[tuple[str, int, int], tuple[list[dist.Work], tuple[torch.Tensor, ...]]] = {}
+        self.posted: dict[tuple[str, int, int], tuple[list[dist.Work], tuple[torch.Tensor, ...]]] = {}
         self.outbox: dict[tuple[str, int, int], tuple[torch.Tensor, ...]] = {}
         self.handed: dict[tuple[str, int, int], tuple[torch.Tensor, ...]] = {}
         self.saved: dict[tuple[int, int], tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]] = {}
-        self.deferred: dict[tuple[int, int], tuple[list[torch.Tensor], list[Any]]] = {}
+        self.deferred: dict[tuple[int, int], tuple[list[torch.Tensor], list[torch.Tensor | None]]] = {}
         self.losses: dict[int, torch.Tensor] = {}
         self.streams = _Streams(runner._device)
         self.reductions = {
@@ -168,7 +181,7 @@ class _Run:
             self.wait_at.setdefault(r.wait, []).append(r.part)
 
     def execute(self) -> None:
-        stash = {}
+        stash: dict[torch.nn.Parameter, torch.Tensor | None] = {}
         for params in self.runner._params.values():
             for p in params:
                 stash[p] = p.grad
@@ -184,43 +197,43 @@ class _Run:
                         old.add_(p.grad)
                     p.grad = old
 
-    def run_step(self, i: int, step: Any) -> None:
-        kind = step.kind
-        if kind == "compute":
+    def run_step(self, i: int, step: CheckedStep) -> None:
+        if isinstance(step, Compute):
             action = self.layout.actions[step.action]
-            if action.kind == "pair":
-                self.pair(*action.pair)
+            if isinstance(action, tuple):
+                self.pair(*action)
             else:
                 self.op(action)
-        elif kind == "recv":
+        elif isinstance(step, Reduce):
+            if step.kind == "reduce_grad":
+                if i in self.launch_at:
+                    self.reductions[self.launch_at[i]].launch()
+            else:
+                for q in self.wait_at.get(i, ()):
+                    self.reductions[q].wait()
+        elif step.kind == "recv":
             key = (step.dir, step.stage, step.mb)
             if key in self.received:
-                raise RuntimeError(f"rank {self.layout.rank}: {step} posted twice")
+                raise RuntimeError(f"rank {self.layout.rank}: {step.shown} posted twice")
             if step.dir == "fwd":
                 meta = self.runner._out_metas[step.stage - 1]
             else:
                 meta = differentiable(self.runner._out_metas[step.stage])
             self.received[key] = self.comm.recv(meta, step.peer)
-        elif kind == "send":
+        elif step.kind == "send":
             key = (step.dir, step.stage, step.mb)
             if key not in self.outbox:
-                raise RuntimeError(f"rank {self.layout.rank}: {step} before the data was computed")
+                raise RuntimeError(f"rank {self.layout.rank}: {step.shown} before the data was computed")
             tensors = self.outbox.pop(key)
             self.posted[key] = (self.comm.send(tensors, step.peer), tensors)
-        elif kind == "wait_send":
+        else:
             key = (step.dir, step.stage, step.mb)
             if key not in self.posted:
-                raise RuntimeError(f"rank {self.layout.rank}: {step} without its send")
+                raise RuntimeError(f"rank {self.layout.rank}: {step.shown} without its send")
             for work in self.posted.pop(key)[0]:
                 work.wait()
-        elif kind == "reduce_grad":
-            if i in self.launch_at:
-                self.reductions[self.launch_at[i]].launch()
-        elif kind == "wait_reduce_grad":
-            for q in self.wait_at.get(i, ()):
-                self.reductions[q].wait()
 
-    def op(self, op: Any) -> None:
+    def op(self, op: Op) -> None:
         if op.kind == "F":
             self.forward(op.stage, op.mb)
         elif op.kind in ("B", "I"):
@@ -228,7 +241,7 @@ class _Run:
         else:
             self.weight(op.stage, op.mb)
 
-    def pair(self, f: Any, b: Any) -> None:
+    def pair(self, f: Op, b: Op) -> None:
         """An overlapped F&B: on CUDA the halves go to two streams, on CPU they run in turn."""
         with self.streams.pair(b.stage, b.mb) as (f_stream, b_stream):
             with self.streams.use(f_stream):
@@ -287,7 +300,9 @@ class _Run:
         else:
             self.outbox[("fwd", s, mb)] = data
 
-    def output_grads(self, s: int, mb: int, outs: tuple[torch.Tensor, ...]) -> tuple[list, list]:
+    def output_grads(
+        self, s: int, mb: int, outs: tuple[torch.Tensor, ...]
+    ) -> tuple[list[torch.Tensor], list[torch.Tensor | None]]:
         """The outputs to differentiate and their gradients (None for the loss)."""
         if self.layout.is_last(s):
             return list(outs), [None]
@@ -304,9 +319,10 @@ class _Run:
         ts, gs = self.output_grads(s, mb, outs)
         inputs = [a for a in args if a.requires_grad]
         params = self.runner._params[self.layout.part(s)]
+        input_grads: list[torch.Tensor | None]
         if full:
             if ts and (inputs or params):
-                torch.autograd.backward(ts, gs, inputs=inputs + params)
+                torch.autograd.backward(ts, gs, inputs=[*inputs, *params])
             input_grads = [a.grad for a in inputs]
             del self.saved[key]
         else:
@@ -357,7 +373,7 @@ def _or_zeros(grad: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
     return torch.zeros_like(like) if grad is None else grad.detach().contiguous()
 
 
-def _one(targets: tuple[torch.Tensor, ...]) -> Any:
+def _one(targets: tuple[torch.Tensor, ...]) -> torch.Tensor | tuple[torch.Tensor, ...]:
     return targets[0] if len(targets) == 1 else targets
 
 
@@ -384,13 +400,13 @@ class _Streams:
         if self.cuda:
             self.ambient = torch.cuda.current_stream(device)
             self.side = _side_stream(device)
-            self.forward_stream: dict[tuple[int, int], Any] = {}
+            self.forward_stream: dict[tuple[int, int], torch.cuda.Stream] = {}
 
-    def pair(self, b_stage: int, b_mb: int) -> Any:
+    def pair(self, b_stage: int, b_mb: int) -> _PairStreams:
         return _PairStreams(self, b_stage, b_mb)
 
-    def use(self, stream: Any) -> Any:
-        return torch.cuda.stream(stream) if self.cuda else _Nothing()
+    def use(self, stream: torch.cuda.Stream | None) -> AbstractContextManager[object]:
+        return torch.cuda.stream(stream) if self.cuda else nullcontext()
 
     def record_forward(self, stage: int, mb: int) -> None:
         if self.cuda:
@@ -414,7 +430,7 @@ class _PairStreams:
         self.streams = streams
         self.key = (b_stage, b_mb)
 
-    def __enter__(self) -> tuple[Any, Any]:
+    def __enter__(self) -> tuple[torch.cuda.Stream | None, torch.cuda.Stream | None]:
         s = self.streams
         if not s.cuda:
             return None, None
@@ -423,23 +439,18 @@ class _PairStreams:
         s.side.wait_stream(s.ambient)
         return f_stream, b_stream
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
         if self.streams.cuda:
             self.streams.ambient.wait_stream(self.streams.side)
 
 
-class _Nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
+_SIDE: dict[torch.device, torch.cuda.Stream] = {}
 
 
-_SIDE: dict[torch.device, Any] = {}
-
-
-def _side_stream(device: torch.device) -> Any:
+def _side_stream(device: torch.device) -> torch.cuda.Stream:
     if device not in _SIDE:
-        _SIDE[device] = torch.cuda.Stream(device)
+        # torch declares `Stream.__new__` without types.
+        _SIDE[device] = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
     return _SIDE[device]

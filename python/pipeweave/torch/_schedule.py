@@ -9,10 +9,21 @@ plan's cells and makes the same calls, so no file is involved.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal, TypedDict, TypeVar
 
+from torch.distributed.pipelining.microbatch import TensorChunkSpec
 from torch.distributed.pipelining.schedules import _Action, _ComputationType, _PipelineScheduleRuntime
+from torch.distributed.pipelining.stage import _PipelineStageBase
+
+from .._plan import ActionProtocol, PlanProtocol, StepProtocol
+from ._runner import LossFn
+
+if TYPE_CHECKING:
+    # `typing.Unpack` is Python 3.11's; annotations are never evaluated here (`from __future__`).
+    from typing_extensions import Unpack
+
+_T = TypeVar("_T")
 
 _COMPUTE = {
     "F": _ComputationType.FORWARD,
@@ -34,14 +45,30 @@ _REDUCE = {
 }
 
 
+class RuntimeOptions(TypedDict, total=False):
+    """The keyword arguments of PyTorch 2.15's `_PipelineScheduleRuntime` that `schedule` passes on,
+    with PyTorch's types (`object` where PyTorch says `Any`)."""
+
+    args_chunk_spec: tuple[TensorChunkSpec, ...] | None
+    kwargs_chunk_spec: dict[str, TensorChunkSpec] | None
+    output_merge_spec: dict[str, object] | tuple[object, ...] | None
+    use_full_backward: bool | None
+    backward_requires_autograd: bool
+    defer_pp_recv: bool
+    max_active_stages: int
+    unshard_lookahead: Literal["full", "auto"] | tuple[int, ...]
+    defer_reduce_grad_wait: bool
+    max_outstanding_sends: int | None
+
+
 def schedule(
-    plan: Any,
-    stages: list[Any],
-    loss_fn: Callable[[Any, Any], Any] | None = None,
+    plan: PlanProtocol,
+    stages: Sequence[_PipelineStageBase],
+    loss_fn: LossFn | None = None,
     scale_grads: bool = True,
     *,
-    format: str = "compute_only",
-    **runtime_options: Any,
+    format: Literal["compute_only", "compute_comms"] = "compute_only",
+    **runtime_options: Unpack[RuntimeOptions],
 ) -> _PipelineScheduleRuntime:
     """PyTorch's `_PipelineScheduleRuntime` for this rank's `stages`, running `plan`.
 
@@ -72,8 +99,9 @@ def schedule(
         raise ValueError(
             f"the plan has {plan.stages_per_pipeline} stages, the PipelineStages were built for {stages[0].num_stages}"
         )
-    runtime = _PipelineScheduleRuntime(
-        stages, plan.microbatches, loss_fn=loss_fn, scale_grads=scale_grads, **runtime_options
+    # torch declares the runtime's `__init__(*args, **kwargs)` without types.
+    runtime = _PipelineScheduleRuntime(  # type: ignore[no-untyped-call]
+        list(stages), plan.microbatches, loss_fn=loss_fn, scale_grads=scale_grads, **runtime_options
     )
     ranks = range(plan.ranks)
     if format == "compute_only":
@@ -83,7 +111,7 @@ def schedule(
         runtime._validate_and_set_stage_mapping(runtime.pipeline_order)
         runtime._prepare_schedule_with_comms(runtime.pipeline_order)
     else:
-        lowered = {}
+        lowered: dict[int, list[_Action | None]] = {}
         for r in ranks:
             actions = [_compute(a) for a in plan.actions(r)]
             lowered[r] = [_step(step, actions) for step in plan.steps(r)]
@@ -91,18 +119,28 @@ def schedule(
     return runtime
 
 
-def _compute(action: Any) -> _Action:
+def _compute(action: ActionProtocol) -> _Action:
     """The `_Action` `_Action.from_str` makes of the action's CSV cell."""
     if action.kind == "pair":
+        if action.pair is None:
+            raise ValueError(f"the plan's action {action} is a pair without its forward and backward")
         f, b = action.pair
         return _Action(-1, _ComputationType.OVERLAP_F_B, None, (_compute(f), _compute(b)))
-    return _Action(action.stage, _COMPUTE[action.kind], action.mb)
+    return _Action(_given(action.stage, "stage", action), _COMPUTE[action.kind], action.mb)
 
 
-def _step(step: Any, actions: list[_Action]) -> _Action:
+def _step(step: StepProtocol, actions: list[_Action]) -> _Action:
     """The `_Action` of one lowered step's cell in the compute_comms CSV."""
     if step.kind == "compute":
-        return actions[step.action]
+        return actions[_given(step.action, "action", step)]
+    stage = _given(step.stage, "stage", step)
     if step.kind in _REDUCE:
-        return _Action(step.stage, _REDUCE[step.kind], None)
-    return _Action(step.stage, _TRANSFER[(step.kind, step.dir)], step.mb)
+        return _Action(stage, _REDUCE[step.kind], None)
+    return _Action(stage, _TRANSFER[(step.kind, _given(step.dir, "dir", step))], step.mb)
+
+
+def _given(value: _T | None, field: str, item: ActionProtocol | StepProtocol) -> _T:
+    """`value`, the `field` of the plan's action or step `item`, which PyTorch's `_Action` needs."""
+    if value is None:
+        raise ValueError(f"the plan's {item} has no {field}")
+    return value
