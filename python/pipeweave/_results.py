@@ -7,15 +7,7 @@ returns: `Simulation` (`simulate`), `Comparison` (`compare`), `Sweep` (`sweep`),
 (`list`).
 """
 
-from __future__ import annotations
-
-import sys
 from typing import Literal, TypedDict
-
-if sys.version_info >= (3, 11):
-    from typing import NotRequired
-else:  # pragma: no cover - Python 3.10
-    from typing_extensions import NotRequired
 
 __all__ = [
     "SimulationBreakdown",
@@ -179,7 +171,7 @@ class SimulationRankMemory(TypedDict):
     """Whether total_bytes exceeds that memory less training.memory_headroom."""
 
 
-class SimulationRank(TypedDict):
+class _SimulationRankRequired(TypedDict):
     rank: int
     busy: float
     """Time computing (and on exposed communication)."""
@@ -191,15 +183,16 @@ class SimulationRank(TypedDict):
     """The most live activations at any time, in stage-micro-batch units."""
     exposed_comm: float
     """Communication no compute hides (on a spec: tensor-parallel, all-to-all, point-to-point and data-parallel, in the step)."""
-    breakdown_s: NotRequired[SimulationBreakdown]
+
+
+class SimulationRank(_SimulationRankRequired, total=False):
+    breakdown_s: SimulationBreakdown
     """With --spec: where the rank's step goes."""
-    memory: NotRequired[SimulationRankMemory]
+    memory: SimulationRankMemory
     """With --spec: the bytes one GPU of the rank holds."""
 
 
-class Simulation(TypedDict):
-    """pipeweave simulate --format json, version 2"""
-
+class _SimulationRequired(TypedDict):
     plan: str
     """The plan's name: a file, a schedule, or plugin:NAME."""
     num_ranks: int
@@ -212,8 +205,6 @@ class Simulation(TypedDict):
     """Micro-batches M over all pipelines."""
     model_copies: int
     """Model copies (pipelines in opposite directions hold one each)."""
-    time_unit: NotRequired[Literal["s"]]
-    """Present with --spec: every time is in seconds. Absent: abstract units (F = I = W = 1 unless --costs says otherwise)."""
     makespan: float
     """The simulated step's length; on a spec the pipeline's, before the data-parallel synchronisation and the optimizer (spec.step_time_s)."""
     bubble_fraction: float
@@ -224,11 +215,18 @@ class Simulation(TypedDict):
     """The same, the worst rank."""
     exposed_comm_total: float
     """The same summed over the ranks."""
-    spec: NotRequired[SimulationSpec]
-    fitted: NotRequired[list[str]]
-    """With --spec: how the spec was fitted to the plan's shape, one sentence per change (the pipeline degree with the data parallelism or the GPUs, the cut of the model into parts, the micro-batches, the micro-batch size); empty when the plan has the spec's shape."""
     ranks: list[SimulationRank]
     """One entry per rank, in rank order."""
+
+
+class Simulation(_SimulationRequired, total=False):
+    """pipeweave simulate --format json, version 2"""
+
+    time_unit: Literal["s"]
+    """Present with --spec: every time is in seconds. Absent: abstract units (F = I = W = 1 unless --costs says otherwise)."""
+    spec: SimulationSpec
+    fitted: list[str]
+    """With --spec: how the spec was fitted to the plan's shape, one sentence per change (the pipeline degree with the data parallelism or the GPUs, the cut of the model into parts, the micro-batches, the micro-batch size); empty when the plan has the spec's shape."""
 
 
 class ComparisonMemory(TypedDict):
@@ -339,17 +337,20 @@ class ComparisonTraits(TypedDict):
     """Overlapped F&B pairs."""
 
 
-class ComparisonRow(TypedDict):
+class _ComparisonRowRequired(TypedDict):
     schedule: str
     """As named on the command line."""
     requires: str
     """What the schedule requires of P and M, in words; empty when unknown (a plan file)."""
-    figures: NotRequired[ComparisonFigures]
-    error: NotRequired[str]
-    """Why the schedule has no figures: its own error message."""
-    traits: NotRequired[ComparisonTraits]
     notes: list[str]
     """How the spec was adapted to this plan (pipeline degree, the model cut into more parts)."""
+
+
+class ComparisonRow(_ComparisonRowRequired, total=False):
+    figures: ComparisonFigures
+    error: str
+    """Why the schedule has no figures: its own error message."""
+    traits: ComparisonTraits
 
 
 class Comparison(TypedDict):
@@ -382,12 +383,15 @@ class SweepFit(TypedDict):
     """The spec's global batch stays: the micro-batch size follows M, and M follows P where not given."""
 
 
-class SweepPoint(TypedDict):
+class _SweepPointRequired(TypedDict):
     x: int | bool | str
     """The swept parameter's value: a whole number (of at least 1 for microbatches, ranks and stages_per_rank), true or false, or an option's name."""
     value: float | None
     """The metric, or null where the schedule cannot take x."""
-    reason: NotRequired[str]
+
+
+class SweepPoint(_SweepPointRequired, total=False):
+    reason: str
     """Why value is null: a requirement not met, a plan file's fixed shape, a parameter the schedule does not have, a spec that cannot take the plan."""
 
 

@@ -150,47 +150,42 @@ impl Generator<'_> {
         let mut fields = Vec::new();
         for (key, schema) in properties {
             let ty = self.ty(schema, &format!("{name}{}", camel(key)))?;
-            let ty = if required.contains(&key.as_str()) {
-                ty
-            } else {
-                format!("NotRequired[{ty}]")
-            };
             let doc = schema
                 .get("description")
                 .and_then(Value::as_str)
                 .map(|d| d.split_whitespace().collect::<Vec<_>>().join(" "));
-            fields.push((key.clone(), ty, doc));
+            fields.push(Field {
+                key: key.clone(),
+                ty,
+                doc,
+                required: required.contains(&key.as_str()),
+            });
         }
         let doc = obj
             .get("title")
             .or_else(|| obj.get("description"))
             .and_then(Value::as_str)
             .map(|d| d.split_whitespace().collect::<Vec<_>>().join(" "));
-        let mut class = String::new();
-        if fields
-            .iter()
-            .any(|(k, _, _)| KEYWORDS.contains(&k.as_str()))
-        {
-            let _ = writeln!(class, "{name} = TypedDict(\n    \"{name}\",\n    {{");
-            for (key, ty, _) in &fields {
-                let _ = writeln!(class, "        \"{key}\": {ty},");
-            }
-            let _ = writeln!(class, "    }},\n)");
+        // Keys that are not always there: a class of the required keys, and a `total=False`
+        // class of the others on top (what every Python from 3.10 reads at run time, unlike
+        // `NotRequired` in a module that postpones its annotations).
+        let (always, sometimes): (Vec<&Field>, Vec<&Field>) =
+            fields.iter().partition(|f| f.required);
+        let class = if sometimes.is_empty() {
+            class_text(name, "TypedDict", doc.as_deref(), &always)
+        } else if always.is_empty() {
+            class_text(name, "TypedDict, total=False", doc.as_deref(), &sometimes)
         } else {
-            let _ = writeln!(class, "class {name}(TypedDict):");
-            if let Some(doc) = doc {
-                let _ = writeln!(class, "    \"\"\"{}\"\"\"\n", doc.replace('"', "'"));
-            }
-            if fields.is_empty() {
-                let _ = writeln!(class, "    pass");
-            }
-            for (key, ty, doc) in &fields {
-                let _ = writeln!(class, "    {key}: {ty}");
-                if let Some(doc) = doc {
-                    let _ = writeln!(class, "    \"\"\"{}\"\"\"", doc.replace('"', "'"));
-                }
-            }
-        }
+            let base = format!("_{name}Required");
+            class_text(&base, "TypedDict", None, &always)
+                + "\n\n"
+                + &class_text(
+                    name,
+                    &format!("{base}, total=False"),
+                    doc.as_deref(),
+                    &sometimes,
+                )
+        };
         if let Some(same) = self.classes.iter().find(|(n, _)| n == name) {
             if same.1 != class {
                 return Err(format!("two different classes named {name}"));
@@ -217,6 +212,46 @@ fn singular(name: &str) -> String {
     } else {
         name[..name.len() - 1].to_owned()
     }
+}
+
+/// A key of a typed dict.
+struct Field {
+    key: String,
+    ty: String,
+    doc: Option<String>,
+    required: bool,
+}
+
+/// A `class NAME(BASES):` with `fields`, or the functional form where a key is a Python keyword.
+fn class_text(name: &str, bases: &str, doc: Option<&str>, fields: &[&Field]) -> String {
+    let mut class = String::new();
+    if fields.iter().any(|f| KEYWORDS.contains(&f.key.as_str())) {
+        let total = if bases.contains("total=False") {
+            ", total=False"
+        } else {
+            ""
+        };
+        let _ = writeln!(class, "{name} = TypedDict(\n    \"{name}\",\n    {{");
+        for f in fields {
+            let _ = writeln!(class, "        \"{}\": {},", f.key, f.ty);
+        }
+        let _ = writeln!(class, "    }}{total},\n)");
+        return class;
+    }
+    let _ = writeln!(class, "class {name}({bases}):");
+    if let Some(doc) = doc {
+        let _ = writeln!(class, "    \"\"\"{}\"\"\"\n", doc.replace('"', "'"));
+    }
+    if fields.is_empty() {
+        let _ = writeln!(class, "    pass");
+    }
+    for f in fields {
+        let _ = writeln!(class, "    {}: {}", f.key, f.ty);
+        if let Some(doc) = &f.doc {
+            let _ = writeln!(class, "    \"\"\"{}\"\"\"", doc.replace('"', "'"));
+        }
+    }
+    class
 }
 
 /// `Literal[...]` of JSON scalars.
@@ -246,11 +281,7 @@ pub fn generate(schemas: &Path) -> Result<String, String> {
          `Recommendation` (`recommend`), `SynthesisReport` (`synthesize`), `ScheduleListing`\n\
          (`list`).\n\
          \"\"\"\n\n\
-         from __future__ import annotations\n\n\
-         import sys\n\
          from typing import Literal, TypedDict\n\n\
-         if sys.version_info >= (3, 11):\n    from typing import NotRequired\n\
-         else:  # pragma: no cover - Python 3.10\n    from typing_extensions import NotRequired\n\n\
          __all__ = [\n",
     );
     let mut all = Vec::new();
