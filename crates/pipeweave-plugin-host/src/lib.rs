@@ -20,12 +20,14 @@
 
 mod error;
 mod library;
+mod path_list;
 mod plugin;
 mod reply;
 mod search;
 mod worker;
 
 pub use error::PluginError;
+pub use path_list::{MAX_ENTRIES, MAX_ENTRY_BYTES, PathList, Unsearched, Why};
 pub use plugin::Plugin;
 pub use search::{Found, Origin, SearchPath, discover, file_name, find, find_file, is_plugin_name};
 pub use worker::{Worker, WorkerOptions, serve, serve_stdio};
