@@ -46,8 +46,19 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// The most plugin workers running at once. Each holds three of this process's descriptors and
 /// two threads; past this many, the least recently used is stopped, and started again (a few
-/// milliseconds) when it is next asked for a plan.
+/// milliseconds) when it is next asked for a plan. Under a descriptor limit below 64 fewer run
+/// (see [`live_workers`]).
 pub const LIVE_WORKERS: usize = 8;
+
+/// How many workers may run at once under the descriptor limit `limit`: [`LIVE_WORKERS`], fewer
+/// when four descriptors each after 32 for the rest of the process do not leave room, and at
+/// least one.
+fn live_workers(limit: Option<u64>) -> usize {
+    let room = limit.map_or(u64::MAX, |limit| limit.saturating_sub(32) / 4);
+    usize::try_from(room)
+        .unwrap_or(usize::MAX)
+        .clamp(1, LIVE_WORKERS)
+}
 
 /// Where the host's warnings go (one message each, without `warning: `).
 pub type Warn = Box<dyn Fn(&str) + Send + Sync>;
@@ -268,7 +279,7 @@ impl FsHost {
             search: None,
             loaded: Vec::new(),
             live: Vec::new(),
-            max_live: LIVE_WORKERS,
+            max_live: live_workers(pipeweave_plugin_host::descriptor_limit()),
             options: None,
             worker,
             home: None,

@@ -96,6 +96,16 @@ fn running(host: &FsHost) -> usize {
         .count()
 }
 
+#[test]
+fn fewer_workers_run_under_a_small_descriptor_limit() {
+    assert_eq!(live_workers(None), LIVE_WORKERS);
+    assert_eq!(live_workers(Some(1 << 20)), LIVE_WORKERS);
+    assert_eq!(live_workers(Some(64)), LIVE_WORKERS);
+    assert_eq!(live_workers(Some(48)), 4);
+    assert_eq!(live_workers(Some(36)), 1);
+    assert_eq!(live_workers(Some(3)), 1);
+}
+
 /// At most `max_live` workers run: the least recently used is stopped, and a stopped plugin is
 /// started again when it is asked for a plan, with the same id and the same plans.
 #[test]

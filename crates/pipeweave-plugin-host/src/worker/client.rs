@@ -45,6 +45,30 @@ impl Default for WorkerOptions {
     }
 }
 
+/// This process's limit on open descriptors (the soft one), where there is one: a caller of
+/// many plugins keeps fewer workers running under a small limit (each holds three descriptors of
+/// this process, and starting one takes eight more for a moment).
+#[cfg(unix)]
+#[allow(unsafe_code)]
+pub fn descriptor_limit() -> Option<u64> {
+    // SAFETY: all-zero bytes are a valid `rlimit`, which `getrlimit` fills in.
+    let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: `getrlimit` writes into `limit` only.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return None;
+    }
+    // `rlim_t` is not `u64` on every system.
+    #[allow(clippy::useless_conversion)]
+    let current = u64::try_from(limit.rlim_cur).ok();
+    current.filter(|_| limit.rlim_cur != libc::RLIM_INFINITY)
+}
+
+/// Elsewhere no limit is known.
+#[cfg(not(unix))]
+pub fn descriptor_limit() -> Option<u64> {
+    None
+}
+
 /// A plugin running in a worker process: one process per plugin, kept for as many requests as
 /// the caller makes (or until [`Worker::stop`]) and started again after a failure or a stop. A
 /// plugin that exceeded the time limit is not asked again (each request would cost the whole

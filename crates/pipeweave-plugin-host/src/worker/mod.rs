@@ -10,5 +10,5 @@ mod output;
 mod process;
 mod serve;
 
-pub use client::{Worker, WorkerOptions};
+pub use client::{Worker, WorkerOptions, descriptor_limit};
 pub use serve::{serve, serve_stdio};

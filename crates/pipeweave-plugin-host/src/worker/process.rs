@@ -310,7 +310,14 @@ impl Process {
     fn stop(&mut self) {
         self.stdin = None;
         let until = Instant::now() + GRACE;
-        let mut pause = Duration::from_millis(1);
+        // Its pipe closes as it ends: waiting for that costs no polling delay.
+        if let Some(replies) = self.replies.take() {
+            while replies
+                .recv_timeout(until.saturating_duration_since(Instant::now()))
+                .is_ok()
+            {}
+        }
+        let mut pause = Duration::from_micros(50);
         while matches!(exited(&mut self.child, &mut self.reaped), Ok(None))
             && Instant::now() < until
         {
