@@ -3,15 +3,21 @@
 //! the user's schedule folders (`--schedule-dir`, then the absolute entries of
 //! `PIPEWEAVE_SCHEDULE_PATH`), plugins through `pipeweave-plugin-host` on the search path of
 //! `--plugin-dir`, `PIPEWEAVE_PLUGIN_PATH` and the front end's own folder. Each plugin runs in a
-//! worker process of its own, started by the front end's [`WorkerCommand`] and kept for the
-//! host's life; a crash, an abort or a hang of a plugin is an error naming it, under a time limit
-//! per request (`PIPEWEAVE_PLUGIN_TIMEOUT`, seconds).
+//! worker process of its own, started by the front end's [`WorkerCommand`]; at most
+//! [`LIVE_WORKERS`] run at once (the least recently used is stopped, and started again when it is
+//! next asked), so any number of plugins fits in a small descriptor limit. A crash, an abort or a
+//! hang of a plugin is an error naming it, under a time limit per request
+//! (`PIPEWEAVE_PLUGIN_TIMEOUT`, seconds, from [`MIN_TIMEOUT`] to [`MAX_TIMEOUT`]).
 //!
-//! It prints nothing: warnings go to the front end's [`Warn`].
+//! Each variable is read by one rule and a value it cannot take is named in a warning, with what
+//! it takes (the folder lists: `pipeweave_plugin_host::PathList`).
+//!
+//! It prints nothing: warnings go to the front end's [`Warn`] (a worker's own output is passed on
+//! to standard error by `pipeweave-plugin-host`, bounded).
 
 use pipeweave_plan::Plan;
 use pipeweave_plugin_host::{
-    PluginError, SearchPath, Worker, WorkerOptions, discover, find, find_file,
+    PathList, PluginError, SearchPath, Worker, WorkerOptions, discover, find, find_file,
 };
 use pipeweave_source::{
     Failure, FolderFile, Host, PluginId, PluginInfo, PluginRequest, PluginTarget, STDIN,
@@ -30,6 +36,29 @@ pub const ENV_SCHEDULE_PATH: &str = "PIPEWEAVE_SCHEDULE_PATH";
 
 /// The environment variable that sets the time limit of one plugin request, in seconds.
 pub const ENV_TIMEOUT: &str = "PIPEWEAVE_PLUGIN_TIMEOUT";
+
+/// The shortest time limit `PIPEWEAVE_PLUGIN_TIMEOUT` may set: 0.1 s (a worker starts and loads a
+/// plugin in a few milliseconds; less would fail plugins for the machine's load).
+pub const MIN_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// The longest time limit `PIPEWEAVE_PLUGIN_TIMEOUT` may set: an hour.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// The most plugin workers running at once. Each holds three of this process's descriptors and
+/// two threads; past this many, the least recently used is stopped, and started again (a few
+/// milliseconds) when it is next asked for a plan. Under a descriptor limit below 64 fewer run
+/// (see [`live_workers`]).
+pub const LIVE_WORKERS: usize = 8;
+
+/// How many workers may run at once under the descriptor limit `limit`: [`LIVE_WORKERS`], fewer
+/// when four descriptors each after 32 for the rest of the process do not leave room, and at
+/// least one.
+fn live_workers(limit: Option<u64>) -> usize {
+    let room = limit.map_or(u64::MAX, |limit| limit.saturating_sub(32) / 4);
+    usize::try_from(room)
+        .unwrap_or(usize::MAX)
+        .clamp(1, LIVE_WORKERS)
+}
 
 /// Where the host's warnings go (one message each, without `warning: `).
 pub type Warn = Box<dyn Fn(&str) + Send + Sync>;
@@ -57,6 +86,10 @@ pub struct FsHost {
     /// Every plugin started so far (or why it could not be), by its file; a [`PluginId`] is an
     /// index.
     loaded: Vec<(PathBuf, Result<Worker, String>)>,
+    /// The plugins of `loaded` whose worker is running, least recently used first.
+    live: Vec<usize>,
+    /// How many workers may run at once.
+    max_live: usize,
     options: Option<WorkerOptions>,
     /// What serves plugins.
     worker: WorkerCommand,
@@ -99,39 +132,49 @@ fn failure(e: PluginError) -> Failure {
     }
 }
 
-/// The time limit `PIPEWEAVE_PLUGIN_TIMEOUT` gives: a positive number of seconds.
+/// The time limit `PIPEWEAVE_PLUGIN_TIMEOUT` gives: a number of seconds from [`MIN_TIMEOUT`] to
+/// [`MAX_TIMEOUT`].
 fn parse_timeout(text: &str) -> Option<Duration> {
     let seconds: f64 = text.trim().parse().ok()?;
-    (seconds > 0.0)
-        .then(|| Duration::try_from_secs_f64(seconds).ok())
-        .flatten()
+    let limit = Duration::try_from_secs_f64(seconds).ok()?;
+    (MIN_TIMEOUT..=MAX_TIMEOUT)
+        .contains(&limit)
+        .then_some(limit)
 }
 
-/// The schedule folders, in order: every `--schedule-dir`, then every absolute entry of
-/// `PIPEWEAVE_SCHEDULE_PATH` (`env`); the relative entries of the variable, never searched (they
-/// would depend on the folder pipeweave runs in), come second.
+/// The warning for a `PIPEWEAVE_PLUGIN_TIMEOUT` that [`parse_timeout`] refuses, showing at most
+/// the value's first few characters.
+fn timeout_warning(text: &str) -> String {
+    const SHOWN: usize = 40;
+    let shown = match text.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    };
+    format!(
+        "{ENV_TIMEOUT}=`{shown}` is not a number of seconds from {} to {}; plugins get the default {} s",
+        MIN_TIMEOUT.as_secs_f64(),
+        MAX_TIMEOUT.as_secs_f64(),
+        WorkerOptions::DEFAULT_TIME_LIMIT.as_secs()
+    )
+}
+
+/// The schedule folders, in order: every `--schedule-dir`, then every entry of
+/// `PIPEWEAVE_SCHEDULE_PATH` (`env`) that is searched (absolute paths of folders, by the rule of
+/// [`PathList`]); with the warnings about the variable's other entries.
 fn schedule_folders(
     dirs: &[PathBuf],
     env: Option<&std::ffi::OsStr>,
-) -> (Vec<PathBuf>, Vec<PathBuf>) {
+) -> (Vec<PathBuf>, Vec<String>) {
     let mut folders: Vec<PathBuf> = Vec::new();
-    let mut refused = Vec::new();
     let from_env = env
-        .map(|v| std::env::split_paths(v).collect::<Vec<_>>())
+        .map(|v| PathList::read(ENV_SCHEDULE_PATH, v))
         .unwrap_or_default();
-    for d in dirs.iter().cloned() {
-        if !folders.contains(&d) {
-            folders.push(d);
+    for d in dirs.iter().chain(&from_env.folders) {
+        if !folders.contains(d) {
+            folders.push(d.clone());
         }
     }
-    for d in from_env.into_iter().filter(|d| !d.as_os_str().is_empty()) {
-        if !d.is_absolute() {
-            refused.push(d);
-        } else if !folders.contains(&d) {
-            folders.push(d);
-        }
-    }
-    (folders, refused)
+    (folders, from_env.warnings())
 }
 
 /// The `.weave` files of one folder, by name; a folder that cannot be read is a warning.
@@ -187,6 +230,20 @@ fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// A plugin file given by its path (`plugin:PATH`) that is not a regular file (after links) is
+/// refused before a worker starts, in the words [`read_regular`] uses (the loader would wait for
+/// a FIFO's writer until the time limit). A path that names nothing is left to the loader's
+/// words.
+fn check_plugin_file(shown: &str, path: &Path) -> Result<(), Failure> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => Err(Failure::invalid(format!(
+            "cannot read `{shown}`: not a regular file but {}; give a plugin library file",
+            kind_name(&m.file_type())
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// What a file that is not a regular file is, in words.
 fn kind_name(kind: &std::fs::FileType) -> &'static str {
     #[cfg(unix)]
@@ -221,6 +278,8 @@ impl FsHost {
             plugin_dirs: Vec::new(),
             search: None,
             loaded: Vec::new(),
+            live: Vec::new(),
+            max_live: live_workers(pipeweave_plugin_host::descriptor_limit()),
             options: None,
             worker,
             home: None,
@@ -256,7 +315,7 @@ impl FsHost {
         self.search = None;
     }
 
-    /// The search path: `--plugin-dir`s, then `PIPEWEAVE_PLUGIN_PATH` (absolute entries), then
+    /// The search path: `--plugin-dir`s, then `PIPEWEAVE_PLUGIN_PATH` (absolute folders), then
     /// next to the executable, then (debug builds) the workspace's build directories.
     fn search(&mut self) -> &SearchPath {
         let warn = &self.warn;
@@ -265,15 +324,15 @@ impl FsHost {
             let env = std::env::var_os(ENV_PATH);
             let exe = home.clone().or_else(|| std::env::current_exe().ok());
             let search = SearchPath::standard(&self.plugin_dirs, env.as_deref(), exe.as_deref());
-            // Relative entries of the variable are not searched: say so once per process.
+            // Entries of the variable that are not searched: say so once per process.
             static WARNED: std::sync::Once = std::sync::Once::new();
             WARNED.call_once(|| search.warnings().iter().for_each(|w| warn(w)));
             search
         })
     }
 
-    /// The time limit and reply bound of the workers; a bad `PIPEWEAVE_PLUGIN_TIMEOUT` is named
-    /// in a warning and the default limit holds.
+    /// The time limit and reply bound of the workers; a `PIPEWEAVE_PLUGIN_TIMEOUT` that is no
+    /// number of seconds in its range is named in a warning and the default limit holds.
     fn options(&mut self) -> WorkerOptions {
         *self.options.get_or_insert_with(|| {
             let mut options = WorkerOptions::default();
@@ -281,14 +340,28 @@ impl FsHost {
                 let text = text.to_string_lossy();
                 match parse_timeout(&text) {
                     Some(limit) => options.time_limit = limit,
-                    None => (self.warn)(&format!(
-                        "{ENV_TIMEOUT}=`{text}` is not a positive number of seconds; plugins get the default {} s",
-                        WorkerOptions::DEFAULT_TIME_LIMIT.as_secs()
-                    )),
+                    None => (self.warn)(&timeout_warning(&text)),
                 }
             }
             options
         })
+    }
+
+    /// Notes that the plugin `index` was just used: it becomes the most recently used of the
+    /// running workers, and the least recently used past [`LIVE_WORKERS`] is stopped.
+    fn used(&mut self, index: usize) {
+        self.live.retain(|&i| i != index);
+        if let Some((_, Ok(worker))) = self.loaded.get(index)
+            && worker.is_running()
+        {
+            self.live.push(index);
+        }
+        while self.live.len() > self.max_live {
+            let oldest = self.live.remove(0);
+            if let Some((_, Ok(worker))) = self.loaded.get_mut(oldest) {
+                worker.stop();
+            }
+        }
     }
 
     /// The plugin at `path` in its worker, started the first time (checking that it calls itself
@@ -308,7 +381,9 @@ impl FsHost {
                         .map_err(|e| message(&e))
                 });
                 self.loaded.push((path.to_path_buf(), started));
-                self.loaded.len() - 1
+                let index = self.loaded.len() - 1;
+                self.used(index);
+                index
             }
         };
         match &self.loaded[index] {
@@ -361,17 +436,10 @@ impl Host for FsHost {
         self.schedule_files
             .get_or_insert_with(|| {
                 let env = std::env::var_os(ENV_SCHEDULE_PATH);
-                let (folders, refused) = schedule_folders(dirs, env.as_deref());
-                // Relative entries of the variable are not searched: say so once per process.
+                let (folders, warnings) = schedule_folders(dirs, env.as_deref());
+                // Entries of the variable that are not searched: say so once per process.
                 static WARNED: std::sync::Once = std::sync::Once::new();
-                WARNED.call_once(|| {
-                    for d in &refused {
-                        warn(&format!(
-                            "the {ENV_SCHEDULE_PATH} entry `{}` is not searched: only absolute paths are",
-                            d.display()
-                        ));
-                    }
-                });
+                WARNED.call_once(|| warnings.iter().for_each(|w| warn(w)));
                 folders.iter().flat_map(|d| weave_files(d, warn)).collect()
             })
             .clone()
@@ -415,6 +483,7 @@ impl Host for FsHost {
         match target {
             PluginTarget::Path(file) => {
                 let path = self.plugin_file(file).map_err(failure)?;
+                check_plugin_file(file, &path)?;
                 self.cached(&path, None)
             }
             PluginTarget::Named(name) => {
@@ -443,83 +512,11 @@ impl Host for FsHost {
             .request(request.ranks, request.microbatches, &request.settings)
             .map_err(failure)?;
         // The plugin host checks the shape of every plan a plugin returns and validates it.
-        worker.generate(&request).map_err(failure)
+        let plan = worker.generate(&request).map_err(failure);
+        self.used(plugin.0);
+        plan
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A host whose workers are the `pipeweave` binary beside this test binary (which is no
-    /// worker itself).
-    fn host() -> FsHost {
-        let exe = std::env::current_exe().expect("the test knows its path");
-        let dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target/<profile>/deps");
-        let worker = WorkerCommand {
-            program: Some(dir.join(format!("pipeweave{}", std::env::consts::EXE_SUFFIX))),
-            args: vec!["__plugin-worker".into()],
-        };
-        FsHost::new(worker, Box::new(|_| {}))
-    }
-
-    /// Needs the plugins built next to the binaries (`cargo build --workspace`), as the CLI's
-    /// integration tests do.
-    #[test]
-    fn the_time_limit_is_a_positive_number_of_seconds() {
-        assert_eq!(parse_timeout("10"), Some(Duration::from_secs(10)));
-        assert_eq!(parse_timeout(" 0.25 "), Some(Duration::from_millis(250)));
-        for bad in ["", "0", "-1", "ten", "NaN", "inf", "1e300"] {
-            assert_eq!(parse_timeout(bad), None, "{bad}");
-        }
-    }
-
-    #[test]
-    fn a_text_in_memory_is_read_by_its_name() {
-        let mut host = host();
-        assert!(!host.is_file("<string>"));
-        host.with_text("<string>", "0F0,0B0");
-        host.with_text("<string>", "0F0,0B0\n");
-        assert!(host.is_file("<string>"));
-        assert_eq!(host.read("<string>").expect("in memory"), "0F0,0B0\n");
-        let missing = host.read("no/such/file").expect_err("not there");
-        assert!(missing.reason().starts_with("cannot read `no/such/file`"));
-    }
-
-    #[test]
-    fn each_plugin_is_started_once() {
-        let mut host = host();
-        let named = host
-            .plugin(&PluginTarget::Named("dualpipe".into()))
-            .expect("the dualpipe plugin is built");
-        let all = host.plugins();
-        assert!(all.iter().flatten().any(|p| p.id == named.id));
-        let by_path = host
-            .plugin(&PluginTarget::Path(named.location.clone()))
-            .expect("loads");
-        assert_eq!(by_path.id, named.id);
-        // One worker per plugin file, however it was asked for.
-        assert_eq!(host.loaded.len(), all.len());
-        let request = PluginRequest {
-            ranks: 4,
-            microbatches: 8,
-            settings: Vec::new(),
-        };
-        for _ in 0..2 {
-            let plan = host.generate(named.id, &request).expect("a valid plan");
-            assert_eq!((plan.ranks(), plan.num_microbatches()), (4, 8));
-        }
-        let plan = host.generate(
-            named.id,
-            &PluginRequest {
-                ranks: 4,
-                microbatches: 8,
-                settings: vec![("overlap".into(), "maybe".into())],
-            },
-        );
-        assert!(plan.expect_err("a bad setting").is_usage());
-    }
-}
+mod tests;

@@ -1,5 +1,6 @@
 //! What can go wrong with a plugin, each case naming the file.
 
+use crate::path_list::Unsearched;
 use pipeweave_check::Problem;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -23,8 +24,8 @@ pub enum PluginError {
         file: String,
         /// The directories searched, in order, with why each was searched.
         searched: Vec<(PathBuf, String)>,
-        /// The entries of `PIPEWEAVE_PLUGIN_PATH` that were not searched (not absolute).
-        refused: Vec<PathBuf>,
+        /// The entries of `PIPEWEAVE_PLUGIN_PATH` that were not searched, with why.
+        refused: Vec<Unsearched>,
     },
 
     #[error("no plugin file `{file}` in {}{}; give a path (`./{file}`) to load a file from elsewhere", searched_text(.searched), refused_text(.refused))]
@@ -34,8 +35,8 @@ pub enum PluginError {
         file: String,
         /// The directories searched, in order, with why each was searched.
         searched: Vec<(PathBuf, String)>,
-        /// The entries of `PIPEWEAVE_PLUGIN_PATH` that were not searched (not absolute).
-        refused: Vec<PathBuf>,
+        /// The entries of `PIPEWEAVE_PLUGIN_PATH` that were not searched, with why.
+        refused: Vec<Unsearched>,
     },
 
     /// The file could not be loaded as a dynamic library.
@@ -228,11 +229,19 @@ fn searched_text(searched: &[(PathBuf, String)]) -> String {
         .join(", ")
 }
 
-fn refused_text(refused: &[PathBuf]) -> String {
-    refused
+/// The entries not searched, as a few clauses: the first three, then how many more.
+fn refused_text(refused: &[Unsearched]) -> String {
+    const SHOWN: usize = 3;
+    let mut text: String = refused
         .iter()
-        .map(|d| format!("; {}", crate::search::refused_text(d)))
-        .collect()
+        .take(SHOWN)
+        .map(|u| format!("; {u}"))
+        .collect();
+    if let Some(first) = refused.get(SHOWN) {
+        let more = crate::path_list::more_unsearched(refused.len() - SHOWN, first.variable);
+        text.push_str(&format!("; {more}"));
+    }
+    text
 }
 
 fn problems_text(problems: &[Problem]) -> String {

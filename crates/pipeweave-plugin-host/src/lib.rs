@@ -20,15 +20,17 @@
 
 mod error;
 mod library;
+mod path_list;
 mod plugin;
 mod reply;
 mod search;
 mod worker;
 
 pub use error::PluginError;
+pub use path_list::{MAX_ENTRIES, MAX_ENTRY_BYTES, PathList, Unsearched, Why};
 pub use plugin::Plugin;
 pub use search::{Found, Origin, SearchPath, discover, file_name, find, find_file, is_plugin_name};
-pub use worker::{Worker, WorkerOptions, serve, serve_stdio};
+pub use worker::{Worker, WorkerOptions, descriptor_limit, serve, serve_stdio};
 
 /// The file name prefix of a plugin (before the platform's `lib`/`.so` decoration): the plugin
 /// `dualpipe` is the file `libpipeweave_plugin_dualpipe.so` on Linux.

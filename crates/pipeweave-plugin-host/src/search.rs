@@ -1,5 +1,6 @@
 //! Where plugins live: the search path, in order, and finding a plugin file by name.
 
+use crate::path_list::{PathList, Unsearched};
 use crate::{FILE_PREFIX, PluginError};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -34,9 +35,12 @@ impl Origin {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SearchPath {
     dirs: Vec<(PathBuf, Origin)>,
-    /// Entries of `PIPEWEAVE_PLUGIN_PATH` that are not absolute paths: never searched.
-    refused: Vec<PathBuf>,
+    /// `PIPEWEAVE_PLUGIN_PATH` as read, with the entries that are not searched.
+    env: PathList,
 }
+
+/// The variable listing plugin folders.
+const ENV_PATH: &str = "PIPEWEAVE_PLUGIN_PATH";
 
 impl SearchPath {
     /// An empty search path.
@@ -51,14 +55,15 @@ impl SearchPath {
         }
     }
 
-    /// The standard order: every `--plugin-dir`, then every absolute entry of
-    /// `PIPEWEAVE_PLUGIN_PATH` (the variable's value, split like `PATH`), then the executable's
-    /// directory, then (debug builds only) the workspace's `target/debug` and `target/release`.
+    /// The standard order: every `--plugin-dir`, then every entry of `PIPEWEAVE_PLUGIN_PATH` (the
+    /// variable's value, split like `PATH`) that is searched, then the executable's directory,
+    /// then (debug builds only) the workspace's `target/debug` and `target/release`.
     ///
-    /// A relative entry of the variable is refused, never searched (see [`SearchPath::refused`]):
-    /// it would resolve against the current directory, and running pipeweave in a folder must not
-    /// load (and so run) a library that happens to lie there. Release builds do not search the
-    /// build machine's folders, whose path is compiled in.
+    /// An entry of the variable is searched only when it is an absolute path naming a folder
+    /// (the rule of [`PathList`]; see [`SearchPath::unsearched`]). A relative entry would resolve
+    /// against the current directory, and running pipeweave in a folder must not load (and so
+    /// run) a library that happens to lie there. Release builds do not search the build
+    /// machine's folders, whose path is compiled in.
     pub fn standard(
         plugin_dirs: &[PathBuf],
         env_path: Option<&OsStr>,
@@ -69,12 +74,9 @@ impl SearchPath {
             s.push(d.clone(), Origin::PluginDir);
         }
         if let Some(value) = env_path {
-            for d in std::env::split_paths(value).filter(|d| !d.as_os_str().is_empty()) {
-                if d.is_absolute() {
-                    s.push(d, Origin::EnvPath);
-                } else if !s.refused.contains(&d) {
-                    s.refused.push(d);
-                }
+            s.env = PathList::read(ENV_PATH, value);
+            for d in s.env.folders.clone() {
+                s.push(d, Origin::EnvPath);
             }
         }
         if let Some(dir) = exe.and_then(Path::parent) {
@@ -91,22 +93,16 @@ impl SearchPath {
         self.dirs.iter().map(|(d, o)| (d.as_path(), *o))
     }
 
-    /// The entries of `PIPEWEAVE_PLUGIN_PATH` that were refused because they are not absolute.
-    pub fn refused(&self) -> &[PathBuf] {
-        &self.refused
+    /// The entries of `PIPEWEAVE_PLUGIN_PATH` that are not searched, each with why.
+    pub fn unsearched(&self) -> &[Unsearched] {
+        &self.env.unsearched
     }
 
-    /// One warning per refused entry, naming it, for the caller to show.
+    /// The warnings about `PIPEWEAVE_PLUGIN_PATH` for the caller to show: one per entry not
+    /// searched, naming it, at most a few.
     pub fn warnings(&self) -> Vec<String> {
-        self.refused.iter().map(|d| refused_text(d)).collect()
+        self.env.warnings()
     }
-}
-
-pub(crate) fn refused_text(entry: &Path) -> String {
-    format!(
-        "the PIPEWEAVE_PLUGIN_PATH entry `{}` is not searched: only absolute paths are",
-        entry.display()
-    )
 }
 
 /// The build directories of the workspace this crate was compiled in: searched by debug builds
@@ -159,7 +155,7 @@ pub fn find(name: &str, search: &SearchPath) -> Result<PathBuf, PluginError> {
             .dirs()
             .map(|(d, o)| (d.to_path_buf(), o.describe().to_owned()))
             .collect(),
-        refused: search.refused.clone(),
+        refused: search.env.unsearched.clone(),
     })
 }
 
@@ -184,7 +180,7 @@ pub fn find_file(file: &str, search: &SearchPath) -> Result<PathBuf, PluginError
             .dirs()
             .map(|(d, o)| (d.to_path_buf(), o.describe().to_owned()))
             .collect(),
-        refused: search.refused.clone(),
+        refused: search.env.unsearched.clone(),
     })
 }
 

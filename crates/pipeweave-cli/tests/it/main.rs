@@ -11,6 +11,7 @@ mod fitting;
 mod forward_only;
 mod hostile;
 mod language;
+mod plugin_workers;
 mod plugins;
 mod report;
 mod roundtrip;

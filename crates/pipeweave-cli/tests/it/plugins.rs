@@ -533,6 +533,6 @@ fn the_worker_is_hidden_and_the_time_limit_is_checked() {
     assert!(out.contains("dualpipe "), "{out}");
     assert_eq!(
         err,
-        "warning: PIPEWEAVE_PLUGIN_TIMEOUT=`soon` is not a positive number of seconds; plugins get the default 10 s\n"
+        "warning: PIPEWEAVE_PLUGIN_TIMEOUT=`soon` is not a number of seconds from 0.1 to 3600; plugins get the default 10 s\n"
     );
 }

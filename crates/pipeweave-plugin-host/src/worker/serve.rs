@@ -4,6 +4,7 @@
 //! module); [`serve`] is the same loop over any reader and writer.
 #![allow(unsafe_code)]
 
+use super::descendants;
 use super::frame::{self, Incoming};
 use crate::library::Library;
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -67,21 +68,56 @@ fn refuse(output: &mut dyn Write, why: &str) -> io::Result<()> {
 /// Before the library is loaded, the pipes are moved to private descriptors: standard output
 /// becomes standard error and standard input `/dev/null`, so a plugin that prints or reads
 /// cannot break the frames. The worker also leaves no core dump when a plugin crashes it (the
-/// host reports the crash), and exits when its parent is gone, even in the middle of a call that
-/// never returns.
+/// host reports the crash).
+///
+/// The worker ends when the host closes its end of the pipe (to stop it, or because the host is
+/// gone), even in the middle of a plugin call that never returns, and it ends whatever the plugin
+/// started first, programs that left its process group included (on Linux; see `descendants`).
 pub fn serve_stdio(path: &Path) -> io::Result<()> {
     let (input, output) = private_stdio()?;
     no_core_dumps();
+    descendants::adopt_orphans();
+    let input = guarded(input)?;
     exit_with_parent();
-    serve(
+    let served = serve(
         path,
         &mut BufReader::new(input),
         &mut BufWriter::with_capacity(1 << 16, output),
-    )
+    );
+    descendants::end_descendants();
+    served
+}
+
+/// The host's pipe, read by a thread of its own that passes the bytes on through a pipe inside
+/// this process: when the host's pipe ends, that thread ends the worker, whatever the plugin's
+/// code is doing on the main thread.
+fn guarded(mut input: Box<dyn Read + Send>) -> io::Result<Box<dyn Read>> {
+    let (inside, mut passed) = io::pipe()?;
+    std::thread::Builder::new()
+        .name("plugin-worker-guard".into())
+        .spawn(move || {
+            let mut buffer = vec![0u8; 1 << 16];
+            loop {
+                match input.read(&mut buffer) {
+                    Ok(0) => break,
+                    // Requests are read whole before the plugin is called, so this never waits
+                    // on a busy main thread for long.
+                    Ok(n) => {
+                        if passed.write_all(&buffer[..n]).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            descendants::end_worker(0)
+        })?;
+    Ok(Box::new(inside))
 }
 
 #[cfg(unix)]
-fn private_stdio() -> io::Result<(Box<dyn Read>, Box<dyn Write>)> {
+fn private_stdio() -> io::Result<(Box<dyn Read + Send>, Box<dyn Write>)> {
     use std::os::fd::{AsFd, AsRawFd};
     // Copies with close-on-exec set, so a program the plugin starts does not hold the pipes.
     let input = io::stdin().as_fd().try_clone_to_owned()?;
@@ -101,7 +137,7 @@ fn private_stdio() -> io::Result<(Box<dyn Read>, Box<dyn Write>)> {
 
 /// Elsewhere the pipes stay where they are (a plugin that prints breaks the frames).
 #[cfg(not(unix))]
-fn private_stdio() -> io::Result<(Box<dyn Read>, Box<dyn Write>)> {
+fn private_stdio() -> io::Result<(Box<dyn Read + Send>, Box<dyn Write>)> {
     Ok((Box::new(io::stdin()), Box::new(io::stdout())))
 }
 
@@ -118,8 +154,9 @@ fn no_core_dumps() {
     }
 }
 
-/// Exits when the parent process is gone (the worker is handed to another parent then): a plugin
-/// call that never returns must not outlive the host, which could no longer stop it.
+/// Ends the worker when the parent process is gone (the worker is handed to another parent then),
+/// should its pipe outlive it: a plugin call that never returns must not outlive the host, which
+/// could no longer stop it.
 fn exit_with_parent() {
     #[cfg(unix)]
     {
@@ -128,7 +165,7 @@ fn exit_with_parent() {
             loop {
                 std::thread::sleep(std::time::Duration::from_millis(200));
                 if std::os::unix::process::parent_id() != parent {
-                    std::process::exit(1);
+                    descendants::end_worker(1);
                 }
             }
         });

@@ -344,22 +344,32 @@ fn discover_lists_the_plugins_and_hides_the_fixtures() {
     );
 }
 
+/// A fresh folder of this test's own.
+fn temp_dir(what: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pipeweave-search-{what}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 #[test]
 fn the_search_order_is_plugin_dir_env_exe_then_build_dir() {
-    let env = std::env::join_paths(["/env/a", "/env/b"]).unwrap();
+    let dir = temp_dir("order");
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let env = std::env::join_paths([&a, &b]).unwrap();
     let s = SearchPath::standard(
         &[PathBuf::from("/flag")],
         Some(&env),
         Some(Path::new("/bin/dir/pipeweave")),
     );
-    let dirs: Vec<(String, Origin)> = s
-        .dirs()
-        .map(|(d, o)| (d.display().to_string(), o))
-        .collect();
-    assert_eq!(dirs[0], ("/flag".to_owned(), Origin::PluginDir));
-    assert_eq!(dirs[1], ("/env/a".to_owned(), Origin::EnvPath));
-    assert_eq!(dirs[2], ("/env/b".to_owned(), Origin::EnvPath));
-    assert_eq!(dirs[3], ("/bin/dir".to_owned(), Origin::ExeDir));
+    std::fs::remove_dir_all(&dir).unwrap();
+    let dirs: Vec<(PathBuf, Origin)> = s.dirs().map(|(d, o)| (d.to_path_buf(), o)).collect();
+    assert_eq!(dirs[0], (PathBuf::from("/flag"), Origin::PluginDir));
+    assert_eq!(dirs[1], (a, Origin::EnvPath));
+    assert_eq!(dirs[2], (b, Origin::EnvPath));
+    assert_eq!(dirs[3], (PathBuf::from("/bin/dir"), Origin::ExeDir));
     // The workspace's build folders (a path compiled in) are searched by debug builds only.
     if cfg!(debug_assertions) {
         assert_eq!(dirs.len(), 6);
@@ -381,21 +391,26 @@ fn the_search_order_is_plugin_dir_env_exe_then_build_dir() {
 
 #[test]
 fn relative_entries_of_the_plugin_path_are_refused_and_named() {
-    let env = std::env::join_paths(["plugins", "/abs/a", ".", "", "../x"]).unwrap();
+    let dir = temp_dir("relative");
+    let env = std::env::join_paths([
+        Path::new("plugins"),
+        &dir,
+        Path::new("."),
+        Path::new(""),
+        Path::new("../x"),
+    ])
+    .unwrap();
     let s = SearchPath::standard(&[], Some(&env), None);
     let env_dirs: Vec<PathBuf> = s
         .dirs()
         .filter(|(_, o)| *o == Origin::EnvPath)
         .map(|(d, _)| d.to_path_buf())
         .collect();
-    assert_eq!(env_dirs, [PathBuf::from("/abs/a")]);
+    assert_eq!(env_dirs, std::slice::from_ref(&dir));
+    let refused: Vec<&Path> = s.unsearched().iter().map(|u| u.entry.as_path()).collect();
     assert_eq!(
-        s.refused(),
-        [
-            PathBuf::from("plugins"),
-            PathBuf::from("."),
-            PathBuf::from("../x")
-        ]
+        refused,
+        [Path::new("plugins"), Path::new("."), Path::new("../x")]
     );
     assert_eq!(
         s.warnings(),
@@ -414,7 +429,45 @@ fn relative_entries_of_the_plugin_path_are_refused_and_named() {
         ),
         "{text}"
     );
-    assert!(text.contains("/abs/a (PIPEWEAVE_PLUGIN_PATH)"), "{text}");
+    assert!(
+        text.contains(&format!("{} (PIPEWEAVE_PLUGIN_PATH)", dir.display())),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Entries that are files, missing folders or too long are named as relative ones are, and a
+/// plugin that is not found names the first three and counts the rest.
+#[test]
+fn plugin_path_entries_that_are_no_folders_are_refused_and_named() {
+    let dir = temp_dir("no-folders");
+    let file = dir.join("file");
+    std::fs::write(&file, "").unwrap();
+    let long = PathBuf::from(format!("/{}", "y".repeat(5000)));
+    let env = std::env::join_paths([
+        file.clone(),
+        dir.join("missing"),
+        long,
+        PathBuf::from("rel"),
+        dir.clone(),
+    ])
+    .unwrap();
+    let s = SearchPath::standard(&[], Some(&env), None);
+    let text = find("nothing-here", &s).unwrap_err().to_string();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let shown = dir.display().to_string();
+    let text = text.replace(&shown, "[TMP]");
+    assert!(
+        text.ends_with(&format!(
+            "; the PIPEWEAVE_PLUGIN_PATH entry `[TMP]/file` is not searched: it is not a folder\
+             ; the PIPEWEAVE_PLUGIN_PATH entry `[TMP]/missing` is not searched: there is no such folder\
+             ; the PIPEWEAVE_PLUGIN_PATH entry `/{}… (5001 bytes)` is not searched: it is longer than 4096 bytes\
+             ; 1 more entry of PIPEWEAVE_PLUGIN_PATH is not searched",
+            "y".repeat(79)
+        )),
+        "{text}"
+    );
+    assert!(text.contains("[TMP] (PIPEWEAVE_PLUGIN_PATH)"), "{text}");
 }
 
 #[test]

@@ -260,3 +260,57 @@ fn damaged_libraries_never_take_the_host_down() {
         eprintln!("{} damaged copies: {outcomes:?}", 2 * tries);
     }
 }
+
+/// Whether the process `pid` is there, running or not reaped (an id is not given again so soon).
+#[cfg(target_os = "linux")]
+fn alive(pid: &str) -> bool {
+    Path::new("/proc").join(pid).exists()
+}
+
+/// The `fault-detach` fixture starts two `sleep`s that leave the worker's process group (one in a
+/// session of its own, one handed away by a double fork) and writes their ids to a file: both end
+/// with the worker, whether it is stopped, dropped or runs out of time, and a stopped worker is
+/// started again for the next request.
+#[cfg(target_os = "linux")]
+#[test]
+fn programs_the_plugin_detached_end_with_the_worker() {
+    let dir = temp_dir("detach");
+    let ids = dir.join("ids");
+    let spawn_detach = || {
+        let mut command = worker_command();
+        command.env("PIPEWEAVE_FIXTURE_PIDS", &ids);
+        Worker::spawn(command, &library("pipeweave_fixture_detach"), options()).unwrap()
+    };
+    // Reads the ids written since the last call, and empties the file.
+    let started = || {
+        let text = std::fs::read_to_string(&ids).unwrap();
+        std::fs::remove_file(&ids).unwrap();
+        let ids: Vec<String> = text.split_whitespace().map(str::to_owned).collect();
+        assert_eq!(ids.len(), 2, "{text}");
+        ids
+    };
+    let gone = |ids: &[String], how: &str| {
+        for id in ids {
+            assert!(!alive(id), "the sleep {id} outlived a worker {how}");
+        }
+    };
+
+    let mut worker = spawn_detach();
+    generate(&mut worker, 4, 8, &[]).unwrap();
+    let first = started();
+    assert!(first.iter().all(|id| alive(id)), "{first:?}");
+    worker.stop();
+    assert!(!worker.is_running());
+    gone(&first, "stopped");
+    generate(&mut worker, 4, 8, &[]).unwrap();
+    assert!(worker.is_running());
+    let second = started();
+    drop(worker);
+    gone(&second, "dropped");
+
+    let mut worker = spawn_detach();
+    let e = generate(&mut worker, 4, 8, &[("hang", "true")]);
+    assert!(matches!(e, Err(PluginError::TimedOut { .. })), "{e:?}");
+    gone(&started(), "out of time");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
