@@ -106,6 +106,18 @@ impl Many {
         for n in names {
             members.push(Member::Named(Box::new(session.resolve(n)?)));
         }
+        if (params.pipelines.is_some() || params.format.is_some())
+            && !members.iter().any(Member::fixed_shape)
+        {
+            let flag = if params.pipelines.is_some() {
+                "--pipelines"
+            } else {
+                "--plan-format"
+            };
+            return Err(Failure::usage(format!(
+                "{flag} says how to read a plan file, and none of the schedules is one"
+            )));
+        }
         for s in &params.settings {
             if !members.iter().any(|m| m.takes(&s.name)) {
                 let given = match session.front {
@@ -169,8 +181,8 @@ impl Many {
                 .filter(|s| member.takes(&s.name))
                 .cloned()
                 .collect(),
-            pipelines: self.params.pipelines,
-            format: self.params.format,
+            pipelines: self.params.pipelines.filter(|_| fixed),
+            format: self.params.format.filter(|_| fixed),
             forward_only: self.params.forward_only,
         }
     }
@@ -203,6 +215,20 @@ impl Many {
             }
         }
         Ok(out)
+    }
+
+    /// Reads every plan file among the schedules, once: a sweep gives a plan file no value (its
+    /// shape is fixed), but a file that cannot be read, or `--pipelines` and `--plan-format`
+    /// that say how to read it, are not passed over in silence.
+    pub fn read_files(&self, session: &mut Session<'_>) -> Result<(), Failure> {
+        for member in &self.members {
+            if let Member::Named(source) = member
+                && source.is_plan_file()
+            {
+                self.build(member, &self.given(), session)?;
+            }
+        }
+        Ok(())
     }
 
     /// Pairs of schedules given together that say they build the same plans: (i, j) with member

@@ -30,6 +30,7 @@ pub fn sweep(session: &mut Session<'_>, request: &SweepRequest) -> Result<Partia
     let costing = session.costing(&request.costs)?;
     let many = Many::resolve(session, &request.schedules, &request.params, None)?;
     let over = typed(&many, &request.over)?;
+    many.read_files(session)?;
     let result = run(session, &many, &over, request.metric, &costing)?;
     let result = finished("sweep", result)?;
     let ran = result

@@ -212,8 +212,19 @@ fn main() -> ExitCode {
     };
     let (plugin_dirs, schedule_dirs) = command.folders();
     let mut host = host::host();
-    host.with_plugin_dirs(&plugin_dirs);
-    host.with_schedule_dirs(&schedule_dirs);
+    if let Err(e) = host.with_folders(&plugin_dirs, &schedule_dirs) {
+        let flag = if e.plugins {
+            "--plugin-dir"
+        } else {
+            "--schedule-dir"
+        };
+        let usage = Err(Failure::usage(format!(
+            "{flag} {}: {}",
+            e.path.display(),
+            e.why
+        )));
+        return output::finish(usage, &Default::default(), cli.max_diagnostics);
+    }
     let mut terminal = events::Terminal::new();
     let mut session = Session::new(
         &mut host,

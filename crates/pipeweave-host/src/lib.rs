@@ -177,6 +177,32 @@ fn schedule_folders(
     (folders, from_env.warnings())
 }
 
+/// A folder given to search (`--plugin-dir`, `--schedule-dir`) that is no folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FolderError {
+    /// Whether it was a plugin folder (else a schedule folder).
+    pub plugins: bool,
+    /// The folder as given.
+    pub path: PathBuf,
+    /// Why it is not searched, in words.
+    pub why: String,
+}
+
+/// Why `dir` is no folder to search, or `None` when it is one.
+fn folder_problem(dir: &Path) -> Option<String> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => match std::fs::read_dir(dir) {
+            Ok(_) => None,
+            Err(e) => Some(format!("it cannot be read: {e}")),
+        },
+        Ok(_) => Some("it is not a folder".to_owned()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Some("there is no such folder".to_owned())
+        }
+        Err(e) => Some(format!("it cannot be read: {e}")),
+    }
+}
+
 /// The `.weave` files of one folder, by name; a folder that cannot be read is a warning.
 fn weave_files(dir: &Path, warn: &Warn) -> Vec<FolderFile> {
     let read = match std::fs::read_dir(dir) {
@@ -313,6 +339,29 @@ impl FsHost {
     pub fn with_plugin_dirs(&mut self, dirs: &[PathBuf]) {
         self.plugin_dirs = dirs.to_vec();
         self.search = None;
+    }
+
+    /// Puts these folders first, each checked: the first that is no folder to search (missing,
+    /// not a folder, unreadable) is refused with why, and nothing is set.
+    pub fn with_folders(
+        &mut self,
+        plugin_dirs: &[PathBuf],
+        schedule_dirs: &[PathBuf],
+    ) -> Result<(), FolderError> {
+        for (plugins, dirs) in [(true, plugin_dirs), (false, schedule_dirs)] {
+            for dir in dirs {
+                if let Some(why) = folder_problem(dir) {
+                    return Err(FolderError {
+                        plugins,
+                        path: dir.clone(),
+                        why,
+                    });
+                }
+            }
+        }
+        self.with_plugin_dirs(plugin_dirs);
+        self.with_schedule_dirs(schedule_dirs);
+        Ok(())
     }
 
     /// The search path: `--plugin-dir`s, then `PIPEWEAVE_PLUGIN_PATH` (absolute folders), then

@@ -103,8 +103,15 @@ pub fn with_session<T: Send>(
     let out = py.detach(|| {
         let mut guard = HOST.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let host = host(&mut guard);
-        host.with_plugin_dirs(dirs.plugins);
-        host.with_schedule_dirs(dirs.schedules);
+        if let Err(e) = host.with_folders(dirs.plugins, dirs.schedules) {
+            let name = if e.plugins {
+                "plugin_dirs"
+            } else {
+                "schedule_dirs"
+            };
+            let failure = Failure::usage(format!("{name}: {}: {}", e.path.display(), e.why));
+            return Err(Raised::new(&failure, &Default::default()));
+        }
         for (name, text) in dirs.texts {
             host.with_text(name, text);
         }

@@ -187,6 +187,17 @@ impl Source {
         files: &mut Files,
         costs: &dyn SynthesisCosts,
     ) -> Result<Built, Failure> {
+        if !self.is_plan_file() && (params.pipelines.is_some() || params.format.is_some()) {
+            let flag = if params.pipelines.is_some() {
+                "--pipelines"
+            } else {
+                "--plan-format"
+            };
+            return Err(Failure::usage(format!(
+                "`{}` is a schedule: {flag} says how to read a plan file",
+                self.name
+            )));
+        }
         let built = match &self.inner {
             Inner::Weave(read) => {
                 let (file, declared) = read.as_ref().map_err(Clone::clone)?;

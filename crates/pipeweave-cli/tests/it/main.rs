@@ -8,6 +8,7 @@ mod docs;
 mod draw;
 mod exit_codes;
 mod fitting;
+mod flags;
 mod forward_only;
 mod hostile;
 mod language;
