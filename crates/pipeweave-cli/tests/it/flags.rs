@@ -36,8 +36,6 @@ type Row = (
     &'static [&'static str],
 );
 
-const SCHEDULE: &[&str] = &["interleaved-1f1b", "-p", "2", "-m", "4"];
-
 #[rustfmt::skip]
 const ROWS: &[Row] = &[
     // The parameters every command that builds a plan takes, on `validate` and its kin.
@@ -357,9 +355,12 @@ fn fixtures() -> PathBuf {
     dir
 }
 
+/// What the user sees of one run: exit code, standard output and error, and the files written.
+type Seen = (Option<i32>, Vec<u8>, Vec<u8>, Vec<(String, Vec<u8>)>);
+
 /// What the user sees of one run in `dir`: exit code, standard output and error, and the files
 /// it wrote into `out/` (which is emptied first).
-fn seen(dir: &Path, args: &[&str]) -> (Option<i32>, Vec<u8>, Vec<u8>, Vec<(String, Vec<u8>)>) {
+fn seen(dir: &Path, args: &[&str]) -> Seen {
     let out_dir = dir.join("out");
     let _ = std::fs::remove_dir_all(&out_dir);
     std::fs::create_dir_all(&out_dir).unwrap();
