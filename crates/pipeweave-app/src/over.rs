@@ -102,14 +102,16 @@ fn numbers(
         match item {
             Item::Word(w) => out.push(check(w)?),
             &Item::Range { lo, hi, step } => {
-                check(&lo.to_string())?;
                 let count = (i128::from(hi) - i128::from(lo)) / i128::from(step) + 1;
+                check(&lo.to_string())?;
                 if out.len() as i128 + count > MAX_VALUES as i128 {
                     return Err(ArgError(format!(
                         "--over: more than {MAX_VALUES} values; use a step (e.g. {lo}..{hi}:{})",
                         ((i128::from(hi) - i128::from(lo)) / 64).max(2)
                     )));
                 }
+                // The range's last value too: a range is within its bounds when its ends are.
+                check(&(i128::from(lo) + (count - 1) * i128::from(step)).to_string())?;
                 out.extend((0..count as i64).map(|k| lo + k * step));
             }
         }
@@ -160,24 +162,36 @@ pub fn parse_over(text: &str) -> Result<OverArg, ArgError> {
 impl OverArg {
     /// The values of M, P or v: whole numbers of at least 1 (P at most a plan's ranks).
     fn shape_values(&self) -> Result<Vec<Value>, ArgError> {
-        let out = numbers(&self.items, |w| {
-            whole(w)
-                .filter(|v| *v > 0 && *v <= i64::from(u32::MAX))
-                .ok_or_else(|| {
-                    ArgError(format!("--over: `{w}` is not a value (a whole number ≥ 1)"))
-                })
+        // The most a plan may have of each: its ranks, its micro-batches (ids up to
+        // `MAX_MICROBATCH_ID`), stages per rank (as many as a u32 counts).
+        let (max, what) = match self.param {
+            Param::Ranks => (i64::from(pipeweave_plan::MAX_RANKS), "ranks"),
+            Param::Microbatches => (
+                i64::from(pipeweave_plan::MAX_MICROBATCH_ID) + 1,
+                "micro-batches",
+            ),
+            _ => (i64::from(u32::MAX), "stages per rank"),
+        };
+        let out = numbers(&self.items, |w| match whole(w) {
+            Some(v) if v > 0 && v <= max => Ok(v),
+            Some(v) if v > max => Err(ArgError(format!(
+                "--over: {w} {what}; a plan has at most {max} {what}"
+            ))),
+            // Digits beyond an i64 are a number too, and too large.
+            None if !w.starts_with('-')
+                && !w.is_empty()
+                && w.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                Err(ArgError(format!(
+                    "--over: {w} {what}; a plan has at most {max} {what}"
+                )))
+            }
+            _ => Err(ArgError(format!(
+                "--over: `{w}` is not a value (a whole number ≥ 1)"
+            ))),
         })?;
         if out.len() > MAX_VALUES {
             return Err(ArgError(format!("--over: more than {MAX_VALUES} values")));
-        }
-        let max = i64::from(pipeweave_plan::MAX_RANKS);
-        if let Some(&p) = out
-            .last()
-            .filter(|p| self.param == Param::Ranks && **p > max)
-        {
-            return Err(ArgError(format!(
-                "--over: {p} ranks; a plan has at most {max} ranks"
-            )));
         }
         Ok(out.into_iter().map(Value::Int).collect())
     }
@@ -353,5 +367,16 @@ mod tests {
             "--over: 70000 ranks; a plan has at most 65536 ranks"
         );
         assert_eq!(values("m=70000"), vec![70000]);
+        // A number too large is named as one, not as something that is no number.
+        assert_eq!(
+            error("m=937499999941"),
+            "--over: 937499999941 micro-batches; a plan has at most 16777216 micro-batches"
+        );
+        assert_eq!(
+            error("m=99999999999999999999999"),
+            "--over: 99999999999999999999999 micro-batches; a plan has at most 16777216 micro-batches"
+        );
+        assert!(error("m=4..99999999999:1000000000").contains("at most 16777216 micro-batches"));
+        assert!(error("m=4..99999999999").contains("more than 4096 values"));
     }
 }

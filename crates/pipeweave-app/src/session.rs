@@ -2,6 +2,7 @@
 //! diagnostics point into), the command's costs (what a `synth:` schedule is searched under), and
 //! what the user is told on the way, once each.
 
+use crate::request::CostsArg;
 use crate::words::FrontEnd;
 use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::{Diagnostic, Renderer};
@@ -64,6 +65,8 @@ pub struct Session<'a> {
     costing: Costing,
     /// The rendered notes told so far: a plan built again (a sweep) tells nothing new.
     told: BTreeSet<String>,
+    /// What standard input was read for (`-` as a plan, a schedule or a spec), once.
+    stdin: Option<&'static str>,
 }
 
 impl std::fmt::Debug for Session<'_> {
@@ -92,6 +95,7 @@ impl<'a> Session<'a> {
             max_diagnostics,
             costing: Costing::Unit,
             told: BTreeSet::new(),
+            stdin: None,
         }
     }
 
@@ -136,8 +140,33 @@ impl<'a> Session<'a> {
         self.costing = costing.clone();
     }
 
+    /// Standard input is one text: named twice (`simulate - --spec -`), the second is refused.
+    fn claim_stdin(&mut self, arg: &str, what: &'static str) -> Result<(), Failure> {
+        if arg != pipeweave_source::STDIN {
+            return Ok(());
+        }
+        match self.stdin.replace(what) {
+            None => Ok(()),
+            Some(first) => Err(Failure::usage(format!(
+                "standard input (`-`) is read once, for the {first}: give the {what} in a file"
+            ))),
+        }
+    }
+
+    /// Refuses a plan and a spec both on standard input before either is read.
+    pub(crate) fn plan_and_spec(&self, plan: &str, costs: &CostsArg) -> Result<(), Failure> {
+        if plan == pipeweave_source::STDIN && costs.spec.as_deref() == Some(pipeweave_source::STDIN)
+        {
+            return Err(Failure::usage(
+                "standard input (`-`) is read once, for the plan: give the spec in a file",
+            ));
+        }
+        Ok(())
+    }
+
     /// Resolves a PLAN or SCHEDULE argument.
     pub fn resolve(&mut self, arg: &str) -> Result<Source, Failure> {
+        self.claim_stdin(arg, "plan")?;
         Source::resolve(arg, self.host, &mut self.files)
     }
 
@@ -159,6 +188,7 @@ impl<'a> Session<'a> {
 
     /// The spec `arg` names, or the built-in default; its warnings are told.
     pub fn spec(&mut self, arg: Option<&str>) -> Result<LoadedSpec, Failure> {
+        self.claim_stdin(arg.unwrap_or_default(), "spec")?;
         let spec =
             pipeweave_source::load_spec(arg.unwrap_or("default"), self.host, &mut self.files)?;
         self.tell_rendered(&spec.warnings, false);

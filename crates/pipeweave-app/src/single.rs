@@ -79,6 +79,7 @@ pub fn simulate(
     params: &Params,
     costs: &CostsArg,
 ) -> Result<Simulated, Failure> {
+    session.plan_and_spec(arg, costs)?;
     let costing = session.costing(costs)?;
     let loaded = session.load_on(arg, params, &costing)?;
     simulated(loaded, &costing)
@@ -262,6 +263,7 @@ pub fn export(
     costs: &CostsArg,
     format: ExportFormat,
 ) -> Result<Exported, Failure> {
+    session.plan_and_spec(arg, costs)?;
     let costing = session.costing(costs)?;
     let loaded = session.load_on(arg, params, &costing)?;
     exported(session, loaded, &costing, costs.is_given(), format)

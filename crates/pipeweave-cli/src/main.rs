@@ -225,6 +225,17 @@ fn main() -> ExitCode {
         )));
         return output::finish(usage, &Default::default(), cli.max_diagnostics);
     }
+    for path in command.outputs() {
+        if !output::is_stdout(path)
+            && let Some(why) = pipeweave_host::output_problem(path)
+        {
+            let refused = Err(Failure::invalid(format!(
+                "cannot write `{}`: {why}",
+                path.display()
+            )));
+            return output::finish(refused, &Default::default(), cli.max_diagnostics);
+        }
+    }
     let mut terminal = events::Terminal::new();
     let mut session = Session::new(
         &mut host,
@@ -263,6 +274,20 @@ fn clap_exit(e: &clap::Error) -> ExitCode {
 }
 
 impl Command {
+    /// The files the command writes (`-o`, `--svg`), checked before it runs.
+    fn outputs(&self) -> Vec<&std::path::Path> {
+        match self {
+            Command::Compile { output, .. }
+            | Command::Convert { output, .. }
+            | Command::Export { output, .. } => output.iter().map(PathBuf::as_path).collect(),
+            Command::Render { svg, .. } => vec![svg.as_path()],
+            Command::Sweep { svg, .. } => svg.iter().map(PathBuf::as_path).collect(),
+            Command::Report { output, .. } => vec![output.as_path()],
+            Command::Synthesize(args) => args.output.iter().map(PathBuf::as_path).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The plugin and schedule folders the command looks in besides the environment's.
     fn folders(&self) -> (Vec<PathBuf>, Vec<PathBuf>) {
         match self {

@@ -64,8 +64,9 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 ///
 /// The bytes go into a new file beside it (same folder, so the rename stays on one file system),
 /// which is synced to the disk and then renamed over `path`; its permissions are the old file's,
-/// or those of a new file. A link is followed (the file it points to is replaced). Something that
-/// is not a regular file (`/dev/null`, `/dev/stdout`, a FIFO) is written as a stream, in place.
+/// or those of a new file. A link is followed (the file it points to is replaced). A character
+/// device (`/dev/null`, `/dev/full`) is written as a stream, in place; a FIFO, a socket or a block
+/// device is refused.
 pub fn write_file_with(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
@@ -82,6 +83,11 @@ pub fn write_file_with(
             return Err(std::io::Error::other("it is a folder"));
         }
         if !m.is_file() {
+            // A character device (`/dev/null`) is written as a stream; anything else that is no
+            // regular file (a FIFO made since the command began) is refused, never waited on.
+            if let Some(why) = pipeweave_host::output_problem(&target) {
+                return Err(std::io::Error::other(why));
+            }
             let mut stream = std::fs::OpenOptions::new().write(true).open(&target)?;
             write(&mut stream)?;
             return stream.flush();

@@ -270,6 +270,38 @@ fn check_plugin_file(shown: &str, path: &Path) -> Result<(), Failure> {
     }
 }
 
+/// Why pipeweave will not write a file at `path` (`-o`, `--svg`), in the words it refuses to read
+/// one: a FIFO would block until a reader comes (and a socket or a block device is no file to
+/// replace); a folder; a folder that does not exist. `None` when it may: a regular file (replaced
+/// whole), nothing yet in an existing folder, or a character device such as `/dev/null` (written
+/// as a stream). Checked before any work, so that a command never works for nothing.
+pub fn output_problem(path: &Path) -> Option<String> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => None,
+        Ok(m) if m.is_dir() => Some("it is a folder; give a file in it".to_owned()),
+        #[cfg(unix)]
+        Ok(m) if std::os::unix::fs::FileTypeExt::is_char_device(&m.file_type()) => None,
+        Ok(m) => Some(format!(
+            "not a regular file but {}; give a file, or `-` for standard output",
+            kind_name(&m.file_type())
+        )),
+        Err(_) => {
+            let parent = match path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            if parent.is_dir() {
+                None
+            } else {
+                Some(format!(
+                    "there is no folder `{}` to write it in",
+                    parent.display()
+                ))
+            }
+        }
+    }
+}
+
 /// What a file that is not a regular file is, in words.
 fn kind_name(kind: &std::fs::FileType) -> &'static str {
     #[cfg(unix)]

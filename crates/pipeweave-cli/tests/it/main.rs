@@ -11,6 +11,7 @@ mod fitting;
 mod flags;
 mod forward_only;
 mod hostile;
+mod hostile_outputs;
 mod language;
 mod plugin_workers;
 mod plugins;
