@@ -27,6 +27,17 @@ impl CostsArg {
 }
 
 impl Session<'_> {
+    /// Refuses a plan and a spec both on standard input before either is read.
+    pub(crate) fn plan_and_spec(&self, plan: &str, costs: &CostsArg) -> Result<(), Failure> {
+        if plan == pipeweave_source::STDIN && costs.spec.as_deref() == Some(pipeweave_source::STDIN)
+        {
+            return Err(Failure::usage(
+                "standard input (`-`) is read once, for the plan: give the spec in a file",
+            ));
+        }
+        Ok(())
+    }
+
     /// Checks a spec rule's flags: they need a spec (`spec`: whether one is given), and a strict
     /// spec fits nothing.
     pub(crate) fn check_rule(&self, rule: SpecRule, spec: bool) -> Result<(), Failure> {

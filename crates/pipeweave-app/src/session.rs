@@ -2,7 +2,6 @@
 //! diagnostics point into), the command's costs (what a `synth:` schedule is searched under), and
 //! what the user is told on the way, once each.
 
-use crate::request::CostsArg;
 use crate::words::FrontEnd;
 use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::{Diagnostic, Renderer};
@@ -151,17 +150,6 @@ impl<'a> Session<'a> {
                 "standard input (`-`) is read once, for the {first}: give the {what} in a file"
             ))),
         }
-    }
-
-    /// Refuses a plan and a spec both on standard input before either is read.
-    pub(crate) fn plan_and_spec(&self, plan: &str, costs: &CostsArg) -> Result<(), Failure> {
-        if plan == pipeweave_source::STDIN && costs.spec.as_deref() == Some(pipeweave_source::STDIN)
-        {
-            return Err(Failure::usage(
-                "standard input (`-`) is read once, for the plan: give the spec in a file",
-            ));
-        }
-        Ok(())
     }
 
     /// Resolves a PLAN or SCHEDULE argument.

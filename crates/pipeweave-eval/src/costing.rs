@@ -2,7 +2,6 @@
 //! or a cluster spec fitted to each plan's shape by the one rule of [`crate::fit`].
 
 use crate::fit::{SpecRule, fit, plan_shape};
-use crate::simulation::Simulation;
 use crate::step::{StepReport, evaluate};
 use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::Diagnostic;
@@ -57,18 +56,6 @@ pub struct Run {
     pub fitted: Vec<String>,
     /// On a spec, the step's figures.
     pub report: Option<StepReport>,
-}
-
-impl Run {
-    /// The simulated step of `plan` (called `name`) as plain data: on a spec with its figures and
-    /// how the spec was fitted.
-    pub fn simulation(&self, name: &str, plan: &ValidPlan) -> Simulation {
-        let mut sim = Simulation::new(name, plan, &self.timeline, self.report.as_ref());
-        if self.report.is_some() {
-            sim.fitted = Some(self.fitted.clone());
-        }
-        sim
-    }
 }
 
 impl std::fmt::Debug for Run {

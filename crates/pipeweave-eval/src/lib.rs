@@ -35,7 +35,7 @@ pub use fit::{
 pub use limits::{ActivationBudget, activation_budget};
 pub use listing::{ListedParam, ListedSchedule, ScheduleListing, Unreached};
 pub use pipeweave_param::Value;
-pub use planner::{PlanRequest, Planner, Unbuilt};
+pub use planner::{PlanRequest, Planner, Tick, Unbuilt};
 pub use questions::{ParamCost, dualpipe_param_cost, gpu_hours_recovered_per_million_tokens};
 pub use recommend::{
     Candidate, LostOn, M_PER_CONFIG, MAX_M, Recommendation, RejectedShape, SearchSchedule,
@@ -43,7 +43,7 @@ pub use recommend::{
 };
 pub use simulation::{RankMemory, RankTimes, Shape, Simulation};
 pub use step::{Evaluation, MemoryBreakdown, RankReport, StepReport, evaluate, evaluate_on_spec};
-pub use sweep::{Metric, Over, Param, Sweep, SweepPoint, SweepSeries, Tick, sweep};
+pub use sweep::{Metric, Over, Param, Sweep, SweepPoint, SweepSeries, sweep};
 pub use synthesis::{
     CostSource, ExactReport, LibraryPlan, SpecTerms, SynthesisReport, Terms, best_within, gib,
     library_at_placement, same_placement, spec_terms, synthesis_terms,

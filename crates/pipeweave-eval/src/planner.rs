@@ -2,8 +2,8 @@
 //! this crate never resolves names, reads files or loads plugins. The planner is the caller's side
 //! of a search: it also hears how far the search is.
 
-use crate::sweep::Tick;
 use pipeweave_check::ValidPlan;
+use pipeweave_param::Value;
 
 /// The parameters a schedule is asked to be built with; `None` leaves one to the planner (the
 /// command line's value, a default, or an error of its own).
@@ -68,4 +68,19 @@ pub trait Planner {
     fn progress(&mut self, tick: Tick<'_>) {
         let _ = tick;
     }
+}
+
+/// How far a sweep has come, after each simulation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tick<'a> {
+    /// Points done.
+    pub done: u64,
+    /// Points in all.
+    pub total: u64,
+    /// The schedule of the point just done.
+    pub schedule: &'a str,
+    /// The swept parameter's name.
+    pub param: &'a str,
+    /// Its value at the point just done.
+    pub x: &'a Value,
 }

@@ -2,7 +2,7 @@
 //! spec the step's figures and memory per rank. `simulate` prints it as text or JSON.
 
 use crate::breakdown::Breakdown;
-use crate::costing::TimeUnit;
+use crate::costing::{Run, TimeUnit};
 use crate::step::{RankReport, StepReport};
 use pipeweave_plan::Plan;
 use pipeweave_sim::Timeline;
@@ -188,5 +188,17 @@ impl Simulation {
             fitted: report.map(|_| Vec::new()),
             ranks,
         }
+    }
+}
+
+impl Run {
+    /// The simulated step of `plan` (called `name`) as plain data: on a spec with its figures and
+    /// how the spec was fitted.
+    pub fn simulation(&self, name: &str, plan: &Plan) -> Simulation {
+        let mut sim = Simulation::new(name, plan, &self.timeline, self.report.as_ref());
+        if self.report.is_some() {
+            sim.fitted = Some(self.fitted.clone());
+        }
+        sim
     }
 }

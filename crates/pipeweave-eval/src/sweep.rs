@@ -7,7 +7,7 @@
 
 use crate::costing::{Costing, TimeUnit};
 use crate::fit::SpecRule;
-use crate::planner::{PlanRequest, Planner, Unbuilt};
+use crate::planner::{PlanRequest, Planner, Tick, Unbuilt};
 use pipeweave_check::ValidPlan;
 use pipeweave_param::Value;
 use serde::ser::{SerializeMap, SerializeStruct};
@@ -200,21 +200,6 @@ impl Serialize for Sweep {
         st.serialize_field("series", &self.series)?;
         st.end()
     }
-}
-
-/// How far a sweep has come, after each simulation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Tick<'a> {
-    /// Points done.
-    pub done: u64,
-    /// Points in all.
-    pub total: u64,
-    /// The schedule of the point just done.
-    pub schedule: &'a str,
-    /// The swept parameter's name.
-    pub param: &'a str,
-    /// Its value at the point just done.
-    pub x: &'a Value,
 }
 
 /// Runs the sweep: every schedule at every value of `over`, the other parameters from `base` (P

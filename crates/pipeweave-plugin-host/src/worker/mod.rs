@@ -6,9 +6,11 @@
 mod client;
 mod descendants;
 mod frame;
+mod options;
 mod output;
 mod process;
 mod serve;
 
-pub use client::{Worker, WorkerOptions, descriptor_limit};
+pub use client::{Worker, descriptor_limit};
+pub use options::WorkerOptions;
 pub use serve::{serve, serve_stdio};

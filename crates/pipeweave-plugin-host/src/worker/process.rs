@@ -2,8 +2,8 @@
 //! in a thread of its own, passing its output on (bounded, `output`), and stopping it with
 //! whatever the plugin started.
 
-use super::client::WorkerOptions;
 use super::frame::{self, Incoming};
+use super::options::WorkerOptions;
 use super::output;
 use crate::{PluginError, reply};
 use pipeweave_plugin_api::protocol::Metadata;
