@@ -13,6 +13,7 @@ mod hardware;
 mod html;
 mod json;
 mod recommend;
+mod shown;
 mod simulate;
 mod svg;
 mod sweep;
