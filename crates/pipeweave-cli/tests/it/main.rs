@@ -17,3 +17,4 @@ mod roundtrip;
 mod schemas;
 mod sweeps;
 mod synthesize;
+mod terminal;
