@@ -3,7 +3,7 @@
 //! its picture where it is shown, so no output holds one but line ends; and one diagnostic's
 //! output is bounded however many places it names (a deadlock through 65,536 ranks).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 /// A scratch folder of this test's own, removed at the end.

@@ -44,10 +44,7 @@ fn locate(literal: &str) -> Option<Range<usize>> {
         if c != '\\' || !escapes {
             continue;
         }
-        let Some(&(_, e)) = chars.peek() else {
-            return None;
-        };
-        chars.next();
+        let (_, e) = chars.next()?;
         let hex = match e {
             'b' | 't' | 'n' | 'f' | 'r' | 'e' => return Some(i..i + 2),
             'x' => 2,
