@@ -247,21 +247,8 @@ impl Problem {
                     one.rank
                 ),
                 _ => {
-                    let (shown, hidden) = ends(cycle);
-                    let mut ranks: Vec<String> = shown.map(|w| w.rank.to_string()).collect();
-                    if hidden > 0 {
-                        ranks.insert(SHOWN - TAIL, format!("… ({} more)", thousands(hidden)));
-                    }
-                    ranks.push(cycle[0].rank.to_string());
-                    let size = if hidden > 0 {
-                        format!(" of {} ranks", thousands(cycle.len()))
-                    } else {
-                        String::new()
-                    };
-                    format!(
-                        "the plan deadlocks: ranks {} wait for each other in a cycle{size}",
-                        ranks.join(" → ")
-                    )
+                    let ranks: Vec<u32> = cycle.iter().map(|w| w.rank).collect();
+                    format!("the plan deadlocks: {}", cycle_words(&ranks))
                 }
             },
         }
@@ -296,8 +283,31 @@ const SHOWN: usize = 10;
 /// How many of the last ranks of a long cycle are listed.
 const TAIL: usize = 2;
 
+/// `ranks 0 → 1 → 0 wait for each other in a cycle`: the ranks of a cycle, each waiting for the
+/// next and the last for the first, at most [`SHOWN`] of them listed, the rest counted
+/// (`… (65,526 more)`, `in a cycle of 65,536 ranks`).
+pub fn cycle_words(ranks: &[u32]) -> String {
+    let (shown, hidden) = ends(ranks);
+    let mut words: Vec<String> = shown.map(u32::to_string).collect();
+    if hidden > 0 {
+        words.insert(SHOWN - TAIL, format!("… ({} more)", thousands(hidden)));
+    }
+    if let Some(first) = ranks.first() {
+        words.push(first.to_string());
+    }
+    let size = if hidden > 0 {
+        format!(" of {} ranks", thousands(ranks.len()))
+    } else {
+        String::new()
+    };
+    format!(
+        "ranks {} wait for each other in a cycle{size}",
+        words.join(" → ")
+    )
+}
+
 /// The links of `cycle` a message lists, and how many it leaves out between the first and the last.
-fn ends(cycle: &[Wait]) -> (impl Iterator<Item = &Wait>, usize) {
+fn ends<T>(cycle: &[T]) -> (impl Iterator<Item = &T>, usize) {
     let hidden = cycle.len().saturating_sub(SHOWN);
     let head = if hidden > 0 {
         SHOWN - TAIL

@@ -289,3 +289,23 @@ fn a_cycle_through_every_rank_is_told_in_bounded_words() {
         "the cycle itself is whole"
     );
 }
+
+/// The words of a cycle, which the compute_comms check of `pipeweave-export` shares.
+#[test]
+fn cycle_words_list_at_most_ten_ranks() {
+    assert_eq!(
+        cycle_words(&[0, 1]),
+        "ranks 0 → 1 → 0 wait for each other in a cycle"
+    );
+    let ten: Vec<u32> = (0..10).collect();
+    assert_eq!(
+        cycle_words(&ten),
+        "ranks 0 → 1 → 2 → 3 → 4 → 5 → 6 → 7 → 8 → 9 → 0 wait for each other in a cycle"
+    );
+    let all: Vec<u32> = (0..65_536).collect();
+    assert_eq!(
+        cycle_words(&all),
+        "ranks 0 → 1 → 2 → 3 → 4 → 5 → 6 → 7 → … (65,526 more) → 65534 → 65535 → 0 wait for each \
+         other in a cycle of 65,536 ranks"
+    );
+}
