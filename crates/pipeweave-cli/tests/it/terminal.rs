@@ -146,6 +146,7 @@ fn a_plan_files_path_is_shown_without_its_control_characters() {
         &["compare", name, "--spec", "unit", "--format", "markdown"],
         &["compare", name, "--spec", "unit", "--format", "json"],
         &["render", name, "--svg", "-"],
+        &["render", name, "--svg", "out.svg"],
         &["report", name, "-o", "-"],
     ] {
         let out = dir.run(args);

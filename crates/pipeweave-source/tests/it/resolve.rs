@@ -532,7 +532,9 @@ fn names_with_control_characters_are_never_shown_as_they_are() {
         path: "a/ring\u{7}.weave".to_owned(),
     }];
     let mut files = Files::default();
-    let built = resolve(plan, &mut host, &mut files)
+    let source = resolve(plan, &mut host, &mut files);
+    assert_eq!(source.name(), "clear␛[2J.actions");
+    let built = source
         .build(&Params::default(), &mut host, &mut files)
         .expect("builds");
     assert_eq!(built.name, "clear␛[2J.actions");
