@@ -17,7 +17,7 @@ mod problem;
 mod valid;
 mod work;
 
-pub use problem::{Problem, ProblemKind, Wait, WaitReason};
+pub use problem::{Problem, ProblemKind, Wait, WaitReason, cycle_words};
 pub use valid::ValidPlan;
 
 use pipeweave_plan::Plan;

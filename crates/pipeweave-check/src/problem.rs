@@ -247,12 +247,8 @@ impl Problem {
                     one.rank
                 ),
                 _ => {
-                    let mut ranks: Vec<String> = cycle.iter().map(|w| w.rank.to_string()).collect();
-                    ranks.push(cycle[0].rank.to_string());
-                    format!(
-                        "the plan deadlocks: ranks {} wait for each other in a cycle",
-                        ranks.join(" → ")
-                    )
+                    let ranks: Vec<u32> = cycle.iter().map(|w| w.rank).collect();
+                    format!("the plan deadlocks: {}", cycle_words(&ranks))
                 }
             },
         }
@@ -264,10 +260,72 @@ impl fmt::Display for Problem {
         at(f, self.rank, self.position, self.action.as_ref())?;
         write!(f, ": {}", self.message())?;
         if let ProblemKind::Deadlock { cycle } = &self.kind {
-            for w in cycle {
+            let (shown, hidden) = ends(cycle);
+            for (k, w) in shown.enumerate() {
+                if hidden > 0 && k == SHOWN - TAIL {
+                    write!(
+                        f,
+                        "\n  … {} more ranks wait in the cycle",
+                        thousands(hidden)
+                    )?;
+                }
                 write!(f, "\n  {w}")?;
             }
         }
         Ok(())
     }
+}
+
+/// The most ranks of a deadlock cycle a message lists: past it, the first ones, how many are left
+/// out and the last [`TAIL`] (a cycle can go through all 65,536 ranks).
+const SHOWN: usize = 10;
+
+/// How many of the last ranks of a long cycle are listed.
+const TAIL: usize = 2;
+
+/// `ranks 0 → 1 → 0 wait for each other in a cycle`: the ranks of a cycle, each waiting for the
+/// next and the last for the first, at most [`SHOWN`] of them listed, the rest counted
+/// (`… (65,526 more)`, `in a cycle of 65,536 ranks`).
+pub fn cycle_words(ranks: &[u32]) -> String {
+    let (shown, hidden) = ends(ranks);
+    let mut words: Vec<String> = shown.map(u32::to_string).collect();
+    if hidden > 0 {
+        words.insert(SHOWN - TAIL, format!("… ({} more)", thousands(hidden)));
+    }
+    if let Some(first) = ranks.first() {
+        words.push(first.to_string());
+    }
+    let size = if hidden > 0 {
+        format!(" of {} ranks", thousands(ranks.len()))
+    } else {
+        String::new()
+    };
+    format!(
+        "ranks {} wait for each other in a cycle{size}",
+        words.join(" → ")
+    )
+}
+
+/// The links of `cycle` a message lists, and how many it leaves out between the first and the last.
+fn ends<T>(cycle: &[T]) -> (impl Iterator<Item = &T>, usize) {
+    let hidden = cycle.len().saturating_sub(SHOWN);
+    let head = if hidden > 0 {
+        SHOWN - TAIL
+    } else {
+        cycle.len()
+    };
+    (cycle[..head].iter().chain(&cycle[head + hidden..]), hidden)
+}
+
+/// `n` with thousands separators: 65526 → 65,526.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
 }

@@ -250,3 +250,62 @@ mod random_plans {
         }
     }
 }
+
+/// A loop placement whose every rank starts with its second stage's forward: a cycle through all
+/// ranks, whose message lists the first and last few ranks and counts the rest (it listed every
+/// rank, and a line per rank).
+#[test]
+fn a_cycle_through_every_rank_is_told_in_bounded_words() {
+    let ranks = 1_000u32;
+    let program = |r: u32| {
+        let (first, second) = if r == 0 { (ranks, 0) } else { (r, ranks + r) };
+        let op = |stage, kind| Action::One(Op::new(stage, kind, 0));
+        vec![
+            op(first, Kind::F),
+            op(second, Kind::F),
+            op(ranks + r, Kind::B),
+            op(r, Kind::B),
+        ]
+    };
+    let placement = (0..2 * ranks).map(|s| s % ranks).collect();
+    let p =
+        Plan::single(ranks, placement, 1, (0..ranks).map(program).collect()).expect("structure");
+    let messages = messages(&p);
+    assert_eq!(messages.len(), 1);
+    let text = &messages[0];
+    assert!(
+        text.starts_with(
+            "rank 0, action 1 (1000F0): the plan deadlocks: ranks 0 → 999 → 998 → 997 → 996 → 995 \
+             → 994 → 993 → … (990 more) → 2 → 1 → 0 wait for each other in a cycle of 1,000 ranks\n  \
+             rank 0, action 1 (1000F0) waits for the output of 999F0 on rank 999\n"
+        ),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 12, "{text}");
+    assert!(text.contains("\n  … 990 more ranks wait in the cycle\n  rank 2, action 1 (2F0)"));
+    assert!(text.ends_with("rank 1, action 1 (1F0) waits for the output of 0F0 on rank 0"));
+    assert!(
+        matches!(&problems(&p)[0].kind, ProblemKind::Deadlock { cycle } if cycle.len() == 1_000),
+        "the cycle itself is whole"
+    );
+}
+
+/// The words of a cycle, which the compute_comms check of `pipeweave-export` shares.
+#[test]
+fn cycle_words_list_at_most_ten_ranks() {
+    assert_eq!(
+        cycle_words(&[0, 1]),
+        "ranks 0 → 1 → 0 wait for each other in a cycle"
+    );
+    let ten: Vec<u32> = (0..10).collect();
+    assert_eq!(
+        cycle_words(&ten),
+        "ranks 0 → 1 → 2 → 3 → 4 → 5 → 6 → 7 → 8 → 9 → 0 wait for each other in a cycle"
+    );
+    let all: Vec<u32> = (0..65_536).collect();
+    assert_eq!(
+        cycle_words(&all),
+        "ranks 0 → 1 → 2 → 3 → 4 → 5 → 6 → 7 → … (65,526 more) → 65534 → 65535 → 0 wait for each \
+         other in a cycle of 65,536 ranks"
+    );
+}

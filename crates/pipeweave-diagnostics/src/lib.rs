@@ -10,10 +10,12 @@
 mod files;
 mod render;
 mod text;
+mod visible;
 
 pub use files::Files;
 pub use render::{DEFAULT_MAX_DIAGNOSTICS, Renderer};
 pub use text::{BOM, text_from_bytes};
+pub use visible::{code_point, first_control, visible, visible_char};
 
 use std::ops::Range;
 

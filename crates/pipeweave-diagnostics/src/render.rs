@@ -4,8 +4,10 @@
 //! Python binding puts it in its exceptions.
 //!
 //! Output stays bounded whatever the input: a long line is shown as an excerpt around the span
-//! (`excerpt.rs`), a long message is cut in the middle, control characters are shown as their
-//! pictures, and after `--max-diagnostics` diagnostics the rest are counted, not shown.
+//! (`excerpt.rs`), a long message is cut in the middle, a diagnostic with many labels or notes
+//! shows the first and last few and counts the rest, control characters (in messages, labels,
+//! notes, file names and source lines) are shown as their pictures (`visible.rs`), and after
+//! `--max-diagnostics` diagnostics the rest are counted, not shown.
 
 mod excerpt;
 
@@ -21,6 +23,20 @@ pub const DEFAULT_MAX_DIAGNOSTICS: usize = 50;
 
 /// A line of a message longer than this many characters is cut in the middle.
 const MAX_MESSAGE_CHARS: usize = 400;
+
+/// The most lines of one message, label or note shown: past it, the first ones, a line counting
+/// the rest and the last [`TAIL`] (a plugin's message can hold any number of lines).
+const MAX_MESSAGE_LINES: usize = 20;
+
+/// The most secondary labels one diagnostic shows: past it, the first ones and the last [`TAIL`],
+/// and a note counting the rest (a deadlock through 65,536 ranks has a label per rank).
+const MAX_LABELS: usize = 10;
+
+/// The most notes one diagnostic shows, kept as labels are.
+const MAX_NOTES: usize = 10;
+
+/// How many of the last lines, labels or notes stay when some are left out.
+const TAIL: usize = 2;
 
 /// Renders diagnostics whose spans point into `files`.
 pub struct Renderer<'a> {
@@ -72,11 +88,28 @@ impl<'a> Renderer<'a> {
             let m = d.span_label.as_deref().map(shorten).unwrap_or_default();
             labels.push((span.file, self.clamp(span.file, &span.range), true, m));
         }
-        for l in &d.labels {
+        let (shown_labels, hidden_labels) = ends(&d.labels, MAX_LABELS);
+        for l in shown_labels {
             let range = self.clamp(l.span.file, &l.span.range);
             labels.push((l.span.file, range, false, shorten(&l.message)));
         }
-        let mut notes: Vec<String> = d.notes.iter().map(|n| shorten(n)).collect();
+        let mut notes: Vec<String> = Vec::new();
+        if hidden_labels > 0 {
+            notes.push(format!(
+                "… and {} not shown",
+                count(hidden_labels, "more label", "more labels")
+            ));
+        }
+        let (shown_notes, hidden_notes) = ends(&d.notes, MAX_NOTES);
+        for (k, n) in shown_notes.enumerate() {
+            if hidden_notes > 0 && k == MAX_NOTES - TAIL {
+                notes.push(format!(
+                    "… {} not shown",
+                    count(hidden_notes, "more note", "more notes")
+                ));
+            }
+            notes.push(shorten(n));
+        }
         if let Some(h) = &d.help {
             notes.push(format!("help: {}", shorten(h)));
         }
@@ -208,14 +241,31 @@ fn count(n: usize, one: &str, many: &str) -> String {
     format!("{} {}", thousands(n), if n == 1 { one } else { many })
 }
 
-/// A message as it may reach a terminal: control characters shown as pictures, and every line
-/// longer than [`MAX_MESSAGE_CHARS`] cut in the middle (a file can put any text in a message: a
-/// key, a name, a cell).
+/// The first `max - TAIL` and the last [`TAIL`] of `items` when there are more than `max` (all of
+/// them otherwise), and how many are left out between.
+fn ends<T>(items: &[T], max: usize) -> (impl Iterator<Item = &T>, usize) {
+    let hidden = items.len().saturating_sub(max);
+    let head = if hidden > 0 { max - TAIL } else { items.len() };
+    let tail = &items[head + hidden..];
+    (items[..head].iter().chain(tail), hidden)
+}
+
+/// A message as it may reach a terminal: control characters shown as pictures, every line
+/// longer than [`MAX_MESSAGE_CHARS`] cut in the middle and at most [`MAX_MESSAGE_LINES`] lines (a
+/// file or a plugin can put any text in a message: a key, a name, a cell).
 fn shorten(message: &str) -> String {
     let mut out = String::with_capacity(message.len().min(4 * MAX_MESSAGE_CHARS));
-    for (k, line) in message.split('\n').enumerate() {
+    let lines: Vec<&str> = message.split('\n').collect();
+    let (shown, hidden) = ends(&lines, MAX_MESSAGE_LINES);
+    for (k, line) in shown.enumerate() {
         if k > 0 {
             out.push('\n');
+        }
+        if hidden > 0 && k == MAX_MESSAGE_LINES - TAIL {
+            out.push_str(&format!(
+                "… {} not shown\n",
+                count(hidden, "more line", "more lines")
+            ));
         }
         let head = MAX_MESSAGE_CHARS * 3 / 4;
         let tail = MAX_MESSAGE_CHARS - head;

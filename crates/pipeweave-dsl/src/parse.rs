@@ -49,6 +49,7 @@ pub fn parse(file: FileId, source: &str) -> (Schedule, Vec<Diagnostic>) {
                 let Some(unit) = pairs.next() else { continue };
                 let mut b = Builder {
                     file,
+                    source,
                     base: chunk.start,
                     diags: &mut diags,
                     nested: false,
@@ -196,6 +197,8 @@ fn reduce(operands: &mut Vec<Option<Expr>>, op: BinOp) {
 /// Builds syntax-tree nodes from the pest pairs of one chunk.
 struct Builder<'d> {
     file: FileId,
+    /// The whole file (the chunk starts at `base`).
+    source: &'d str,
     base: usize,
     diags: &'d mut Vec<Diagnostic>,
     /// Building the parts of an expression whose operators were counted already.
@@ -218,7 +221,7 @@ impl Builder<'_> {
         let rule = p.as_rule();
         let mut inner = p.into_inner();
         let kind = match rule {
-            Rule::doc_item => ItemKind::Doc(self.string(inner.next()?)),
+            Rule::doc_item => ItemKind::Doc(self.string(inner.next()?)?),
             Rule::param_item => {
                 let name = self.name(inner.next()?);
                 let mut decl = ParamDecl {
@@ -233,7 +236,7 @@ impl Builder<'_> {
                             decl.ty = Some(self.param_type(q)?);
                         }
                         Rule::expr => decl.default = Some(self.expr(q)?),
-                        Rule::string => decl.help = Some(self.string(q)),
+                        Rule::string => decl.help = self.string(q),
                         _ => {}
                     }
                 }
@@ -272,7 +275,7 @@ impl Builder<'_> {
         let message_span = self.span(&m);
         Some(Require {
             cond,
-            message: self.string(m),
+            message: self.string(m)?,
             message_span,
         })
     }
@@ -284,24 +287,43 @@ impl Builder<'_> {
         }
     }
 
-    /// The contents of a string literal, with `\"`, `\\`, `\n` and `\t` unescaped.
-    fn string(&self, p: Pair<'_, Rule>) -> String {
-        let raw = p.into_inner().next().map_or("", |q| q.as_str());
+    /// The contents of a string literal, with `\"`, `\\`, `\n` and `\t` unescaped; `None` (and an
+    /// error pointing at it) when it holds a control character, written or escaped: a string is
+    /// shown as it is written (a description in `list`, a requirement's message), on a terminal
+    /// too, and one line.
+    fn string(&mut self, p: Pair<'_, Rule>) -> Option<String> {
+        let Some(inner) = p.into_inner().next() else {
+            return Some(String::new());
+        };
+        let start = self.span(&inner).start;
+        let raw = inner.as_str();
         let mut out = String::with_capacity(raw.len());
-        let mut chars = raw.chars();
-        while let Some(c) = chars.next() {
-            if c == '\\' {
-                match chars.next() {
-                    Some('n') => out.push('\n'),
-                    Some('t') => out.push('\t'),
-                    Some(other) => out.push(other),
-                    None => {}
-                }
-            } else {
-                out.push(c);
+        let mut chars = raw.char_indices();
+        while let Some((i, c)) = chars.next() {
+            let (c, written) = match c {
+                '\\' => match chars.next() {
+                    Some((_, 'n')) => ('\n', i..i + 2),
+                    Some((_, 't')) => ('\t', i..i + 2),
+                    Some((j, other)) => (other, i..j + other.len_utf8()),
+                    None => continue,
+                },
+                c => (c, i..i + c.len_utf8()),
+            };
+            if c.is_control() {
+                let at = start + written.start..start + written.end;
+                let (_, column) = pipeweave_diagnostics::line_col(self.source, at.start);
+                let d = Diagnostic::error(format!(
+                    "a string may not contain control characters ({} at column {column})",
+                    pipeweave_diagnostics::code_point(c)
+                ))
+                .with_span_label(Span::new(self.file, at), "a control character")
+                .with_help("write the text on one line without it: strings are shown as written");
+                self.diags.push(d);
+                return None;
             }
+            out.push(c);
         }
-        out
+        Some(out)
     }
 
     fn block(&mut self, p: Pair<'_, Rule>) -> Option<Block> {
@@ -525,6 +547,7 @@ impl Builder<'_> {
         let whole = self.span(&q);
         let e = Builder {
             file: self.file,
+            source: self.source,
             base: self.base,
             diags: &mut diags,
             nested: true,
@@ -594,7 +617,7 @@ impl Builder<'_> {
             },
             Rule::boolean => ExprKind::Bool(p.as_str() == "true"),
             Rule::name => ExprKind::Name(p.as_str().to_owned()),
-            Rule::string => ExprKind::Str(self.string(p)),
+            Rule::string => ExprKind::Str(self.string(p)?),
             _ => return None,
         };
         Some(Expr { kind, span })
@@ -637,6 +660,41 @@ fn push_operand(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A control character in a string, written or escaped, is refused where it stands: strings
+    /// are shown as written, and `\x1b[2J` in a doc string cleared the screen of `list`.
+    #[test]
+    fn strings_with_control_characters_are_refused_where_they_stand() {
+        let cases = [
+            ("doc \"clear\u{1b}[2J\"\n", "\u{1b}", "U+001B at column 11"),
+            ("doc \"ring \\\u{7}\"\n", "\\\u{7}", "U+0007 at column 11"),
+            ("param x: int = 1 \"a\\nb\"\n", "\\n", "U+000A at column 20"),
+            (
+                "program {\n  require P > 1 else \"a\\tb\u{9b}\"\n  F B\n}\n",
+                "\\t",
+                "U+0009 at column 24",
+            ),
+            ("let x = \"\u{85}\" == 1\n", "\u{85}", "U+0085 at column 10"),
+        ];
+        for (src, written, column) in cases {
+            let (schedule, diags) = parse(FileId(0), src);
+            assert_eq!(diags.len(), 1, "{src:?}: {diags:?}");
+            assert_eq!(
+                diags[0].message,
+                format!("a string may not contain control characters ({column})")
+            );
+            let at = src.find(written).unwrap_or(usize::MAX);
+            assert_eq!(
+                diags[0].span.as_ref().map(|s| s.range.clone()),
+                Some(at..at + written.len()),
+                "{src:?}"
+            );
+            assert!(schedule.doc().is_none(), "{src:?}");
+        }
+        let (schedule, diags) = parse(FileId(0), "doc \"tab \\\"quoted\\\" é\"\n");
+        assert_eq!(diags, []);
+        assert_eq!(schedule.doc().as_deref(), Some("tab \"quoted\" é"));
+    }
 
     #[test]
     fn deep_nesting_is_refused_at_the_first_level_too_many() {

@@ -314,9 +314,26 @@ struct Found(Option<char>);
 impl fmt::Display for Found {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
-            Some(c) => write!(f, "`{c}`"),
+            Some(c) => write!(f, "`{}`", Quoted(c.encode_utf8(&mut [0; 4]))),
             None => f.write_str("the end of the cell"),
         }
+    }
+}
+
+/// Text of a cell as a message quotes it: a control character as its code (`\u{1b}`), since a
+/// cell holds whatever its file does and a message may reach a terminal.
+struct Quoted<'a>(&'a str);
+
+impl fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in self.0.chars() {
+            if c.is_control() {
+                write!(f, "{}", c.escape_unicode())?;
+            } else {
+                fmt::Write::write_char(f, c)?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -337,9 +354,11 @@ impl fmt::Display for CellError {
                 "expected an action kind (F, B, I or W) after `{stage}`, found the end of the cell"
             ),
             CellErrorKind::NotCompute { name } => write!(f, "`{name}` is not a compute action"),
-            CellErrorKind::UnknownKind { letter } => {
-                write!(f, "unknown action kind `{letter}`: expected F, B, I or W")
-            }
+            CellErrorKind::UnknownKind { letter } => write!(
+                f,
+                "unknown action kind `{}`: expected F, B, I or W",
+                Quoted(letter.encode_utf8(&mut [0; 4]))
+            ),
             CellErrorKind::ExpectedMicrobatch {
                 stage,
                 letter,
@@ -354,10 +373,13 @@ impl fmt::Display for CellError {
                 "expected a micro-batch number after `{stage}{name}`, found {}",
                 Found(*found)
             ),
-            CellErrorKind::Trailing { rest, op } => write!(f, "unexpected `{rest}` after `{op}`"),
+            CellErrorKind::Trailing { rest, op } => {
+                write!(f, "unexpected `{}` after `{op}`", Quoted(rest))
+            }
             CellErrorKind::PairEnd { found: Some(found) } => write!(
                 f,
-                "an overlapped pair must end with `{PAIR_SUFFIX}`, found `{found}`"
+                "an overlapped pair must end with `{PAIR_SUFFIX}`, found `{}`",
+                Quoted(found)
             ),
             CellErrorKind::PairEnd { found: None } => {
                 write!(f, "an overlapped pair must end with `{PAIR_SUFFIX}`")

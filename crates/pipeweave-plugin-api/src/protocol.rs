@@ -13,8 +13,11 @@
 //! ```
 //!
 //! Text values (names, descriptions, messages) escape `\` as `\\`, a newline as `\n` and a carriage
-//! return as `\r`, so every field stays on one line. Numbers are unsigned decimal except parameter
-//! values of type `int`, which may be negative.
+//! return as `\r`, so every field stays on one line. A message holds no other control character,
+//! and only an `error` message's text may hold line ends (`\n`): names, the version, the description,
+//! the requirements and a parameter's help are shown on one line (a control character in them
+//! would reach the terminal). Numbers are unsigned decimal except parameter values of type `int`,
+//! which may be negative.
 //!
 //! - `metadata`: `name <text>`, `version <text>`, `description <text>`, `requires <text>` (the
 //!   schedule's requirements in plain words; may be empty), then per parameter

@@ -7,7 +7,7 @@ fn sample_metadata() -> Metadata {
     Metadata {
         name: "chimera".into(),
         version: "0.1.0".into(),
-        description: "two pipelines\nin opposite directions, with a \\ backslash".into(),
+        description: "two pipelines in opposite directions, with a \\ backslash".into(),
         requires: "an even number of ranks".into(),
         params: vec![
             ParamSpec::int("pipelines", 2, "how many pipelines").constrained(
@@ -33,7 +33,7 @@ fn metadata_text_is_readable() {
     assert_eq!(
         text,
         "pipeweave-plugin-protocol 1\nmetadata\nname chimera\nversion 0.1.0\n\
-         description two pipelines\\nin opposite directions, with a \\\\ backslash\n\
+         description two pipelines in opposite directions, with a \\\\ backslash\n\
          requires an even number of ranks\n\
          param pipelines int 2 min=2 multiple_of=2\nparam-help how many pipelines\n\
          param forward_doubling bool false\nend\n"
@@ -283,6 +283,80 @@ fn version_1_messages_are_still_read_but_hold_no_choice() {
             expected
         );
     }
+}
+
+/// What a plugin sends is shown on a terminal: a control character in it is refused, written
+/// (anywhere in a message) or escaped (a line end where a field is one line).
+#[test]
+fn control_characters_from_a_plugin_are_refused() {
+    let metadata = |name: &str, description: &str, param: &str| {
+        format!(
+            "pipeweave-plugin-protocol 1\nmetadata\nname {name}\nversion 1\ndescription {description}\nrequires \n{param}\nend\n"
+        )
+    };
+    let cases = [
+        (
+            metadata("clear\u{1b}[2J", "d", ""),
+            "line 3: a control character (U+001B at column 11): a message holds none but its line ends",
+        ),
+        (
+            metadata("x", "ring\u{7}", ""),
+            "line 5: a control character (U+0007 at column 17): a message holds none but its line ends",
+        ),
+        (
+            metadata("x", "d", "param k\u{9b} bool true"),
+            "line 7: a control character (U+009B at column 8): a message holds none but its line ends",
+        ),
+        (
+            metadata("x", "d", "param k bool true\r"),
+            "line 7: a control character (U+000D at column 18): a message holds none but its line ends",
+        ),
+        (
+            metadata("two\\nlines", "d", ""),
+            "line 3: the plugin's name holds a line end (U+000A): it is shown on one line",
+        ),
+        (
+            metadata("x", "back to the start\\r", ""),
+            "line 5: the description holds a line end (U+000D): it is shown on one line",
+        ),
+        (
+            metadata("x", "d", "param a\\nb bool true"),
+            "line 7: a parameter's name holds a line end (U+000A): it is shown on one line",
+        ),
+        (
+            metadata("x", "d", "param k bool true\nparam-help two\\nlines"),
+            "line 8: a parameter's help holds a line end (U+000A): it is shown on one line",
+        ),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(
+            decode_metadata(text.as_bytes()).map_err(|e| e.to_string()),
+            Err(expected.to_owned()),
+            "{text:?}"
+        );
+    }
+    let requires = "pipeweave-plugin-protocol 1\nmetadata\nname x\nversion 1\ndescription d\nrequires a\\nb\nend\n";
+    assert_eq!(
+        decode_metadata(requires.as_bytes()).map_err(|e| e.to_string()),
+        Err(
+            "line 6: the requirements text holds a line end (U+000A): it is shown on one line"
+                .to_owned()
+        )
+    );
+    // An error message may hold line ends, and nothing else.
+    let error = |text: &str| format!("pipeweave-plugin-protocol 1\nerror\nmessage {text}\nend\n");
+    assert_eq!(
+        decode_response(error("needs\\ntwo").as_bytes()),
+        Ok(Response::Error("needs\ntwo".into()))
+    );
+    assert_eq!(
+        refusal(error("needs\u{1b}[2J").as_bytes()),
+        "line 3: a control character (U+001B at column 14): a message holds none but its line ends"
+    );
+    assert_eq!(
+        refusal(error("back\\r").as_bytes()),
+        "line 3: the message holds a carriage return (U+000D): it may hold line ends only"
+    );
 }
 
 mod decode;

@@ -4,6 +4,7 @@
 //! The [`Comparison`] comes from `pipeweave-eval`; this module only formats it.
 
 use crate::format::{format_time, gib_text, gpu_hours, percent, seconds, si};
+use crate::shown::lines;
 use crate::table::{
     NONE, Table, csv_field, markdown_cell, markdown_table, right_aligned, text_table,
 };
@@ -12,7 +13,7 @@ use std::fmt::Write as _;
 
 /// The line that says what was compared, on which spec.
 pub fn compare_title(c: &Comparison) -> String {
-    format!(
+    lines(format!(
         "spec {}{}: {} × {}, P = {}, M = {}{}",
         c.spec,
         if c.default_spec {
@@ -29,7 +30,7 @@ pub fn compare_title(c: &Comparison) -> String {
         } else {
             format!(" (the spec has {})", c.spec_microbatches)
         }
-    )
+    ))
 }
 
 /// The most loaded GPU's total, its share of the GPU's memory, `OOM` over the limit.
@@ -290,7 +291,7 @@ pub fn compare_notes(c: &Comparison) -> Vec<String> {
                 .to_string(),
         );
     }
-    out
+    out.into_iter().map(lines).collect()
 }
 
 /// Every table of a comparison, in the order the views show them.
@@ -322,7 +323,7 @@ pub fn compare_text(c: &Comparison) -> String {
             let _ = writeln!(out, "{n}");
         }
     }
-    out
+    lines(out)
 }
 
 /// The comparison as Markdown (a heading line, two pipe tables, the notes as a list).
@@ -343,7 +344,7 @@ pub fn compare_markdown(c: &Comparison) -> String {
             let _ = writeln!(out, "- {}", markdown_cell(&n));
         }
     }
-    out
+    lines(out)
 }
 
 fn num(x: f64) -> String {
@@ -489,7 +490,7 @@ pub fn compare_csv(c: &Comparison) -> String {
         out.push_str(&cells.join(","));
         out.push('\n');
     }
-    out
+    lines(out)
 }
 
 /// The comparison as JSON (`schemas/pipeweave-compare.v2.schema.json`): the spec, P, M, and one

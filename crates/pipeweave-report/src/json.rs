@@ -6,5 +6,5 @@ pub fn json<T: serde::Serialize>(value: &T) -> String {
     // output type has.
     let mut s = serde_json::to_string_pretty(value).unwrap_or_default();
     s.push('\n');
-    s
+    crate::shown::json(s)
 }

@@ -14,6 +14,7 @@ mod html;
 mod json;
 mod listing;
 mod recommend;
+mod shown;
 mod simulate;
 mod svg;
 mod sweep;

@@ -1,6 +1,7 @@
 //! `list` as one table (name, source and description aligned, details indented under the
 //! description), and the one-line answers of `check` and `validate`.
 
+use crate::shown::lines;
 use crate::simulate::shape_text;
 use pipeweave_eval::{ListedParam, ScheduleListing, Shape};
 use std::fmt::Write as _;
@@ -82,7 +83,8 @@ pub fn listing_text(listing: &ScheduleListing, spellings: &str) -> String {
     }
     let _ = writeln!(out, "names: {}", listing.names_rule);
     let _ = writeln!(out, "--set NAME=VALUE: {spellings}");
-    out
+    // Paths and descriptions come from the user's folders and plugins.
+    lines(out)
 }
 
 /// `check`'s answer for a schedule without problems: how many plans of the grid of P (`ranks`)
@@ -93,19 +95,19 @@ pub fn check_text(
     nothing_compiled: Option<&str>,
     ranks: std::ops::RangeInclusive<u32>,
 ) -> String {
-    match nothing_compiled {
+    lines(match nothing_compiled {
         Some(why) => format!("{name}: no problems found in its text; {why}\n"),
         None => format!(
             "{name}: no problems found (compiled and validated at {combinations} combinations of P = {}…{} and M ≤ 2P, parameters at their defaults)\n",
             ranks.start(),
             ranks.end()
         ),
-    }
+    })
 }
 
 /// `validate`'s answer for a valid plan.
 pub fn validated_text(name: &str, shape: &Shape, ops: usize, forward_only: bool) -> String {
-    format!(
+    lines(format!(
         "{name}: valid and deadlock free ({}, {ops} compute operations{})\n",
         shape_text(shape),
         if forward_only {
@@ -113,5 +115,5 @@ pub fn validated_text(name: &str, shape: &Shape, ops: usize, forward_only: bool)
         } else {
             ""
         }
-    )
+    ))
 }

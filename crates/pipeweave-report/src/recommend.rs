@@ -5,6 +5,7 @@
 //! The [`Recommendation`] comes from `pipeweave-eval`'s search; this module only formats it.
 
 use crate::format::{gib_number, gib_text, percent, seconds, si};
+use crate::shown::lines;
 use crate::table::{NONE, Table, markdown_cell, markdown_table};
 use pipeweave_eval::{Candidate, Recommendation};
 use std::fmt::Write as _;
@@ -24,7 +25,7 @@ pub fn candidate_label(c: &Candidate) -> String {
     if c.recompute != "none" {
         let _ = write!(s, ", recompute {}", c.recompute);
     }
-    s
+    lines(s)
 }
 
 fn memory_text(c: &Candidate) -> String {
@@ -319,7 +320,7 @@ pub fn recommend_text(r: &Recommendation) -> String {
             let _ = writeln!(s, "  {line}");
         }
     }
-    s
+    lines(s)
 }
 
 /// The one-page plan as Markdown: the headline, the choice as a two-column table, the
@@ -389,7 +390,7 @@ pub fn recommend_markdown(r: &Recommendation) -> String {
             let _ = writeln!(s, "- {}", markdown_cell(&line));
         }
     }
-    s
+    lines(s)
 }
 
 /// The search's outcome as JSON (`schemas/pipeweave-recommend.v2.schema.json`).

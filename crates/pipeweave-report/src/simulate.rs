@@ -2,6 +2,7 @@
 //! rank's times, as text or JSON.
 
 use crate::format::{format_time, gib_number, gib_text, gpu_hours, percent, seconds, si, sig};
+use crate::shown::lines;
 use pipeweave_eval::{Costing, Shape, Simulation, StepReport};
 use std::fmt::Write as _;
 
@@ -22,7 +23,7 @@ pub fn shape_text(shape: &Shape) -> String {
 
 /// Where the durations come from, in a sentence.
 pub fn costing_text(costing: &Costing) -> String {
-    match costing {
+    let text = match costing {
         Costing::Unit => {
             "unit costs: F = I = W = 1, B = 2, F&B pair = F + B, no transfer time".to_owned()
         }
@@ -58,7 +59,8 @@ pub fn costing_text(costing: &Costing) -> String {
                 how
             }
         ),
-    }
+    };
+    lines(text)
 }
 
 /// The figures of a step on a spec: time, throughput, efficiency, bubbles, communication,
@@ -169,7 +171,7 @@ pub fn step_report_text(r: &StepReport) -> String {
             "OUT OF MEMORY: at least one rank needs more than its GPU's memory less the headroom"
         );
     }
-    f
+    lines(f)
 }
 
 /// `simulate`'s text: the plan and its shape; with unit or uniform costs the makespan, bubble and
@@ -233,7 +235,7 @@ pub fn simulation_text(sim: &Simulation) -> String {
             m.peak_activations
         );
     }
-    s
+    lines(s)
 }
 
 /// `simulate`'s JSON (`schemas/pipeweave-simulate.v2.schema.json`): the shape, the step's figures

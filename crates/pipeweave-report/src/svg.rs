@@ -33,9 +33,10 @@ pub(crate) fn esc(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
-            // Control characters are not allowed in XML 1.0.
-            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push(' '),
-            c => out.push(c),
+            // Control characters are not allowed in XML 1.0 (C0) or HTML (C1), and a page or a
+            // picture read on a terminal must not drive it: drawn as their pictures.
+            '\t' | '\n' => out.push(c),
+            c => out.push(pipeweave_diagnostics::visible_char(c)),
         }
     }
     out
@@ -494,7 +495,10 @@ mod tests {
     #[test]
     fn escapes() {
         assert_eq!(esc(r#"a<b>&"c'"#), "a&lt;b&gt;&amp;&quot;c&apos;");
-        assert_eq!(esc("a\u{1}b"), "a b");
+        assert_eq!(
+            esc("a\u{1}b\u{1b}[2J\u{7f}\u{9b}\r\n"),
+            "a␁b␛[2J␡\u{fffd}␍\n"
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! swept.
 
 use crate::format::{TimeFormat, num, percent, sig};
+use crate::shown::lines;
 use crate::svg::{esc, nice_ticks};
 use crate::table::{csv_field, text_table};
 use pipeweave_eval::{Metric, Param, Sweep, SweepPoint, SweepSeries, Value};
@@ -54,7 +55,7 @@ pub fn sweep_title(sweep: &Sweep) -> String {
         title.push_str(": ");
         title.push_str(&held.join(", "));
     }
-    title
+    lines(title)
 }
 
 fn value_text(sweep: &Sweep, v: f64) -> String {
@@ -123,7 +124,7 @@ pub fn sweep_text(sweep: &Sweep) -> String {
     for n in &notes {
         let _ = writeln!(out, "{n}");
     }
-    out
+    lines(out)
 }
 
 /// The sweep as CSV, one line per (value, schedule): `<parameter>,schedule,<metric>,reason`.
@@ -145,7 +146,7 @@ pub fn sweep_csv(sweep: &Sweep) -> String {
             let _ = writeln!(out, "{x},{},{value},{reason}", csv_field(&s.schedule));
         }
     }
-    out
+    lines(out)
 }
 
 /// The sweep as JSON (`schemas/pipeweave-sweep.v2.schema.json`): the parameter, the metric and its

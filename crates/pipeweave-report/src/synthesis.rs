@@ -1,6 +1,7 @@
 //! The report of `synthesize`: what was found, what it cost to find, the bound and the library.
 
 use crate::format::{format_time, percent, seconds};
+use crate::shown::lines;
 use pipeweave_eval::{CostSource, SynthesisReport, TimeUnit};
 use std::fmt::Write;
 
@@ -122,7 +123,7 @@ pub fn synthesis_text(r: &SynthesisReport) -> String {
             );
         }
     }
-    t
+    lines(t)
 }
 
 /// The report as JSON (`docs/json-output.md`).

@@ -1,5 +1,6 @@
 //! Tables of text cells and their renderings: aligned text, Markdown pipe tables and CSV fields.
 
+use crate::shown::cell;
 use std::fmt::Write as _;
 
 /// A table of text cells.
@@ -53,7 +54,8 @@ pub(crate) fn text_table(
     let widths: Vec<usize> = (0..header.len()).map(width).collect();
     let line = |cells: &[String], out: &mut String| {
         let mut s = String::new();
-        for (i, cell) in cells.iter().enumerate() {
+        for (i, text) in cells.iter().enumerate() {
+            let cell = cell(text);
             let w = widths.get(i).copied().unwrap_or(0);
             let pad = w.saturating_sub(cell.chars().count());
             if i > 0 {
@@ -61,9 +63,9 @@ pub(crate) fn text_table(
             }
             if right.get(i).copied().unwrap_or(false) {
                 s.push_str(&" ".repeat(pad));
-                s.push_str(cell);
+                s.push_str(&cell);
             } else {
-                s.push_str(cell);
+                s.push_str(&cell);
                 s.push_str(&" ".repeat(pad));
             }
         }
@@ -76,9 +78,9 @@ pub(crate) fn text_table(
     }
 }
 
-/// A Markdown cell: pipes escaped.
+/// A Markdown cell: control characters drawn as pictures, pipes escaped.
 pub(crate) fn markdown_cell(s: &str) -> String {
-    s.replace('|', "\\|")
+    cell(s).replace('|', "\\|")
 }
 
 /// A Markdown pipe table, numeric columns aligned right.
@@ -98,11 +100,13 @@ pub(crate) fn markdown_table(t: &Table, out: &mut String) {
     }
 }
 
-/// A CSV field, quoted when it holds a comma, a quote or a line break.
+/// A CSV field, control characters drawn as pictures (so a line break never splits a record),
+/// quoted when it holds a comma or a quote.
 pub(crate) fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
+    let s = cell(s);
+    if s.contains([',', '"']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
-        s.to_owned()
+        s.into_owned()
     }
 }

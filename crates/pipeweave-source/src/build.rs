@@ -122,13 +122,15 @@ fn validated_for(
     validated(plan, origins, name)
 }
 
-/// Validates `plan`; the problems point at the actions' sources where `origins` knows them.
+/// Validates `plan`; the problems point at the actions' sources where `origins` knows them. The
+/// plan's `name` (a path from the command line can hold any character) is kept as it may be shown,
+/// control characters drawn as pictures.
 fn validated(plan: Plan, origins: Option<Origins>, name: String) -> Result<Built, Failure> {
     match pipeweave_check::validate(plan) {
         Ok(plan) => Ok(Built {
             plan,
             origins,
-            name,
+            name: pipeweave_diagnostics::visible(&name).into_owned(),
             notes: Vec::new(),
         }),
         Err(problems) => Err(Failure::from_diagnostics(problem_diagnostics(

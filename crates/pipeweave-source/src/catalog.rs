@@ -3,6 +3,8 @@
 
 use crate::declared::Declared;
 use crate::host::{Host, PLUGIN_PREFIX};
+use pipeweave_diagnostics::visible;
+use std::borrow::Cow;
 
 /// Where a schedule comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +65,15 @@ impl Catalog {
         let mut shadowed = Vec::new();
         let mut errors = Vec::new();
         for file in host.schedule_files() {
+            // A name is typed and shown: a file whose name holds a control character is not one.
+            if let Some((_, c)) = pipeweave_diagnostics::first_control(&file.name) {
+                errors.push(format!(
+                    "`{}` is not a schedule name: it holds a control character ({}); rename the file",
+                    visible(&file.path),
+                    pipeweave_diagnostics::code_point(c)
+                ));
+                continue;
+            }
             if let Some(first) = entries.iter().find(|e| e.name == file.name) {
                 let by = match &first.origin {
                     Origin::Folder(path) => path.clone(),
@@ -87,6 +98,12 @@ impl Catalog {
         }
         let (mut plugins, plugin_errors) = plugins(host);
         errors.extend(plugin_errors);
+        // The front ends print these as they are; a path in them can hold any character.
+        for e in &mut errors {
+            if let Cow::Owned(shown) = visible(e) {
+                *e = shown;
+            }
+        }
         for p in &mut plugins {
             if entries.iter().any(|e| e.name == p.name) {
                 p.resolves_as = format!("{PLUGIN_PREFIX}{}", p.name);

@@ -10,8 +10,8 @@ use crate::host::{
 };
 use crate::params::Params;
 use crate::synthesized::{self, SYNTH_PREFIX, Shape};
-use pipeweave_diagnostics::FileId;
 use pipeweave_diagnostics::Files;
+use pipeweave_diagnostics::{FileId, visible};
 use pipeweave_export::PlanFormat;
 
 /// What a name resolved to.
@@ -51,7 +51,11 @@ enum Inner {
 /// comparison keeps its row.
 #[derive(Debug, Clone)]
 pub struct Source {
+    /// The argument as the user wrote it: what is read or loaded.
     name: String,
+    /// The argument as it is shown: a path can hold any character, and control characters are
+    /// drawn as their pictures ([`pipeweave_diagnostics::visible`]).
+    shown: String,
     kind: SourceKind,
     inner: Inner,
 }
@@ -106,6 +110,7 @@ impl Source {
         };
         Ok(Source {
             name: arg.to_owned(),
+            shown: visible(arg).into_owned(),
             kind,
             inner,
         })
@@ -116,6 +121,7 @@ impl Source {
     pub fn plan_text(name: &str) -> Source {
         Source {
             name: name.to_owned(),
+            shown: visible(name).into_owned(),
             kind: SourceKind::PlanFile,
             inner: Inner::PlanFile { named: None },
         }
@@ -133,9 +139,10 @@ impl Source {
         }
     }
 
-    /// The argument as the user wrote it.
+    /// The argument as the user wrote it, as it may be shown: control characters (a path can
+    /// hold any) drawn as their pictures.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.shown
     }
 
     /// What the argument resolved to.

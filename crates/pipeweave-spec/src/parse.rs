@@ -12,6 +12,7 @@ mod consistency;
 mod depth;
 mod sections;
 mod table;
+mod text;
 mod training;
 
 use crate::spec::Spec;
@@ -25,6 +26,7 @@ use toml::de::DeTable;
 /// Parses and checks a spec. Returns the spec when there are no errors, and every diagnostic found.
 pub fn parse(source: &str, file: FileId) -> (Option<Spec>, Vec<Diagnostic>) {
     let mut cx = Cx {
+        source,
         file,
         diags: Vec::new(),
         spans: BTreeMap::new(),
@@ -74,13 +76,15 @@ fn plain_toml_message(m: &str) -> String {
 }
 
 /// What reading a spec collects: the diagnostics, and the span of every key read (by path).
-struct Cx {
+struct Cx<'s> {
+    /// The spec's text, where a diagnostic looks for what a value's literal holds.
+    source: &'s str,
     file: FileId,
     diags: Vec<Diagnostic>,
     spans: BTreeMap<String, Range<usize>>,
 }
 
-impl Cx {
+impl Cx<'_> {
     fn span(&self, r: &Range<usize>) -> Span {
         Span::new(self.file, r.clone())
     }

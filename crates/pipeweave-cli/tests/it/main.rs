@@ -20,3 +20,4 @@ mod roundtrip;
 mod schemas;
 mod sweeps;
 mod synthesize;
+mod terminal;

@@ -8,7 +8,9 @@
 //! would) and every longer gap becomes 3 (so it draws a break), and `line_number` gives the real
 //! number back. Lines it never shows (inside a long multi-line label) are empty.
 
+use crate::visible::{visible as visible_text, visible_char};
 use codespan_reporting::files::{Error, Files};
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::ops::Range;
 
@@ -25,7 +27,9 @@ const ELLIPSIS: char = '…';
 /// column count ended (diagnostics mostly come in file order, so counting resumes from there).
 #[derive(Debug)]
 pub(super) struct SourceFile<'a> {
-    pub name: &'a str,
+    /// The file's name as shown: a name with control characters (a path from the command line can
+    /// hold any) is drawn with their pictures.
+    pub name: Cow<'a, str>,
     pub text: &'a str,
     pub line_starts: Vec<usize>,
     /// (line, byte offset, column at that offset) of the last count.
@@ -38,7 +42,7 @@ impl<'a> SourceFile<'a> {
             .chain(newlines(text).map(|i| i + 1))
             .collect();
         SourceFile {
-            name,
+            name: visible_text(name),
             text,
             line_starts,
             column_cache: Cell::new(None),
@@ -249,15 +253,13 @@ fn forward(text: &str, at: usize, n: usize, ceiling: usize) -> usize {
         .map_or(ceiling, |(i, _)| at + i)
 }
 
-/// A character as it may reach a terminal: a control character (an escape sequence in a hostile
-/// file) becomes its picture (U+2400 and on), so the file cannot drive the terminal. Tabs stay.
+/// A character of a source line or a message as it may reach a terminal: a control character (an
+/// escape sequence in a hostile file) becomes its picture, so the file cannot drive the terminal.
+/// Tabs stay: they lay out a line, and codespan-reporting expands them.
 pub(super) fn visible(c: char) -> char {
     match c {
         '\t' => c,
-        '\u{0}'..='\u{1f}' => char::from_u32(0x2400 + c as u32).unwrap_or('\u{fffd}'),
-        '\u{7f}' => '\u{2421}',
-        '\u{80}'..='\u{9f}' => '\u{fffd}',
-        c => c,
+        c => visible_char(c),
     }
 }
 
@@ -277,7 +279,7 @@ impl<'f> Files<'f> for Excerpts<'_, '_> {
     type Source = &'f str;
 
     fn name(&'f self, id: usize) -> Result<&'f str, Error> {
-        Ok(self.get(id)?.source.name)
+        Ok(&self.get(id)?.source.name)
     }
 
     fn source(&'f self, id: usize) -> Result<&'f str, Error> {

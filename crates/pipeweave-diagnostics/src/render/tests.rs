@@ -153,3 +153,82 @@ fn past_the_limit_diagnostics_are_counted() {
     assert_eq!(thousands(999), "999");
     assert_eq!(thousands(1_000_000), "1,000,000");
 }
+
+/// A file name from the command line can hold control characters: the header shows their
+/// pictures, as it does the message's and the line's.
+#[test]
+fn file_names_are_shown_without_control_characters() {
+    let (files, id) = files("bad\u{1b}[2J\u{7}.actions", "0F0,0X1\n");
+    let d = Diagnostic::error("unknown action kind `X`").with_span(Span::new(id, 5..6));
+    let out = Renderer::new(&files, 0).render(&d);
+    assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out:?}");
+    assert!(out.contains("┌─ bad␛[2J␇.actions:1:6\n"), "{out}");
+}
+
+/// One label per rank of a deadlock through 65,536 ranks: the first and last labels are shown,
+/// the rest counted (before: a line of label and a line of source per rank, 9 MB).
+#[test]
+fn many_labels_show_the_first_and_last() {
+    let text: String = (0..65_536).map(|r| format!("{r}F0\n")).collect();
+    let (files, id) = files("cycle.actions", &text);
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    let line = |r: usize| Span::new(id, starts[r]..starts[r] + 2);
+    let mut d = Diagnostic::error("a cycle").with_span_label(line(0), "rank 0 waits");
+    for r in 1..65_536 {
+        d = d.with_label(line(r), format!("rank {r} waits"));
+    }
+    let out = Renderer::new(&files, 0).render(&d);
+    assert!(out.len() < 4_000 && out.lines().count() < 60, "{out}");
+    for r in [0, 1, 8, 65_534, 65_535] {
+        assert!(out.contains(&format!(" rank {r} waits\n")), "{r}: {out}");
+    }
+    assert!(!out.contains(" rank 9 waits\n") && !out.contains(" rank 65533 waits\n"));
+    assert!(
+        out.contains("= … and 65,525 more labels not shown\n"),
+        "{out}"
+    );
+    // Ten labels or fewer are all shown, with no count.
+    let mut d = Diagnostic::error("a cycle").with_span_label(line(0), "rank 0 waits");
+    for r in 1..=10 {
+        d = d.with_label(line(r), format!("rank {r} waits"));
+    }
+    let out = Renderer::new(&files, 0).render(&d);
+    assert!(
+        out.contains(" rank 10 waits\n") && !out.contains("not shown"),
+        "{out}"
+    );
+}
+
+/// Notes and the lines of one message are bounded the same way.
+#[test]
+fn many_notes_and_lines_show_the_first_and_last() {
+    let mut d = Diagnostic::error(
+        (0..100_000)
+            .map(|i| format!("line {i}"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    );
+    for i in 0..1_000 {
+        d = d.with_note(format!("note {i}"));
+    }
+    let out = Renderer::new(&Files::default(), 0).render(&d);
+    assert!(out.lines().count() < 50, "{out}");
+    for shown in [
+        "line 0\n",
+        "line 17\n",
+        "line 99998\n",
+        "line 99999\n",
+        "note 7\n",
+        "note 999\n",
+    ] {
+        assert!(out.contains(shown), "{shown}: {out}");
+    }
+    assert!(
+        !out.contains("line 18\n") && !out.contains("note 8\n"),
+        "{out}"
+    );
+    assert!(out.contains("… 99,980 more lines not shown\n"), "{out}");
+    assert!(out.contains("= … 990 more notes not shown\n"), "{out}");
+}

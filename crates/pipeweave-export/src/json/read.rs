@@ -3,6 +3,7 @@
 
 use super::locate::{Found, index, key, place};
 use super::*;
+use pipeweave_diagnostics::visible;
 use pipeweave_plan::MAX_MICROBATCH_ID;
 use pipeweave_plan::cell::push_step_with_peer;
 
@@ -51,7 +52,8 @@ pub fn read_json(source: &str, file: FileId) -> Result<PlanJson, Vec<Diagnostic>
         Some(FORMAT_NAME) => None,
         Some(other) => Some((
             Diagnostic::error(format!(
-                "this is not a pipeweave plan: its format is `{other}`"
+                "this is not a pipeweave plan: its format is `{}`",
+                visible(other)
             ))
             .with_help(help),
             vec![key("format")],
@@ -88,12 +90,14 @@ pub fn read_json(source: &str, file: FileId) -> Result<PlanJson, Vec<Diagnostic>
 /// A serde_json error as a diagnostic pointing at its line and column.
 fn syntax(source: &str, file: FileId, e: &serde_json::Error) -> Diagnostic {
     let offset = offset_of(source, e.line(), e.column());
-    // serde_json appends " at line L column C"; the span says that already.
+    // serde_json appends " at line L column C"; the span says that already. What it quotes (an
+    // unknown key, a string of the wrong type) is the file's text: shown without control characters.
     let text = e.to_string();
     let message = match text.rfind(" at line ") {
-        Some(i) => text[..i].to_string(),
-        None => text,
+        Some(i) => &text[..i],
+        None => &text,
     };
+    let message = visible(message);
     let end = source[offset..]
         .chars()
         .next()

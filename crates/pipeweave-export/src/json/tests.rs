@@ -179,6 +179,17 @@ fn syntax_errors_point_at_the_place() {
         msgs[0].starts_with("invalid JSON plan: unknown field `colour`"),
         "{msgs:?}"
     );
+    // What the file says is quoted without its control characters.
+    let extra = text.replacen("\"ranks\": 2,", "\"ranks\": 2, \"\\u001b[2J\": 1,", 1);
+    let msgs = read_messages(&extra);
+    assert!(
+        msgs[0].starts_with("invalid JSON plan: unknown field `␛[2J`"),
+        "{msgs:?}"
+    );
+    assert_eq!(
+        read_messages("{\"format\":\"x\\u0007\"}"),
+        ["this is not a pipeweave plan: its format is `x␇`"]
+    );
 }
 
 #[test]

@@ -127,7 +127,7 @@ type Problems = &'static [(&'static str, &'static str)];
 #[test]
 fn every_problem_is_located_in_the_cell() {
     // (cell, [(message, the text it points at)]), micro-batches up to 9.
-    let cases: [(&str, Problems); 14] = [
+    let cases: [(&str, Problems); 18] = [
         (
             "",
             &[("expected a stage number, found the end of the cell", "")],
@@ -157,6 +157,29 @@ fn every_problem_is_located_in_the_cell() {
             &[("`SEND_F` is not a compute action", "SEND_F")],
         ),
         ("0F1xyz", &[("unexpected `xyz` after `0F1`", "xyz")]),
+        // Control characters are quoted by their codes: a message may reach a terminal.
+        (
+            "0F1\u{1b}[2J",
+            &[("unexpected `\\u{1b}[2J` after `0F1`", "\u{1b}[2J")],
+        ),
+        (
+            "\u{7}",
+            &[("expected a stage number, found `\\u{7}`", "\u{7}")],
+        ),
+        (
+            "0\u{9b}1",
+            &[(
+                "unknown action kind `\\u{9b}`: expected F, B, I or W",
+                "\u{9b}",
+            )],
+        ),
+        (
+            "(0F1;3B0)\u{1b}",
+            &[(
+                "an overlapped pair must end with `)OVERLAP_F_B`, found `)\\u{1b}`",
+                "(0F1;3B0)\u{1b}",
+            )],
+        ),
         (
             "99999999999F0",
             &[("stage number `99999999999` is too large", "99999999999")],

@@ -26,6 +26,22 @@ impl<'a> Reader<'a> {
                 e.valid_up_to()
             ),
         })?;
+        // Text values escape their line ends, so the lines hold no control character: one would
+        // reach the terminal that shows a plugin's name, description or message.
+        if let Some((at, c)) = text
+            .char_indices()
+            .find(|&(_, c)| c.is_control() && c != '\n')
+        {
+            let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+            return Err(err(
+                text[..at].matches('\n').count() + 1,
+                format!(
+                    "a control character (U+{:04X} at column {}): a message holds none but its line ends",
+                    c as u32,
+                    text[line_start..at].chars().count() + 1
+                ),
+            ));
+        }
         // The final newline ends the last line; it does not start an empty one.
         let text = text.strip_suffix('\n').unwrap_or(text);
         let mut r = Reader {
@@ -130,6 +146,22 @@ fn shorten(text: &str) -> String {
     s
 }
 
+/// The text value of a field shown on one line (a name, a description, a parameter's help): one
+/// holding an escaped line end is refused, as the message holds no other control character.
+fn one_line(n: usize, what: &str, text: &str) -> Result<String, DecodeError> {
+    let s = unescape(n, text)?;
+    match s.chars().find(|c| c.is_control()) {
+        None => Ok(s),
+        Some(c) => Err(err(
+            n,
+            format!(
+                "{what} holds a line end (U+{:04X}): it is shown on one line",
+                c as u32
+            ),
+        )),
+    }
+}
+
 fn unescape(n: usize, text: &str) -> Result<String, DecodeError> {
     let mut s = String::with_capacity(text.len());
     let mut chars = text.chars();
@@ -182,7 +214,7 @@ fn number_list(n: usize, what: &str, text: &str) -> Result<Vec<u32>, DecodeError
 /// message's: a `choice` needs version 2.
 fn decode_param(n: usize, value: &str, version: u32) -> Result<ParamSpec, DecodeError> {
     let mut words = value.split(' ');
-    let name = unescape(n, words.next().unwrap_or(""))?;
+    let name = one_line(n, "a parameter's name", words.next().unwrap_or(""))?;
     if name.is_empty() {
         return Err(err(n, "a parameter has no name".to_owned()));
     }
@@ -271,16 +303,16 @@ fn decode_value(n: usize, text: &str, version: u32) -> Result<Value, DecodeError
 pub fn decode_metadata(bytes: &[u8]) -> Result<Metadata, DecodeError> {
     let mut r = Reader::new(bytes, "metadata")?;
     let (n, name) = r.expect("name")?;
-    let name = unescape(n, name)?;
+    let name = one_line(n, "the plugin's name", name)?;
     if name.is_empty() {
         return Err(err(n, "the plugin name is empty".to_owned()));
     }
     let (n, version) = r.expect("version")?;
-    let version = unescape(n, version)?;
+    let version = one_line(n, "the version", version)?;
     let (n, description) = r.expect("description")?;
-    let description = unescape(n, description)?;
+    let description = one_line(n, "the description", description)?;
     let (n, requires) = r.expect("requires")?;
-    let requires = unescape(n, requires)?;
+    let requires = one_line(n, "the requirements text", requires)?;
     let mut params: Vec<ParamSpec> = Vec::new();
     while let Some((n, key, value)) = r.field()? {
         if key != "param" {
@@ -298,7 +330,7 @@ pub fn decode_metadata(bytes: &[u8]) -> Result<Metadata, DecodeError> {
         }
         if r.peek_key() == Some("param-help") {
             let (n, text) = r.expect("param-help")?;
-            spec.help = unescape(n, text)?;
+            spec.help = one_line(n, "a parameter's help", text)?;
         }
         params.push(spec);
     }
@@ -350,6 +382,13 @@ pub fn decode_response(bytes: &[u8]) -> Result<Response, DecodeError> {
         let mut r = Reader::new(bytes, "error")?;
         let (n, message) = r.expect("message")?;
         let message = unescape(n, message)?;
+        if message.contains('\r') {
+            return Err(err(
+                n,
+                "the message holds a carriage return (U+000D): it may hold line ends only"
+                    .to_owned(),
+            ));
+        }
         if let Some((n, key, _)) = r.field()? {
             return Err(err(n, format!("expected `end`, found `{}`", shorten(key))));
         }

@@ -2,6 +2,7 @@
 //! well-formedness, determinism) and the HTML page.
 
 mod compare;
+mod control;
 mod hardware;
 mod html;
 mod planner;

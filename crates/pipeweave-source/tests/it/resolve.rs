@@ -516,3 +516,35 @@ fn synthesized_schedules() {
     let err = build(&v, p, &mut host, &mut files).expect_err("too little memory");
     assert_eq!(err.kind, FailureKind::Invalid);
 }
+
+/// Names are shown as they are kept: a plan file's path with control characters names its plan
+/// with their pictures, and a folder file whose name holds one is not a schedule name (its
+/// error, printed as it is, holds none either).
+#[test]
+fn names_with_control_characters_are_never_shown_as_they_are() {
+    let plan = "clear\u{1b}[2J.actions";
+    let mut host = MemoryHost::with(&[
+        (plan, "0F0,0B0\n"),
+        ("a/ring\u{7}.weave", "stages P\nprogram { }\n"),
+    ]);
+    host.folders = vec![FolderFile {
+        name: "ring\u{7}".to_owned(),
+        path: "a/ring\u{7}.weave".to_owned(),
+    }];
+    let mut files = Files::default();
+    let source = resolve(plan, &mut host, &mut files);
+    assert_eq!(source.name(), "clear␛[2J.actions");
+    let built = source
+        .build(&Params::default(), &mut host, &mut files)
+        .expect("builds");
+    assert_eq!(built.name, "clear␛[2J.actions");
+    let catalog = Catalog::read(&mut host);
+    assert!(!catalog.entries.iter().any(|e| e.name.contains('\u{7}')));
+    assert_eq!(
+        catalog.errors,
+        [
+            "`a/ring␇.weave` is not a schedule name: it holds a control character (U+0007); rename the file",
+            "a broken plugin"
+        ]
+    );
+}

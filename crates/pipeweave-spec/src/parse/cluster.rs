@@ -4,9 +4,10 @@
 
 use super::Cx;
 use super::table::{Bound, Table, shown};
+use super::text::shown_text;
 use crate::hardware::{GPUS, Hardware, Key, NETWORKS, nearest_id};
 use crate::spec::Cluster;
-use pipeweave_diagnostics::Diagnostic;
+use pipeweave_diagnostics::{Diagnostic, visible};
 use toml::de::DeValue;
 
 /// Keys of `[cluster]` that older specs carried: the tables give them now.
@@ -103,8 +104,11 @@ fn read_id(
         return Some(Some(id));
     }
     let what = if key == "gpu" { "GPU" } else { "network" };
-    let mut d = Diagnostic::error(format!("unknown {what} `{id}` in `cluster.{key}`"))
-        .with_span_label(cx.span(&span), format!("not in the {what} table"));
+    let mut d = Diagnostic::error(format!(
+        "unknown {what} `{}` in `cluster.{key}`",
+        visible(&id)
+    ))
+    .with_span_label(cx.span(&span), format!("not in the {what} table"));
     d = match nearest_id(&id, table) {
         Some(near) => d.with_help(format!("did you mean `{near}`?")),
         None => {
@@ -167,12 +171,15 @@ fn read_overrides(cx: &mut Cx, mut t: Table<'_, '_>) -> Vec<(Key, f64, String)> 
             );
             continue;
         }
+        let span = cx
+            .spans
+            .get(&format!("{path}.source"))
+            .cloned()
+            .unwrap_or(0..0);
+        if !shown_text(cx, &format!("`{path}.source`"), &source, &span) {
+            continue;
+        }
         if source.trim().is_empty() {
-            let span = cx
-                .spans
-                .get(&format!("{path}.source"))
-                .cloned()
-                .unwrap_or(0..0);
             cx.error(
                 &span,
                 format!("`{path}.source` is empty: say where the value comes from"),

@@ -6,6 +6,7 @@ use super::Cx;
 use super::cluster::read_cluster;
 use super::consistency::consistency;
 use super::table::{MAX_DURATION, Table, type_name, within_limit};
+use super::text::shown_text;
 use super::training::read_training;
 use crate::spec::{
     Attention, Cluster, Dtype, Measured, Mla, Mlp, Model, Moe, Parallelism, PlacementOrder, Spec,
@@ -15,9 +16,15 @@ use std::ops::Range;
 use toml::de::DeValue;
 
 pub(super) fn read_spec(cx: &mut Cx, mut root: Table<'_, '_>) -> Option<Spec> {
-    let name = root.string(cx, "name", "a short name for the spec");
+    let name = root
+        .string(cx, "name", "a short name for the spec")
+        .filter(|n| {
+            let span = cx.spans.get("name").cloned().unwrap_or(0..0);
+            shown_text(cx, "a spec's name", n, &span)
+        });
     let description = match root.opt_string(cx, "description") {
-        Ok(d) => Some(d.map(|(s, _)| s).unwrap_or_default()),
+        Ok(Some((d, span))) => shown_text(cx, "a spec's description", &d, &span).then_some(d),
+        Ok(None) => Some(String::new()),
         Err(()) => None,
     };
     let cluster = root

@@ -3,7 +3,7 @@
 
 use super::Cx;
 use crate::spec::Dtype;
-use pipeweave_diagnostics::Diagnostic;
+use pipeweave_diagnostics::{Diagnostic, visible};
 use std::ops::Range;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
@@ -279,9 +279,13 @@ impl<'t, 'i> Table<'t, 'i> {
             return Some(*t);
         }
         let names: Vec<String> = choices.iter().map(|(n, _)| format!("`{n}`")).collect();
-        let d = Diagnostic::error(format!("`{}` cannot be `{s}`", self.key_path(key)))
-            .with_span_label(cx.span(&span), "unknown value")
-            .with_help(format!("expected one of {}", names.join(", ")));
+        let d = Diagnostic::error(format!(
+            "`{}` cannot be `{}`",
+            self.key_path(key),
+            visible(&s)
+        ))
+        .with_span_label(cx.span(&span), "unknown value")
+        .with_help(format!("expected one of {}", names.join(", ")));
         cx.diags.push(d);
         None
     }
@@ -394,7 +398,8 @@ impl<'t, 'i> Table<'t, 'i> {
         known.sort_unstable();
         known.dedup();
         for (k, _) in unknown {
-            let path = self.key_path(k.get_ref());
+            // A quoted key can hold any character.
+            let path = visible(&self.key_path(k.get_ref())).into_owned();
             let mut d = Diagnostic::error(format!("unknown key `{path}`"))
                 .with_span_label(cx.span(&k.span()), "not a spec key");
             if let Some(close) = closest(k.get_ref(), &known) {

@@ -4,7 +4,7 @@
 use super::Cx;
 use super::table::{Bound, TOKENS, Table};
 use crate::spec::{Attention, Dtype, Fp8Kernel, Recompute, Training, Zero2Pipeline};
-use pipeweave_diagnostics::Diagnostic;
+use pipeweave_diagnostics::{Diagnostic, visible};
 
 /// The largest share of memory a spec may keep free.
 const MAX_HEADROOM: f64 = 0.9;
@@ -141,9 +141,12 @@ fn read_master(cx: &mut Cx, t: &mut Table<'_, '_>) -> Option<Option<Dtype>> {
         Ok(Some((s, span))) => match Dtype::from_name(&s) {
             Some(d) => Some(Some(d)),
             None => {
-                let d = Diagnostic::error(format!("`training.master_dtype` cannot be `{s}`"))
-                    .with_span_label(cx.span(&span), "unknown value")
-                    .with_help("expected one of `fp32`, `bf16`, `fp16`, `fp8`, `none`");
+                let d = Diagnostic::error(format!(
+                    "`training.master_dtype` cannot be `{}`",
+                    visible(&s)
+                ))
+                .with_span_label(cx.span(&span), "unknown value")
+                .with_help("expected one of `fp32`, `bf16`, `fp16`, `fp8`, `none`");
                 cx.diags.push(d);
                 None
             }

@@ -139,12 +139,11 @@ impl CommsFile {
         }
         let start = chain.iter().position(|&c| c == r).unwrap_or(0);
         let cycle = &chain[start..];
-        let mut names: Vec<String> = cycle.iter().map(u32::to_string).collect();
-        names.push(cycle[0].to_string());
         let (what, _) = self.blocked_at(cycle[0], blocked);
+        // A cycle can go through every rank: its words list a few, the renderer shows a few labels.
         let mut d = Diagnostic::error(format!(
-            "{what}: the steps can hang: ranks {} wait for each other in a cycle",
-            names.join(" → ")
+            "{what}: the steps can hang: {}",
+            pipeweave_check::cycle_words(cycle)
         ));
         for (n, &r) in cycle.iter().enumerate() {
             let Some(b) = blocked[r as usize] else {
