@@ -165,14 +165,24 @@ pub fn warn(text: &str) {
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
-/// A warning in one line on standard error.
+/// A warning on standard error (a control character in it, from a path or a plugin, drawn as its
+/// picture).
 pub fn warning(message: &str) {
-    warn(&format!("warning: {message}\n"));
+    warn(&format!("warning: {}\n", shown(message)));
 }
 
 /// `note: MESSAGE` on standard error: information beside output that goes elsewhere.
 pub fn note(message: &str) {
-    warn(&format!("note: {message}\n"));
+    warn(&format!("note: {}\n", shown(message)));
+}
+
+/// `message` with every control character but its line ends drawn as its picture.
+fn shown(message: &str) -> String {
+    message
+        .split('\n')
+        .map(|line| pipeweave_diagnostics::visible(line).into_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The exit code of a command's result, its failure rendered on standard error.

@@ -126,10 +126,16 @@ pub fn with_session<T: Send>(
     Ok(out?)
 }
 
-/// Keeps a warning to show once the call returns to the interpreter.
+/// Keeps a warning to show once the call returns to the interpreter (a control character in it,
+/// from a path or a plugin, drawn as its picture; line ends kept).
 pub fn defer_warning(message: &str) {
+    let shown: String = message
+        .split('\n')
+        .map(|line| pipeweave_diagnostics::visible(line).into_owned())
+        .collect::<Vec<_>>()
+        .join("\n");
     if let Ok(mut w) = WARNINGS.lock() {
-        w.push(message.to_owned());
+        w.push(shown);
     }
 }
 
