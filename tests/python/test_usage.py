@@ -86,3 +86,11 @@ def test_the_readme_training_script_trains_with_dualpipe(tmp_path):
         (j,) = [j for j, placement in enumerate(plan.placement) if placement[-1] == int(rank)]
         mbs = plan.pipeline_microbatches[j]
         assert abs(float(value) - sum(per_mb[k] for k in mbs) / len(mbs)) < 1e-4
+
+
+def test_the_readme_commands_block_runs_as_written():
+    code = block("README.md", "Every command is a function of the package")
+    scope = {"pw": pw}
+    for line in code.strip().splitlines():
+        value = eval(compile(line, "README.md", "eval"), scope)
+        assert isinstance(value, float) and value > 0, line
