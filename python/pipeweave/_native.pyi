@@ -125,6 +125,9 @@ class Plan:
     def to_actions(self) -> str:
         """`pipeweave export --to actions`."""
     @property
+    def forward_only(self) -> bool:
+        """Whether the plan is an evaluation step: its forwards only."""
+    @property
     def requires(self) -> str:
         """What the schedule requires of P and M, in its own words (empty for a plan file)."""
     def __eq__(self, other: object, /) -> bool: ...
@@ -135,16 +138,17 @@ def compile(
     ranks: int | None = None,
     microbatches: int | None = None,
     stages_per_rank: int | None = None,
+    forward_only: bool = False,
     plugin_dirs: list[_Path] = ...,
     schedule_dirs: list[_Path] = ...,
     **params: bool | int | str,
 ) -> Plan:
     """Compiles a schedule (name, `.weave` file, plugin, `synth:loop|v|bidirectional`) or reads a plan file, and validates the plan."""
 
-def load(path: _Path, *, pipelines: int | None = None) -> Plan:
+def load(path: _Path, *, pipelines: int | None = None, forward_only: bool = False) -> Plan:
     """Reads a plan file (JSON plan, compute_comms CSV, or the actions text with `pipelines` pipelines) and validates it."""
 
-def validate(text_or_path: str | os.PathLike[str], *, pipelines: int | None = None) -> Plan:
+def validate(text_or_path: str | os.PathLike[str], *, pipelines: int | None = None, forward_only: bool = False) -> Plan:
     """Validates a plan given as text or read from a path; raises PlanError with every problem."""
 
 def list_schedules(*, plugin_dirs: list[_Path] = ..., schedule_dirs: list[_Path] = ...) -> list[ScheduleListingSchedule]:

@@ -695,7 +695,8 @@ class ScheduleListingSchedule(TypedDict):
 
     name: str
     """The name that resolves to it (plugin:NAME where a schedule takes the plugin's name)."""
-    source: Literal["library", "folder", "plugin"]
+    source: Literal["library", "folder", "plugin", "synthesized"]
+    """Where it comes from: the library, a schedule folder, a plugin, or a schedule synthesized for its placement (synth:loop, synth:v, synth:bidirectional)."""
     file: str | None
     """A folder's file or a plugin's library; null for the library."""
     description: str

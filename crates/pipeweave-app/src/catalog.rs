@@ -8,7 +8,8 @@ use pipeweave_eval::{
     ListedParam, ListedSchedule, PlanRequest, Planner, ScheduleListing, Unbuilt, Unreached,
 };
 use pipeweave_source::{
-    Catalog, Declared, Failure, Origin, PLUGIN_PREFIX, Params, Setting, Source,
+    Catalog, Declared, Failure, Origin, PLACEMENTS, PLUGIN_PREFIX, Params, SYNTH_PREFIX, Setting,
+    Source,
 };
 use std::convert::Infallible;
 
@@ -119,7 +120,7 @@ impl Planner for Schedules<'_, '_> {
 }
 
 /// How a name is looked up, as `list` says it.
-pub const NAMES_RULE: &str = "a name means the library's schedule, else the first schedule folder's file of that name (--schedule-dir, then PIPEWEAVE_SCHEDULE_PATH), else a plugin; plugin:NAME always means the plugin; synth:loop, synth:v and synth:bidirectional are schedules synthesized for that placement under unit costs (--set activations=K, evaluations=N, seed=S, weight_split=BOOL, pairs=BOOL with two pipelines; -v with the loop)";
+pub const NAMES_RULE: &str = "a name means the library's schedule, else the first schedule folder's file of that name (--schedule-dir, then PIPEWEAVE_SCHEDULE_PATH), else a plugin; plugin:NAME always means the plugin; synth:loop, synth:v and synth:bidirectional are schedules synthesized for that placement under the command's costs (its spec, --costs, else unit costs), with the parameters listed above";
 
 /// Tells the catalog's errors (plugins that fail to load, folder files that cannot be read) as
 /// warnings, one each.
@@ -134,7 +135,7 @@ pub(crate) fn tell_errors(session: &mut Session<'_>, catalog: &Catalog) {
 pub fn list(session: &mut Session<'_>) -> ScheduleListing {
     let catalog = Catalog::read(session.host());
     tell_errors(session, &catalog);
-    let schedules = catalog
+    let mut schedules: Vec<ListedSchedule> = catalog
         .entries
         .iter()
         .map(|e| {
@@ -153,27 +154,24 @@ pub fn list(session: &mut Session<'_>) -> ScheduleListing {
                     .twin_of(&e.name)
                     .map(|plugin| format!("{PLUGIN_PREFIX}{plugin}")),
             };
-            ListedSchedule {
-                name: e.resolves_as.clone(),
+            listed(
+                e.resolves_as.clone(),
                 source,
                 file,
-                description: e.declared.description.clone(),
-                requires: e.declared.requires.clone(),
+                &e.declared,
                 same_plans_as,
-                params: e
-                    .declared
-                    .params
-                    .iter()
-                    .map(|p| ListedParam {
-                        name: p.name.clone(),
-                        ty: p.ty.to_string(),
-                        default: p.default.clone(),
-                        help: p.help.clone(),
-                    })
-                    .collect(),
-            }
+            )
         })
         .collect();
+    // The synthesized schedules, one per placement, as every command names them.
+    for placement in PLACEMENTS {
+        let name = format!("{SYNTH_PREFIX}{placement}");
+        if let Ok(source) = session.resolve(&name)
+            && let Some(d) = source.declared()
+        {
+            schedules.push(listed(name, "synthesized", None, d, None));
+        }
+    }
     let unreached = catalog
         .shadowed
         .iter()
@@ -187,6 +185,34 @@ pub fn list(session: &mut Session<'_>) -> ScheduleListing {
         schedules,
         unreached,
         names_rule: NAMES_RULE.to_owned(),
+    }
+}
+
+/// One schedule of the listing.
+fn listed(
+    name: String,
+    source: &'static str,
+    file: Option<String>,
+    declared: &Declared,
+    same_plans_as: Option<String>,
+) -> ListedSchedule {
+    ListedSchedule {
+        name,
+        source,
+        file,
+        description: declared.description.clone(),
+        requires: declared.requires.clone(),
+        same_plans_as,
+        params: declared
+            .params
+            .iter()
+            .map(|p| ListedParam {
+                name: p.name.clone(),
+                ty: p.ty.to_string(),
+                default: p.default.clone(),
+                help: p.help.clone(),
+            })
+            .collect(),
     }
 }
 

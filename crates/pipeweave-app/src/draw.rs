@@ -6,7 +6,7 @@ use crate::many::Many;
 use crate::request::CostsArg;
 use crate::session::Session;
 use crate::single::check_window;
-use crate::words::Flag;
+use pipeweave_source::Flag;
 use pipeweave_check::ValidPlan;
 use pipeweave_eval::{Costing, Run, Shape, Simulation, TimeUnit};
 use pipeweave_report::{

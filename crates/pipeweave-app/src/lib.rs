@@ -28,7 +28,6 @@ mod session;
 mod single;
 mod sweep;
 mod synthesize;
-mod words;
 
 pub use catalog::{CheckedSchedule, NAMES_RULE, check, list};
 pub use compare::{CompareRequest, compare};
@@ -45,4 +44,4 @@ pub use single::{
 };
 pub use sweep::{SweepRequest, sweep};
 pub use synthesize::{MAX_MEMORY_GIB, PlacementArg, SynthesizeRequest, Synthesized, synthesize};
-pub use words::{Flag, FrontEnd};
+pub use pipeweave_source::{Flag, FrontEnd};

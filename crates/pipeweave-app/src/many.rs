@@ -4,7 +4,7 @@
 
 use crate::request::Loaded;
 use crate::session::Session;
-use crate::words::FrontEnd;
+use pipeweave_source::FrontEnd;
 use pipeweave_check::ValidPlan;
 use pipeweave_eval::{Comparison, Costing, PlanRequest, Planner, SpecRule, Unbuilt};
 use pipeweave_sim::UniformCosts;

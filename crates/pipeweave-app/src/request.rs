@@ -2,7 +2,7 @@
 //! spec met by the one rule) and a plan loaded with what its source declares.
 
 use crate::session::Session;
-use crate::words::Flag;
+use pipeweave_source::Flag;
 use pipeweave_eval::{Costing, SpecRule};
 use pipeweave_sim::UniformCosts;
 use pipeweave_source::{Built, Declared, Failure, Params, Source, SourceKind};

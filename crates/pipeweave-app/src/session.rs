@@ -2,7 +2,7 @@
 //! diagnostics point into), the command's costs (what a `synth:` schedule is searched under), and
 //! what the user is told on the way, once each.
 
-use crate::words::FrontEnd;
+use pipeweave_source::FrontEnd;
 use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::{Diagnostic, Renderer};
 use pipeweave_eval::{Costing, SpecRule, Tick, synthesis_terms};
@@ -162,7 +162,7 @@ impl<'a> Session<'a> {
     /// command's costs); what reading it noted is told once.
     pub fn build(&mut self, source: &Source, params: &Params) -> Result<Built, Failure> {
         let terms = CostingTerms(&self.costing);
-        let built = source.build_under(params, self.host, &mut self.files, &terms)?;
+        let built = source.build_under(params, self.host, &mut self.files, &terms, self.front)?;
         self.tell_rendered(&built.notes, true);
         Ok(built)
     }

@@ -4,7 +4,7 @@
 use crate::finished::finished;
 use crate::request::{CostsArg, Loaded};
 use crate::session::Session;
-use crate::words::Flag;
+use pipeweave_source::Flag;
 use pipeweave_eval::{Costing, Run, Simulation, evaluate_on_spec};
 use pipeweave_export::Document;
 use pipeweave_report::TextWindow;

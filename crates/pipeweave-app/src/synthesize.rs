@@ -9,7 +9,7 @@ use crate::catalog::{Schedules, named_schedules, tell_errors};
 use crate::finished::finished;
 use crate::request::CostsArg;
 use crate::session::Session;
-use crate::words::{Flag, number};
+use pipeweave_source::{Flag, number};
 use pipeweave_check::ValidPlan;
 use pipeweave_eval::{
     Costing, LibraryPlan, SynthesisReport, best_within, gib, library_at_placement, plan_shape,

@@ -6,7 +6,8 @@ use serde::Serialize;
 /// Every schedule available by name, in the order names are looked up.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ScheduleListing {
-    /// The library, the user's schedule folders (in search order), the plugins (by name).
+    /// The library, the user's schedule folders (in search order), the plugins (by name), the
+    /// synthesized schedules.
     pub schedules: Vec<ListedSchedule>,
     /// Files of the user's folders that their name does not reach.
     pub unreached: Vec<Unreached>,
@@ -20,7 +21,7 @@ pub struct ScheduleListing {
 pub struct ListedSchedule {
     /// The name that resolves to it (`plugin:NAME` where a schedule takes the plugin's name).
     pub name: String,
-    /// `library`, `folder` or `plugin`.
+    /// `library`, `folder`, `plugin` or `synthesized`.
     pub source: &'static str,
     /// A folder's file or a plugin's library; `None` for the library.
     pub file: Option<String>,

@@ -4,15 +4,16 @@
 
 use pipeweave_app::CostsArg;
 use pipeweave_eval::SpecRule;
-use pipeweave_source::{Failure, Setting};
+use pipeweave_source::{Failure, Flag, FrontEnd, Setting};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt};
 
-/// A whole number argument (ranks, micro-batches, a count): an `int` from 1 to `u32::MAX`, never a
-/// `bool` (`ranks=True` is a mistake, not one rank).
-#[derive(Debug, Clone, Copy)]
-pub struct Whole(pub u32);
+/// A whole number argument (ranks, micro-batches, stages per rank, activations): an `int`, never
+/// a `bool` (`ranks=True` is a mistake, not one rank); its range is checked by [`whole`], which
+/// knows its name.
+#[derive(Debug, Clone)]
+pub struct Whole(String);
 
 impl<'py> FromPyObject<'_, 'py> for Whole {
     type Error = PyErr;
@@ -24,23 +25,38 @@ impl<'py> FromPyObject<'_, 'py> for Whole {
                 obj.get_type().name()?
             )));
         }
-        let text = obj.str()?.to_string();
-        text.parse::<u32>()
-            .ok()
-            .filter(|n| *n >= 1)
-            .map(Whole)
-            .ok_or_else(|| {
-                PyValueError::new_err(format!(
-                    "{text} is not a whole number from 1 to {}",
-                    u32::MAX
-                ))
-            })
+        Ok(Whole(obj.str()?.to_string()))
     }
 }
 
-/// An optional whole number as the requests take it.
-pub fn whole(w: Option<Whole>) -> Option<u32> {
-    w.map(|w| w.0)
+/// `w`, the argument `flag`, as a whole number from 1 to its most (a plan's ranks for `ranks`), or
+/// the usage error in the words the command line says it with.
+pub fn whole(w: Option<Whole>, flag: Flag) -> Result<Option<u32>, Failure> {
+    let Some(Whole(text)) = w else {
+        return Ok(None);
+    };
+    let (what, max) = match flag {
+        Flag::Ranks => ("ranks", pipeweave_plan::MAX_RANKS),
+        Flag::Microbatches => ("micro-batches", u32::MAX),
+        Flag::StagesPerRank => ("stages per rank", u32::MAX),
+        Flag::Pipelines => ("pipelines", u32::MAX),
+        _ => ("activations", 1 << 24),
+    };
+    let given = FrontEnd::Python.given(flag, &text);
+    match text.parse::<i128>() {
+        Ok(n) if n >= 1 && n <= i128::from(max) => Ok(Some(n as u32)),
+        Ok(n) if n >= 1 => Err(Failure::usage(format!(
+            "{given}: the number of {what} is at most {max}"
+        ))),
+        _ => Err(Failure::usage(format!(
+            "{given}: the number of {what} is a whole number of at least 1"
+        ))),
+    }
+}
+
+/// [`whole`], its failure as the package's exception.
+pub fn whole_arg(w: Option<Whole>, flag: Flag) -> PyResult<Option<u32>> {
+    whole(w, flag).map_err(|f| crate::errors::Raised::new(&f, &Default::default()).into())
 }
 
 /// A count that may be 0 or large (a search's budget, a seed): a non-negative `int` up to

@@ -3,7 +3,8 @@
 //! command line's defaults and results (the JSON the command line prints, as dicts; SVG and HTML
 //! as text).
 
-use crate::args::{Costs, Count, Whole, costs_text, rule, settings, to_python, whole};
+use crate::args::{Costs, Count, Whole, costs_text, rule, settings, to_python, whole, whole_arg};
+use pipeweave_source::Flag;
 use crate::context::{Dirs, with_session};
 use crate::plan::Plan;
 use pipeweave_app::{
@@ -42,9 +43,9 @@ fn params(
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Params> {
     Ok(Params {
-        ranks: whole(ranks),
-        microbatches: whole(microbatches),
-        stages_per_rank: whole(stages_per_rank),
+        ranks: whole_arg(ranks, Flag::Ranks)?,
+        microbatches: whole_arg(microbatches, Flag::Microbatches)?,
+        stages_per_rank: whole_arg(stages_per_rank, Flag::StagesPerRank)?,
         settings: settings(kwargs)?,
         ..Params::default()
     })
@@ -351,12 +352,12 @@ fn synthesize<'py>(
         }
         let defaults = SynthesizeRequest::default();
         let request = SynthesizeRequest {
-            ranks: whole(ranks),
-            microbatches: whole(microbatches),
+            ranks: whole(ranks, Flag::Ranks)?,
+            microbatches: whole(microbatches, Flag::Microbatches)?,
             placement,
-            stages_per_rank: whole(stages_per_rank).unwrap_or(1),
+            stages_per_rank: whole(stages_per_rank, Flag::StagesPerRank)?.unwrap_or(1),
             memory_limit_gib: memory_limit,
-            activations: whole(activations),
+            activations: whole(activations, Flag::Activations)?,
             library_memory,
             weight_split,
             pairs,

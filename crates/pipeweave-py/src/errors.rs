@@ -55,6 +55,8 @@ impl Raised {
     /// about the spec.
     pub fn new(failure: &Failure, files: &Files) -> Raised {
         let text = Renderer::new(files, DEFAULT_MAX_DIAGNOSTICS).failure(&failure.diagnostics);
+        // The exception's class says it is an error: its text starts with what went wrong.
+        let text = text.strip_prefix("error: ").unwrap_or(&text);
         Raised {
             usage: failure.is_usage(),
             kind: match failure.subject {

@@ -14,7 +14,8 @@ mod context;
 mod errors;
 mod plan;
 
-use args::{Whole, settings, to_python, whole};
+use args::{Whole, settings, to_python, whole_arg};
+use pipeweave_source::Flag;
 use context::{Dirs, with_session};
 use pipeweave_source::Params;
 use plan::Plan;
@@ -30,7 +31,8 @@ const TEXT_NAME: &str = "<string>";
 ///
 /// `ranks` (P), `microbatches` (M) and `stages_per_rank` (v) are `-p`, `-m` and `-v` of the command
 /// line; the schedule's own parameters are keyword arguments, `weight_split=True`, `lag=1`, as
-/// `--set` gives them. `plugin_dirs` and `schedule_dirs` are searched first, before
+/// `--set` gives them; `forward_only=True` is the evaluation step (`--forward-only`: the plan's
+/// forwards in its order). `plugin_dirs` and `schedule_dirs` are searched first, before
 /// `PIPEWEAVE_PLUGIN_PATH` and `PIPEWEAVE_SCHEDULE_PATH`. Raises `UsageError` for parameters the
 /// schedule cannot take, `PlanError` when there is no valid plan, with the command line's message.
 #[pyfunction]
@@ -38,21 +40,23 @@ const TEXT_NAME: &str = "<string>";
     clippy::too_many_arguments,
     reason = "the Python signature: every keyword is an argument"
 )]
-#[pyo3(signature = (schedule, *, ranks=None, microbatches=None, stages_per_rank=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **params))]
+#[pyo3(signature = (schedule, *, ranks=None, microbatches=None, stages_per_rank=None, forward_only=false, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **params))]
 fn compile(
     py: Python<'_>,
     schedule: PathBuf,
     ranks: Option<Whole>,
     microbatches: Option<Whole>,
     stages_per_rank: Option<Whole>,
+    forward_only: bool,
     plugin_dirs: Vec<PathBuf>,
     schedule_dirs: Vec<PathBuf>,
     params: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Plan> {
     let params = Params {
-        ranks: whole(ranks),
-        microbatches: whole(microbatches),
-        stages_per_rank: whole(stages_per_rank),
+        forward_only,
+        ranks: whole_arg(ranks, Flag::Ranks)?,
+        microbatches: whole_arg(microbatches, Flag::Microbatches)?,
+        stages_per_rank: whole_arg(stages_per_rank, Flag::StagesPerRank)?,
         settings: settings(params)?,
         ..Params::default()
     };
@@ -67,15 +71,31 @@ fn compile(
 }
 
 /// Reads a plan file (a JSON plan, PyTorch's compute_comms CSV, or the actions text with
-/// `pipelines` pipelines, by default as many as its micro-batches show) and validates it.
+/// `pipelines` pipelines, by default as many as its micro-batches show) and validates it;
+/// `forward_only=True` takes its evaluation form (an actions file of an evaluation plan, which
+/// cannot say so itself, is read as one).
 #[pyfunction]
-#[pyo3(signature = (path, *, pipelines=None))]
-fn load(py: Python<'_>, path: PathBuf, pipelines: Option<Whole>) -> PyResult<Plan> {
+#[pyo3(signature = (path, *, pipelines=None, forward_only=false))]
+fn load(
+    py: Python<'_>,
+    path: PathBuf,
+    pipelines: Option<Whole>,
+    forward_only: bool,
+) -> PyResult<Plan> {
     let arg = path.to_string_lossy().into_owned();
     let params = Params {
-        pipelines: whole(pipelines),
+        pipelines: whole_arg(pipelines, Flag::Pipelines)?,
+        forward_only,
         ..Params::default()
     };
+    // A path that names nothing is said as such (the resolver would look for a schedule).
+    if arg != pipeweave_source::STDIN && std::fs::symlink_metadata(&path).is_err() {
+        let failure = pipeweave_source::Failure::invalid(format!(
+            "cannot read `{}`: there is no such file",
+            pipeweave_diagnostics::visible(&arg)
+        ));
+        return Err(errors::Raised::new(&failure, &Default::default()).into());
+    }
     let loaded = with_session(py, &Dirs::default(), |s| {
         let source = s.resolve(&arg)?;
         if !source.is_plan_file() {
@@ -95,21 +115,23 @@ fn load(py: Python<'_>, path: PathBuf, pipelines: Option<Whole>) -> PyResult<Pla
 /// An `os.PathLike`, or a `str` without a newline, comma or `{`, is a path; any other `str` is the
 /// plan's text (messages call it `<string>`).
 #[pyfunction]
-#[pyo3(signature = (text_or_path, *, pipelines=None))]
+#[pyo3(signature = (text_or_path, *, pipelines=None, forward_only=false))]
 fn validate(
     py: Python<'_>,
     text_or_path: &Bound<'_, PyAny>,
     pipelines: Option<Whole>,
+    forward_only: bool,
 ) -> PyResult<Plan> {
     let text = match text_or_path.extract::<String>() {
         Ok(s) if s.contains('\n') || s.contains(',') || s.trim_start().starts_with('{') => Some(s),
         _ => None,
     };
     let Some(text) = text else {
-        return load(py, text_or_path.extract()?, pipelines);
+        return load(py, text_or_path.extract()?, pipelines, forward_only);
     };
     let params = Params {
-        pipelines: whole(pipelines),
+        pipelines: whole_arg(pipelines, Flag::Pipelines)?,
+        forward_only,
         ..Params::default()
     };
     let texts = [(TEXT_NAME, text.as_str())];

@@ -5,6 +5,7 @@ use crate::declared::Declared;
 use crate::failure::Failure;
 use crate::host::{Host, PLUGIN_PREFIX, PluginInfo, PluginRequest, shown_name};
 use crate::params::{Params, Setting};
+use crate::words::{Flag, FrontEnd};
 use pipeweave_check::{Problem, ProblemKind, ValidPlan};
 use pipeweave_diagnostics::Files;
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
@@ -150,6 +151,7 @@ pub(crate) fn settings(
     name: &str,
     declared: &Declared,
     params: &Params,
+    front: FrontEnd,
 ) -> Result<Settings, Failure> {
     let mut settings = params.settings.clone();
     if let Some(v) = params.stages_per_rank {
@@ -168,8 +170,12 @@ pub(crate) fn settings(
             } else {
                 format!("its parameters: {}", known.join(", "))
             };
+            let flag = match front {
+                FrontEnd::CommandLine => "-v",
+                FrontEnd::Python => front.flag(Flag::StagesPerRank),
+            };
             Failure::usage(format!(
-                "{name}: -v sets the parameter `v`, which it does not have ({its})"
+                "{name}: {flag} sets the parameter `v`, which it does not have ({its})"
             ))
         }
         e => Failure::usage(format!("{name}: {e}")),
@@ -184,14 +190,17 @@ pub(crate) fn weave(
     declared: &Declared,
     params: &Params,
     files: &Files,
+    front: FrontEnd,
 ) -> Result<Built, Failure> {
     let (Some(ranks), Some(microbatches)) = (params.ranks, params.microbatches) else {
         return Err(Failure::usage(format!(
-            "`{name}` is a schedule: give --ranks/-p and --microbatches/-m"
+            "`{name}` is a schedule: give {} and {}",
+            front.flag(Flag::Ranks),
+            front.flag(Flag::Microbatches)
         )));
     };
     let text = files.text(file).unwrap_or_default();
-    let values = match settings(name, declared, params) {
+    let values = match settings(name, declared, params, front) {
         Ok((_, values)) => values,
         Err(usage) => {
             // A setting the schedule cannot take is the command line's mistake, unless the file
@@ -219,19 +228,24 @@ pub(crate) fn plugin(
     declared: &Declared,
     params: &Params,
     host: &mut dyn Host,
+    front: FrontEnd,
 ) -> Result<Built, Failure> {
     let name = &info.metadata.name;
-    let usage = |what: &str| {
+    let usage = |flag: Flag, what: &str| {
+        let given = match front {
+            FrontEnd::CommandLine => front.given(flag, what),
+            FrontEnd::Python => front.flag(flag).to_owned(),
+        };
         Failure::usage(format!(
-            "the plugin schedule `{name}` needs {what} (requires: {})",
+            "the plugin schedule `{name}` needs {given} (requires: {})",
             info.metadata.requires
         ))
     };
-    let ranks = params.ranks.ok_or_else(|| usage("--ranks P"))?;
+    let ranks = params.ranks.ok_or_else(|| usage(Flag::Ranks, "P"))?;
     let microbatches = params
         .microbatches
-        .ok_or_else(|| usage("--microbatches M"))?;
-    let (settings, _) = settings(name, declared, params)?;
+        .ok_or_else(|| usage(Flag::Microbatches, "M"))?;
+    let (settings, _) = settings(name, declared, params, front)?;
     let request = PluginRequest {
         ranks,
         microbatches,
@@ -251,10 +265,15 @@ pub(crate) fn plan_file(
     params: &Params,
     host: &mut dyn Host,
     files: &mut Files,
+    front: FrontEnd,
 ) -> Result<Built, Failure> {
     if params.shapes_a_schedule() {
+        let what = match front {
+            FrontEnd::CommandLine => "--ranks, --microbatches, --stages-per-rank and --set",
+            FrontEnd::Python => "ranks=, microbatches=, stages_per_rank= and a schedule's parameters",
+        };
         return Err(Failure::usage(format!(
-            "`{path}` is a plan file: --ranks, --microbatches, --stages-per-rank and --set apply to schedules only"
+            "`{path}` is a plan file: {what} apply to schedules only"
         )));
     }
     let text = host.read(path)?;
@@ -270,12 +289,14 @@ pub(crate) fn plan_file(
         && matches!(format, PlanFormat::Pytorch | PlanFormat::PytorchComms)
     {
         return Err(Failure::usage(format!(
-            "`{path}` is read as a {} CSV, which holds one pipeline: --pipelines {k} applies to the actions format (--plan-format actions)",
+            "`{path}` is read as a {} CSV, which holds one pipeline: {} applies to the actions format ({})",
             if format == PlanFormat::Pytorch {
                 "PyTorch compute-only"
             } else {
                 "PyTorch compute_comms"
-            }
+            },
+            front.given(Flag::Pipelines, k),
+            front.given(Flag::PlanFormat, "actions")
         )));
     }
     let spans_in = |spans| Origins::Cells { file, spans };

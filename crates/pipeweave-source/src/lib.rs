@@ -21,6 +21,7 @@ mod params;
 mod source;
 mod spec;
 mod synthesized;
+mod words;
 
 pub use build::{Built, Origins, problem_diagnostics};
 pub use catalog::{Catalog, Entry, Origin, Shadowed, library, plugins, twins};
@@ -36,3 +37,4 @@ pub use pipeweave_diagnostics::Files;
 pub use source::{Source, SourceKind, weave_file};
 pub use spec::{LoadedSpec, load_spec};
 pub use synthesized::{PLACEMENTS, SYNTH_PREFIX};
+pub use words::{Flag, FrontEnd, number};

@@ -10,6 +10,7 @@ use crate::host::{
 };
 use crate::params::Params;
 use crate::synthesized::{self, SYNTH_PREFIX, Shape};
+use crate::words::{Flag, FrontEnd};
 use pipeweave_diagnostics::Files;
 use pipeweave_diagnostics::{FileId, visible};
 use pipeweave_export::PlanFormat;
@@ -183,41 +184,46 @@ impl Source {
         host: &mut dyn Host,
         files: &mut Files,
     ) -> Result<Built, Failure> {
-        self.build_under(params, host, files, &UnitTerms)
+        self.build_under(params, host, files, &UnitTerms, FrontEnd::CommandLine)
     }
 
-    /// [`Source::build`], a synthesized schedule searched under `costs` (the command's).
+    /// [`Source::build`], a synthesized schedule searched under `costs` (the command's), its
+    /// errors in `front`'s words.
     pub fn build_under(
         &self,
         params: &Params,
         host: &mut dyn Host,
         files: &mut Files,
         costs: &dyn SynthesisCosts,
+        front: FrontEnd,
     ) -> Result<Built, Failure> {
         if !self.is_plan_file() && (params.pipelines.is_some() || params.format.is_some()) {
             let flag = if params.pipelines.is_some() {
-                "--pipelines"
+                Flag::Pipelines
             } else {
-                "--plan-format"
+                Flag::PlanFormat
             };
             return Err(Failure::usage(format!(
-                "`{}` is a schedule: {flag} says how to read a plan file",
-                self.name
+                "`{}` is a schedule: {} says how to read a plan file",
+                self.name,
+                front.flag(flag)
             )));
         }
         let built = match &self.inner {
             Inner::Weave(read) => {
                 let (file, declared) = read.as_ref().map_err(Clone::clone)?;
-                build::weave(&self.name, *file, declared, params, files)
+                build::weave(&self.name, *file, declared, params, files, front)
             }
             Inner::Plugin(plugin) => {
                 let (info, declared) = plugin.as_ref().map_err(Clone::clone)?;
-                build::plugin(info, declared, params, host)
+                build::plugin(info, declared, params, host, front)
             }
             Inner::Synthesized(shape, declared) => {
-                synthesized::build(&self.name, *shape, declared, params, costs)
+                synthesized::build(&self.name, *shape, declared, params, costs, front)
             }
-            Inner::PlanFile { named } => build::plan_file(&self.name, *named, params, host, files),
+            Inner::PlanFile { named } => {
+                build::plan_file(&self.name, *named, params, host, files, front)
+            }
         }?;
         // One rule for every source: the training plan, valid, then its forwards.
         if params.forward_only {

@@ -10,6 +10,7 @@ use crate::declared::{Declared, Param};
 use crate::failure::Failure;
 use crate::host::SynthesisCosts;
 use crate::params::Params;
+use crate::words::{Flag, FrontEnd};
 use pipeweave_param::{IntRange, ParamType, Value};
 use pipeweave_synth::{Options, Placement, Problem, ProblemError, SynthError};
 
@@ -136,13 +137,16 @@ pub(crate) fn build(
     declared: &Declared,
     params: &Params,
     costs: &dyn SynthesisCosts,
+    front: FrontEnd,
 ) -> Result<Built, Failure> {
     let (Some(ranks), Some(microbatches)) = (params.ranks, params.microbatches) else {
         return Err(Failure::usage(format!(
-            "`{name}` is a synthesized schedule: give --ranks/-p and --microbatches/-m"
+            "`{name}` is a synthesized schedule: give {} and {}",
+            front.flag(Flag::Ranks),
+            front.flag(Flag::Microbatches)
         )));
     };
-    let (_, values) = crate::build::settings(name, declared, params)?;
+    let (_, values) = crate::build::settings(name, declared, params, front)?;
     let int = |key: &str| {
         values.iter().find_map(|(n, v)| match v {
             Value::Int(i) if n == key => Some(*i),
@@ -222,7 +226,8 @@ pub(crate) fn build(
                     "{name}: rank {rank} has room for {limit} units of activations on this spec (a unit is an eighth of the lightest stage's activation) after its weights, gradients, optimizer state and buffers, but a micro-batch holds {needed} there before its first backward; a spec with more memory per GPU or more ranks (fewer layers each) fits"
                 ),
                 SynthError::NotFound(_) => format!(
-                    "{name}: no order the search built stays within each rank's memory; give it more room with --set activations=K"
+                    "{name}: no order the search built stays within each rank's memory; give it more room with {}",
+                    front.given(Flag::Set, "activations=K")
                 ),
                 e => format!("{name}: {e}"),
             })

@@ -57,6 +57,12 @@ pub enum Flag {
     Placement,
     /// The ranks a text drawing shows.
     RankRange,
+    /// A schedule's own parameter (`--set NAME=VALUE`; a keyword argument in Python).
+    Set,
+    /// The pipelines of an actions file.
+    Pipelines,
+    /// How to read a plan file.
+    PlanFormat,
 }
 
 impl FrontEnd {
@@ -65,7 +71,8 @@ impl FrontEnd {
         let name = self.flag(flag);
         match self {
             FrontEnd::CommandLine => format!("{name} {value}"),
-            FrontEnd::Python if name.ends_with('=') => format!("{name}{value}"),
+            // A schedule's own parameter is its keyword: `NAME=VALUE` as given.
+            FrontEnd::Python if name.is_empty() || name.ends_with('=') => format!("{name}{value}"),
             FrontEnd::Python => format!("{name}={value}"),
         }
     }
@@ -84,12 +91,15 @@ impl FrontEnd {
                 Flag::MemoryLimit => "--memory-limit",
                 Flag::Activations => "--activations",
                 Flag::LibraryMemory => "--library-memory",
-                Flag::Ranks => "-p",
-                Flag::Microbatches => "-m",
+                Flag::Ranks => "--ranks/-p",
+                Flag::Microbatches => "--microbatches/-m",
                 Flag::StagesPerRank => "--stages-per-rank",
                 Flag::Over => "--over",
                 Flag::Placement => "--placement",
                 Flag::RankRange => "--rank-range",
+                Flag::Set => "--set",
+                Flag::Pipelines => "--pipelines",
+                Flag::PlanFormat => "--plan-format",
             },
             // Keyword arguments that take a value are written with `=`; switches bare.
             FrontEnd::Python => match flag {
@@ -109,6 +119,9 @@ impl FrontEnd {
                 Flag::Over => "over=",
                 Flag::Placement => "placement=",
                 Flag::RankRange => "ranks=",
+                Flag::Set => "",
+                Flag::Pipelines => "pipelines=",
+                Flag::PlanFormat => "plan_format=",
             },
         }
     }
@@ -135,5 +148,7 @@ mod tests {
         assert_eq!(cli.given(Flag::MemoryLimit, 40), "--memory-limit 40");
         assert_eq!(py.given(Flag::MemoryLimit, 40), "memory_limit=40");
         assert_eq!(py.given(Flag::KeepDp, true), "keep_dp=true");
+        assert_eq!(cli.given(Flag::Set, "activations=K"), "--set activations=K");
+        assert_eq!(py.given(Flag::Set, "activations=K"), "activations=K");
     }
 }
