@@ -63,7 +63,8 @@ fn collectives(
     spec: &Spec,
     links: &Links,
     hosts: &[u32],
-    dp_ranks: &[u64],
+    dp_step: u64,
+    dp_count: u64,
     params: f64,
     bucket_params: f64,
 ) -> Option<Plan1> {
@@ -75,9 +76,9 @@ fn collectives(
     let per = params / buckets;
     let grad = per * t.grad_reduce_dtype.bytes();
     let weights = per * t.param_dtype.bytes();
-    let all = spread_of(spec, hosts, dp_ranks.iter().copied());
-    let own = spread_of(spec, &hosts[..1], dp_ranks.iter().copied());
-    let copies = spread_of(spec, hosts, std::iter::once(dp_ranks[0]));
+    let all = spread_of(spec, hosts, dp_step, dp_count);
+    let own = spread_of(spec, &hosts[..1], dp_step, dp_count);
+    let copies = spread_of(spec, hosts, dp_step, 1);
     let separate = hosts.len() > 1 && !t.optimizer_shared_across_copies;
     let (bucket, gather, bytes, shard) = if t.zero_stage == 0 {
         let m = all.members();
@@ -149,11 +150,9 @@ pub(crate) fn grad_sync(
     }
     let dp = u64::from(spec.parallelism.dp.max(1));
     let ep = u64::from(spec.parallelism.ep.max(1));
-    let dense_ranks: Vec<u64> = (0..dp).collect();
-    let expert_ranks: Vec<u64> = (0..(dp / ep).max(1)).map(|k| k * ep).collect();
     let bucket = spec.grad_bucket_params();
-    let d = collectives(spec, links, &hosts, &dense_ranks, dense, bucket);
-    let e = collectives(spec, links, &hosts, &expert_ranks, expert, bucket);
+    let d = collectives(spec, links, &hosts, 1, dp, dense, bucket);
+    let e = collectives(spec, links, &hosts, ep, (dp / ep).max(1), expert, bucket);
     let mut buckets = Vec::new();
     let mut out = GradSync {
         shard_dense: 1.0,
