@@ -11,8 +11,9 @@
 //!   free, local inputs, remote inputs' end)`;
 //! - **exposed data-parallel communication**: the gradient buckets of every stage the rank hosts
 //!   are complete along the stage's last gradient-producing action (its last W, or B, or pair
-//!   with a B); they queue in order on the rank's data-parallel channel; what runs after the
-//!   rank's last action is exposed (all of it without `overlap_grad_reduce`); then the parameter
+//!   with a B); they queue in order on the rank's data-parallel channel
+//!   ([`pipeweave_spec::channel_end`]: bucket by bucket, or counted in closed form when a step
+//!   holds too many to list); what runs after the rank's last action is exposed (all of it without `overlap_grad_reduce`); then the parameter
 //!   all-gather after the optimizer (its first bucket with `overlap_param_gather`, the slowest
 //!   rank's for the whole step);
 //! - the **optimizer** step of the rank's shards;
@@ -27,7 +28,7 @@
 
 use pipeweave_plan::{Action, Kind, Op, Plan, Timing};
 use pipeweave_sim::CostModel;
-use pipeweave_spec::{CostTable, Spec};
+use pipeweave_spec::{BUCKETS_ONE_BY_ONE, CostTable, Spec, StageBuckets, channel_end};
 use serde::Serialize;
 
 /// Where a rank's step goes, in seconds; the terms add up to the step time.
@@ -212,6 +213,13 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
     let t = &spec.training;
     let mut ranks = Vec::with_capacity(plan.ranks() as usize);
     let mut gather: f64 = 0.0;
+    // every bucket of the step listed and folded, unless there are too many to list
+    let buckets: f64 = (0..plan.ranks())
+        .flat_map(|r| plan.stages_on_rank(r))
+        .filter_map(|&stage| costs.parts.get(costs.part_of(stage)))
+        .map(|part| part.sync.bucket_count())
+        .sum();
+    let one_by_one = buckets <= BUCKETS_ONE_BY_ONE;
     for r in 0..plan.ranks() {
         let program = plan.program(r);
         let intervals = &timing.intervals[r as usize];
@@ -261,8 +269,8 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
             free = iv.end;
         }
         rs.end = free;
-        // the gradient buckets of every hosted stage, in the order they are complete
-        let mut buckets: Vec<(f64, f64)> = Vec::new();
+        // the gradient buckets of every hosted stage, each stage's spread over its window
+        let mut stages: Vec<StageBuckets> = Vec::new();
         let mut optimizer = 0.0;
         let mut dp_bytes = 0.0;
         let mut first_gather = None;
@@ -277,14 +285,16 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
                 .chain(&last_b)
                 .find(|(s, _, _)| *s == stage)
                 .map_or((free, free), |&(_, s, e)| (s, e));
-            for &(share, dur) in &part.sync.buckets {
-                let ready = if t.overlap_grad_reduce {
-                    window.0 + share * (window.1 - window.0)
-                } else {
-                    free
-                };
-                buckets.push((ready, dur));
-            }
+            let (start, end) = if t.overlap_grad_reduce {
+                window
+            } else {
+                (free, free)
+            };
+            stages.push(StageBuckets {
+                start,
+                end,
+                sync: &part.sync,
+            });
             optimizer += part.sync.optimizer;
             dp_bytes += part.sync.bytes;
             all_gather += part.sync.gather_all;
@@ -292,10 +302,7 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
                 first_gather = Some(part.sync.gather_first);
             }
         }
-        buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let channel = buckets
-            .iter()
-            .fold(0.0f64, |ch, &(ready, dur)| ch.max(ready) + dur);
+        let channel = channel_end(&stages, one_by_one);
         rs.breakdown.exposed_dp_s = (channel - free).max(0.0);
         rs.breakdown.optimizer_s = optimizer;
         rs.volumes.dp = dp_bytes;

@@ -34,7 +34,7 @@ pub use spec::{
     Attention, Cluster, Dtype, Fp8Kernel, Measured, MicrobatchRule, Mla, Mlp, Model, Moe,
     Parallelism, PlacementOrder, Recompute, Spec, Training, Zero2Pipeline,
 };
-pub use sync::GradSync;
+pub use sync::{BUCKETS_ONE_BY_ONE, Buckets, GradSync, StageBuckets, channel_end};
 
 /// The spec every command uses without `--spec`: a dense 70B model (Llama 3 70B's shape) at PP 8
 /// on 1,024 H100 GPUs (`specs/dense-70b-h100-pp8.toml`), chosen because P = 8 is where the
