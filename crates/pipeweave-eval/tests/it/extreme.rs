@@ -44,3 +44,60 @@ fn a_gradient_bucket_of_one_parameter_is_counted_not_listed() {
     assert!(r.step_time_s > 1000.0 * normal.report.step_time_s);
     assert!(r.step_time_s.is_finite());
 }
+
+#[test]
+fn a_million_layers_cost_what_four_thousand_do() {
+    // the same layer 1,048,576 times: chunks of 256 alike layers, so the cost table's chains hold
+    // as many tasks as at 4,096 layers, and a lone action lasts its layers' sum
+    let at = |layers: u64| {
+        let spec = shipped_with(
+            "dense-70b-h100-pp8",
+            "layers = 80",
+            &format!("layers = {layers}"),
+        );
+        let plan = library("1f1b", 8, 16).expect("builds");
+        evaluate(&spec, &plan).expect("evaluates")
+    };
+    let (small, deep, deepest) = (at(80), at(4096), at(1 << 20));
+    let tasks = |e: &pipeweave_eval::Evaluation| -> usize {
+        e.costs
+            .parts
+            .iter()
+            .map(|p| p.f.chain.len() + p.b.chain.len() + p.i.chain.len())
+            .sum()
+    };
+    assert!(tasks(&deepest) <= tasks(&deep) + 64, "{}", tasks(&deepest));
+    assert!(tasks(&deep) > 40 * tasks(&small));
+    // a middle part's forward: 131,072 layers against 10 of the 80-layer model's
+    let ratio = deepest.costs.parts[3].f.cost.compute / small.costs.parts[3].f.cost.compute;
+    assert!((ratio / 13_107.2 - 1.0).abs() < 1e-9, "{ratio}");
+    let flops = deepest.report.model_flops_per_token / small.report.model_flops_per_token;
+    assert!(flops > 10_000.0 && flops.is_finite(), "{flops}");
+    assert!(deepest.report.step_time_s > 10_000.0 * small.report.step_time_s);
+}
+
+#[test]
+fn a_million_experts_are_arithmetic_not_work() {
+    // DeepSeek-V3 with 1,048,576 shared experts, routed experts and experts per token: the
+    // experts' weights and tokens grow a million-fold, the cost tables do not
+    let spec = shipped_with(
+        "deepseek-v3-h800-pp16-ep64",
+        "routed_experts = 256\nexperts_per_token = 8\nshared_experts = 1",
+        "routed_experts = 1048576\nexperts_per_token = 1048576\nshared_experts = 1048576",
+    );
+    let base = load("deepseek-v3-h800-pp16-ep64");
+    let plan = crate::dualpipe(16, 120).expect("builds");
+    let e = evaluate(&spec, &plan).expect("evaluates");
+    let usual = evaluate(&base, &plan).expect("evaluates");
+    for (part, before) in e.costs.parts.iter().zip(&usual.costs.parts) {
+        assert_eq!(part.f.chain.len(), before.f.chain.len());
+        assert!(part.sync.buckets.len() <= 2);
+    }
+    // a middle part holds four MoE layers of a million shared experts: 1.8·10¹⁴ dense weights
+    // in 1.4 million buckets, counted
+    let middle = &e.costs.parts[8];
+    assert!(middle.dense_params > 1e14);
+    assert!(middle.sync.bucket_count() > 1e6);
+    assert!(e.report.step_time_s.is_finite());
+    assert!(e.report.step_time_s > 1000.0 * usual.report.step_time_s);
+}
