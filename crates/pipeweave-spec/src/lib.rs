@@ -27,7 +27,7 @@ pub use memory::{
     MemoryUse, rank_activation_unit, rank_activation_working, rank_buffers, rank_memory,
     rank_state, rank_weights,
 };
-pub use model::{active_parameters, flops_per_token, total_parameters};
+pub use model::{active_parameters, costed_layers, flops_per_token, total_parameters};
 pub use parse::parse;
 pub use schedule::{ActionCost, Task, TaskKind};
 pub use spec::{

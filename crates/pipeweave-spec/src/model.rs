@@ -434,6 +434,15 @@ pub(crate) fn layer_chunks(spec: &Spec, start: u64, end: u64, chunk: u64) -> Vec
     out
 }
 
+/// How many layers, or chunks of them, a cost table of `spec` costs one by one (for the searches'
+/// estimates of their own work): at most about [`MAX_LAYER_CHUNKS`] whatever the model's depth.
+pub fn costed_layers(spec: &Spec) -> u64 {
+    let m = &spec.model;
+    let dense = m.moe.map_or(0, |moe| moe.dense_layers.min(m.layers));
+    let chunk = chunk_size(spec);
+    dense.div_ceil(chunk) + (m.layers - dense).div_ceil(chunk) + m.mtp_depth
+}
+
 /// Model FLOPs of one token through the whole model, forward and backward: every layer's and the
 /// head's F + I + W, causal attention, no recomputation, multi-token prediction left out (as
 /// DeepSeek counts it).
