@@ -220,14 +220,16 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
         .map(|part| part.sync.bucket_count())
         .sum();
     let one_by_one = buckets <= BUCKETS_ONE_BY_ONE;
+    // per stage: the window of its last W and of its last B (a stage lives on one rank), found
+    // by index, since a rank may host tens of thousands of stages
+    let stages_n = plan.num_stages() as usize;
+    let mut last_w: Vec<Option<(f64, f64)>> = vec![None; stages_n];
+    let mut last_b: Vec<Option<(f64, f64)>> = vec![None; stages_n];
     for r in 0..plan.ranks() {
         let program = plan.program(r);
         let intervals = &timing.intervals[r as usize];
         let mut rs = RankStep::default();
         let mut free = 0.0f64;
-        // per hosted stage: the window of its last gradient-producing action (W first, else B)
-        let mut last_w: Vec<(u32, f64, f64)> = Vec::new();
-        let mut last_b: Vec<(u32, f64, f64)> = Vec::new();
         for (a, iv) in program.iter().zip(intervals) {
             let cost = match *a {
                 Action::One(op) => costs.op_cost(op),
@@ -255,11 +257,8 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
                     Kind::B => Some(&mut last_b),
                     _ => None,
                 };
-                if let Some(list) = slot {
-                    match list.iter_mut().find(|(s, _, _)| *s == op.stage) {
-                        Some(x) => *x = (op.stage, iv.start, iv.end),
-                        None => list.push((op.stage, iv.start, iv.end)),
-                    }
+                if let Some(x) = slot.and_then(|list| list.get_mut(op.stage as usize)) {
+                    *x = Some((iv.start, iv.end));
                 }
             }
             let ready = free.max(local).max(computed);
@@ -280,11 +279,9 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
             let Some(part) = costs.parts.get(q) else {
                 continue;
             };
-            let window = last_w
-                .iter()
-                .chain(&last_b)
-                .find(|(s, _, _)| *s == stage)
-                .map_or((free, free), |&(_, s, e)| (s, e));
+            // the window of its last gradient-producing action: its last W, else its last B
+            let at = |list: &[Option<(f64, f64)>]| list.get(stage as usize).copied().flatten();
+            let window = at(&last_w).or(at(&last_b)).unwrap_or((free, free));
             let (start, end) = if t.overlap_grad_reduce {
                 window
             } else {
