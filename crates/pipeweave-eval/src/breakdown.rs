@@ -11,8 +11,9 @@
 //!   free, local inputs, remote inputs' end)`;
 //! - **exposed data-parallel communication**: the gradient buckets of every stage the rank hosts
 //!   are complete along the stage's last gradient-producing action (its last W, or B, or pair
-//!   with a B); they queue in order on the rank's data-parallel channel; what runs after the
-//!   rank's last action is exposed (all of it without `overlap_grad_reduce`); then the parameter
+//!   with a B); they queue in order on the rank's data-parallel channel
+//!   ([`pipeweave_spec::channel_end`]: bucket by bucket, or counted in closed form when a step
+//!   holds too many to list); what runs after the rank's last action is exposed (all of it without `overlap_grad_reduce`); then the parameter
 //!   all-gather after the optimizer (its first bucket with `overlap_param_gather`, the slowest
 //!   rank's for the whole step);
 //! - the **optimizer** step of the rank's shards;
@@ -27,7 +28,7 @@
 
 use pipeweave_plan::{Action, Kind, Op, Plan, Timing};
 use pipeweave_sim::CostModel;
-use pipeweave_spec::{CostTable, Spec};
+use pipeweave_spec::{BUCKETS_ONE_BY_ONE, CostTable, Spec, StageBuckets, channel_end};
 use serde::Serialize;
 
 /// Where a rank's step goes, in seconds; the terms add up to the step time.
@@ -212,14 +213,23 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
     let t = &spec.training;
     let mut ranks = Vec::with_capacity(plan.ranks() as usize);
     let mut gather: f64 = 0.0;
+    // every bucket of the step listed and folded, unless there are too many to list
+    let buckets: f64 = (0..plan.ranks())
+        .flat_map(|r| plan.stages_on_rank(r))
+        .filter_map(|&stage| costs.parts.get(costs.part_of(stage)))
+        .map(|part| part.sync.bucket_count())
+        .sum();
+    let one_by_one = buckets <= BUCKETS_ONE_BY_ONE;
+    // per stage: the window of its last W and of its last B (a stage lives on one rank), found
+    // by index, since a rank may host tens of thousands of stages
+    let stages_n = plan.num_stages() as usize;
+    let mut last_w: Vec<Option<(f64, f64)>> = vec![None; stages_n];
+    let mut last_b: Vec<Option<(f64, f64)>> = vec![None; stages_n];
     for r in 0..plan.ranks() {
         let program = plan.program(r);
         let intervals = &timing.intervals[r as usize];
         let mut rs = RankStep::default();
         let mut free = 0.0f64;
-        // per hosted stage: the window of its last gradient-producing action (W first, else B)
-        let mut last_w: Vec<(u32, f64, f64)> = Vec::new();
-        let mut last_b: Vec<(u32, f64, f64)> = Vec::new();
         for (a, iv) in program.iter().zip(intervals) {
             let cost = match *a {
                 Action::One(op) => costs.op_cost(op),
@@ -247,11 +257,8 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
                     Kind::B => Some(&mut last_b),
                     _ => None,
                 };
-                if let Some(list) = slot {
-                    match list.iter_mut().find(|(s, _, _)| *s == op.stage) {
-                        Some(x) => *x = (op.stage, iv.start, iv.end),
-                        None => list.push((op.stage, iv.start, iv.end)),
-                    }
+                if let Some(x) = slot.and_then(|list| list.get_mut(op.stage as usize)) {
+                    *x = Some((iv.start, iv.end));
                 }
             }
             let ready = free.max(local).max(computed);
@@ -261,8 +268,8 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
             free = iv.end;
         }
         rs.end = free;
-        // the gradient buckets of every hosted stage, in the order they are complete
-        let mut buckets: Vec<(f64, f64)> = Vec::new();
+        // the gradient buckets of every hosted stage, each stage's spread over its window
+        let mut stages: Vec<StageBuckets> = Vec::new();
         let mut optimizer = 0.0;
         let mut dp_bytes = 0.0;
         let mut first_gather = None;
@@ -272,19 +279,19 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
             let Some(part) = costs.parts.get(q) else {
                 continue;
             };
-            let window = last_w
-                .iter()
-                .chain(&last_b)
-                .find(|(s, _, _)| *s == stage)
-                .map_or((free, free), |&(_, s, e)| (s, e));
-            for &(share, dur) in &part.sync.buckets {
-                let ready = if t.overlap_grad_reduce {
-                    window.0 + share * (window.1 - window.0)
-                } else {
-                    free
-                };
-                buckets.push((ready, dur));
-            }
+            // the window of its last gradient-producing action: its last W, else its last B
+            let at = |list: &[Option<(f64, f64)>]| list.get(stage as usize).copied().flatten();
+            let window = at(&last_w).or(at(&last_b)).unwrap_or((free, free));
+            let (start, end) = if t.overlap_grad_reduce {
+                window
+            } else {
+                (free, free)
+            };
+            stages.push(StageBuckets {
+                start,
+                end,
+                sync: &part.sync,
+            });
             optimizer += part.sync.optimizer;
             dp_bytes += part.sync.bytes;
             all_gather += part.sync.gather_all;
@@ -292,10 +299,7 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
                 first_gather = Some(part.sync.gather_first);
             }
         }
-        buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let channel = buckets
-            .iter()
-            .fold(0.0f64, |ch, &(ready, dur)| ch.max(ready) + dur);
+        let channel = channel_end(&stages, one_by_one);
         rs.breakdown.exposed_dp_s = (channel - free).max(0.0);
         rs.breakdown.optimizer_s = optimizer;
         rs.volumes.dp = dp_bytes;

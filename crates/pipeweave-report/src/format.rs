@@ -14,13 +14,18 @@ pub fn format_time(t: f64) -> String {
     }
 }
 
-/// Seconds for people: `1.234 s`, `56.7 ms`, `12.3 µs`.
+/// Seconds for people: `1.234 s`, `56.7 ms`, `12.3 µs`, and from a million seconds (eleven
+/// days) on with an exponent, `2.365e15 s`.
 ///
 /// The one rule for every duration in seconds: a fixed number of decimals per unit, so the
-/// figures of a column line up and read alike in every view (tables, timelines, tooltips).
+/// figures of a column line up and read alike in every view (tables, timelines, tooltips). A spec
+/// in range may still describe a step of years (a bucket of one parameter, a million layers):
+/// its sixteen digits and three decimals would say nothing more than four significant ones do.
 pub fn seconds(s: f64) -> String {
     let a = s.abs();
-    if a >= 1.0 {
+    if a >= 1e6 {
+        format!("{s:.3e} s")
+    } else if a >= 1.0 {
         format!("{s:.3} s")
     } else if a >= 1e-3 || a == 0.0 {
         format!("{:.1} ms", s * 1e3)
@@ -142,6 +147,21 @@ mod tests {
         assert_eq!(format_time(66.0), "66");
         assert_eq!(format_time(0.125), "0.125");
         assert_eq!(format_time(1.0 / 3.0), "0.3333");
+    }
+
+    #[test]
+    fn seconds_in_their_unit_and_beyond_any_sense_with_an_exponent() {
+        assert_eq!(seconds(1.2345), "1.234 s");
+        assert_eq!(seconds(0.0567), "56.7 ms");
+        assert_eq!(seconds(0.0), "0.0 ms");
+        assert_eq!(seconds(12.3e-6), "12.3 µs");
+        assert_eq!(seconds(999_999.999), "999999.999 s");
+        assert_eq!(seconds(-42.0), "-42.000 s");
+        // a step the audit saw printed as `2365070921731570.500 s`
+        assert_eq!(seconds(2_365_070_921_731_570.5), "2.365e15 s");
+        assert_eq!(seconds(1e6), "1.000e6 s");
+        assert_eq!(seconds(-3.5e7), "-3.500e7 s");
+        assert_eq!(seconds(f64::INFINITY), "inf s");
     }
 
     #[test]

@@ -20,6 +20,8 @@
 use crate::hardware::Key;
 use crate::spec::{PlacementOrder, Spec};
 
+mod spread;
+
 /// One kind of link: achievable bytes per second and the latency of a message in seconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Link {
@@ -156,22 +158,18 @@ pub fn gpu_index(spec: &Spec, pp_rank: u64, dp_rank: u64, tp_rank: u64) -> u64 {
     }
 }
 
-/// The spread of the GPUs of pipeline ranks `ranks` at data ranks `dp_ranks` (tensor rank 0).
-pub fn spread_of(
-    spec: &Spec,
-    ranks: &[u32],
-    dp_ranks: impl Iterator<Item = u64> + Clone,
-) -> Spread {
+/// The spread of the GPUs of pipeline ranks `ranks` at data ranks `0, step, 2·step, …` (`count`
+/// of them), tensor rank 0: counted from the progressions the placement makes of them
+/// ([`Spread::of_progressions`]), never listed, so that a data-parallel group of a million GPUs
+/// costs what one of eight does.
+pub fn spread_of(spec: &Spec, ranks: &[u32], step: u64, count: u64) -> Spread {
     let gpn = u64::from(spec.cluster.gpus_per_node);
-    let members: Vec<u64> = ranks
+    let offsets: Vec<u64> = ranks
         .iter()
-        .flat_map(|&r| {
-            dp_ranks
-                .clone()
-                .map(move |d| gpu_index(spec, u64::from(r), d, 0))
-        })
+        .map(|&r| gpu_index(spec, u64::from(r), 0, 0))
         .collect();
-    Spread::of(&members, gpn)
+    let stride = gpu_index(spec, 0, step, 0) - gpu_index(spec, 0, 0, 0);
+    Spread::of_progressions(&offsets, stride, count, gpn)
 }
 
 /// Bytes and seconds of one dispatch or combine of a micro-batch's tokens on one GPU moving
@@ -194,7 +192,7 @@ pub fn all_to_all(spec: &Spec, links: &Links, bytes: f64) -> (f64, f64, f64) {
     let tokens = spec.training.tokens_per_microbatch() / f64::from(spec.parallelism.tp);
     let h = spec.model.hidden as f64;
     let k = moe.experts_per_token as f64;
-    let spread = spread_of(spec, &[0], 0..u64::from(ep));
+    let spread = spread_of(spec, &[0], 1, u64::from(ep));
     let (nodes, per_node) = (spread.nodes, spread.per_node);
     let nvlink_share = (per_node - 1.0) / per_node;
     let nvlink = tokens * k * h * bytes * nvlink_share;

@@ -16,6 +16,13 @@
 //! from the GPU table. Standard attention's batched GEMMs run at the GEMM efficiency of the
 //! activation format.
 //!
+//! **Many layers**: up to 4,096 layers (every shipped spec) each layer is its own tasks; a deeper
+//! model is costed in chunks of `⌈layers / 4096⌉` consecutive alike layers, each one task of each
+//! kind as long as its layers' together ([`model::layer_chunks`]), so that a part's chains, and
+//! the time to cost and schedule them, stay the same from four thousand layers to a million. A
+//! lone action's time is the same sum; an overlapped pair interleaves its two halves chunk by
+//! chunk instead of layer by layer.
+//!
 //! **Communication** ([`crate::comm`]): a dispatch or combine moves a micro-batch's tokens to
 //! their experts (forward: dispatch in `moe.dispatch_dtype`, combine in the activation format;
 //! backward: the combine's gradient travels like a dispatch, in `dispatch_dtype`, the dispatch's
@@ -51,6 +58,7 @@ use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::{Kind, Op, Plan};
 use pipeweave_sim::CostModel;
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 
 /// Bytes one GPU sends in one action, by kind.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -129,9 +137,10 @@ pub struct CostTable {
     links: Links,
     /// The rate compute keeps while communication runs beside it.
     rate_shared: f64,
-    /// Overlapped pairs already costed, by (forward part, backward part, backward is I); sized on
-    /// first use.
-    pairs: RefCell<Vec<Option<ActionCost>>>,
+    /// Overlapped pairs already costed, by (forward part, backward part, backward is I): only
+    /// the pairs a plan has (a table of every two parts would hold parts² entries, billions at
+    /// tens of thousands of parts).
+    pairs: RefCell<BTreeMap<(usize, usize, bool), ActionCost>>,
 }
 
 /// Compute throughputs of one GPU: FLOP/s of the linear layers and of the attention kernel
@@ -300,9 +309,13 @@ impl Builder<'_> {
         pass.chain.push(Task::compute(self.rates.time(w)));
     }
 
-    fn tp_block(&self, pass: &mut Pass, body: impl FnOnce(&Self, &mut Pass)) {
-        let (before, after) = self.tp.around();
-        pass.volume.tp += self.tp.bytes();
+    /// A block's collectives around `body`, for `times` layers alike.
+    fn tp_block(&self, pass: &mut Pass, times: f64, body: impl FnOnce(&Self, &mut Pass)) {
+        let (mut before, mut after) = self.tp.around();
+        for t in before.iter_mut().chain(after.iter_mut()) {
+            t.dur *= times;
+        }
+        pass.volume.tp += self.tp.bytes() * times;
         if self.overlap_tp {
             pass.side.extend(before);
             body(self, pass);
@@ -314,48 +327,50 @@ impl Builder<'_> {
         }
     }
 
-    fn a2a(&self, pass: &mut Pass, which: usize) {
+    fn a2a(&self, pass: &mut Pass, which: usize, times: f64) {
         let (dur, bytes) = self.a2a[which];
         if dur > 0.0 {
             pass.chain.push(Task {
                 kind: TaskKind::AllToAll,
-                dur,
+                dur: dur * times,
             });
-            pass.volume.all_to_all += bytes;
+            pass.volume.all_to_all += bytes * times;
         }
     }
 
-    /// A layer's forward.
-    fn forward(&self, pass: &mut Pass, l: &model::Layer) {
-        self.tp_block(pass, |b, p| b.compute(p, &l.attn.f));
-        self.tp_block(pass, |b, p| {
+    /// The forward of `times` layers alike `l` (a chunk of them, [`model::layer_chunks`]: one task
+    /// of each kind where each layer has one, `times` as long).
+    fn forward(&self, pass: &mut Pass, (l, times): (&model::Layer, f64)) {
+        self.tp_block(pass, times, |b, p| b.compute(p, &l.attn.f.times(times)));
+        self.tp_block(pass, times, |b, p| {
             if l.moe {
-                b.a2a(p, 0);
-                b.compute(p, &l.mlp.f);
-                b.a2a(p, 1);
+                b.a2a(p, 0, times);
+                b.compute(p, &l.mlp.f.times(times));
+                b.a2a(p, 1, times);
             } else {
-                b.compute(p, &l.mlp.f);
+                b.compute(p, &l.mlp.f.times(times));
             }
         });
     }
 
-    /// A layer's backward: with `weights`, B (I and W together), else I.
-    fn backward(&self, pass: &mut Pass, l: &model::Layer, weights: bool) {
+    /// The backward of `times` layers alike `l`: with `weights`, B (I and W together), else I.
+    fn backward(&self, pass: &mut Pass, (l, times): (&model::Layer, f64), weights: bool) {
         if self.full {
             // Full recomputation runs the layer's forward again, all-to-all included, first.
-            self.forward(pass, l);
+            self.forward(pass, (l, times));
         }
-        let work = |blk: &model::Block| if weights { blk.i.plus(blk.w) } else { blk.i };
-        self.tp_block(pass, |b, p| {
+        let work =
+            |blk: &model::Block| if weights { blk.i.plus(blk.w) } else { blk.i }.times(times);
+        self.tp_block(pass, times, |b, p| {
             if l.moe {
-                b.a2a(p, 2);
+                b.a2a(p, 2, times);
                 b.compute(p, &work(&l.mlp));
-                b.a2a(p, 3);
+                b.a2a(p, 3, times);
             } else {
                 b.compute(p, &work(&l.mlp));
             }
         });
-        self.tp_block(pass, |b, p| b.compute(p, &work(&l.attn)));
+        self.tp_block(pass, times, |b, p| b.compute(p, &work(&l.attn)));
     }
 
     fn finish(&self, mut pass: Pass) -> Pass {
@@ -396,8 +411,9 @@ impl CostTable {
         let ranges = model::part_layers(spec);
         let last = ranges.len().saturating_sub(1);
         let mut parts = Vec::with_capacity(ranges.len());
+        let chunk = model::chunk_size(spec);
         for (q, &(start, end)) in ranges.iter().enumerate() {
-            let layers: Vec<model::Layer> = (start..end).map(|i| model::layer(spec, i)).collect();
+            let layers = model::layer_chunks(spec, start, end, chunk);
             let mtp: Vec<model::Layer> = if q == last {
                 (0..spec.model.mtp_depth)
                     .map(|k| model::layer(spec, spec.model.layers + k))
@@ -426,7 +442,7 @@ impl CostTable {
                 / f64::from(spec.parallelism.tp),
             links,
             rate_shared,
-            pairs: RefCell::new(Vec::new()),
+            pairs: RefCell::new(BTreeMap::new()),
         })
     }
 
@@ -437,20 +453,16 @@ impl CostTable {
 
     /// What an overlapped pair costs.
     pub fn pair_cost(&self, f: Op, b: Op) -> ActionCost {
-        let n = self.parts.len();
-        let key = (self.part_of(f.stage) * n + self.part_of(b.stage)) * 2
-            + usize::from(b.kind == Kind::I);
-        if let Some(Some(c)) = self.pairs.borrow().get(key) {
+        let key = (
+            self.part_of(f.stage),
+            self.part_of(b.stage),
+            b.kind == Kind::I,
+        );
+        if let Some(c) = self.pairs.borrow().get(&key) {
             return *c;
         }
         let cost = self.pair_cost_uncached(f, b);
-        let mut cache = self.pairs.borrow_mut();
-        if cache.is_empty() {
-            cache.resize(2 * n * n, None);
-        }
-        if let Some(slot) = cache.get_mut(key) {
-            *slot = Some(cost);
-        }
+        self.pairs.borrow_mut().insert(key, cost);
         cost
     }
 
@@ -542,7 +554,7 @@ impl Builder<'_> {
         &self,
         q: usize,
         range: (u64, u64),
-        layers: &[model::Layer],
+        layers: &[(model::Layer, f64)],
         mtp: &[model::Layer],
         head: &model::Head,
         plan: &Plan,
@@ -564,20 +576,20 @@ impl Builder<'_> {
         let mut dense = 0.0;
         let mut expert = 0.0;
         let full = t.recompute == Recompute::Full;
-        let mut keep = |l: &model::Layer| {
+        let mut keep = |l: &model::Layer, n: f64| {
             if full {
-                activation_bytes += l.input_bytes;
+                activation_bytes += l.input_bytes * n;
                 working = working.max(l.activation_bytes);
             } else {
-                activation_bytes += l.activation_bytes;
+                activation_bytes += l.activation_bytes * n;
             }
         };
-        for l in layers.iter() {
-            self.forward(&mut f, l);
-            w_work = w_work.plus(l.attn.w).plus(l.mlp.w);
-            keep(l);
-            dense += l.dense_params;
-            expert += l.expert_params;
+        for &(ref l, n) in layers {
+            self.forward(&mut f, (l, n));
+            w_work = w_work.plus(l.attn.w.times(n)).plus(l.mlp.w.times(n));
+            keep(l, n);
+            dense += l.dense_params * n;
+            expert += l.expert_params * n;
         }
         if last {
             self.compute(&mut f, &head.f);
@@ -585,14 +597,14 @@ impl Builder<'_> {
             dense += head.params;
             for l in mtp {
                 self.compute(&mut f, &proj_work);
-                self.forward(&mut f, l);
+                self.forward(&mut f, (l, 1.0));
                 self.compute(&mut f, &head.f);
                 w_work = w_work
                     .plus(l.attn.w)
                     .plus(l.mlp.w)
                     .plus(proj_work)
                     .plus(head.w);
-                keep(l);
+                keep(l, 1.0);
                 dense += l.dense_params + proj;
                 expert += l.expert_params;
             }
@@ -606,7 +618,7 @@ impl Builder<'_> {
             if last {
                 for l in mtp.iter().rev() {
                     self.compute(pass, &if weights { head.i.plus(head.w) } else { head.i });
-                    self.backward(pass, l, weights);
+                    self.backward(pass, (l, 1.0), weights);
                     let pw = if weights { 2.0 } else { 1.0 };
                     self.compute(
                         pass,
@@ -618,8 +630,8 @@ impl Builder<'_> {
                 }
                 self.compute(pass, &if weights { head.i.plus(head.w) } else { head.i });
             }
-            for l in layers.iter().rev() {
-                self.backward(pass, l, weights);
+            for &(ref l, n) in layers.iter().rev() {
+                self.backward(pass, (l, n), weights);
             }
         }
         let mut w = Pass::default();

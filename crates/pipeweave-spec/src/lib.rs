@@ -27,14 +27,14 @@ pub use memory::{
     MemoryUse, rank_activation_unit, rank_activation_working, rank_buffers, rank_memory,
     rank_state, rank_weights,
 };
-pub use model::{active_parameters, flops_per_token, total_parameters};
+pub use model::{active_parameters, costed_layers, flops_per_token, total_parameters};
 pub use parse::parse;
 pub use schedule::{ActionCost, Task, TaskKind};
 pub use spec::{
     Attention, Cluster, Dtype, Fp8Kernel, Measured, MicrobatchRule, Mla, Mlp, Model, Moe,
     Parallelism, PlacementOrder, Recompute, Spec, Training, Zero2Pipeline,
 };
-pub use sync::GradSync;
+pub use sync::{BUCKETS_ONE_BY_ONE, Buckets, GradSync, StageBuckets, channel_end};
 
 /// The spec every command uses without `--spec`: a dense 70B model (Llama 3 70B's shape) at PP 8
 /// on 1,024 H100 GPUs (`specs/dense-70b-h100-pp8.toml`), chosen because P = 8 is where the

@@ -41,6 +41,16 @@ pub(crate) struct Work {
 }
 
 impl Work {
+    /// The work of `k` passes alike (`k = 1` gives the work itself, to the bit).
+    pub fn times(self, k: f64) -> Work {
+        Work {
+            gemm: self.gemm * k,
+            attn_fwd: self.attn_fwd * k,
+            attn_bwd: self.attn_bwd * k,
+            bytes: self.bytes * k,
+        }
+    }
+
     pub fn plus(self, o: Work) -> Work {
         Work {
             gemm: self.gemm + o.gemm,
@@ -388,14 +398,59 @@ pub(crate) fn part_layers(spec: &Spec) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// A model cut into more layers than this is costed in chunks of consecutive alike layers, at
+/// most about this many in all ([`layer_chunks`]).
+pub(crate) const MAX_LAYER_CHUNKS: u64 = 4096;
+
+/// Consecutive layers costed together: up to [`MAX_LAYER_CHUNKS`] layers one by one (every
+/// shipped spec: its figures are those of a loop over the layers, to the bit), beyond that
+/// `⌈layers / MAX_LAYER_CHUNKS⌉` at a time, so that costing a model takes the same time at a
+/// million layers as at four thousand.
+pub(crate) fn chunk_size(spec: &Spec) -> u64 {
+    spec.model.layers.div_ceil(MAX_LAYER_CHUNKS).max(1)
+}
+
+/// Layers `[start, end)` as chunks of alike layers, in order: one layer's cost and how many
+/// layers the chunk holds (at most `chunk`). Layers differ only in being dense or MoE, so a
+/// chunk never mixes the two.
+pub(crate) fn layer_chunks(spec: &Spec, start: u64, end: u64, chunk: u64) -> Vec<(Layer, f64)> {
+    let dense_end = spec
+        .model
+        .moe
+        .map_or(end, |moe| moe.dense_layers.clamp(start, end));
+    let mut out = Vec::new();
+    for (a, b) in [(start, dense_end), (dense_end, end)] {
+        if a >= b {
+            continue;
+        }
+        let l = layer(spec, a);
+        let mut at = a;
+        while at < b {
+            let n = chunk.max(1).min(b - at);
+            out.push((l, n as f64));
+            at += n;
+        }
+    }
+    out
+}
+
+/// How many layers, or chunks of them, a cost table of `spec` costs one by one (for the searches'
+/// estimates of their own work): at most about [`MAX_LAYER_CHUNKS`] whatever the model's depth.
+pub fn costed_layers(spec: &Spec) -> u64 {
+    let m = &spec.model;
+    let dense = m.moe.map_or(0, |moe| moe.dense_layers.min(m.layers));
+    let chunk = chunk_size(spec);
+    dense.div_ceil(chunk) + (m.layers - dense).div_ceil(chunk) + m.mtp_depth
+}
+
 /// Model FLOPs of one token through the whole model, forward and backward: every layer's and the
 /// head's F + I + W, causal attention, no recomputation, multi-token prediction left out (as
 /// DeepSeek counts it).
 pub fn flops_per_token(spec: &Spec) -> f64 {
     let tp = f64::from(spec.parallelism.tp);
     let mut per_mb = 0.0;
-    for i in 0..spec.model.layers {
-        per_mb += layer(spec, i).model_flops;
+    for (l, n) in layer_chunks(spec, 0, spec.model.layers, chunk_size(spec)) {
+        per_mb += l.model_flops * n;
     }
     per_mb += 3.0 * head(spec).f.gemm;
     per_mb * tp / spec.training.tokens_per_microbatch()
@@ -405,13 +460,17 @@ pub fn flops_per_token(spec: &Spec) -> f64 {
 pub fn total_parameters(spec: &Spec) -> f64 {
     let tp = f64::from(spec.parallelism.tp);
     let ep = f64::from(spec.parallelism.ep);
+    let m = &spec.model;
     let mut n = 0.0;
-    for i in 0..spec.model.layers + spec.model.mtp_depth {
+    for (l, k) in layer_chunks(spec, 0, m.layers, chunk_size(spec)) {
+        n += (l.dense_params * tp + l.expert_params * tp * ep) * k;
+    }
+    for i in m.layers..m.layers + m.mtp_depth {
         let l = layer(spec, i);
         n += l.dense_params * tp + l.expert_params * tp * ep;
     }
-    let h = spec.model.hidden as f64;
-    n += spec.model.mtp_depth as f64 * 2.0 * h * h;
+    let h = m.hidden as f64;
+    n += m.mtp_depth as f64 * 2.0 * h * h;
     n + embedding_params(spec) * tp + head(spec).params * tp
 }
 
@@ -421,9 +480,8 @@ pub fn active_parameters(spec: &Spec) -> f64 {
     let h = m.hidden as f64;
     let attn = attention(spec).weights;
     let mut n = 0.0;
-    for i in 0..m.layers {
-        n += attn;
-        n += match m.moe.filter(|moe| i >= moe.dense_layers) {
+    for (l, k) in layer_chunks(spec, 0, m.layers, chunk_size(spec)) {
+        let mlp = match m.moe.filter(|_| l.moe) {
             Some(moe) => {
                 let e = mlp_weights(m.mlp, h, moe.expert_ffn as f64);
                 h * moe.routed_experts as f64
@@ -431,6 +489,8 @@ pub fn active_parameters(spec: &Spec) -> f64 {
             }
             None => mlp_weights(m.mlp, h, m.ffn as f64),
         };
+        n += attn * k;
+        n += mlp * k;
     }
     n + (m.vocab * m.hidden) as f64
 }

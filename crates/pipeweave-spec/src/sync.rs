@@ -31,9 +31,9 @@ use pipeweave_plan::Plan;
 /// One part's data-parallel synchronisation and optimizer step on one GPU.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct GradSync {
-    /// Gradient buckets in the order they are complete: (share of the part's last
-    /// gradient-producing action done by then, seconds of its collective).
-    pub buckets: Vec<(f64, f64)>,
+    /// Gradient buckets, dense then expert: each kind's are alike and spread evenly over the
+    /// part's last gradient-producing action, so they are kept as a count, never listed.
+    pub buckets: Vec<Buckets>,
     /// Seconds of the parameter all-gather after the optimizer (ZeRO ≥ 1): its first bucket, and
     /// all of it.
     pub gather_first: f64,
@@ -49,12 +49,29 @@ pub struct GradSync {
     pub shard_expert: f64,
 }
 
+/// The gradient buckets of one kind of weight: `count` buckets of `seconds` each, the k-th
+/// (from 1) complete once k / `count` of the part's last gradient-producing action has run.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Buckets {
+    /// How many (a whole number; a float, since a spec may ask for more than any integer holds).
+    pub count: f64,
+    /// Seconds of each one's collective.
+    pub seconds: f64,
+}
+
+impl GradSync {
+    /// Buckets of both kinds.
+    pub fn bucket_count(&self) -> f64 {
+        self.buckets.iter().map(|b| b.count).sum()
+    }
+}
+
 /// The collectives of one kind of weight (dense or expert): per bucket, and for the gather.
 struct Plan1 {
     bucket: f64,
     gather: f64,
     bytes_per_bucket: f64,
-    buckets: usize,
+    buckets: f64,
     shard: f64,
 }
 
@@ -63,7 +80,8 @@ fn collectives(
     spec: &Spec,
     links: &Links,
     hosts: &[u32],
-    dp_ranks: &[u64],
+    dp_step: u64,
+    dp_count: u64,
     params: f64,
     bucket_params: f64,
 ) -> Option<Plan1> {
@@ -75,9 +93,9 @@ fn collectives(
     let per = params / buckets;
     let grad = per * t.grad_reduce_dtype.bytes();
     let weights = per * t.param_dtype.bytes();
-    let all = spread_of(spec, hosts, dp_ranks.iter().copied());
-    let own = spread_of(spec, &hosts[..1], dp_ranks.iter().copied());
-    let copies = spread_of(spec, hosts, std::iter::once(dp_ranks[0]));
+    let all = spread_of(spec, hosts, dp_step, dp_count);
+    let own = spread_of(spec, &hosts[..1], dp_step, dp_count);
+    let copies = spread_of(spec, hosts, dp_step, 1);
     let separate = hosts.len() > 1 && !t.optimizer_shared_across_copies;
     let (bucket, gather, bytes, shard) = if t.zero_stage == 0 {
         let m = all.members();
@@ -111,7 +129,7 @@ fn collectives(
         bucket,
         gather,
         bytes_per_bucket: bytes,
-        buckets: buckets as usize,
+        buckets,
         shard,
     })
 }
@@ -149,12 +167,9 @@ pub(crate) fn grad_sync(
     }
     let dp = u64::from(spec.parallelism.dp.max(1));
     let ep = u64::from(spec.parallelism.ep.max(1));
-    let dense_ranks: Vec<u64> = (0..dp).collect();
-    let expert_ranks: Vec<u64> = (0..(dp / ep).max(1)).map(|k| k * ep).collect();
     let bucket = spec.grad_bucket_params();
-    let d = collectives(spec, links, &hosts, &dense_ranks, dense, bucket);
-    let e = collectives(spec, links, &hosts, &expert_ranks, expert, bucket);
-    let mut buckets = Vec::new();
+    let d = collectives(spec, links, &hosts, 1, dp, dense, bucket);
+    let e = collectives(spec, links, &hosts, ep, (dp / ep).max(1), expert, bucket);
     let mut out = GradSync {
         shard_dense: 1.0,
         shard_expert: 1.0,
@@ -170,22 +185,194 @@ pub(crate) fn grad_sync(
             continue;
         };
         let n = p.buckets;
-        for k in 0..n {
-            buckets.push(((k + 1) as f64 / n as f64, p.bucket));
-        }
+        out.buckets.push(Buckets {
+            count: n,
+            seconds: p.bucket,
+        });
         out.gather_first = if out.gather_first > 0.0 {
             out.gather_first
         } else {
             p.gather
         };
-        out.gather_all += p.gather * n as f64;
-        out.bytes += p.bytes_per_bucket * n as f64;
+        out.gather_all += p.gather * n;
+        out.bytes += p.bytes_per_bucket * n;
         *shard = p.shard;
         opt_bytes += params / p.shard * per_shard + params * per_weight;
     }
-    buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
-    out.buckets = buckets;
     let hbm = spec.cluster.figure(Key::HbmGbps) * 1e9 * spec.cluster.figure(Key::HbmEfficiency);
     out.optimizer = if hbm > 0.0 { opt_bytes / hbm } else { 0.0 };
     out
 }
+
+/// The most buckets a step's data-parallel channels fold one by one (see [`channel_end`]): every
+/// shipped spec's steps hold fewer, a few thousand at most.
+pub const BUCKETS_ONE_BY_ONE: f64 = 65_536.0;
+
+/// One hosted stage's buckets on a rank's data-parallel channel: they complete evenly over
+/// `[start, end]`, the window of the stage's last gradient-producing action (a point when they
+/// wait for the rank's last action instead).
+#[derive(Debug, Clone, Copy)]
+pub struct StageBuckets<'a> {
+    /// When the window starts, in seconds.
+    pub start: f64,
+    /// When it ends.
+    pub end: f64,
+    /// The stage's part's buckets.
+    pub sync: &'a GradSync,
+}
+
+/// When a rank's data-parallel channel is done with the gradient buckets of the stages it hosts
+/// (in the rank's order of stages): the channel reduces one bucket at a time, each once it is
+/// complete and the channel is free, in the order they complete (a tie in the order listed).
+///
+/// With `one_by_one`, and at most [`BUCKETS_ONE_BY_ONE`] buckets, the buckets are listed and
+/// folded in order, as the model states. Otherwise the end is counted in closed form, in time that
+/// grows with the stages and not with their buckets: the channel ends at `max(Σ d, max_b (r_b +
+/// Σ_{r_c ≥ r_b} d_c))` (each bucket b ready at `r_b`, busy `d_b`: the last time the channel waited,
+/// then everything after), and along one kind of buckets of one stage that is linear in the
+/// bucket, so only the kind's first and last buckets and those next to another kind's count.
+/// That is the fold's value exactly (up to rounding) where one kind of buckets is in flight at a
+/// time, as on a dense model, and within one bucket of each kind where a stage's dense and expert
+/// buckets complete together.
+pub fn channel_end(stages: &[StageBuckets], one_by_one: bool) -> f64 {
+    let total: f64 = stages.iter().map(|s| s.sync.bucket_count()).sum();
+    if one_by_one && total <= BUCKETS_ONE_BY_ONE {
+        fold_every_bucket(stages)
+    } else {
+        closed_form(stages)
+    }
+}
+
+/// The fold, bucket by bucket.
+fn fold_every_bucket(stages: &[StageBuckets]) -> f64 {
+    let mut all: Vec<(f64, f64)> = Vec::new();
+    for s in stages {
+        // each stage's buckets in the order they complete, dense before expert on a tie
+        let mut own: Vec<(f64, f64)> = Vec::new();
+        for b in &s.sync.buckets {
+            let n = b.count as u64;
+            for k in 0..n {
+                own.push(((k + 1) as f64 / n as f64, b.seconds));
+            }
+        }
+        own.sort_by(|a, b| a.0.total_cmp(&b.0));
+        all.extend(
+            own.into_iter()
+                .map(|(share, d)| (s.start + share * (s.end - s.start), d)),
+        );
+    }
+    all.sort_by(|a, b| a.0.total_cmp(&b.0));
+    all.iter()
+        .fold(0.0f64, |channel, &(ready, d)| channel.max(ready) + d)
+}
+
+/// One kind of buckets of one stage: `n` of `d` seconds, the k-th (from 0) ready at
+/// `start + (k + 1)/n · width`.
+#[derive(Clone, Copy)]
+struct Run {
+    start: f64,
+    width: f64,
+    n: f64,
+    d: f64,
+}
+
+impl Run {
+    fn ready(&self, k: f64) -> f64 {
+        self.start + (k + 1.0) / self.n * self.width
+    }
+
+    fn first(&self) -> f64 {
+        self.ready(0.0)
+    }
+
+    fn last(&self) -> f64 {
+        self.ready(self.n - 1.0)
+    }
+
+    /// The bucket at or before `t` (clamped to the run).
+    fn at_or_before(&self, t: f64) -> f64 {
+        if self.width <= 0.0 {
+            return 0.0;
+        }
+        ((t - self.start) / self.width * self.n - 1.0)
+            .floor()
+            .clamp(0.0, self.n - 1.0)
+    }
+
+    /// Buckets ready at `t` or later.
+    fn from(&self, t: f64) -> f64 {
+        if t <= self.first() {
+            self.n
+        } else if t > self.last() {
+            0.0
+        } else {
+            // the first bucket with (k + 1)/n · width ≥ t − start
+            let k = ((t - self.start) / self.width * self.n - 1.0)
+                .ceil()
+                .clamp(0.0, self.n - 1.0);
+            self.n - k
+        }
+    }
+}
+
+/// The channel's end counted from the runs of buckets (see [`channel_end`]).
+fn closed_form(stages: &[StageBuckets]) -> f64 {
+    let mut runs: Vec<Run> = stages
+        .iter()
+        .flat_map(|s| {
+            s.sync
+                .buckets
+                .iter()
+                .filter(|b| b.count >= 1.0)
+                .map(|b| Run {
+                    start: s.start,
+                    width: s.end - s.start,
+                    n: b.count,
+                    d: b.seconds,
+                })
+        })
+        .collect();
+    runs.sort_by(|a, b| a.first().total_cmp(&b.first()));
+    // busy time of the runs from i on, and the latest last bucket up to i
+    let mut after = vec![0.0; runs.len() + 1];
+    for i in (0..runs.len()).rev() {
+        after[i] = after[i + 1] + runs[i].n * runs[i].d;
+    }
+    let mut reach = Vec::with_capacity(runs.len());
+    for r in &runs {
+        let before = reach.last().copied().unwrap_or(f64::NEG_INFINITY);
+        reach.push(r.last().max(before));
+    }
+    // t plus the busy time of every bucket ready at t or later
+    let value = |t: f64| {
+        let i = runs.partition_point(|r| r.first() < t);
+        let mut busy = after[i];
+        // runs that started before t and may still have buckets after it (one or two, since a
+        // rank's windows are its own actions, one after another)
+        for j in (0..i).rev() {
+            if reach[j] < t {
+                break;
+            }
+            busy += runs[j].from(t) * runs[j].d;
+        }
+        t + busy
+    };
+    let mut ends: Vec<f64> = runs.iter().flat_map(|r| [r.first(), r.last()]).collect();
+    ends.sort_by(f64::total_cmp);
+    let mut best = after[0];
+    for r in &runs {
+        best = best.max(value(r.first())).max(value(r.last()));
+        // another run's end inside this one: this one's buckets on either side of it
+        let lo = ends.partition_point(|&t| t <= r.first());
+        let hi = ends.partition_point(|&t| t < r.last());
+        for &t in ends.get(lo..hi).unwrap_or(&[]) {
+            let k = r.at_or_before(t);
+            best = best.max(value(r.ready(k)));
+            best = best.max(value(r.ready((k + 1.0).min(r.n - 1.0))));
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests;

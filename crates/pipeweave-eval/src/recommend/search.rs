@@ -2,8 +2,8 @@
 //! counts and the recomputation ladder, and the verdicts that explain the outcome.
 
 use super::{
-    Candidate, M_PER_CONFIG, MAX_M, Recommendation, RejectedShape, SearchSchedule, V_VALUES,
-    Verdict, by_time, family_label, lost_on,
+    Candidate, M_PER_CONFIG, MAX_CANDIDATE_OPS, MAX_M, Recommendation, RejectedShape,
+    SEARCH_BUDGET, SearchSchedule, V_VALUES, Verdict, by_time, family_label, lost_on,
 };
 use crate::compare::Figures;
 use crate::fit::fit_spec;
@@ -49,6 +49,7 @@ fn families(schedules: &[SearchSchedule]) -> Vec<Family> {
     out
 }
 
+/// Every divisor of `n`, ascending (`n` at most a spec's count, 2²⁰: a thousand steps).
 fn divisors(n: u64) -> Vec<u64> {
     let mut small = Vec::new();
     let mut large = Vec::new();
@@ -64,6 +65,64 @@ fn divisors(n: u64) -> Vec<u64> {
     }
     small.extend(large.into_iter().rev());
     small
+}
+
+/// The prime factors of `n` with their powers, by trial division (`n` at most 2²⁰ or so).
+fn factors(mut n: u64, into: &mut Vec<(u64, u32)>) {
+    let mut p = 2;
+    while p * p <= n {
+        let mut e = 0;
+        while n.is_multiple_of(p) {
+            n /= p;
+            e += 1;
+        }
+        if e > 0 {
+            match into.iter_mut().find(|(q, _)| *q == p) {
+                Some((_, x)) => *x += e,
+                None => into.push((p, e)),
+            }
+        }
+        p += 1;
+    }
+    if n > 1 {
+        match into.iter_mut().find(|(q, _)| *q == n) {
+            Some((_, x)) => *x += 1,
+            None => into.push((n, 1)),
+        }
+    }
+}
+
+/// Every divisor of `a · b`, ascending, from the factors of `a` and `b`: the GPUs of a cluster
+/// are nodes × GPUs per node, each at most 2²⁰, while their product may be 2⁴⁰, whose divisors
+/// a scan up to its square root would take a million steps to find.
+fn divisors_of_product(a: u64, b: u64) -> Vec<u64> {
+    let mut f = Vec::new();
+    factors(a, &mut f);
+    factors(b, &mut f);
+    let mut out = vec![1u64];
+    for (p, e) in f {
+        let mut next = Vec::with_capacity(out.len() * (e as usize + 1));
+        for &d in &out {
+            let mut x = d;
+            for _ in 0..=e {
+                next.push(x);
+                x *= p;
+            }
+        }
+        out = next;
+    }
+    out.sort_unstable();
+    out
+}
+
+/// The micro-batch counts tried for `per_replica` sequences per replica: its divisors up to
+/// [`MAX_M`], largest first (found by trying each up to [`MAX_M`], not by factoring a count that
+/// may be 10¹⁸).
+fn microbatch_counts(per_replica: u64) -> Vec<u64> {
+    (1..=per_replica.min(MAX_M))
+        .rev()
+        .filter(|&m| per_replica.is_multiple_of(m))
+        .collect()
 }
 
 /// Why tensor-parallel degree `tp` cannot be used, if it cannot.
@@ -246,6 +305,63 @@ fn record(slot: &mut Option<(bool, String)>, at_spec: bool, reason: String) {
     }
 }
 
+/// A shape that passed its checks: what the search would try there.
+struct Shape {
+    tp: u64,
+    pp: u64,
+    at_spec: bool,
+    per_replica: u64,
+    ms: Vec<u64>,
+    /// Where it came in the order of shapes, for the order of the page.
+    order: usize,
+    /// The work its configurations may take, in operations ([`shape_work`]).
+    work: u64,
+}
+
+/// Operations one request to the planner counts for, besides its plan's: a small plan costs
+/// about this much to build, cost and take apart.
+const REQUEST_WORK: u64 = 256;
+
+/// Operations one layer (or chunk of layers) or one part counts for in a cost table.
+const COSTING_WORK: u64 = 16;
+
+/// The most operations a configuration of `pp` ranks and `m` micro-batches, with `v` stages per
+/// rank asked for, has: F, I and W of every stage and micro-batch, two stages per rank where a
+/// schedule runs a V.
+fn most_ops(pp: u64, v: Option<u32>, m: u64) -> u64 {
+    3 * pp * u64::from(v.unwrap_or(1).max(2)) * m
+}
+
+/// The fewest: F and B of every stage and micro-batch.
+fn fewest_ops(pp: u64, v: Option<u32>, m: u64) -> u64 {
+    2 * pp * u64::from(v.unwrap_or(1)) * m
+}
+
+/// What the configurations of a shape may take, in operations: every micro-batch count a family
+/// may ask for at [`REQUEST_WORK`], and for the [`M_PER_CONFIG`] largest it may build, the most
+/// operations of their plans and the cost tables of every rung of the recomputation ladder.
+fn shape_work(spec: &Spec, families: &[Family], pp: u64, ms: &[u64]) -> u64 {
+    let rungs = ladder(spec).len() as u64;
+    let layers = pipeweave_spec::costed_layers(spec);
+    let mut work = 0u64;
+    for fam in families {
+        if fam.v.is_some_and(|v| u64::from(v) * pp > spec.model.layers) {
+            continue;
+        }
+        let parts = pp * u64::from(fam.v.unwrap_or(1).max(2));
+        let built: u64 = ms
+            .iter()
+            .filter(|&&m| fewest_ops(pp, fam.v, m) <= MAX_CANDIDATE_OPS)
+            .take(M_PER_CONFIG)
+            .map(|&m| most_ops(pp, fam.v, m) + rungs * COSTING_WORK * (layers + parts))
+            .fold(0u64, u64::saturating_add);
+        work = work
+            .saturating_add(REQUEST_WORK * ms.len() as u64)
+            .saturating_add(built);
+    }
+    work
+}
+
 fn search<P: Planner + ?Sized>(
     spec: &Spec,
     global: u64,
@@ -261,64 +377,125 @@ fn search<P: Planner + ?Sized>(
         unmet: 0,
         rejected: Vec::new(),
     };
+    // Every shape first, with the work it may take; the rejected ones with their order.
+    let mut rejected: Vec<(usize, RejectedShape)> = Vec::new();
+    let mut shapes: Vec<Shape> = Vec::new();
+    let mut order = 0;
     let gpn = u64::from(spec.cluster.gpus_per_node);
     for tp in divisors(gpn) {
+        order += 1;
         if let Some(reason) = tp_problem(spec, tp) {
-            out.rejected.push(RejectedShape {
+            let shape = RejectedShape {
                 pp: None,
                 tp: tp as u32,
                 reason,
-            });
+            };
+            rejected.push((order, shape));
             continue;
         }
         let per_tp = spec.cluster.gpus() / tp;
-        for pp in divisors(per_tp) {
+        for pp in divisors_of_product(u64::from(spec.cluster.nodes), gpn / tp) {
+            order += 1;
             if let Some(reason) = shape_problem(spec, pp, tp, global) {
-                out.rejected.push(RejectedShape {
+                let shape = RejectedShape {
                     pp: Some(pp as u32),
                     tp: tp as u32,
                     reason,
-                });
+                };
+                rejected.push((order, shape));
                 continue;
             }
-            let at_spec = pp == u64::from(par.pp) && tp == u64::from(par.tp);
             let per_replica = global / (per_tp / pp);
-            let ms: Vec<u64> = divisors(per_replica)
-                .into_iter()
-                .rev()
-                .filter(|&m| m <= MAX_M)
-                .collect();
-            for (k, fam) in out.families.iter().enumerate() {
-                if fam.v.is_some_and(|v| u64::from(v) * pp > spec.model.layers) {
+            let ms = microbatch_counts(per_replica);
+            shapes.push(Shape {
+                tp,
+                pp,
+                at_spec: pp == u64::from(par.pp) && tp == u64::from(par.tp),
+                per_replica,
+                work: shape_work(spec, &out.families, pp, &ms),
+                ms,
+                order,
+            });
+        }
+    }
+    // The shapes that fit the budget, smallest first; the rest are left out, said so.
+    let mut by_work: Vec<usize> = (0..shapes.len()).collect();
+    by_work.sort_by_key(|&i| (shapes[i].work, shapes[i].order));
+    let mut admitted = vec![false; shapes.len()];
+    let mut spent = 0u64;
+    for i in by_work {
+        if spent.saturating_add(shapes[i].work) <= SEARCH_BUDGET {
+            spent += shapes[i].work;
+            admitted[i] = true;
+        }
+    }
+    for (shape, _) in shapes.iter().zip(&admitted).filter(|(_, a)| !**a) {
+        let reason = format!(
+            "left out to keep the search bounded (it estimates each shape's work before building \
+             anything and takes the smallest shapes while they add up to at most {} operations)",
+            thousands(SEARCH_BUDGET)
+        );
+        rejected.push((
+            shape.order,
+            RejectedShape {
+                pp: Some(shape.pp as u32),
+                tp: shape.tp as u32,
+                reason,
+            },
+        ));
+    }
+    rejected.sort_by_key(|(order, _)| *order);
+    out.rejected = rejected.into_iter().map(|(_, r)| r).collect();
+    for shape in shapes
+        .iter()
+        .zip(&admitted)
+        .filter(|(_, a)| **a)
+        .map(|(s, _)| s)
+    {
+        let (tp, pp, at_spec) = (shape.tp, shape.pp, shape.at_spec);
+        for (k, fam) in out.families.iter().enumerate() {
+            if fam.v.is_some_and(|v| u64::from(v) * pp > spec.model.layers) {
+                continue;
+            }
+            let mut built = 0;
+            for &m in &shape.ms {
+                if built == M_PER_CONFIG {
+                    break;
+                }
+                let fewest = fewest_ops(pp, fam.v, m);
+                if fewest > MAX_CANDIDATE_OPS {
+                    out.unmet += 1;
+                    record(
+                        &mut out.unmet_reason[k],
+                        at_spec,
+                        too_large(fewest, "at least"),
+                    );
                     continue;
                 }
-                let mut built = 0;
-                for &m in &ms {
-                    if built == M_PER_CONFIG {
-                        break;
+                let request = PlanRequest {
+                    ranks: Some(pp as u32),
+                    microbatches: Some(m as u32),
+                    stages_per_rank: fam.v,
+                };
+                let outcome = match planner.plan_with(&fam.name, &request, &fam.settings) {
+                    Ok(plan) if plan.num_ops() as u64 > MAX_CANDIDATE_OPS => {
+                        Err(too_large(plan.num_ops() as u64, "its"))
                     }
-                    let request = PlanRequest {
-                        ranks: Some(pp as u32),
-                        microbatches: Some(m as u32),
-                        stages_per_rank: fam.v,
-                    };
-                    let outcome = match planner.plan_with(&fam.name, &request, &fam.settings) {
-                        Ok(plan) => {
-                            built += 1;
-                            let mut base = spec.clone();
-                            base.training.micro_batch_size = per_replica / m;
-                            base.parallelism.tp = tp as u32;
-                            climb(&base, (&fam.name, fam.v, &fam.texts), &plan)
-                        }
-                        Err(Unbuilt::Refused(reason)) => Err(reason),
-                        Err(Unbuilt::Stop(stop)) => return Err(stop),
-                    };
-                    match outcome {
-                        Ok(c) => out.all.push(c),
-                        Err(reason) => {
-                            out.unmet += 1;
-                            record(&mut out.unmet_reason[k], at_spec, reason);
-                        }
+                    Ok(plan) => {
+                        built += 1;
+                        let mut base = spec.clone();
+                        base.training.micro_batch_size = shape.per_replica / m;
+                        base.parallelism.tp = tp as u32;
+                        climb(&base, (&fam.name, fam.v, &fam.texts), &plan)
+                    }
+                    Err(Unbuilt::Refused(reason)) => Err(reason),
+                    Err(Unbuilt::Stop(stop)) => return Err(stop),
+                };
+                match outcome {
+                    Ok(c) => out.all.push(c),
+                    Err(reason) => {
+                        out.unmet += 1;
+                        record(&mut out.unmet_reason[k], at_spec, reason);
                     }
                 }
             }
@@ -326,6 +503,28 @@ fn search<P: Planner + ?Sized>(
     }
     out.all.sort_by(by_time);
     Ok(out)
+}
+
+/// Why a configuration of `ops` operations is not simulated.
+fn too_large(ops: u64, which: &str) -> String {
+    format!(
+        "a plan of {which} {} operations, more than the {} the search simulates per configuration",
+        thousands(ops),
+        thousands(MAX_CANDIDATE_OPS)
+    )
+}
+
+/// A count with thousands separators: `8,388,608`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// One verdict per schedule family, fastest first (then those that need the least memory).
@@ -422,10 +621,16 @@ pub fn recommend<P: Planner + ?Sized>(
         microbatches: Some(spec.training.microbatches),
         stages_per_rank: None,
     };
-    let spec_1f1b = match planner.plan("1f1b", &request) {
-        Ok(plan) => candidate(spec, ("1f1b", None, &[]), &plan, spec.training.recompute).ok(),
-        Err(Unbuilt::Refused(_)) => None,
-        Err(Unbuilt::Stop(stop)) => return Err(stop),
+    let spec_m = u64::from(spec.training.microbatches);
+    let spec_1f1b = if fewest_ops(u64::from(par.pp), None, spec_m) > MAX_CANDIDATE_OPS {
+        None
+    } else {
+        match planner.plan("1f1b", &request) {
+            Ok(plan) if plan.num_ops() as u64 > MAX_CANDIDATE_OPS => None,
+            Ok(plan) => candidate(spec, ("1f1b", None, &[]), &plan, spec.training.recompute).ok(),
+            Err(Unbuilt::Refused(_)) => None,
+            Err(Unbuilt::Stop(stop)) => return Err(stop),
+        }
     };
     Ok(Recommendation {
         spec: spec.name.clone(),

@@ -2,6 +2,7 @@
 //! engine with its planner, the simulation's JSON keys, and the memory questions.
 
 mod compare;
+mod extreme;
 mod fit;
 mod laws;
 mod questions;
