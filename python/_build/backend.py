@@ -1,12 +1,15 @@
-"""The package's build backend: maturin, after the schedule plugins are built beside it.
+"""The package's build backend: maturin, after the schedule plugins and the command are built beside it.
 
 DualPipe, DualPipeV and Chimera are plugins (`plugins/` in the workspace): `cdylib`s that the
 command line finds next to its executable and runs in worker processes.
 The Python package ships the same libraries beside its native module, where it looks for them
 the same way, so `pipeweave.compile("dualpipe", ...)` works in any environment the wheel is
 installed in.
-maturin builds one crate; this backend builds the plugins first (same Cargo profile, same target
-folder), copies them into `pipeweave/`, and hands every hook to maturin.
+The wheel also installs the `pipeweave` command: the command line's own binary, built here and
+shipped beside the plugins (where it looks for them), run by the console script
+`pipeweave._command:main`.
+maturin builds one crate; this backend builds the plugins and the command first (same Cargo
+profile, same target folder), copies them into `pipeweave/`, and hands every hook to maturin.
 """
 
 import json
@@ -41,9 +44,14 @@ def _library(name):
     return f"libpipeweave_plugin_{name}{suffix}"
 
 
+def _command():
+    return "pipeweave.exe" if sys.platform == "win32" else "pipeweave"
+
+
 def _plugins(config_settings):
     profile = _profile(config_settings)
     packages = [arg for name in PLUGINS for arg in ("-p", f"pipeweave-plugin-{name}")]
+    packages += ["-p", "pipeweave-cli"]
     # Cargo's progress goes to standard error; pip shows it with -v.
     subprocess.run(["cargo", "build", "--locked", "--profile", profile, *packages], cwd=ROOT, check=True)
     metadata = subprocess.run(
@@ -57,6 +65,7 @@ def _plugins(config_settings):
     for name in PLUGINS:
         library = _library(name)
         shutil.copy2(os.path.join(built, library), os.path.join(PYTHON, "pipeweave", library))
+    shutil.copy2(os.path.join(built, _command()), os.path.join(PYTHON, "pipeweave", _command()))
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):

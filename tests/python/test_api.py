@@ -91,12 +91,14 @@ def test_a_plan_round_trips_through_every_reader(tmp_path):
 def test_list_schedules_is_pipeweave_list(cli):
     listed = pw.list_schedules()
     names = [s["name"] for s in listed]
-    for name in ["1f1b", "gpipe", "zb-v", "dualpipev", "dualpipe", "chimera"]:
+    for name in ["1f1b", "gpipe", "zb-v", "dualpipev", "dualpipe", "chimera", "synth:loop", "synth:v", "synth:bidirectional"]:
         assert name in names
     shown = cli.out("list")
     for s in listed:
         assert s["name"] in shown and s["description"] in shown
-        assert s["source"] in ("library", "folder", "plugin")
+        assert s["source"] in ("library", "folder", "plugin", "synthesized")
+    synth = next(s for s in listed if s["name"] == "synth:v")
+    assert synth["source"] == "synthesized" and any(p["name"] == "activations" for p in synth["params"])
     dual = next(s for s in listed if s["name"] == "dualpipe")
     assert dual["source"] == "plugin" and os.path.isfile(dual["file"])
     assert {"name": "weight_split", "type": "bool"}.items() <= next(p for p in dual["params"] if p["name"] == "weight_split").items()

@@ -6,12 +6,12 @@ use crate::many::Many;
 use crate::request::CostsArg;
 use crate::session::Session;
 use crate::single::check_window;
-use pipeweave_source::Flag;
 use pipeweave_check::ValidPlan;
 use pipeweave_eval::{Costing, Run, Shape, Simulation, TimeUnit};
 use pipeweave_report::{
     SvgWindow, TimeFormat, TimelineChart, shape_text, timelines_svg_window, transfers,
 };
+use pipeweave_source::Flag;
 use pipeweave_source::{Failure, Params};
 
 /// One schedule built and simulated, named as the user wrote it (`dualpipe`, not the resolver's

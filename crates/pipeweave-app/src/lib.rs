@@ -34,6 +34,7 @@ pub use compare::{CompareRequest, compare};
 pub use draw::{Drawn, RenderRequest, Rendered, TimeWindow, render};
 pub use finished::Partial;
 pub use over::{ArgError, OverArg, parse_over};
+pub use pipeweave_source::{Flag, FrontEnd};
 pub use recommend::recommend;
 pub use report::{ReportRequest, report};
 pub use request::{CostsArg, Loaded};
@@ -44,4 +45,3 @@ pub use single::{
 };
 pub use sweep::{SweepRequest, sweep};
 pub use synthesize::{MAX_MEMORY_GIB, PlacementArg, SynthesizeRequest, Synthesized, synthesize};
-pub use pipeweave_source::{Flag, FrontEnd};

@@ -4,10 +4,10 @@
 
 use crate::request::Loaded;
 use crate::session::Session;
-use pipeweave_source::FrontEnd;
 use pipeweave_check::ValidPlan;
 use pipeweave_eval::{Comparison, Costing, PlanRequest, Planner, SpecRule, Unbuilt};
 use pipeweave_sim::UniformCosts;
+use pipeweave_source::FrontEnd;
 use pipeweave_source::{Built, Declared, Failure, Files, Params, Setting, Source};
 use pipeweave_spec::Spec;
 

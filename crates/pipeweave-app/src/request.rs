@@ -2,9 +2,9 @@
 //! spec met by the one rule) and a plan loaded with what its source declares.
 
 use crate::session::Session;
-use pipeweave_source::Flag;
 use pipeweave_eval::{Costing, SpecRule};
 use pipeweave_sim::UniformCosts;
+use pipeweave_source::Flag;
 use pipeweave_source::{Built, Declared, Failure, Params, Source, SourceKind};
 
 /// The costs a command prices plans with: unit costs by default, uniform costs, or a cluster spec

@@ -2,10 +2,10 @@
 //! diagnostics point into), the command's costs (what a `synth:` schedule is searched under), and
 //! what the user is told on the way, once each.
 
-use pipeweave_source::FrontEnd;
 use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::{Diagnostic, Renderer};
 use pipeweave_eval::{Costing, SpecRule, Tick, synthesis_terms};
+use pipeweave_source::FrontEnd;
 use pipeweave_source::{
     Built, Failure, Files, Host, LoadedSpec, Params, Source, SynthesisCosts, SynthesisTerms,
 };

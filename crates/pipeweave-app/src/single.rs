@@ -4,11 +4,10 @@
 use crate::finished::finished;
 use crate::request::{CostsArg, Loaded};
 use crate::session::Session;
-use pipeweave_source::Flag;
 use pipeweave_eval::{Costing, Run, Simulation, evaluate_on_spec};
 use pipeweave_export::Document;
 use pipeweave_report::TextWindow;
-use pipeweave_source::{Built, Failure, Params};
+use pipeweave_source::{Built, Failure, Flag, FrontEnd, Params};
 use std::ops::RangeInclusive;
 
 /// A plan and its step simulated under a command's costs.
@@ -29,12 +28,25 @@ pub fn validate(session: &mut Session<'_>, arg: &str, params: &Params) -> Result
 }
 
 /// The step of `built` under `costing`: on a spec, the spec fitted to the plan by its rule (a
-/// mismatch refused under a strict rule, at the spec's keys).
-pub fn run(built: &Built, costing: &Costing) -> Result<Run, Failure> {
+/// mismatch refused under a strict rule, at the spec's keys, with a note in `front`'s words on how
+/// to have it fitted).
+pub fn run(built: &Built, costing: &Costing, front: FrontEnd) -> Result<Run, Failure> {
     match costing {
         Costing::Spec { spec, rule, .. } => {
-            let (e, fitted) = evaluate_on_spec(&built.name, spec, &built.plan, *rule)
-                .map_err(|d| Failure::from_diagnostics(d).about_spec())?;
+            let (e, fitted) = evaluate_on_spec(&built.name, spec, &built.plan, *rule).map_err(
+                |mut problems| {
+                    if rule.strict
+                        && let Some(last) = problems.pop()
+                    {
+                        problems.push(last.with_note(format!(
+                            "{} refuses a plan of another shape; without it the spec is fitted \
+                             to the plan",
+                            front.flag(Flag::StrictSpec)
+                        )));
+                    }
+                    Failure::from_diagnostics(problems).about_spec()
+                },
+            )?;
             Ok(Run {
                 step_time: e.report.step_time_s,
                 timeline: e.timeline,
@@ -57,11 +69,11 @@ pub fn simulate_loaded(
     costs: &CostsArg,
 ) -> Result<Simulated, Failure> {
     let costing = session.costing(costs)?;
-    simulated(loaded, &costing)
+    simulated(loaded, &costing, session.front)
 }
 
-fn simulated(loaded: Loaded, costing: &Costing) -> Result<Simulated, Failure> {
-    let run = run(&loaded.built, costing)?;
+fn simulated(loaded: Loaded, costing: &Costing, front: FrontEnd) -> Result<Simulated, Failure> {
+    let run = run(&loaded.built, costing, front)?;
     let built = &loaded.built;
     let simulation = finished(&built.name, run.simulation(&built.name, &built.plan))?;
     Ok(Simulated {
@@ -82,7 +94,7 @@ pub fn simulate(
     session.plan_and_spec(arg, costs)?;
     let costing = session.costing(costs)?;
     let loaded = session.load_on(arg, params, &costing)?;
-    simulated(loaded, &costing)
+    simulated(loaded, &costing, session.front)
 }
 
 /// The part of a simulated step `show` draws, and how wide.
@@ -295,7 +307,7 @@ fn exported(
             format,
         });
     }
-    let s = simulated(loaded, costing)?;
+    let s = simulated(loaded, costing, session.front)?;
     if let Some(report) = s.run.report.as_ref().filter(|_| !s.run.fitted.is_empty()) {
         // Standard output may be the file: how the spec was fitted is told beside it.
         session.note(&format!(

@@ -9,7 +9,6 @@ use crate::catalog::{Schedules, named_schedules, tell_errors};
 use crate::finished::finished;
 use crate::request::CostsArg;
 use crate::session::Session;
-use pipeweave_source::{Flag, number};
 use pipeweave_check::ValidPlan;
 use pipeweave_eval::{
     Costing, LibraryPlan, SynthesisReport, best_within, gib, library_at_placement, plan_shape,
@@ -17,6 +16,7 @@ use pipeweave_eval::{
 };
 use pipeweave_sim::{CostModel, UnitCosts};
 use pipeweave_source::{Catalog, Failure};
+use pipeweave_source::{Flag, number};
 use pipeweave_synth::{Options, Placement, Problem, exact_applies};
 use std::time::{Duration, Instant};
 

@@ -274,7 +274,7 @@ pub fn evaluate(spec: &Spec, plan: &ValidPlan) -> Result<Evaluation, Vec<Diagnos
 
 /// The plan `name` on `spec` as every command with `--spec` takes it: the spec fitted to the
 /// plan's shape by `rule` ([`crate::fit`]; under `rule.strict` a mismatch is refused at the
-/// spec's keys, with a note saying how to have it fitted), evaluated, and every figure of the
+/// spec's keys), evaluated, and every figure of the
 /// report finite ([`crate::finite`]). Returns the evaluation and how the spec was fitted.
 pub fn evaluate_on_spec(
     name: &str,
@@ -283,14 +283,7 @@ pub fn evaluate_on_spec(
     rule: SpecRule,
 ) -> Result<(Evaluation, Fitted), Vec<Diagnostic>> {
     let fitted = fit(spec, plan, rule).map_err(|mut problems| {
-        if rule.strict {
-            if let Some(last) = problems.pop() {
-                problems.push(last.with_note(
-                    "--strict-spec refuses a plan of another shape; without it the spec is \
-                     fitted to the plan",
-                ));
-            }
-        } else {
+        if !rule.strict {
             for d in &mut problems {
                 d.message = format!(
                     "spec {} cannot be fitted to {name}: {}",

@@ -4,7 +4,6 @@
 //! as text).
 
 use crate::args::{Costs, Count, Whole, costs_text, rule, settings, to_python, whole, whole_arg};
-use pipeweave_source::Flag;
 use crate::context::{Dirs, with_session};
 use crate::plan::Plan;
 use pipeweave_app::{
@@ -13,6 +12,7 @@ use pipeweave_app::{
 };
 use pipeweave_eval::Metric;
 use pipeweave_sim::UniformCosts;
+use pipeweave_source::Flag;
 use pipeweave_source::{Failure, Params};
 use pyo3::prelude::*;
 use pyo3::types::{PyAny, PyDict};

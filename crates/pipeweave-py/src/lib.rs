@@ -15,8 +15,8 @@ mod errors;
 mod plan;
 
 use args::{Whole, settings, to_python, whole_arg};
-use pipeweave_source::Flag;
 use context::{Dirs, with_session};
+use pipeweave_source::Flag;
 use pipeweave_source::Params;
 use plan::Plan;
 use pyo3::prelude::*;
@@ -88,16 +88,19 @@ fn load(
         forward_only,
         ..Params::default()
     };
-    // A path that names nothing is said as such (the resolver would look for a schedule).
-    if arg != pipeweave_source::STDIN && std::fs::symlink_metadata(&path).is_err() {
-        let failure = pipeweave_source::Failure::invalid(format!(
-            "cannot read `{}`: there is no such file",
-            pipeweave_diagnostics::visible(&arg)
-        ));
-        return Err(errors::Raised::new(&failure, &Default::default()).into());
-    }
+    let missing = arg != pipeweave_source::STDIN && std::fs::symlink_metadata(&path).is_err();
     let loaded = with_session(py, &Dirs::default(), |s| {
-        let source = s.resolve(&arg)?;
+        let source = s.resolve(&arg).map_err(|f| {
+            // A path that names nothing is said as such (the resolver looked for a schedule).
+            if missing {
+                pipeweave_source::Failure::invalid(format!(
+                    "cannot read `{}`: there is no such file",
+                    pipeweave_diagnostics::visible(&arg)
+                ))
+            } else {
+                f
+            }
+        })?;
         if !source.is_plan_file() {
             return Err(pipeweave_source::Failure::invalid(format!(
                 "`{arg}` is a schedule, not a plan file: compile it with pipeweave.compile"

@@ -212,13 +212,54 @@ pub(crate) fn weave(
             return Err(usage);
         }
     };
-    let mut args = pipeweave_dsl::Args::new(ranks, microbatches);
-    for (n, v) in values {
-        args = args.with(&n, v);
-    }
-    let compiled = pipeweave_dsl::compile(file, text, &args).map_err(Failure::from_diagnostics)?;
+    let args_at = |m: u32| {
+        values
+            .iter()
+            .fold(pipeweave_dsl::Args::new(ranks, m), |a, (n, v)| {
+                a.with(n, v.clone())
+            })
+    };
+    let compiled =
+        pipeweave_dsl::compile(file, text, &args_at(microbatches)).map_err(|mut d| {
+            // A top-level requirement on M that fails: say which M nearby would meet it.
+            if let Some(help) = nearby_microbatches(file, text, microbatches, args_at)
+                && let Some(first) = d.iter_mut().find(|d| d.is_error() && d.help.is_none())
+            {
+                first.help = Some(help);
+            }
+            Failure::from_diagnostics(d)
+        })?;
     let origins = Origins::Schedule(compiled.origins);
     validated(compiled.plan, Some(origins), name.to_owned())
+}
+
+/// How far from M the search for an M that meets the schedule's top-level requirements goes.
+const NEARBY: u32 = 256;
+
+/// `M = a or M = b would meet it`: the nearest M below and above `m` that the top-level
+/// requirements admit with the same other parameters, within [`NEARBY`] of it; `None` when they
+/// admit `m` (the failure is elsewhere) or none is near.
+fn nearby_microbatches(
+    file: FileId,
+    text: &str,
+    m: u32,
+    args_at: impl Fn(u32) -> pipeweave_dsl::Args,
+) -> Option<String> {
+    let prepared = pipeweave_dsl::prepare(file, text).ok()?;
+    let admits = |m: u32| prepared.admits(&args_at(m)).unwrap_or(false);
+    if admits(m) {
+        return None;
+    }
+    let below = (m.saturating_sub(NEARBY).max(1)..m)
+        .rev()
+        .find(|&k| admits(k));
+    let above = (m + 1..=m.saturating_add(NEARBY)).find(|&k| admits(k));
+    let found: Vec<String> = below
+        .into_iter()
+        .chain(above)
+        .map(|k| format!("M = {k}"))
+        .collect();
+    (!found.is_empty()).then(|| format!("{} would meet it", found.join(" or ")))
 }
 
 /// Asks the plugin for its plan, validated here too: the [`Host`] is the caller's (the command
@@ -270,7 +311,9 @@ pub(crate) fn plan_file(
     if params.shapes_a_schedule() {
         let what = match front {
             FrontEnd::CommandLine => "--ranks, --microbatches, --stages-per-rank and --set",
-            FrontEnd::Python => "ranks=, microbatches=, stages_per_rank= and a schedule's parameters",
+            FrontEnd::Python => {
+                "ranks=, microbatches=, stages_per_rank= and a schedule's parameters"
+            }
         };
         return Err(Failure::usage(format!(
             "`{path}` is a plan file: {what} apply to schedules only"
