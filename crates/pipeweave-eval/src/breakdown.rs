@@ -216,14 +216,16 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
     let t = &spec.training;
     let mut ranks = Vec::with_capacity(plan.ranks() as usize);
     let mut gather: f64 = 0.0;
+    // Per stage: the window of its last W and of its last B, on its rank (a valid plan runs a
+    // stage's work on its host only). A table by stage, read for each rank's stages: a list per
+    // rank searched for every op was quadratic in the stages a rank hosts.
+    let mut last_w: Vec<Option<(f64, f64)>> = vec![None; plan.num_stages() as usize];
+    let mut last_b = last_w.clone();
     for r in 0..plan.ranks() {
         let program = plan.program(r);
         let intervals = &timing.intervals[r as usize];
         let mut rs = RankStep::default();
         let mut free = 0.0f64;
-        // per hosted stage: the window of its last gradient-producing action (W first, else B)
-        let mut last_w: Vec<(u32, f64, f64)> = Vec::new();
-        let mut last_b: Vec<(u32, f64, f64)> = Vec::new();
         for (a, iv) in program.iter().zip(intervals) {
             let cost = match *a {
                 Action::One(op) => costs.op_cost(op),
@@ -246,16 +248,13 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
                 if sends(plan, r, op) {
                     rs.volumes.p2p += costs.p2p_bytes;
                 }
-                let slot = match op.kind {
+                let table = match op.kind {
                     Kind::W => Some(&mut last_w),
                     Kind::B => Some(&mut last_b),
                     _ => None,
                 };
-                if let Some(list) = slot {
-                    match list.iter_mut().find(|(s, _, _)| *s == op.stage) {
-                        Some(x) => *x = (op.stage, iv.start, iv.end),
-                        None => list.push((op.stage, iv.start, iv.end)),
-                    }
+                if let Some(window) = table.and_then(|t| t.get_mut(op.stage as usize)) {
+                    *window = Some((iv.start, iv.end));
                 }
             }
             let ready = free.max(local).max(computed);
@@ -276,11 +275,9 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
             let Some(part) = costs.parts.get(q) else {
                 continue;
             };
-            let window = last_w
-                .iter()
-                .chain(&last_b)
-                .find(|(s, _, _)| *s == stage)
-                .map_or((free, free), |&(_, s, e)| (s, e));
+            // Its last gradient-producing action: W first, else B.
+            let s = stage as usize;
+            let window = last_w[s].or(last_b[s]).unwrap_or((free, free));
             for &(share, dur) in &part.sync.buckets {
                 let ready = if t.overlap_grad_reduce {
                     window.0 + share * (window.1 - window.0)
