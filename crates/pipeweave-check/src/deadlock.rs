@@ -20,7 +20,7 @@ use pipeweave_plan::memory::{self, OutOfMemory};
 use pipeweave_plan::{Action, Kind, Op, Plan};
 
 struct State<'p> {
-    /// Per micro-batch id, its pipeline and index (`Plan::carriers`), and S: a slot is
+    /// Per micro-batch id, its pipeline plus 1 and index (`Plan::carriers`), and S: a slot is
     /// `index · S + position`.
     carriers: &'p [[u32; 2]],
     per_pipeline: usize,

@@ -77,8 +77,8 @@ impl Seen {
     #[inline(always)]
     fn slot(&self, plan: &Plan, op: Op) -> Option<(Stage, usize)> {
         let st = *self.stages.get(op.stage as usize)?;
-        let [pipeline, index] = *plan.carriers().get(op.mb as usize)?;
-        if pipeline != st.pipeline {
+        let [carrier, index] = *plan.carriers().get(op.mb as usize)?;
+        if carrier != st.pipeline + 1 {
             return None;
         }
         let x = if self.dense {

@@ -73,7 +73,7 @@ struct Stage {
 struct Tables<'p> {
     plan: &'p Plan,
     stages: Vec<Stage>,
-    /// Per micro-batch id, its pipeline and index ([`Plan::carriers`]).
+    /// Per micro-batch id, its pipeline plus 1 and index ([`Plan::carriers`]).
     carriers: &'p [[u32; 2]],
     /// S, for dense slots.
     per_pipeline: usize,
@@ -128,8 +128,8 @@ impl<'p> Tables<'p> {
     #[inline(always)]
     fn carried(&self, s: u32, mb: u32) -> Option<(&Stage, u32)> {
         let st = self.stages.get(s as usize)?;
-        let [pipeline, index] = *self.carriers.get(mb as usize)?;
-        (pipeline == st.pipeline).then_some((st, index))
+        let [carrier, index] = *self.carriers.get(mb as usize)?;
+        (carrier == st.pipeline + 1).then_some((st, index))
     }
 
     /// The stage `s`'s links and the slot of its work on `mb`, when it has one (see

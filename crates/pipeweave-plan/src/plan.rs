@@ -8,9 +8,6 @@ use std::fmt;
 /// keep tables indexed by id, and a file of a few bytes must not be able to ask for gigabytes.
 pub const MAX_MICROBATCH_ID: u32 = (1 << 24) - 1;
 
-/// No pipeline, no index (in [`Plan::carriers`]).
-const NONE: u32 = u32::MAX;
-
 /// A chain of stages that carries its own micro-batches.
 ///
 /// Position `q` of every pipeline computes model part `q`: pipelines of one plan are replicas of the
@@ -126,9 +123,11 @@ pub struct Plan {
     stages_per_pipeline: u32,
     pipelines: Vec<Pipeline>,
     programs: Vec<Vec<Action>>,
-    /// Derived: micro-batch id → `[pipeline, index]`, the pipeline carrying it and its index among
-    /// all the plan's micro-batches in ascending order (`[NONE, NONE]` where no pipeline carries
-    /// it). The index numbers the passes' tables by piece of work (see [`Plan::work_slot`]).
+    /// Derived: micro-batch id → `[pipeline + 1, index]`, the pipeline carrying it counted from 1
+    /// and its index among all the plan's micro-batches in ascending order (`[0, 0]` where no
+    /// pipeline carries it, so that the pages of ids no pipeline uses are never touched: a file
+    /// naming micro-batch 16,777,215 alone costs nothing for the ids below). The index numbers the
+    /// passes' tables by piece of work (see [`Plan::work_slot`]).
     carriers: Vec<[u32; 2]>,
     /// Derived: global stage → hosting rank (hot in every pass, so a table, not arithmetic).
     hosts: Vec<u32>,
@@ -206,28 +205,43 @@ impl Plan {
         if len > 1 << 28 {
             return Err(PlanError::TooLarge);
         }
-        let mut carriers = vec![[NONE, NONE]; len];
+        // Zeros, which the system gives without touching the pages.
+        let mut carriers = vec![[0u32; 2]; len];
         let mut pipelines = pipelines;
         for (j, p) in pipelines.iter_mut().enumerate() {
             p.microbatches.sort_unstable();
             p.microbatches.dedup();
             for &m in &p.microbatches {
                 let slot = &mut carriers[m as usize][0];
-                if *slot != NONE {
+                if *slot != 0 {
                     return Err(PlanError::MicrobatchInTwoPipelines {
                         mb: m,
-                        first: *slot,
+                        first: *slot - 1,
                         second: j as u32,
                     });
                 }
-                *slot = j as u32;
+                *slot = j as u32 + 1;
             }
         }
-        let mut index = 0;
-        for [pipeline, at] in &mut carriers {
-            if *pipeline != NONE {
-                *at = index;
-                index += 1;
+        // The indices in ascending order of id: a walk of every id when most are used, else
+        // through the ids sorted (a walk would touch every page of a few scattered ids).
+        let listed: usize = pipelines.iter().map(|p| p.microbatches.len()).sum();
+        if listed.saturating_mul(8) >= len {
+            let mut index = 0;
+            for [carrier, at] in &mut carriers {
+                if *carrier != 0 {
+                    *at = index;
+                    index += 1;
+                }
+            }
+        } else {
+            let mut ids: Vec<u32> = pipelines
+                .iter()
+                .flat_map(|p| p.microbatches.iter().copied())
+                .collect();
+            ids.sort_unstable();
+            for (index, &m) in (0u32..).zip(&ids) {
+                carriers[m as usize][1] = index;
             }
         }
         let hosts: Vec<u32> = pipelines
@@ -411,8 +425,7 @@ impl Plan {
     pub fn mb_pipeline(&self, mb: u32) -> Option<u32> {
         self.carriers
             .get(mb as usize)
-            .map(|c| c[0])
-            .filter(|&j| j != NONE)
+            .and_then(|c| c[0].checked_sub(1))
     }
 
     /// One past the largest micro-batch id in use (a dense bound for tables indexed by id).
@@ -421,9 +434,11 @@ impl Plan {
         self.carriers.len() as u32
     }
 
-    /// Per micro-batch id below [`Plan::mb_bound`], `[pipeline, index]`: the pipeline carrying it
-    /// and its index among all the plan's micro-batches in ascending order (both `u32::MAX` where
-    /// no pipeline carries it). What the passes' hot loops read to find a piece of work's slot.
+    /// Per micro-batch id below [`Plan::mb_bound`], `[pipeline + 1, index]`: the pipeline carrying
+    /// it counted from 1 and its index among all the plan's micro-batches in ascending order (both
+    /// 0 where no pipeline carries it). What the passes' hot loops read to find a piece of work's
+    /// slot: the work of stage s on micro-batch m has one when `carriers[m][0]` is s's pipeline
+    /// plus 1.
     #[inline]
     pub fn carriers(&self) -> &[[u32; 2]] {
         &self.carriers
@@ -446,9 +461,9 @@ impl Plan {
     /// the neighbouring slots.
     #[inline]
     pub fn work_slot(&self, stage: u32, mb: u32) -> Option<usize> {
-        let [pipeline, index] = *self.carriers.get(mb as usize)?;
+        let [carrier, index] = *self.carriers.get(mb as usize)?;
         let s = self.stages_per_pipeline;
-        (self.is_stage(stage) && stage / s == pipeline)
+        (self.is_stage(stage) && stage / s + 1 == carrier)
             .then(|| index as usize * s as usize + (stage % s) as usize)
     }
 

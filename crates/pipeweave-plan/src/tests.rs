@@ -559,3 +559,36 @@ fn tables_by_piece_of_work_follow_the_work_not_the_shape() {
         ["0F0,0B0,0REDUCE_GRAD,0WAIT_REDUCE_GRAD"]
     );
 }
+
+#[test]
+fn micro_batches_are_indexed_in_ascending_order_whatever_their_ids() {
+    // Scattered ids (sorted for their index) and dense ones (walked), in two pipelines.
+    for ids in [vec![3u32, 1_000_000, 70], (0..20).collect()] {
+        let (even, odd): (Vec<u32>, Vec<u32>) = ids.iter().partition(|&&m| m % 2 == 0);
+        let plan = Plan::new(
+            1,
+            vec![
+                Pipeline {
+                    placement: vec![0],
+                    microbatches: even.clone(),
+                },
+                Pipeline {
+                    placement: vec![0],
+                    microbatches: odd.clone(),
+                },
+            ],
+            vec![vec![]],
+        )
+        .expect("valid structure");
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        for (i, &m) in sorted.iter().enumerate() {
+            let j = u32::from(m % 2 == 1);
+            assert_eq!(plan.mb_pipeline(m), Some(j));
+            assert_eq!(plan.work_slot(j, m), Some(i), "micro-batch {m}");
+            assert_eq!(plan.work_slot(1 - j, m), None);
+        }
+        assert_eq!(plan.mb_pipeline(5_000), None);
+        assert_eq!(plan.work_slots(), ids.len());
+    }
+}

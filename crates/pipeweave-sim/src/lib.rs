@@ -102,7 +102,7 @@ const NO_STAGE: u32 = u32::MAX;
 /// (a valid plan runs each, so the table is no larger than the plan), micro-batch major, the
 /// previous and next stage's work on a micro-batch at the slots beside.
 struct Ends<'p> {
-    /// Per micro-batch id, its pipeline and index ([`Plan::carriers`]), and S.
+    /// Per micro-batch id, its pipeline plus 1 and index ([`Plan::carriers`]), and S.
     carriers: &'p [[u32; 2]],
     per_pipeline: usize,
     /// Per stage, where its inputs come from: a table, so the hot loop does no modulo.
@@ -129,8 +129,8 @@ impl Ends<'_> {
     #[inline(always)]
     fn slot(&self, op: Op) -> Option<usize> {
         let link = self.links.get(op.stage as usize)?;
-        let [pipeline, index] = *self.carriers.get(op.mb as usize)?;
-        (pipeline == link.pipeline)
+        let [carrier, index] = *self.carriers.get(op.mb as usize)?;
+        (carrier == link.pipeline + 1)
             .then(|| index as usize * self.per_pipeline + link.position as usize)
     }
 }
