@@ -182,9 +182,25 @@ fn check_work_in(plan: &Plan, work: Result<WorkSlots, OutOfMemory>) -> Vec<Probl
 
 /// Reports the work no rank runs: the first [`MAX_MISSING_LISTED`] pieces one by one, in the
 /// order of the pipelines, their stages and micro-batches, and the rest counted in one problem.
-/// The listing looks at a piece of work only to report it or where some op of it ran, and the
-/// count comes from the slots, so the cost follows the actions and not what the pipelines list.
+/// The count comes from the slots first (a valid plan stops there); the listing looks at a piece
+/// of work only to report it or where some op of it ran, so the cost follows the actions and not
+/// what the pipelines list.
 fn missing_work(plan: &Plan, seen: &Seen, training: bool, problems: &mut Vec<Problem>) {
+    // Every piece of work lacks its forward and its backward but where a slot says it ran.
+    let pieces = plan.work_slots() as u64;
+    let (mut missing, mut ran_f, mut ran_bwd) = (0u64, 0u64, 0u64);
+    for slot in &seen.slots {
+        ran_f += u64::from(slot.f != NONE);
+        ran_bwd += u64::from(slot.bwd != NONE);
+        missing += u64::from(training && slot.bwd != NONE && !slot.bwd_full && slot.w == NONE);
+    }
+    missing += pieces - ran_f;
+    if training {
+        missing += pieces - ran_bwd;
+    }
+    if missing == 0 {
+        return;
+    }
     let mut listed = 0;
     'listing: for (j, pipeline) in plan.pipelines().iter().enumerate() {
         for (q, &host) in pipeline.placement.iter().enumerate() {
@@ -220,21 +236,6 @@ fn missing_work(plan: &Plan, seen: &Seen, training: bool, problems: &mut Vec<Pro
                 }
             }
         }
-    }
-    if listed < MAX_MISSING_LISTED {
-        return;
-    }
-    // Every piece of work lacks its forward and its backward but where a slot says it ran.
-    let pieces = plan.work_slots() as u64;
-    let (mut missing, mut ran_f, mut ran_bwd) = (0u64, 0u64, 0u64);
-    for slot in &seen.slots {
-        ran_f += u64::from(slot.f != NONE);
-        ran_bwd += u64::from(slot.bwd != NONE);
-        missing += u64::from(training && slot.bwd != NONE && !slot.bwd_full && slot.w == NONE);
-    }
-    missing += pieces - ran_f;
-    if training {
-        missing += pieces - ran_bwd;
     }
     let more = missing.saturating_sub(listed as u64);
     if more > 0 {

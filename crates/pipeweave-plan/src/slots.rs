@@ -35,7 +35,10 @@ impl WorkSlots {
     /// (every valid plan does), else the pieces its actions name and their inputs.
     pub fn new(plan: &Plan) -> Result<WorkSlots, OutOfMemory> {
         let listed = plan.work_slots();
-        if listed <= plan.num_ops().max(ALWAYS_DENSE) {
+        // The actions first, counted per rank: they are at most the operations, and most plans
+        // are decided by them without a pass over every action for the pairs.
+        let actions: usize = plan.programs().iter().map(Vec::len).sum();
+        if listed <= actions.max(ALWAYS_DENSE) || listed <= plan.num_ops() {
             return Ok(WorkSlots {
                 sparse: None,
                 len: listed,
