@@ -3,5 +3,6 @@
 
 mod calibration;
 mod deadlock;
+mod linear;
 mod reference;
 mod spec_questions;

@@ -19,38 +19,48 @@ use crate::problem::{Problem, ProblemKind, Wait, WaitReason};
 use pipeweave_plan::memory::{self, OutOfMemory};
 use pipeweave_plan::{Action, Kind, Op, Plan};
 
-struct State {
-    stages: usize,
-    /// Per stage: its forward waits for the previous stage's (not at a pipeline's head), its
-    /// input-gradient backward for the next stage's (not at its tail).
+struct State<'p> {
+    /// Per micro-batch id, its pipeline plus 1 and index (`Plan::carriers`), and S: a slot is
+    /// `index · S + position`.
+    carriers: &'p [[u32; 2]],
+    per_pipeline: usize,
+    /// Per stage: its position in its pipeline; whether its forward waits for the previous
+    /// stage's (not at a pipeline's head), its input-gradient backward for the next stage's (not
+    /// at its tail).
+    position: Vec<u32>,
     has_prev: Vec<bool>,
     has_next: Vec<bool>,
-    /// Indexed by key: `2·x` the forward of `(stage, mb)` slot x is done, `2·x + 1` its
+    /// Indexed by key: `2·x` the forward of the piece of work at slot x is done, `2·x + 1` its
     /// input-gradient backward (B or I) is. The same keys name what a parked rank waits for.
-    /// Slots are micro-batch major, `mb · stages + stage`: the ranks work on neighbouring
-    /// micro-batches at any time, so the live part of the table is a small window that slides
-    /// along it rather than a stream per stage.
+    /// Slots are `Plan::work_slot`'s, one per piece of work the plan lists (the work checks
+    /// passed, so the plan runs each: the table is no larger than the plan), micro-batch major:
+    /// the ranks work on neighbouring micro-batches at any time, so the live part of the table is
+    /// a small window that slides along it rather than a stream per stage.
     done: Vec<bool>,
 }
 
-impl State {
-    fn new(plan: &Plan) -> Result<State, OutOfMemory> {
+impl<'p> State<'p> {
+    fn new(plan: &'p Plan) -> Result<State<'p>, OutOfMemory> {
         let n = plan.num_stages();
         Ok(State {
-            stages: n as usize,
+            carriers: plan.carriers(),
+            per_pipeline: plan.stages_per_pipeline() as usize,
+            position: (0..n).map(|s| plan.locate(s).1).collect(),
             has_prev: (0..n).map(|s| plan.prev_stage(s).is_some()).collect(),
             has_next: (0..n).map(|s| plan.next_stage(s).is_some()).collect(),
             done: memory::filled(
-                2 * n as usize * plan.mb_bound() as usize,
+                2 * plan.work_slots(),
                 false,
                 "the deadlock analysis's table",
             )?,
         })
     }
 
-    #[inline]
+    /// The slot of the work of `stage` on `mb` (which the work checks found in the plan).
+    #[inline(always)]
     fn at(&self, stage: u32, mb: u32) -> usize {
-        mb as usize * self.stages + stage as usize
+        self.carriers[mb as usize][1] as usize * self.per_pipeline
+            + self.position[stage as usize] as usize
     }
 
     /// The key of the op that `op` waits for, if it has not run yet.
@@ -69,11 +79,12 @@ impl State {
     }
 }
 
-/// A stage's links, in one record for the hot loop: whether its forward and its input-gradient
-/// backward wait for a neighbour's, and the ranks that may wait for them (`NONE` at a pipeline's
-/// ends).
+/// A stage's links, in one record for the hot loop: its position, whether its forward and its
+/// input-gradient backward wait for a neighbour's, and the ranks that may wait for them (`NONE` at
+/// a pipeline's ends).
 #[derive(Clone, Copy)]
 struct Links {
+    position: u32,
     has_prev: bool,
     has_next: bool,
     fwd_to: u32,
@@ -81,7 +92,7 @@ struct Links {
 }
 
 /// The op that `op` waits for, if it has not run yet.
-fn missing_input(plan: &Plan, st: &State, op: Op) -> Option<Op> {
+fn missing_input(plan: &Plan, st: &State<'_>, op: Op) -> Option<Op> {
     let key = st.missing_key(op)?;
     let (stage, kind) = match op.kind {
         Kind::F => (plan.prev_stage(op.stage)?, Kind::F),
@@ -112,6 +123,7 @@ pub(crate) fn find_deadlock(plan: &Plan) -> Option<Problem> {
     let consumer = |t: Option<u32>| t.map_or(NONE, |t| hosts[t as usize]);
     let links: Vec<Links> = (0..plan.num_stages())
         .map(|s| Links {
+            position: st.position[s as usize],
             has_prev: st.has_prev[s as usize],
             has_next: st.has_next[s as usize],
             fwd_to: consumer(plan.next_stage(s)),
@@ -128,7 +140,8 @@ pub(crate) fn find_deadlock(plan: &Plan) -> Option<Problem> {
             // The common case, a single op, with its stage's links looked up once.
             if let Action::One(op) = a {
                 let l = links[op.stage as usize];
-                let x = st.at(op.stage, op.mb);
+                let x =
+                    st.carriers[op.mb as usize][1] as usize * st.per_pipeline + l.position as usize;
                 // The op's own key, and its input's (slot x − 1 or x + 1) if it has one.
                 let (own, input, to) = match op.kind {
                     Kind::F => (2 * x, l.has_prev.then(|| 2 * (x - 1)), l.fwd_to),
@@ -223,7 +236,7 @@ fn spelled(plan: &Plan, op: Op) -> Op {
     Op::new(op.stage, kind, op.mb)
 }
 
-fn describe(plan: &Plan, st: &State, rank: u32, position: usize) -> Wait {
+fn describe(plan: &Plan, st: &State<'_>, rank: u32, position: usize) -> Wait {
     let action = plan.program(rank)[position];
     let needed = action
         .ops()

@@ -44,7 +44,11 @@ pub fn problems(plan: &Plan) -> Vec<Problem> {
     {
         problems.push(p);
     }
-    problems.sort_by_key(|p| (p.rank, p.position.unwrap_or(usize::MAX)));
+    // The count of the missing work not reported one by one comes last, at no rank.
+    problems.sort_by_key(|p| {
+        let whole = matches!(p.kind, ProblemKind::MoreMissing { .. });
+        (whole, p.rank, p.position.unwrap_or(usize::MAX))
+    });
     problems
 }
 

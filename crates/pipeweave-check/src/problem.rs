@@ -79,6 +79,15 @@ pub enum ProblemKind {
         /// The op no rank runs.
         op: Op,
     },
+    /// More work that never happens than is reported op by op: the count of the rest (the plan
+    /// lists far more micro-batches than its stages run, or misses much of its work). Reported
+    /// once, after every other problem, at no rank.
+    MoreMissing {
+        /// How many missing ops were reported one by one.
+        listed: u64,
+        /// How many more there are.
+        more: u64,
+    },
     /// A table the validator needs (sized by the plan) could not be allocated: the plan was not
     /// judged.
     OutOfMemory(OutOfMemory),
@@ -178,8 +187,10 @@ impl Problem {
 
     /// Where the problem is: `rank 1, action 4 (1B0)` or `rank 1, end of program`.
     pub fn location(&self) -> String {
-        if let ProblemKind::OutOfMemory(_) = self.kind {
-            return "validating the plan".to_owned();
+        match self.kind {
+            ProblemKind::OutOfMemory(_) => return "validating the plan".to_owned(),
+            ProblemKind::MoreMissing { .. } => return "the whole plan".to_owned(),
+            _ => {}
         }
         struct At<'a>(&'a Problem);
         impl fmt::Display for At<'_> {
@@ -241,6 +252,9 @@ impl Problem {
                 kind_word(op),
                 op.mb
             ),
+            ProblemKind::MoreMissing { listed, more } => format!(
+                "{more} more operations never run besides the {listed} reported one by one; every stage runs a forward and a backward of each micro-batch its pipeline lists, so list only the micro-batches the programs run"
+            ),
             ProblemKind::Deadlock { cycle } => match cycle.as_slice() {
                 [one] => format!(
                     "the plan deadlocks: rank {} waits for work that comes later in its own program",
@@ -257,8 +271,7 @@ impl Problem {
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        at(f, self.rank, self.position, self.action.as_ref())?;
-        write!(f, ": {}", self.message())?;
+        write!(f, "{}: {}", self.location(), self.message())?;
         if let ProblemKind::Deadlock { cycle } = &self.kind {
             let (shown, hidden) = ends(cycle);
             for (k, w) in shown.enumerate() {

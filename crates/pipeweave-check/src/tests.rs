@@ -234,6 +234,13 @@ mod random_plans {
         }
 
         #[test]
+        fn sparse_slots_find_what_dense_ones_do(plan in prop_oneof![any_plan(), edited_gpipe()]) {
+            let dense = crate::work::check_work(&plan);
+            let sparse = crate::work::check_work_sparsely(&plan);
+            prop_assert_eq!(dense, sparse);
+        }
+
+        #[test]
         fn validate_accepts_exactly_the_plans_without_problems(plan in edited_gpipe()) {
             let found = problems(&plan);
             match validate(plan.clone()) {
@@ -249,6 +256,68 @@ mod random_plans {
             }
         }
     }
+}
+
+#[test]
+fn many_pipelines_of_one_micro_batch_validate() {
+    // 100,000 one-stage pipelines: the validator's table was one slot per stage and micro-batch
+    // id (10^10, "149 GiB for the validator's table"), now one per piece of work.
+    let plan = pipeweave_plan::testing::one_stage_pipelines(100_000);
+    assert_eq!(problems(&plan), []);
+    // Crossed: every pipeline's backward before its forward, on one rank.
+    let crossed = pipeweave_plan::testing::one_stage_pipelines(3);
+    let programs = vec![parse_line("0B0,0F0,1F1,1B1,2F2,2B2")];
+    let crossed = Plan::new(1, crossed.pipelines().to_vec(), programs).expect("structure");
+    assert_eq!(
+        messages(&crossed),
+        ["rank 0, action 1 (0B0): 0B0 runs before the forward of stage 0, micro-batch 0"]
+    );
+}
+
+#[test]
+fn missing_work_is_listed_up_to_a_bound_and_counted_beyond() {
+    use crate::work::MAX_MISSING_LISTED;
+    // A pipeline that lists a million micro-batches and runs one: a thousand problems and a count,
+    // not two million problems (most of a gigabyte of messages).
+    let p = plan(vec![0], 1_000_000, &["0F0,0B0"]);
+    let found = messages(&p);
+    assert_eq!(found.len(), MAX_MISSING_LISTED + 1);
+    assert_eq!(
+        found[0],
+        "rank 0, end of program: stage 0 never runs the forward of micro-batch 1 (0F1)"
+    );
+    assert_eq!(
+        found[MAX_MISSING_LISTED],
+        "the whole plan: 1998998 more operations never run besides the 1000 reported one by one; \
+         every stage runs a forward and a backward of each micro-batch its pipeline lists, so list \
+         only the micro-batches the programs run"
+    );
+    // An evaluation plan misses only forwards; split backwards their Ws.
+    let p = plan(vec![0], 5000, &["0F0"]).into_evaluation();
+    let found = messages(&p);
+    assert!(found[MAX_MISSING_LISTED].starts_with("the whole plan: 3999 more operations"));
+    let lines = ["0F0,0F1,0I0,0I1".to_string()
+        + &(2..3000)
+            .map(|m| format!(",0F{m},0B{m}"))
+            .collect::<String>()];
+    let p = plan(vec![0], 4000, &[lines[0].as_str()]);
+    let found = messages(&p);
+    assert_eq!(
+        found[..2],
+        [
+            "rank 0, end of program: stage 0 never runs the weight-gradient backward of micro-batch 0 (0W0)",
+            "rank 0, end of program: stage 0 never runs the weight-gradient backward of micro-batch 1 (0W1)",
+        ]
+    );
+    // 2 Ws and 1,000 forwards and backwards each, 998 reported after the Ws.
+    assert!(
+        found[MAX_MISSING_LISTED].starts_with("the whole plan: 1002 more operations"),
+        "{}",
+        found[MAX_MISSING_LISTED]
+    );
+    // Exactly the bound: nothing to count.
+    let p = plan(vec![0], 501, &["0F0,0B0"]);
+    assert_eq!(messages(&p).len(), MAX_MISSING_LISTED);
 }
 
 /// A loop placement whose every rank starts with its second stage's forward: a cycle through all

@@ -6,12 +6,17 @@
 
 use crate::problem::{Problem, ProblemKind};
 use pipeweave_plan::memory::{self, OutOfMemory};
-use pipeweave_plan::{Action, Kind, Op, Plan};
+use pipeweave_plan::{Action, Kind, Op, Plan, WorkSlots};
 
 const NONE: u32 = u32::MAX;
 
-/// Where each op of a (stage, micro-batch) was seen: a position on the stage's host rank.
-/// One record per pair, so checking an op touches one cache line.
+/// At most this many pieces of missing work are reported one by one; the rest are counted in one
+/// problem. A plan that lists a million micro-batches and runs one misses two million operations,
+/// and a problem each was most of a gigabyte of messages.
+pub(crate) const MAX_MISSING_LISTED: usize = 1000;
+
+/// Where each op of a piece of work (stage, micro-batch) was seen: a position on the stage's host
+/// rank. One record per piece, so checking an op touches one cache line.
 #[derive(Clone, Copy)]
 struct Slot {
     f: u32,
@@ -20,45 +25,81 @@ struct Slot {
     bwd_full: bool,
 }
 
+const UNSEEN: Slot = Slot {
+    f: NONE,
+    bwd: NONE,
+    w: NONE,
+    bwd_full: false,
+};
+
+/// A stage's facts for the hot loop, in one record.
+#[derive(Clone, Copy)]
+struct Stage {
+    host: u32,
+    pipeline: u32,
+    position: u32,
+}
+
 struct Seen {
-    mb_bound: usize,
+    /// S, for dense slots.
+    per_pipeline: usize,
+    /// The slots: dense for a plan that runs as many operations as it lists pieces of work (every
+    /// valid plan), the pieces its actions name otherwise (see `WorkSlots`).
+    work: WorkSlots,
+    dense: bool,
     slots: Vec<Slot>,
-    /// Per stage, its pipeline: a table, so the hot loop does no division.
-    pipeline: Vec<u32>,
+    stages: Vec<Stage>,
 }
 
 impl Seen {
-    fn new(plan: &Plan) -> Result<Seen, OutOfMemory> {
-        let mb_bound = plan.mb_bound() as usize;
-        let n = plan.num_stages() as usize * mb_bound;
-        let unseen = Slot {
-            f: NONE,
-            bwd: NONE,
-            w: NONE,
-            bwd_full: false,
-        };
+    fn new(plan: &Plan, work: WorkSlots) -> Result<Seen, OutOfMemory> {
+        let hosts = plan.hosts();
         Ok(Seen {
-            mb_bound,
-            slots: memory::filled(n, unseen, "the validator's table of work")?,
-            pipeline: (0..plan.num_stages()).map(|s| plan.locate(s).0).collect(),
+            per_pipeline: plan.stages_per_pipeline() as usize,
+            dense: work.is_dense(),
+            slots: memory::filled(work.len(), UNSEEN, "the validator's table of work")?,
+            work,
+            stages: (0..plan.num_stages())
+                .map(|s| {
+                    let (pipeline, position) = plan.locate(s);
+                    Stage {
+                        host: hosts[s as usize],
+                        pipeline,
+                        position,
+                    }
+                })
+                .collect(),
         })
+    }
+
+    /// The slot of `op`'s piece of work, when its stage exists and its pipeline carries its
+    /// micro-batch; with the stage's record.
+    #[inline(always)]
+    fn slot(&self, plan: &Plan, op: Op) -> Option<(Stage, usize)> {
+        let st = *self.stages.get(op.stage as usize)?;
+        let [carrier, index] = *plan.carriers().get(op.mb as usize)?;
+        if carrier != st.pipeline + 1 {
+            return None;
+        }
+        let x = if self.dense {
+            index as usize * self.per_pipeline + st.position as usize
+        } else {
+            self.work.slot(plan, op.stage, op.mb)?
+        };
+        Some((st, x))
     }
 
     /// Records `op` at position `pos` of `rank` if it passes every check of [`check_op`], as that
     /// would; otherwise changes nothing and returns false.
     #[inline(always)]
-    fn record_valid(&mut self, plan: &Plan, hosts: &[u32], rank: u32, pos: u32, op: Op) -> bool {
-        let s = op.stage as usize;
-        let (Some(&host), Some(&pipeline)) = (hosts.get(s), self.pipeline.get(s)) else {
+    fn record_valid(&mut self, plan: &Plan, rank: u32, pos: u32, op: Op) -> bool {
+        let Some((st, x)) = self.slot(plan, op) else {
             return false;
         };
-        if host != rank || plan.mb_pipeline(op.mb) != Some(pipeline) {
+        if st.host != rank {
             return false;
         }
-        let x = self.index(op);
-        let Some(slot) = self.slots.get_mut(x) else {
-            return false;
-        };
+        let slot = &mut self.slots[x];
         match op.kind {
             Kind::F if slot.f == NONE => slot.f = pos,
             Kind::B | Kind::I if slot.bwd == NONE && slot.f != NONE && slot.f < pos => {
@@ -72,26 +113,30 @@ impl Seen {
         }
         true
     }
-
-    #[inline]
-    fn index(&self, op: Op) -> usize {
-        op.stage as usize * self.mb_bound + op.mb as usize
-    }
 }
 
 pub(crate) fn check_work(plan: &Plan) -> Vec<Problem> {
+    check_work_in(plan, WorkSlots::new(plan))
+}
+
+/// [`check_work`] with sparse slots whatever the plan: what the dense ones must give exactly.
+#[cfg(test)]
+pub(crate) fn check_work_sparsely(plan: &Plan) -> Vec<Problem> {
+    check_work_in(plan, WorkSlots::sparse(plan))
+}
+
+fn check_work_in(plan: &Plan, work: Result<WorkSlots, OutOfMemory>) -> Vec<Problem> {
     let mut problems = Vec::new();
-    let mut seen = match Seen::new(plan) {
+    let mut seen = match work.and_then(|work| Seen::new(plan, work)) {
         Ok(seen) => seen,
         Err(e) => return vec![Problem::out_of_memory(e)],
     };
-    let hosts = plan.hosts();
     for rank in 0..plan.ranks() {
         for (i, action) in plan.program(rank).iter().enumerate() {
             // The common case, a single op that passes every check, decided with one look at its
             // stage and slot; anything else takes the full path below, which reports.
             if let Action::One(op) = *action
-                && seen.record_valid(plan, hosts, rank, i as u32, op)
+                && seen.record_valid(plan, rank, i as u32, op)
             {
                 continue;
             }
@@ -131,12 +176,44 @@ pub(crate) fn check_work(plan: &Plan) -> Vec<Problem> {
             }
         }
     }
-    for (j, pipeline) in plan.pipelines().iter().enumerate() {
+    missing_work(plan, &seen, training, &mut problems);
+    problems
+}
+
+/// Reports the work no rank runs: the first [`MAX_MISSING_LISTED`] pieces one by one, in the
+/// order of the pipelines, their stages and micro-batches, and the rest counted in one problem.
+/// The count comes from the slots first (a valid plan stops there); the listing looks at a piece
+/// of work only to report it or where some op of it ran, so the cost follows the actions and not
+/// what the pipelines list.
+fn missing_work(plan: &Plan, seen: &Seen, training: bool, problems: &mut Vec<Problem>) {
+    // Every piece of work lacks its forward and its backward but where a slot says it ran.
+    let pieces = plan.work_slots() as u64;
+    let (mut missing, mut ran_f, mut ran_bwd) = (0u64, 0u64, 0u64);
+    for slot in &seen.slots {
+        ran_f += u64::from(slot.f != NONE);
+        ran_bwd += u64::from(slot.bwd != NONE);
+        missing += u64::from(training && slot.bwd != NONE && !slot.bwd_full && slot.w == NONE);
+    }
+    missing += pieces - ran_f;
+    if training {
+        missing += pieces - ran_bwd;
+    }
+    if missing == 0 {
+        return;
+    }
+    let mut listed = 0;
+    'listing: for (j, pipeline) in plan.pipelines().iter().enumerate() {
         for (q, &host) in pipeline.placement.iter().enumerate() {
             let stage = plan.stage_id(j as u32, q as u32);
             for &mb in &pipeline.microbatches {
-                let x = seen.index(Op::new(stage, Kind::F, mb));
+                if listed >= MAX_MISSING_LISTED {
+                    break 'listing;
+                }
+                let slot = seen
+                    .slot(plan, Op::new(stage, Kind::F, mb))
+                    .map_or(UNSEEN, |(_, x)| seen.slots[x]);
                 let mut missing = |kind| {
+                    listed += 1;
                     problems.push(Problem {
                         rank: host,
                         position: None,
@@ -146,7 +223,6 @@ pub(crate) fn check_work(plan: &Plan) -> Vec<Problem> {
                         },
                     })
                 };
-                let slot = seen.slots[x];
                 if slot.f == NONE {
                     missing(Kind::F);
                 }
@@ -161,7 +237,18 @@ pub(crate) fn check_work(plan: &Plan) -> Vec<Problem> {
             }
         }
     }
-    problems
+    let more = missing.saturating_sub(listed as u64);
+    if more > 0 {
+        problems.push(Problem {
+            rank: 0,
+            position: None,
+            action: None,
+            kind: ProblemKind::MoreMissing {
+                listed: listed as u64,
+                more,
+            },
+        });
+    }
 }
 
 fn check_op(
@@ -172,24 +259,25 @@ fn check_op(
     op: Op,
     report: &mut impl FnMut(ProblemKind),
 ) {
-    let Some(host) = plan.stage_rank(op.stage) else {
+    let Some(st) = seen.stages.get(op.stage as usize) else {
         report(ProblemKind::UnknownStage {
             op,
             stages: plan.num_stages(),
         });
         return;
     };
-    let pipeline = seen.pipeline[op.stage as usize];
-    if plan.mb_pipeline(op.mb) != Some(pipeline) {
-        report(ProblemKind::UnknownMicrobatch { op, pipeline });
+    let Some((st, x)) = seen.slot(plan, op) else {
+        report(ProblemKind::UnknownMicrobatch {
+            op,
+            pipeline: st.pipeline,
+        });
         return;
-    }
+    };
     // Work on the wrong rank does not count: its host must still run it.
-    if host != rank {
-        report(ProblemKind::WrongRank { op, host });
+    if st.host != rank {
+        report(ProblemKind::WrongRank { op, host: st.host });
         return;
     }
-    let x = seen.index(op);
     let pos = i as u32;
     let seen = &mut seen.slots[x];
     match op.kind {

@@ -1,13 +1,14 @@
 //! The compiler: evaluates a resolved schedule for given parameters into a [`Plan`], keeping the
 //! source span of every action so that problems found later point back at the line that made it.
 
+use crate::budget::within_budget;
 use crate::eval::{Fail, Failure, check, eval, fail};
 use crate::ir::{MessagePart, Place, Resolved, SLOT_M, SLOT_P, TopStmt};
 use crate::program::{Carried, Counters, Layout, Rank, STOPS, Tally};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_param::{ParamType, Value};
 use pipeweave_plan::memory;
-use pipeweave_plan::{Action, MAX_OPS, Pipeline, Plan};
+use pipeweave_plan::{Action, Pipeline, Plan};
 use std::ops::Range;
 
 /// The parameters a schedule is compiled for.
@@ -148,7 +149,8 @@ pub(crate) fn compile(
     let note = |env: &[i64]| with_params(resolved, env);
     let (k, s) = structure(resolved, args, &env)
         .map_err(|f| vec![to_diag(file, *f).with_note(note(&env))])?;
-    within_budget(resolved, args, s).map_err(|f| vec![to_diag(file, *f).with_note(note(&env))])?;
+    within_budget(resolved, args, &env, s)
+        .map_err(|f| vec![to_diag(file, *f).with_note(note(&env))])?;
     let pipelines = place(file, resolved, args, &mut env, k, s)?;
     let per = args.microbatches / k;
     let carried: Vec<Carried> = (0..k)
@@ -191,7 +193,7 @@ pub(crate) fn compile(
 /// The environment with P, M and every parameter bound (given, or its default), or every problem
 /// with the arguments: ranks or micro-batches out of range, unknown `--set` names, parameters
 /// without a value.
-fn bind_params(
+pub(crate) fn bind_params(
     file: FileId,
     resolved: &Resolved,
     args: &Args,
@@ -343,7 +345,11 @@ pub(crate) fn admits_args(
 
 /// Runs the top-level `let`s and `require`s in file order: a failed `let` stops there, failed
 /// requirements are all reported.
-fn run_top(file: FileId, resolved: &Resolved, env: &mut [i64]) -> Result<(), Vec<Diagnostic>> {
+pub(crate) fn run_top(
+    file: FileId,
+    resolved: &Resolved,
+    env: &mut [i64],
+) -> Result<(), Vec<Diagnostic>> {
     let mut diags = Vec::new();
     for t in &resolved.top {
         match t {
@@ -413,24 +419,6 @@ fn structure(resolved: &Resolved, args: &Args, env: &[i64]) -> Result<(u32, u32)
         ));
     }
     Ok((k as u32, s as u32))
-}
-
-/// Refuses parameters whose plan would have more operations than a plan may have, before anything
-/// is built: each of the S stages of a pipeline runs a forward and a backward of every one of the
-/// pipeline's M/K micro-batches, so the K pipelines hold at least 2·S·M operations.
-fn within_budget(resolved: &Resolved, args: &Args, s: u32) -> Result<(), Fail> {
-    let least = 2 * u64::from(s) * u64::from(args.microbatches);
-    if least <= MAX_OPS as u64 {
-        return Ok(());
-    }
-    Err(fail(
-        &resolved.stages.span,
-        format!(
-            "{s} stages and {} micro-batches make at least {least} operations (a forward and a backward of every micro-batch on every stage), more than the {MAX_OPS} a plan may have",
-            args.microbatches
-        ),
-        format!("{s} stages per pipeline"),
-    ))
 }
 
 /// The K pipelines: each stage's rank by the placement, and equal shares of the micro-batches.

@@ -11,6 +11,7 @@
 
 #![warn(missing_docs)]
 
+mod budget;
 mod compile;
 mod eval;
 mod grammar;

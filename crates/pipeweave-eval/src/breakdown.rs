@@ -127,26 +127,29 @@ pub struct Step {
     pub time: f64,
 }
 
-/// End times of every op by (stage, micro-batch): forwards and input-gradient backwards.
-struct Ends {
-    mbs: usize,
+/// End times of every op by piece of work (`Plan::work_slot`: a valid plan runs each piece its
+/// pipelines list, so the tables are no larger than the plan, however many pipelines it has):
+/// forwards and input-gradient backwards.
+struct Ends<'p> {
+    plan: &'p Plan,
     fwd: Vec<f64>,
     bwd: Vec<f64>,
 }
 
-impl Ends {
-    fn of(plan: &Plan, timing: &Timing) -> Ends {
-        let mbs = plan.mb_bound() as usize;
-        let n = plan.num_stages() as usize * mbs;
+impl<'p> Ends<'p> {
+    fn of(plan: &'p Plan, timing: &Timing) -> Ends<'p> {
+        let n = plan.work_slots();
         let mut e = Ends {
-            mbs,
+            plan,
             fwd: vec![0.0; n],
             bwd: vec![0.0; n],
         };
         for (r, program) in plan.programs().iter().enumerate() {
             for (a, iv) in program.iter().zip(&timing.intervals[r]) {
                 for op in a.ops() {
-                    let x = op.stage as usize * mbs + op.mb as usize;
+                    let Some(x) = plan.work_slot(op.stage, op.mb) else {
+                        continue;
+                    };
                     match op.kind {
                         Kind::F => e.fwd[x] = iv.end,
                         Kind::B | Kind::I => e.bwd[x] = iv.end,
@@ -159,8 +162,9 @@ impl Ends {
     }
 
     fn at(&self, table: &[f64], stage: u32, mb: u32) -> f64 {
-        table
-            .get(stage as usize * self.mbs + mb as usize)
+        self.plan
+            .work_slot(stage, mb)
+            .and_then(|x| table.get(x))
             .copied()
             .unwrap_or(0.0)
     }
@@ -168,7 +172,7 @@ impl Ends {
 
 /// When an op's inputs were computed on this rank and elsewhere, and when the remote ones
 /// arrived: (local, remote computed, remote arrived); the bytes it sends onward.
-fn inputs(plan: &Plan, costs: &CostTable, ends: &Ends, rank: u32, op: Op) -> (f64, f64, f64) {
+fn inputs(plan: &Plan, costs: &CostTable, ends: &Ends<'_>, rank: u32, op: Op) -> (f64, f64, f64) {
     let hosts = plan.hosts();
     let remote = |from: u32, end: f64| -> (f64, f64, f64) {
         if hosts.get(from as usize).copied() == Some(rank) {
@@ -252,12 +256,12 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
                 if sends(plan, r, op) {
                     rs.volumes.p2p += costs.p2p_bytes;
                 }
-                let slot = match op.kind {
+                let table = match op.kind {
                     Kind::W => Some(&mut last_w),
                     Kind::B => Some(&mut last_b),
                     _ => None,
                 };
-                if let Some(x) = slot.and_then(|list| list.get_mut(op.stage as usize)) {
+                if let Some(x) = table.and_then(|list| list.get_mut(op.stage as usize)) {
                     *x = Some((iv.start, iv.end));
                 }
             }

@@ -11,7 +11,7 @@ use crate::json_text::{push_f64, push_uint};
 use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_plan::{
-    Action, Dir, Interval, Kind, LoweredPlan, Op, Pipeline, Plan, Step, Timing, lower, try_lower,
+    Action, Dir, Interval, Kind, LoweredPlan, Op, Pipeline, Plan, Step, Steps, Timing, try_lower,
 };
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write};

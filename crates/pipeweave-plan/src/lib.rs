@@ -16,6 +16,7 @@ mod lower;
 mod lowered;
 pub mod memory;
 mod plan;
+mod slots;
 mod timing;
 mod transfers;
 
@@ -23,6 +24,7 @@ pub use action::{Action, Kind, Op, Ops};
 pub use lower::{lower, try_lower};
 pub use lowered::{LoweredPlan, Reduction, Sent, Step, Steps};
 pub use plan::{Dir, MAX_MICROBATCH_ID, Pipeline, Plan, PlanError};
+pub use slots::WorkSlots;
 pub use timing::{Interval, Timing, TimingError};
 pub use transfers::{Sends, reductions, sends};
 

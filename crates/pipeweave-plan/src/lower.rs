@@ -20,9 +20,12 @@
 //!   peer consumed the activation); every other send is waited for at the end, in posting order.
 //!
 //! Nothing is sent where consecutive stages share a rank (the turn of a V).
-//! Any plan lowers, valid or not (the validator says which): work naming a stage or micro-batch
-//! the plan does not have, or on a rank that does not host its stage, gets no communication; when
-//! no rank can move, the lowest unfinished rank's next entry is taken anyway.
+//! Any plan lowers, valid or not (the validator says which): work naming a stage the plan does
+//! not have or a micro-batch its stage's pipeline does not carry, or on a rank that does not host
+//! its stage, gets no communication; when no rank can move, the lowest unfinished rank's next
+//! entry is taken anyway. The cost follows the actions whatever the plan lists: the table of what
+//! has been scheduled has a slot per piece of work (`WorkSlots`), dense for a plan that runs
+//! what its pipelines list, the pieces its actions name otherwise.
 //!
 //! Semantics the validator assumes (blocking point-to-point, as with NCCL): a receive is posted
 //! where it stands and the consuming action waits for its data; a send is posted and the rank moves
@@ -32,92 +35,147 @@ use crate::action::{Action, Kind, Op};
 use crate::lowered::{LoweredPlan, NONE, code};
 use crate::memory::{self, OutOfMemory};
 use crate::plan::Plan;
+use crate::slots::WorkSlots;
 use std::collections::HashMap;
 
 mod rounds;
 use rounds::RankSet;
 
-/// Per-stage tables, so the hot loop does no modulo and no `Option` chain per op. They are built
-/// from [`Plan::prev_stage`] and [`Plan::next_stage`]; where those say a neighbour exists, it is
-/// stage s−1 or s+1 (stages are numbered pipeline by pipeline), which is what the hot loop
-/// writes into receives and slots.
-struct Tables {
-    mb_bound: usize,
-    stages: usize,
-    /// `(stage, mb)` slots in the `flags` table, micro-batch major: `mb · stages + stage`. The
-    /// ranks work on neighbouring micro-batches at any time, so the live part of the table is a
-    /// small window that slides along it, rather than a stream per stage.
-    slots: usize,
-    /// Whether a stage's forward takes the previous stage's output (slot − 1), and its
-    /// input-gradient backward the next stage's gradient (slot + 1): not at a pipeline's head and
-    /// tail.
-    has_prev: Vec<bool>,
-    has_next: Vec<bool>,
-    /// The rank hosting each stage.
-    host: Vec<u32>,
+/// A stage's links, in one record so that an op reads one line of the table: built from
+/// [`Plan::prev_stage`] and [`Plan::next_stage`]; where those say a neighbour exists, it is stage
+/// s−1 or s+1 of the same pipeline (stages are numbered pipeline by pipeline), whose work on the
+/// same micro-batch is at the neighbouring slot of a dense table.
+#[derive(Clone, Copy)]
+struct Stage {
+    /// The rank hosting the stage.
+    host: u32,
     /// The rank hosting stage s+1 when it is another rank (where a forward's output goes), or
     /// `NONE`.
-    after: Vec<u32>,
+    after: u32,
     /// The rank hosting stage s−1 when it is another rank (where a backward's output goes), or
     /// `NONE`.
-    before: Vec<u32>,
+    before: u32,
     /// The rank hosting stage s+1, whose forward waits for stage s's, and the one hosting stage
     /// s−1, whose input-gradient backward waits for stage s's (`NONE` at a pipeline's ends): the
     /// rank an op of stage s may wake.
-    fwd_to: Vec<u32>,
-    bwd_to: Vec<u32>,
+    fwd_to: u32,
+    bwd_to: u32,
+    /// The stage's pipeline and its position in it.
+    pipeline: u32,
+    position: u32,
+    /// Whether the stage's forward takes the previous stage's output, and its input-gradient
+    /// backward the next stage's gradient: not at a pipeline's head and tail.
+    has_prev: bool,
+    has_next: bool,
 }
 
-impl Tables {
-    fn new(plan: &Plan) -> Tables {
+/// The plan's tables for the hot loop: its stages' links and the slots of its work.
+struct Tables<'p> {
+    plan: &'p Plan,
+    stages: Vec<Stage>,
+    /// Per micro-batch id, its pipeline plus 1 and index ([`Plan::carriers`]).
+    carriers: &'p [[u32; 2]],
+    /// S, for dense slots.
+    per_pipeline: usize,
+    /// The slots of the `flags` table: dense (micro-batch major, [`Plan::work_slot`]: the ranks
+    /// work on neighbouring micro-batches at any time, so the live part of the table is a small
+    /// window that slides along it) for any plan that runs what it lists, sparse otherwise.
+    slots: WorkSlots,
+    dense: bool,
+}
+
+impl<'p> Tables<'p> {
+    fn new(plan: &'p Plan, slots: Slots) -> Result<Tables<'p>, OutOfMemory> {
         let hosts = plan.hosts();
-        let mb_bound = plan.mb_bound() as usize;
-        let n = plan.num_stages();
         let other = |s: u32, t: Option<u32>| match t {
             Some(t) if hosts[t as usize] != hosts[s as usize] => hosts[t as usize],
             _ => NONE,
         };
         let host_of = |t: Option<u32>| t.map_or(NONE, |t| hosts[t as usize]);
-        Tables {
-            mb_bound,
-            stages: n as usize,
-            slots: n as usize * mb_bound,
-            has_prev: (0..n).map(|s| plan.prev_stage(s).is_some()).collect(),
-            has_next: (0..n).map(|s| plan.next_stage(s).is_some()).collect(),
-            host: hosts.to_vec(),
-            after: (0..n).map(|s| other(s, plan.next_stage(s))).collect(),
-            before: (0..n).map(|s| other(s, plan.prev_stage(s))).collect(),
-            fwd_to: (0..n).map(|s| host_of(plan.next_stage(s))).collect(),
-            bwd_to: (0..n).map(|s| host_of(plan.prev_stage(s))).collect(),
+        let stages = (0..plan.num_stages())
+            .map(|s| {
+                let (pipeline, position) = plan.locate(s);
+                Stage {
+                    host: hosts[s as usize],
+                    after: other(s, plan.next_stage(s)),
+                    before: other(s, plan.prev_stage(s)),
+                    fwd_to: host_of(plan.next_stage(s)),
+                    bwd_to: host_of(plan.prev_stage(s)),
+                    pipeline,
+                    position,
+                    has_prev: plan.prev_stage(s).is_some(),
+                    has_next: plan.next_stage(s).is_some(),
+                }
+            })
+            .collect();
+        let slots = match slots {
+            Slots::ForThePlan => WorkSlots::new(plan)?,
+            #[cfg(test)]
+            Slots::Sparse => WorkSlots::sparse(plan)?,
+        };
+        Ok(Tables {
+            plan,
+            stages,
+            carriers: plan.carriers(),
+            per_pipeline: plan.stages_per_pipeline() as usize,
+            dense: slots.is_dense(),
+            slots,
+        })
+    }
+
+    /// The stage `s`'s links and the index of `mb`, when the stage exists and its pipeline
+    /// carries the micro-batch: only such work communicates, waits for inputs and has a slot.
+    #[inline(always)]
+    fn carried(&self, s: u32, mb: u32) -> Option<(&Stage, u32)> {
+        let st = self.stages.get(s as usize)?;
+        let [carrier, index] = *self.carriers.get(mb as usize)?;
+        (carrier == st.pipeline + 1).then_some((st, index))
+    }
+
+    /// The stage `s`'s links and the slot of its work on `mb`, when it has one (see
+    /// [`Tables::carried`]).
+    #[inline(always)]
+    fn work(&self, s: u32, mb: u32) -> Option<(&Stage, usize)> {
+        let (st, index) = self.carried(s, mb)?;
+        let x = if self.dense {
+            index as usize * self.per_pipeline + st.position as usize
+        } else {
+            self.slots.slot(self.plan, s, mb)?
+        };
+        Some((st, x))
+    }
+
+    /// The slot of the work of `s ± 1` on `mb`, the input of the work at slot x: the neighbouring
+    /// slot when dense; when sparse, the slots hold every input of the actions' work.
+    #[inline(always)]
+    fn beside(&self, x: usize, s: u32, mb: u32, up: bool) -> usize {
+        if self.dense {
+            if up { x + 1 } else { x - 1 }
+        } else {
+            let t = if up { s + 1 } else { s - 1 };
+            // Always there (see `WorkSlots::sparse`); the op's own slot otherwise, which makes it
+            // wait for itself rather than panic.
+            self.slots.slot(self.plan, t, mb).unwrap_or(x)
         }
     }
 
-    /// The `(stage, mb)` slot of an op, if both exist.
-    #[inline]
-    fn slot(&self, op: Op) -> Option<usize> {
-        ((op.stage as usize) < self.after.len() && (op.mb as usize) < self.mb_bound)
-            .then(|| op.mb as usize * self.stages + op.stage as usize)
-    }
-
-    /// Where the output of `op`, run on rank r, goes if another rank: (send tag, peer). Ops on
-    /// unknown stages or micro-batches, or on a rank that does not host their stage, send nothing.
+    /// Where the output of `op`, run on rank r, goes if another rank: (send tag, peer). Only work
+    /// with a slot, on its stage's host, sends.
     #[inline]
     fn output(&self, r: usize, op: Op) -> Option<(u64, u32)> {
-        let (tag, table) = match op.kind {
-            Kind::F => (code::SEND_F, &self.after),
-            Kind::B | Kind::I => (code::SEND_B, &self.before),
+        let (st, _) = self.carried(op.stage, op.mb)?;
+        let (tag, peer) = match op.kind {
+            Kind::F => (code::SEND_F, st.after),
+            Kind::B | Kind::I => (code::SEND_B, st.before),
             Kind::W => return None,
         };
-        let s = op.stage as usize;
-        let peer = *table.get(s)?;
-        (peer != NONE && (op.mb as usize) < self.mb_bound && self.host[s] == r as u32)
-            .then_some((tag, peer))
+        (peer != NONE && st.host == r as u32).then_some((tag, peer))
     }
 }
 
 /// The lowering's running state: the programs being built and what has been scheduled.
 struct Lowering<'a> {
-    t: &'a Tables,
+    t: &'a Tables<'a>,
     /// The programs, each in its own range (sized exactly beforehand), and where each one's next
     /// step goes.
     codes: Vec<u64>,
@@ -125,13 +183,13 @@ struct Lowering<'a> {
     /// Where each program's next end wait goes: a backward send is waited for at the end, so
     /// its wait is written into the tail of the program when the send is (see `lower`).
     tail: Vec<usize>,
-    /// By `(stage, mb)` slot, in one byte so an op touches one table: [`F_DONE`] (the forward has
+    /// By slot of work ([`Tables::work`]), in one byte so an op touches one table: [`F_DONE`] (the forward has
     /// been scheduled), [`B_DONE`] (the input-gradient backward, B or I, has) and [`PENDING`] (the
     /// forward's send has not been waited for yet).
     flags: Vec<u8>,
     /// Per rank, the key of the input its next action waits for, or [`NO_WAIT`]: `2·x` for the
     /// forward at slot x, `2·x + 1` for the input-gradient backward there. Scheduling that input
-    /// wakes the rank hosting the stage that consumes it ([`Tables::fwd_to`], `bwd_to`); a rank
+    /// wakes the rank hosting the stage that consumes it ([`Stage::fwd_to`], `bwd_to`); a rank
     /// waiting for the input of an op on a stage it does not host (an invalid plan's) is listed
     /// under the key in `strays` as well.
     wait: Vec<usize>,
@@ -185,29 +243,32 @@ impl Lowering<'_> {
         }
     }
 
-    /// Marks the input-gradient backward of stage `s` at slot `x` done on rank r, and releases
+    /// Marks the input-gradient backward of stage `st` at slot `x` done on rank r, and releases
     /// the stage's forward send (whether its wait goes here): only on the stage's host, which sent
     /// it.
     #[inline(always)]
-    fn release(&mut self, r: usize, s: usize, x: usize) -> bool {
-        let here = self.t.host[s] == r as u32;
+    fn release(&mut self, r: usize, st: Stage, x: usize) -> bool {
+        let here = st.host == r as u32;
         let flags = &mut self.flags[x];
         let pending = here && *flags & PENDING != 0;
         *flags = (*flags | B_DONE) & if here { !PENDING } else { !0 };
-        self.wake(2 * x + 1, self.t.bwd_to[s]);
+        self.wake(2 * x + 1, st.bwd_to);
         pending
     }
 
-    /// The key of the input of `op` that has not been scheduled yet, if any; ops on unknown stages
-    /// or micro-batches depend on nothing.
+    /// The key of the input of `op` that has not been scheduled yet, if any; work without a slot
+    /// (an unknown stage, or a micro-batch its pipeline does not carry) depends on nothing.
     #[inline]
     fn missing(&self, op: Op) -> Option<usize> {
-        let x = self.t.slot(op)?;
-        let s = op.stage as usize;
+        let (st, x) = self.t.work(op.stage, op.mb)?;
         match op.kind {
-            Kind::F if self.t.has_prev[s] && self.flags[x - 1] & F_DONE == 0 => Some(2 * (x - 1)),
-            Kind::B | Kind::I if self.t.has_next[s] && self.flags[x + 1] & B_DONE == 0 => {
-                Some(2 * (x + 1) + 1)
+            Kind::F if st.has_prev => {
+                let y = self.t.beside(x, op.stage, op.mb, false);
+                (self.flags[y] & F_DONE == 0).then_some(2 * y)
+            }
+            Kind::B | Kind::I if st.has_next => {
+                let y = self.t.beside(x, op.stage, op.mb, true);
+                (self.flags[y] & B_DONE == 0).then_some(2 * y + 1)
             }
             _ => None,
         }
@@ -235,7 +296,7 @@ impl Lowering<'_> {
         let Some(key) = key else { return };
         self.active.remove(r);
         self.wait[r] = key;
-        if self.t.host[op.stage as usize] != r as u32 {
+        if self.t.stages.get(op.stage as usize).map(|st| st.host) != Some(r as u32) {
             self.strays.entry(key).or_default().push(r as u32);
         }
     }
@@ -253,24 +314,23 @@ impl Lowering<'_> {
             return true;
         };
         let t = self.t;
-        let (s, mb) = (op.stage as usize, op.mb as usize);
-        if s >= t.after.len() || mb >= t.mb_bound {
-            // An unknown stage or micro-batch: no inputs, no communication.
+        let Some((&st, x)) = t.work(op.stage, op.mb) else {
+            // An unknown stage, or a micro-batch its pipeline does not carry: no inputs, no
+            // communication.
             self.push(r, code::compute(index));
             return true;
-        }
-        let x = mb * t.stages + s;
+        };
         // Only a stage's host communicates for it (the work of another rank is an invalid plan's).
-        let here = t.host[s] == r as u32;
+        let here = st.host == r as u32;
         match op.kind {
             Kind::F => {
-                if t.has_prev[s] && self.flags[x - 1] & F_DONE == 0 {
+                if st.has_prev && self.flags[t.beside(x, op.stage, op.mb, false)] & F_DONE == 0 {
                     return false;
                 }
                 // The rank's own steps through a local cursor, stored once.
                 let at = self.cursor[r];
                 self.codes[at] = code::compute(index);
-                let peer = t.after[s];
+                let peer = st.after;
                 if peer != NONE && here {
                     self.codes[at + 1] = code::new(code::SEND_F, op.stage, op.mb);
                     self.cursor[r] = at + 2;
@@ -280,13 +340,13 @@ impl Lowering<'_> {
                     self.cursor[r] = at + 1;
                     self.flags[x] |= F_DONE;
                 }
-                self.wake(2 * x, t.fwd_to[s]);
+                self.wake(2 * x, st.fwd_to);
             }
             Kind::B | Kind::I => {
-                if t.has_next[s] && self.flags[x + 1] & B_DONE == 0 {
+                if st.has_next && self.flags[t.beside(x, op.stage, op.mb, true)] & B_DONE == 0 {
                     return false;
                 }
-                let pending = self.release(r, s, x);
+                let pending = self.release(r, st, x);
                 let mut at = self.cursor[r];
                 self.codes[at] = code::compute(index);
                 at += 1;
@@ -294,7 +354,7 @@ impl Lowering<'_> {
                     self.codes[at] = code::new(code::WAIT_SEND_F, op.stage, op.mb);
                     at += 1;
                 }
-                let peer = t.before[s];
+                let peer = st.before;
                 if peer != NONE && here {
                     self.codes[at] = code::new(code::SEND_B, op.stage, op.mb);
                     self.cursor[r] = at + 1;
@@ -317,13 +377,14 @@ impl Lowering<'_> {
         self.push(r, code::compute(index));
         match a {
             Action::One(op) => {
-                let x = self.t.slot(op);
+                let x = self.t.work(op.stage, op.mb).map(|(&st, x)| (st, x));
                 self.mark(r, op, x);
                 self.send(r, op, x);
             }
             Action::Pair { f, b } => {
                 // Both halves are done before either sends: b's wait precedes f's send.
-                let (xf, xb) = (self.t.slot(f), self.t.slot(b));
+                let work = |op: Op| self.t.work(op.stage, op.mb).map(|(&st, x)| (st, x));
+                let (xf, xb) = (work(f), work(b));
                 self.mark(r, f, xf);
                 self.mark(r, b, xb);
                 self.send(r, f, xf);
@@ -332,19 +393,19 @@ impl Lowering<'_> {
         }
     }
 
-    /// Records `op` (at slot `x`, if known) as scheduled; a backward releases the wait of its
-    /// stage's forward send.
+    /// Records `op` (of stage `st` at slot `x`, if it has one) as scheduled; a backward releases
+    /// the wait of its stage's forward send.
     // Always inlined: called once or twice per action, the call itself cost a third of the work.
     #[inline(always)]
-    fn mark(&mut self, r: usize, op: Op, x: Option<usize>) {
-        let Some(x) = x else { return };
+    fn mark(&mut self, r: usize, op: Op, work: Option<(Stage, usize)>) {
+        let Some((st, x)) = work else { return };
         match op.kind {
             Kind::F => {
                 self.flags[x] |= F_DONE;
-                self.wake(2 * x, self.t.fwd_to[op.stage as usize]);
+                self.wake(2 * x, st.fwd_to);
             }
             Kind::B | Kind::I => {
-                if self.release(r, op.stage as usize, x) {
+                if self.release(r, st, x) {
                     // The forward send went from this stage to the next one.
                     self.push(r, code::new(code::WAIT_SEND_F, op.stage, op.mb));
                 }
@@ -353,17 +414,17 @@ impl Lowering<'_> {
         }
     }
 
-    /// Appends the send of `op`'s output (at slot `x`), if it goes to another rank, and the peer's
-    /// receive.
+    /// Appends the send of `op`'s output (of stage `st` at slot `x`), if it goes to another rank,
+    /// and the peer's receive.
     #[inline(always)]
-    fn send(&mut self, r: usize, op: Op, x: Option<usize>) {
+    fn send(&mut self, r: usize, op: Op, work: Option<(Stage, usize)>) {
         let Some((tag, peer)) = self.t.output(r, op) else {
             return;
         };
         self.push(r, code::new(tag, op.stage, op.mb));
         if tag == code::SEND_F {
             self.push(peer as usize, code::new(code::RECV_F, op.stage + 1, op.mb));
-            if let Some(x) = x {
+            if let Some((_, x)) = work {
                 self.flags[x] |= PENDING;
             }
         } else {
@@ -386,18 +447,18 @@ struct Sizing {
 
 impl Sizing {
     /// Counts op `op` of rank r's `i`-th action: its send, its wait and the peer's receive, and
-    /// the last B or W of its stage. Ops on unknown stages or micro-batches neither send nor
-    /// reduce.
+    /// the last B or W of its stage. Work without a slot (an unknown stage, or a micro-batch its
+    /// pipeline does not carry) neither sends nor reduces.
     #[inline(always)]
     fn count(&mut self, t: &Tables, r: usize, i: usize, op: Op) {
-        let (s, mb) = (op.stage as usize, op.mb as usize);
-        if s >= t.after.len() || mb >= t.mb_bound {
+        let Some((st, _)) = t.carried(op.stage, op.mb) else {
             return;
-        }
-        let here = t.host[s] == r as u32;
+        };
+        let s = op.stage as usize;
+        let here = st.host == r as u32;
         let peer = match op.kind {
-            Kind::F => t.after[s],
-            Kind::I => t.before[s],
+            Kind::F => st.after,
+            Kind::I => st.before,
             Kind::B | Kind::W => {
                 let last = &mut self.last_weight[s];
                 if *last == usize::MAX {
@@ -407,7 +468,7 @@ impl Sizing {
                 if op.kind == Kind::W {
                     return;
                 }
-                t.before[s]
+                st.before
             }
         };
         if peer != NONE && here {
@@ -468,7 +529,7 @@ fn layout(programs: &[Vec<Action>], t: &Tables, replicated: bool) -> Layout {
     let mut z = Sizing {
         sizes: vec![0usize; ranks],
         bwd_sends: vec![0usize; ranks],
-        last_weight: vec![usize::MAX; t.after.len()],
+        last_weight: vec![usize::MAX; t.stages.len()],
         touched: Vec::new(),
     };
     for (r, program) in programs.iter().enumerate() {
@@ -509,8 +570,9 @@ fn layout(programs: &[Vec<Action>], t: &Tables, replicated: bool) -> Layout {
     }
 }
 
-/// Lowers every rank's program. Works on any plan; ops on unknown stages or micro-batches, or on a
-/// rank that does not host their stage, get no communication.
+/// Lowers every rank's program. Works on any plan; ops on unknown stages, on micro-batches their
+/// stage's pipeline does not carry, or on a rank that does not host their stage, get no
+/// communication.
 ///
 /// The lowered steps take 8 bytes each, about 32 per action: where running out of memory must be
 /// an error rather than the end of the process, use [`try_lower`].
@@ -527,25 +589,45 @@ pub fn lower(plan: &Plan) -> LoweredPlan<'_> {
 
 /// [`lower`], or the error naming the size of the table that could not be allocated.
 pub fn try_lower(plan: &Plan) -> Result<LoweredPlan<'_>, OutOfMemory> {
-    lower_by(plan, |l, programs, reductions| l.run(programs, reductions))
+    lower_by(plan, Slots::ForThePlan, |l, programs, reductions| {
+        l.run(programs, reductions)
+    })
 }
 
 /// [`lower`] with the plain round-robin, every rank visited in every round (quadratic in the
 /// ranks): what the event-driven rounds must give exactly.
 #[cfg(test)]
 pub(crate) fn lower_plainly(plan: &Plan) -> Result<LoweredPlan<'_>, OutOfMemory> {
-    lower_by(plan, |l, programs, reductions| {
+    lower_by(plan, Slots::ForThePlan, |l, programs, reductions| {
         l.run_plainly(programs, reductions)
     })
+}
+
+/// [`lower`] with sparse slots whatever the plan: what the dense ones must give exactly.
+#[cfg(test)]
+pub(crate) fn lower_sparsely(plan: &Plan) -> Result<LoweredPlan<'_>, OutOfMemory> {
+    lower_by(plan, Slots::Sparse, |l, programs, reductions| {
+        l.run(programs, reductions)
+    })
+}
+
+/// Which slots the lowering's table has.
+#[derive(Clone, Copy)]
+enum Slots {
+    /// `WorkSlots::new`'s choice.
+    ForThePlan,
+    /// Sparse whatever the plan, for the tests.
+    #[cfg(test)]
+    Sparse,
 }
 
 /// The rounds of the lowering, given the programs and each rank's reduction entries.
 type Rounds = fn(&mut Lowering<'_>, &[Vec<Action>], &[Vec<(usize, u64)>]);
 
-fn lower_by(plan: &Plan, rounds: Rounds) -> Result<LoweredPlan<'_>, OutOfMemory> {
+fn lower_by(plan: &Plan, slots: Slots, rounds: Rounds) -> Result<LoweredPlan<'_>, OutOfMemory> {
     let ranks = plan.ranks() as usize;
     let programs = plan.programs();
-    let t = Tables::new(plan);
+    let t = Tables::new(plan, slots)?;
     // With replicas, a reduction pairs ranks that may reach it far apart: waiting right after the
     // launch would stall one on the other (or deadlock), so the waits go to the end.
     let replicated = plan.pipelines().len() > 1;
@@ -560,7 +642,7 @@ fn lower_by(plan: &Plan, rounds: Rounds) -> Result<LoweredPlan<'_>, OutOfMemory>
         codes: memory::zeroed(starts[ranks], "the lowered programs")?,
         cursor: starts[..ranks].to_vec(),
         tail: tail_starts.clone(),
-        flags: memory::zeroed(t.slots, "the lowering's table")?,
+        flags: memory::zeroed(t.slots.len(), "the lowering's table")?,
         wait: vec![NO_WAIT; ranks],
         strays: HashMap::new(),
         active: RankSet::new(ranks),
@@ -569,7 +651,7 @@ fn lower_by(plan: &Plan, rounds: Rounds) -> Result<LoweredPlan<'_>, OutOfMemory>
     let ends = l.finish_tails(&starts, &tail_starts, &reductions, replicated);
     let mut codes = l.codes;
     close_gaps(&mut codes, &mut starts, &ends);
-    let peers = t.after.iter().zip(&t.before).map(|(&a, &b)| [b, a]);
+    let peers = t.stages.iter().map(|st| [st.before, st.after]);
     Ok(LoweredPlan {
         plan,
         starts,
@@ -589,7 +671,7 @@ impl Lowering<'_> {
         reductions: &[Vec<(usize, u64)>],
         replicated: bool,
     ) -> Vec<usize> {
-        let stages = self.t.stages;
+        let t = self.t;
         let (codes, flags) = (&mut self.codes, &mut self.flags);
         let mut ends = Vec::with_capacity(reductions.len());
         for (r, list) in reductions.iter().enumerate() {
@@ -601,12 +683,12 @@ impl Lowering<'_> {
                 for i in starts[r]..self.cursor[r] {
                     let c = codes[i];
                     let still_pending = match code::tag(c) {
-                        code::SEND_F => {
-                            let x = code::mb(c) as usize * stages + code::stage(c) as usize;
+                        // Only work with a slot sends.
+                        code::SEND_F => t.work(code::stage(c), code::mb(c)).is_none_or(|(_, x)| {
                             let pending = flags[x] & PENDING != 0;
                             flags[x] &= !PENDING;
                             pending
-                        }
+                        }),
                         code::SEND_B => true,
                         _ => false,
                     };

@@ -51,6 +51,8 @@ fn size(bytes: usize) -> String {
 
 /// Room for `n` values of `T`, or the error naming the size.
 pub fn with_capacity<T>(n: usize, what: &'static str) -> Result<Vec<T>, OutOfMemory> {
+    #[cfg(any(test, feature = "testing"))]
+    ledger::record(n.saturating_mul(std::mem::size_of::<T>()));
     let mut v = Vec::new();
     v.try_reserve_exact(n).map_err(|_| OutOfMemory {
         bytes: n.saturating_mul(std::mem::size_of::<T>()),
@@ -81,10 +83,36 @@ pub fn grow<T>(v: &mut Vec<T>, what: &'static str) -> Result<(), OutOfMemory> {
         return Ok(());
     }
     let more = v.len().max(4);
+    #[cfg(any(test, feature = "testing"))]
+    ledger::record(more.saturating_mul(std::mem::size_of::<T>()));
     v.try_reserve(more).map_err(|_| OutOfMemory {
         bytes: (v.len() + more).saturating_mul(std::mem::size_of::<T>()),
         what,
     })
+}
+
+/// What the tables asked for through this module add up to, on this thread (tests and
+/// benchmarks only): the passes ask for their big tables here, so the bytes a pass asked for say
+/// whether its tables follow its work (`tests/it/linear.rs`).
+#[cfg(any(test, feature = "testing"))]
+pub mod ledger {
+    use std::cell::Cell;
+
+    thread_local! {
+        static ASKED: Cell<usize> = const { Cell::new(0) };
+    }
+
+    pub(super) fn record(bytes: usize) {
+        ASKED.with(|a| a.set(a.get().saturating_add(bytes)));
+    }
+
+    /// Runs `f`; returns what it returned and the bytes of the tables it asked for through this
+    /// module (whether or not they were given, and however long they were kept).
+    pub fn asked<T>(f: impl FnOnce() -> T) -> (T, usize) {
+        let before = ASKED.with(Cell::get);
+        let value = f();
+        (value, ASKED.with(Cell::get).saturating_sub(before))
+    }
 }
 
 #[cfg(test)]
@@ -107,5 +135,16 @@ mod tests {
         assert_eq!(filled(3, 7u8, "three").expect("small"), [7, 7, 7]);
         assert_eq!(zeroed::<u64>(2, "two").expect("small"), [0, 0]);
         assert!(zeroed::<u64>(usize::MAX / 8, "too many").is_err());
+    }
+
+    #[test]
+    fn the_ledger_counts_what_was_asked_for() {
+        let (_, bytes) = ledger::asked(|| {
+            let _ = filled(10, 0u32, "ten");
+            let _ = zeroed::<u64>(3, "three");
+            let mut v: Vec<u16> = Vec::new();
+            grow(&mut v, "one more").expect("small");
+        });
+        assert_eq!(bytes, 40 + 24 + 8);
     }
 }

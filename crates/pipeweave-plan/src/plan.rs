@@ -123,8 +123,12 @@ pub struct Plan {
     stages_per_pipeline: u32,
     pipelines: Vec<Pipeline>,
     programs: Vec<Vec<Action>>,
-    /// Derived: micro-batch id → pipeline index (u32::MAX where no pipeline carries it).
-    mb_pipeline: Vec<u32>,
+    /// Derived: micro-batch id → `[pipeline + 1, index]`, the pipeline carrying it counted from 1
+    /// and its index among all the plan's micro-batches in ascending order (`[0, 0]` where no
+    /// pipeline carries it, so that the pages of ids no pipeline uses are never touched: a file
+    /// naming micro-batch 16,777,215 alone costs nothing for the ids below). The index numbers the
+    /// passes' tables by piece of work (see [`Plan::work_slot`]).
+    carriers: Vec<[u32; 2]>,
     /// Derived: global stage → hosting rank (hot in every pass, so a table, not arithmetic).
     hosts: Vec<u32>,
     /// Derived: the stages each rank hosts, ascending, rank r's at
@@ -201,21 +205,43 @@ impl Plan {
         if len > 1 << 28 {
             return Err(PlanError::TooLarge);
         }
-        let mut mb_pipeline = vec![u32::MAX; len];
+        // Zeros, which the system gives without touching the pages.
+        let mut carriers = vec![[0u32; 2]; len];
         let mut pipelines = pipelines;
         for (j, p) in pipelines.iter_mut().enumerate() {
             p.microbatches.sort_unstable();
             p.microbatches.dedup();
             for &m in &p.microbatches {
-                let slot = &mut mb_pipeline[m as usize];
-                if *slot != u32::MAX {
+                let slot = &mut carriers[m as usize][0];
+                if *slot != 0 {
                     return Err(PlanError::MicrobatchInTwoPipelines {
                         mb: m,
-                        first: *slot,
+                        first: *slot - 1,
                         second: j as u32,
                     });
                 }
-                *slot = j as u32;
+                *slot = j as u32 + 1;
+            }
+        }
+        // The indices in ascending order of id: a walk of every id when most are used, else
+        // through the ids sorted (a walk would touch every page of a few scattered ids).
+        let listed: usize = pipelines.iter().map(|p| p.microbatches.len()).sum();
+        if listed.saturating_mul(8) >= len {
+            let mut index = 0;
+            for [carrier, at] in &mut carriers {
+                if *carrier != 0 {
+                    *at = index;
+                    index += 1;
+                }
+            }
+        } else {
+            let mut ids: Vec<u32> = pipelines
+                .iter()
+                .flat_map(|p| p.microbatches.iter().copied())
+                .collect();
+            ids.sort_unstable();
+            for (index, &m) in (0u32..).zip(&ids) {
+                carriers[m as usize][1] = index;
             }
         }
         let hosts: Vec<u32> = pipelines
@@ -228,7 +254,7 @@ impl Plan {
             stages_per_pipeline: s,
             pipelines,
             programs,
-            mb_pipeline,
+            carriers,
             hosts,
             by_rank,
             by_rank_starts,
@@ -244,7 +270,7 @@ impl Plan {
             stages_per_pipeline: self.stages_per_pipeline,
             pipelines: self.pipelines.clone(),
             programs,
-            mb_pipeline: self.mb_pipeline.clone(),
+            carriers: self.carriers.clone(),
             hosts: self.hosts.clone(),
             by_rank: self.by_rank.clone(),
             by_rank_starts: self.by_rank_starts.clone(),
@@ -397,16 +423,48 @@ impl Plan {
     /// The pipeline carrying a micro-batch, if any.
     #[inline]
     pub fn mb_pipeline(&self, mb: u32) -> Option<u32> {
-        self.mb_pipeline
+        self.carriers
             .get(mb as usize)
-            .copied()
-            .filter(|&j| j != u32::MAX)
+            .and_then(|c| c[0].checked_sub(1))
     }
 
     /// One past the largest micro-batch id in use (a dense bound for tables indexed by id).
     #[inline]
     pub fn mb_bound(&self) -> u32 {
-        self.mb_pipeline.len() as u32
+        self.carriers.len() as u32
+    }
+
+    /// Per micro-batch id below [`Plan::mb_bound`], `[pipeline + 1, index]`: the pipeline carrying
+    /// it counted from 1 and its index among all the plan's micro-batches in ascending order (both
+    /// 0 where no pipeline carries it). What the passes' hot loops read to find a piece of work's
+    /// slot: the work of stage s on micro-batch m has one when `carriers[m][0]` is s's pipeline
+    /// plus 1.
+    #[inline]
+    pub fn carriers(&self) -> &[[u32; 2]] {
+        &self.carriers
+    }
+
+    /// The number of pieces of work the pipelines list: a slot per stage position and micro-batch,
+    /// S × the plan's micro-batches. A valid plan runs a forward and a backward in each (an
+    /// evaluation plan a forward), so it has at least this many operations: a table with a slot per
+    /// piece of work is as large as the plan.
+    pub fn work_slots(&self) -> usize {
+        (self.stages_per_pipeline as usize).saturating_mul(self.num_microbatches() as usize)
+    }
+
+    /// The slot of the work of `stage` on micro-batch `mb`, in `0..work_slots()`, when the stage
+    /// exists and its pipeline carries the micro-batch: the micro-batch's index times S plus the
+    /// stage's position. Micro-batch major, so that the passes, whose ranks work on neighbouring
+    /// micro-batches at any time, touch a small window of a table sliding along it; and by
+    /// position rather than stage, so that many pipelines of few micro-batches each do not make a
+    /// table of stages × micro-batches. The neighbours of a stage (`next_stage`, `prev_stage`) are
+    /// the neighbouring slots.
+    #[inline]
+    pub fn work_slot(&self, stage: u32, mb: u32) -> Option<usize> {
+        let [carrier, index] = *self.carriers.get(mb as usize)?;
+        let s = self.stages_per_pipeline;
+        (self.is_stage(stage) && stage / s + 1 == carrier)
+            .then(|| index as usize * s as usize + (stage % s) as usize)
     }
 
     /// The stages a rank hosts, ascending (none for a rank the plan does not have).

@@ -188,3 +188,71 @@ pub fn expressible_plan() -> impl Strategy<Value = Plan> {
         )
     })
 }
+
+/// `n` pipelines of one stage each on one rank, pipeline j carrying micro-batch j, the rank running
+/// `jFj, jBj` for every j: the plan whose pipelines are as many as its micro-batches, where a
+/// table by stage and micro-batch id holds n² slots and one by piece of work n.
+pub fn one_stage_pipelines(n: u32) -> Plan {
+    let pipelines = (0..n)
+        .map(|j| Pipeline {
+            placement: vec![0],
+            microbatches: vec![j],
+        })
+        .collect();
+    let program = (0..n)
+        .flat_map(|j| [Kind::F, Kind::B].map(|k| Action::One(Op::new(j, k, j))))
+        .collect();
+    Plan::new(1, pipelines, vec![program]).expect("a valid structure")
+}
+
+/// Valid plans of many pipelines on many ranks: 1 to 64 ranks, 1 to 300 pipelines of 1 to 3
+/// stages placed at random, 1 to 3 micro-batches each, their work in one sequential order (each
+/// micro-batch through its pipeline and back, pipeline after pipeline), some backwards split into
+/// an I and a W right after it, some backwards of a pipeline's first stage overlapped with the
+/// forward there of the pipeline's next micro-batch. The shapes where the pipelines, not the
+/// micro-batches, are what there are many of.
+pub fn many_pipelines() -> impl Strategy<Value = Plan> {
+    (1u32..65, 1u32..301, 1u32..4, 1u32..4).prop_flat_map(|(ranks, k, s, m)| {
+        let placement = vec(0..ranks, (k * s) as usize);
+        let choices = vec(0u8..4, (k * s * m) as usize);
+        (Just((ranks, k, s, m)), placement, choices).prop_map(
+            |((ranks, k, s, m), placement, choices)| {
+                let mut programs: Vec<Vec<Action>> = vec![Vec::new(); ranks as usize];
+                let mut choice = choices.into_iter();
+                for j in 0..k {
+                    // Whether the pipeline's head has run the current micro-batch's forward
+                    // already, overlapped with the backward of the one before.
+                    let mut head_done = false;
+                    for mb in j * m..(j + 1) * m {
+                        for q in u32::from(head_done)..s {
+                            let stage = j * s + q;
+                            let program = &mut programs[placement[stage as usize] as usize];
+                            program.push(Action::One(Op::new(stage, Kind::F, mb)));
+                        }
+                        head_done = false;
+                        for q in (0..s).rev() {
+                            let stage = j * s + q;
+                            let program = &mut programs[placement[stage as usize] as usize];
+                            let b = Op::new(stage, Kind::B, mb);
+                            match choice.next().unwrap_or(0) {
+                                0 => {
+                                    program.push(Action::One(Op::new(stage, Kind::I, mb)));
+                                    program.push(Action::One(Op::new(stage, Kind::W, mb)));
+                                }
+                                // The head's forward of the next micro-batch needs no input.
+                                1 if q == 0 && mb + 1 < (j + 1) * m => {
+                                    let f = Op::new(stage, Kind::F, mb + 1);
+                                    program.push(Action::Pair { f, b });
+                                    head_done = true;
+                                }
+                                _ => program.push(Action::One(b)),
+                            }
+                        }
+                    }
+                }
+                let placement = placement.chunks(s as usize).map(<[u32]>::to_vec).collect();
+                Plan::new(ranks, pipelines(placement, m), programs).expect("generated structure")
+            },
+        )
+    })
+}

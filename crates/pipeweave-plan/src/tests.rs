@@ -408,15 +408,19 @@ mod rounds {
     //! The event-driven rounds of the lowering give exactly the plain round-robin's programs, on
     //! any plan, valid or not.
     use super::*;
-    use crate::lower::lower_plainly;
+    use crate::lower::{lower_plainly, lower_sparsely};
     use crate::testing::{action, any_plan, edited_gpipe, one_f_one_b, pipelines};
     use proptest::collection::vec;
     use proptest::prelude::*;
 
+    /// The event-driven rounds give the plain ones, and sparse slots the dense ones.
     fn same(plan: &Plan) -> Result<(), TestCaseError> {
         let (events, plain) = (lower(plan), lower_plainly(plan).expect("lowers"));
         prop_assert_eq!(&events.starts, &plain.starts);
         prop_assert_eq!(&events.codes, &plain.codes);
+        let sparse = lower_sparsely(plan).expect("lowers");
+        prop_assert_eq!(&events.starts, &sparse.starts);
+        prop_assert_eq!(&events.codes, &sparse.codes);
         Ok(())
     }
 
@@ -514,5 +518,77 @@ mod rounds {
         fn event_driven_rounds_are_the_plain_ones_on_1f1b(p in 1u32..40, m in 1u32..6) {
             same(&one_f_one_b(p, m))?;
         }
+    }
+}
+
+#[test]
+fn tables_by_piece_of_work_follow_the_work_not_the_shape() {
+    use crate::WorkSlots;
+    use crate::testing::one_stage_pipelines;
+    // 100,000 one-stage pipelines of a micro-batch each: a slot per pipeline (a table by stage and
+    // micro-batch id had 10^10, and the lowering asked for them before anything else).
+    let n = 100_000;
+    let plan = one_stage_pipelines(n);
+    assert_eq!(plan.work_slots(), n as usize);
+    let slots = WorkSlots::new(&plan).expect("small");
+    assert!(slots.is_dense());
+    assert_eq!(slots.len(), n as usize);
+    assert_eq!(plan.work_slot(n - 1, n - 1), Some(n as usize - 1));
+    assert_eq!(plan.work_slot(0, 1), None, "micro-batch 1 is pipeline 1's");
+    // Each pipeline's stage reduces its gradients after its backward, waited for at the end.
+    let lowered = try_lower(&plan).expect("lowers");
+    assert_eq!(lowered.num_steps(), 4 * n as usize);
+
+    // A pipeline listing a million micro-batches and running one: the table holds what the
+    // actions name, not what the pipeline lists.
+    let plan = Plan::single(
+        1,
+        vec![0],
+        1_000_000,
+        vec![vec![op(0, Kind::F, 0), op(0, Kind::B, 0)]],
+    )
+    .expect("valid structure");
+    assert_eq!(plan.work_slots(), 1_000_000);
+    let slots = WorkSlots::new(&plan).expect("small");
+    assert!(!slots.is_dense());
+    assert_eq!(slots.len(), 1);
+    assert_eq!(slots.slot(&plan, 0, 0), Some(0));
+    assert_eq!(slots.slot(&plan, 0, 7), None);
+    assert_eq!(
+        programs_text(&lower(&plan)),
+        ["0F0,0B0,0REDUCE_GRAD,0WAIT_REDUCE_GRAD"]
+    );
+}
+
+#[test]
+fn micro_batches_are_indexed_in_ascending_order_whatever_their_ids() {
+    // Scattered ids (sorted for their index) and dense ones (walked), in two pipelines.
+    for ids in [vec![3u32, 1_000_000, 70], (0..20).collect()] {
+        let (even, odd): (Vec<u32>, Vec<u32>) = ids.iter().partition(|&&m| m % 2 == 0);
+        let plan = Plan::new(
+            1,
+            vec![
+                Pipeline {
+                    placement: vec![0],
+                    microbatches: even.clone(),
+                },
+                Pipeline {
+                    placement: vec![0],
+                    microbatches: odd.clone(),
+                },
+            ],
+            vec![vec![]],
+        )
+        .expect("valid structure");
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        for (i, &m) in sorted.iter().enumerate() {
+            let j = u32::from(m % 2 == 1);
+            assert_eq!(plan.mb_pipeline(m), Some(j));
+            assert_eq!(plan.work_slot(j, m), Some(i), "micro-batch {m}");
+            assert_eq!(plan.work_slot(1 - j, m), None);
+        }
+        assert_eq!(plan.mb_pipeline(5_000), None);
+        assert_eq!(plan.work_slots(), ids.len());
     }
 }

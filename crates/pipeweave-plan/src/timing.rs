@@ -59,6 +59,10 @@ pub enum TimingError {
 impl fmt::Display for TimingError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
+            TimingError::Makespan(makespan) if makespan.is_finite() => write!(
+                f,
+                "the timeline's makespan {makespan} is negative; it is the time from the start of the step to its end, 0 or more"
+            ),
             TimingError::Makespan(makespan) => {
                 write!(f, "the timeline's makespan {makespan} is not a finite time")
             }

@@ -3,9 +3,10 @@
 //! only these). They are exactly [`LoweredPlan::sends`](crate::LoweredPlan::sends) and
 //! [`LoweredPlan::reductions`](crate::LoweredPlan::reductions) of [`crate::lower`]'s result, on
 //! any plan (a proptest in `tests.rs` says so): an op sends its output when it runs on its
-//! stage's host, names a micro-batch below the plan's bound and its neighbour stage lives on
+//! stage's host, names a micro-batch its stage's pipeline carries and its neighbour stage lives on
 //! another rank, right after its action (the forward half's first, for a pair); a stage's
-//! gradients are reduced after the last B or W of it on a rank.
+//! gradients are reduced after the last B or W of it on a rank (of micro-batches its pipeline
+//! carries).
 
 use crate::action::{Action, Kind, Op};
 use crate::lowered::{NONE, Reduction, Sent};
@@ -13,15 +14,15 @@ use crate::plan::{Dir, Plan};
 
 /// The ranks a stage's outputs go to, where another rank hosts the neighbour (the lowering's own
 /// rule; `NONE` otherwise).
-struct Peers {
+struct Peers<'p> {
+    plan: &'p Plan,
     host: Vec<u32>,
     after: Vec<u32>,
     before: Vec<u32>,
-    mb_bound: u32,
 }
 
-impl Peers {
-    fn new(plan: &Plan) -> Peers {
+impl<'p> Peers<'p> {
+    fn new(plan: &'p Plan) -> Peers<'p> {
         let hosts = plan.hosts();
         let other = |s: u32, t: Option<u32>| match t {
             Some(t) if hosts[t as usize] != hosts[s as usize] => hosts[t as usize],
@@ -29,10 +30,10 @@ impl Peers {
         };
         let n = plan.num_stages();
         Peers {
+            plan,
             host: hosts.to_vec(),
             after: (0..n).map(|s| other(s, plan.next_stage(s))).collect(),
             before: (0..n).map(|s| other(s, plan.prev_stage(s))).collect(),
-            mb_bound: plan.mb_bound(),
         }
     }
 
@@ -40,7 +41,7 @@ impl Peers {
     #[inline]
     fn send(&self, rank: u32, action: usize, op: Op) -> Option<Sent> {
         let s = op.stage as usize;
-        if s >= self.host.len() || op.mb >= self.mb_bound || self.host[s] != rank {
+        if self.plan.work_slot(op.stage, op.mb).is_none() || self.host[s] != rank {
             return None;
         }
         let (dir, peer, to_stage) = match op.kind {
@@ -75,7 +76,7 @@ pub fn sends(plan: &Plan) -> Sends<'_> {
 /// The iterator of [`sends`].
 pub struct Sends<'p> {
     plan: &'p Plan,
-    peers: Peers,
+    peers: Peers<'p>,
     /// The op to look at next: the `half`-th op of action `action` of rank `rank`.
     rank: u32,
     action: usize,
@@ -124,14 +125,14 @@ impl std::fmt::Debug for Sends<'_> {
 /// on each rank, one after the last B or W of every stage it runs them for, by position and then
 /// stage.
 pub fn reductions(plan: &Plan) -> Vec<Reduction> {
-    let (stages, mb_bound) = (plan.num_stages(), plan.mb_bound());
-    let mut last = vec![usize::MAX; stages as usize];
+    let mut last = vec![usize::MAX; plan.num_stages() as usize];
     let mut touched: Vec<u32> = Vec::new();
     let mut all = Vec::new();
     for rank in 0..plan.ranks() {
         for (i, a) in plan.program(rank).iter().enumerate() {
             for op in a.ops() {
-                if op.stage < stages && op.mb < mb_bound && matches!(op.kind, Kind::B | Kind::W) {
+                if matches!(op.kind, Kind::B | Kind::W) && plan.work_slot(op.stage, op.mb).is_some()
+                {
                     let at = &mut last[op.stage as usize];
                     if *at == usize::MAX {
                         touched.push(op.stage);

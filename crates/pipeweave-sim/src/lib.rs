@@ -93,38 +93,45 @@ impl From<OutOfMemory> for SimError {
 impl std::error::Error for SimError {}
 
 const UNKNOWN: f64 = f64::NAN;
-/// No such row in a per-stage table (the first or last stage of a pipeline).
-const NO_ROW: usize = usize::MAX;
+/// No such stage (before the first or after the last stage of a pipeline).
+const NO_STAGE: u32 = u32::MAX;
 
-/// End times by key, `2·(stage, mb)` for a forward and `2·(stage, mb) + 1` for an input-gradient
-/// backward (B or I); `UNKNOWN` until the op has run. The same keys name what a parked rank waits
-/// for.
-struct Ends {
-    mb_bound: usize,
+/// End times by key, `2·x` for the forward of the piece of work at slot x and `2·x + 1` for its
+/// input-gradient backward (B or I); `UNKNOWN` until the op has run. The same keys name what a
+/// parked rank waits for. Slots are [`Plan::work_slot`]'s: one per piece of work the plan lists
+/// (a valid plan runs each, so the table is no larger than the plan), micro-batch major, the
+/// previous and next stage's work on a micro-batch at the slots beside.
+struct Ends<'p> {
+    /// Per micro-batch id, its pipeline plus 1 and index ([`Plan::carriers`]), and S.
+    carriers: &'p [[u32; 2]],
+    per_pipeline: usize,
     /// Per stage, where its inputs come from: a table, so the hot loop does no modulo.
     links: Vec<Link>,
     end: Vec<f64>,
 }
 
-/// A stage's inputs, in one record built from [`Plan::prev_stage`] and [`Plan::next_stage`]: the
-/// `(stage, mb)` row of the previous stage (what its forward waits for) and of the next (what its
-/// backward waits for), `NO_ROW` at a pipeline's ends; those stages and the ranks hosting them.
+/// A stage's inputs, in one record built from [`Plan::prev_stage`] and [`Plan::next_stage`]: its
+/// pipeline and position, the previous stage (what its forward waits for) and the next (what its
+/// backward waits for), `NO_STAGE` at a pipeline's ends, and the ranks hosting them.
 #[derive(Clone, Copy)]
 struct Link {
-    fwd_from: usize,
-    bwd_from: usize,
+    pipeline: u32,
+    position: u32,
     prev: u32,
     next: u32,
     prev_host: u32,
     next_host: u32,
 }
 
-impl Ends {
-    /// The `(stage, mb)` slot of an op, if both exist.
-    #[inline]
+impl Ends<'_> {
+    /// The slot of an op's piece of work, if its stage exists and its pipeline carries its
+    /// micro-batch.
+    #[inline(always)]
     fn slot(&self, op: Op) -> Option<usize> {
-        ((op.stage as usize) < self.links.len() && (op.mb as usize) < self.mb_bound)
-            .then(|| op.stage as usize * self.mb_bound + op.mb as usize)
+        let link = self.links.get(op.stage as usize)?;
+        let [carrier, index] = *self.carriers.get(op.mb as usize)?;
+        (carrier == link.pipeline + 1)
+            .then(|| index as usize * self.per_pipeline + link.position as usize)
     }
 }
 
@@ -133,7 +140,7 @@ impl Ends {
 #[inline(always)]
 fn ready_at<C: CostModel + ?Sized>(
     costs: &C,
-    ends: &Ends,
+    ends: &Ends<'_>,
     rank: u32,
     op: Op,
     x: usize,
@@ -152,19 +159,18 @@ fn ready_at<C: CostModel + ?Sized>(
         }
     };
     match op.kind {
-        Kind::F => match link.fwd_from {
-            NO_ROW => Ok(0.0),
-            row => arrive(2 * (row + op.mb as usize), link.prev, link.prev_host),
+        Kind::F => match link.prev {
+            NO_STAGE => Ok(0.0),
+            prev => arrive(2 * (x - 1), prev, link.prev_host),
         },
         Kind::B | Kind::I => {
             let own = ends.end[2 * x];
             if own.is_nan() {
                 return Err(2 * x);
             }
-            match link.bwd_from {
-                NO_ROW => Ok(own),
-                row => arrive(2 * (row + op.mb as usize) + 1, link.next, link.next_host)
-                    .map(|t| t.max(own)),
+            match link.next {
+                NO_STAGE => Ok(own),
+                next => arrive(2 * (x + 1) + 1, next, link.next_host).map(|t| t.max(own)),
             }
         }
         Kind::W => {
@@ -174,17 +180,18 @@ fn ready_at<C: CostModel + ?Sized>(
     }
 }
 
-/// `Err` key of an action naming a stage or micro-batch the plan does not have.
+/// `Err` key of an action naming a stage the plan does not have, or a micro-batch its pipeline
+/// does not carry.
 const INVALID: usize = usize::MAX;
 
-/// When the input of `op` (on `rank`) is available and the op's `(stage, mb)` slot, or `Err` with
+/// When the input of `op` (on `rank`) is available and the slot of its work, or `Err` with
 /// the key of the op that produces the input when that has not run yet (`INVALID` when `op`
-/// names a stage or micro-batch the plan does not have).
+/// names a stage the plan does not have, or a micro-batch its pipeline does not carry).
 // Always inlined: as a call it cost a quarter of the simulation.
 #[inline(always)]
 fn input<C: CostModel + ?Sized>(
     costs: &C,
-    ends: &Ends,
+    ends: &Ends<'_>,
     rank: u32,
     op: Op,
 ) -> Result<(f64, usize), usize> {
@@ -272,37 +279,37 @@ impl Waiting {
     }
 }
 
-impl Ends {
-    /// The number of keys of `plan`: two per `(stage, mb)` slot.
+impl<'p> Ends<'p> {
+    /// The number of keys of `plan`: two per slot.
     #[inline(always)]
     fn keys(plan: &Plan) -> usize {
-        2 * plan.num_stages() as usize * plan.mb_bound() as usize
+        2 * plan.work_slots()
     }
 
     /// Empty tables for `plan`, its links from [`Plan::prev_stage`] and [`Plan::next_stage`].
     // Always inlined, as `Waiting::new` is: both tables by key then have one length the compiler
     // sees (`Ends::keys`), and the hot loop checks a key against it once (3% fewer instructions).
     #[inline(always)]
-    fn new(plan: &Plan) -> Result<Ends, OutOfMemory> {
-        let mb_bound = plan.mb_bound() as usize;
+    fn new(plan: &'p Plan) -> Result<Ends<'p>, OutOfMemory> {
         let hosts = plan.hosts();
-        let row = |t: Option<u32>| t.map_or(NO_ROW, |t| t as usize * mb_bound);
         let host = |t: Option<u32>| t.map_or(u32::MAX, |t| hosts[t as usize]);
         let links: Vec<Link> = (0..plan.num_stages())
             .map(|s| {
                 let (prev, next) = (plan.prev_stage(s), plan.next_stage(s));
+                let (pipeline, position) = plan.locate(s);
                 Link {
-                    fwd_from: row(prev),
-                    bwd_from: row(next),
-                    prev: prev.unwrap_or(u32::MAX),
-                    next: next.unwrap_or(u32::MAX),
+                    pipeline,
+                    position,
+                    prev: prev.unwrap_or(NO_STAGE),
+                    next: next.unwrap_or(NO_STAGE),
                     prev_host: host(prev),
                     next_host: host(next),
                 }
             })
             .collect();
         Ok(Ends {
-            mb_bound,
+            carriers: plan.carriers(),
+            per_pipeline: plan.stages_per_pipeline() as usize,
             links,
             end: filled(Ends::keys(plan), UNKNOWN, "the simulation's end times")?,
         })
@@ -332,8 +339,8 @@ pub fn simulate<C: CostModel + ?Sized>(plan: &ValidPlan, costs: &C) -> Result<Ti
 }
 
 /// Simulates one step of any plan, valid or not: what [`simulate`] runs, for the simulator's own
-/// tests on plans the validator rejects. An action naming a stage or micro-batch the plan does not
-/// have stops its rank, as a missing input does.
+/// tests on plans the validator rejects. An action naming a stage the plan does not have, or a
+/// micro-batch its stage's pipeline does not carry, stops its rank, as a missing input does.
 fn simulate_plan<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Timeline, SimError> {
     let run = run(plan, costs)?;
     match unfinished(plan, &run.intervals) {
@@ -352,7 +359,8 @@ struct Run {
 ///
 /// Times do not depend on the order ranks run in: each action's start is a function of its inputs
 /// and its rank (when every op is done once; an invalid plan that repeats one has no one
-/// timeline). An action naming a stage or micro-batch the plan does not have stops its rank.
+/// timeline). An action naming a stage the plan does not have, or a micro-batch its stage's
+/// pipeline does not carry, stops its rank.
 fn run<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Run, OutOfMemory> {
     let mut ends = Ends::new(plan)?;
     // The room for every action's times, asked for whole first so that an error names all of it.

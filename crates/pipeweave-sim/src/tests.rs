@@ -210,7 +210,7 @@ mod against_a_naive_run {
     }
 
     fn naive(plan: &Plan, costs: &UniformCosts) -> Result<Vec<Vec<Interval>>, SimError> {
-        let known = |op: Op| plan.is_stage(op.stage) && op.mb < plan.mb_bound();
+        let known = |op: Op| plan.work_slot(op.stage, op.mb).is_some();
         let ranks = plan.ranks() as usize;
         let mut ends = EndMap::new();
         let mut intervals = vec![Vec::new(); ranks];
@@ -301,4 +301,22 @@ mod validated_plans {
             }
         }
     }
+}
+
+#[test]
+fn many_pipelines_of_one_micro_batch_simulate() {
+    // 100,000 one-stage pipelines on one rank: the table of end times had a slot per stage and
+    // micro-batch id (10^10), now one per piece of work. Unit costs: F 1, B 2, back to back.
+    let n = 100_000;
+    let plan = valid(&pipeweave_plan::testing::one_stage_pipelines(n));
+    let t = simulate(&plan, &UnitCosts).expect("runs");
+    assert_eq!(t.timing.makespan, 3.0 * f64::from(n));
+    assert_eq!(
+        t.timing.intervals[0][2 * n as usize - 1],
+        Interval {
+            start: 3.0 * f64::from(n) - 2.0,
+            end: 3.0 * f64::from(n)
+        }
+    );
+    assert_eq!(t.ranks[0].peak_activations, 1);
 }

@@ -231,9 +231,16 @@ fn from_wire(wire: WirePlan) -> Result<PlanJson, Found> {
             vec![key("parts")],
         ));
     }
-    let lowered = lower(&plan);
+    // Linear in the actions whatever the plan lists (see `pipeweave_plan::WorkSlots`), and
+    // fallible: a plan too large for the memory there is is an error naming the size.
+    let lowered = try_lower(&plan).map_err(|e| {
+        vec![(
+            Diagnostic::error(format!("{e} (checking the plan's steps)")),
+            vec![key("programs")],
+        )]
+    })?;
     for (r, (expected, found)) in lowered.programs().zip(&steps).enumerate() {
-        if let Some((d, i)) = compare_steps(&plan, r, &expected.collect::<Vec<_>>(), found) {
+        if let Some((d, i)) = compare_steps(&plan, r, expected, found) {
             diags.push((d, vec![key("programs"), index(r), key("steps"), index(i)]));
         }
     }
@@ -313,13 +320,14 @@ fn ids_above_the_limit(wire: &WirePlan) -> Found {
 fn compare_steps(
     plan: &Plan,
     r: usize,
-    expected: &[Step],
+    expected: Steps<'_>,
     found: &[WireStep],
 ) -> Option<(Diagnostic, usize)> {
     let program = plan.program(r as u32);
+    let expected_len = expected.len();
     let mut compute = 0;
-    for (i, e) in expected.iter().enumerate() {
-        let want = step_to_wire(e, compute);
+    for (i, e) in expected.enumerate() {
+        let want = step_to_wire(&e, compute);
         if matches!(e, Step::Compute(_)) {
             compute += 1;
         }
@@ -328,7 +336,7 @@ fn compare_steps(
                 steps_differ(format!(
                     "rank {r} has {} steps but lowering its actions gives {} (the first missing one is `{}`)",
                     found.len(),
-                    expected.len(),
+                    expected_len,
                     describe_step(&want, program)
                 )),
                 i,
@@ -345,13 +353,13 @@ fn compare_steps(
             ));
         }
     }
-    (found.len() > expected.len()).then(|| {
+    (found.len() > expected_len).then(|| {
         let d = steps_differ(format!(
             "rank {r} has {} steps but lowering its actions gives {}",
             found.len(),
-            expected.len()
+            expected_len
         ));
-        (d, expected.len())
+        (d, expected_len)
     })
 }
 

@@ -421,3 +421,76 @@ fn hand_written_pieces_are_what_serde_writes() {
         assert_eq!(String::from_utf8(out).expect("UTF-8"), want);
     }
 }
+
+#[test]
+fn a_negative_makespan_is_said_to_be_negative() {
+    let p = plan(ONE_F_ONE_B, 1);
+    let valid = pipeweave_check::validate(p).expect("valid");
+    let timeline = back_to_back(&valid);
+    let text = write_json(&valid, Some(&timeline)).expect("writes");
+    let negative = text.replacen("\"makespan\": 7.0", "\"makespan\": -1", 1);
+    assert_ne!(negative, text);
+    assert_eq!(
+        read_messages(&negative),
+        [
+            "the timeline's makespan -1 is negative; it is the time from the start of the step to its end, 0 or more"
+        ]
+    );
+}
+
+/// One unit per action, back to back on each rank (a timeline that fits, without the simulator).
+fn back_to_back(plan: &Plan) -> Timing {
+    let intervals: Vec<Vec<Interval>> = plan
+        .programs()
+        .iter()
+        .map(|p| {
+            (0..p.len())
+                .map(|i| Interval {
+                    start: i as f64,
+                    end: i as f64 + 1.0,
+                })
+                .collect()
+        })
+        .collect();
+    Timing {
+        intervals,
+        makespan: 7.0,
+    }
+}
+
+/// A JSON plan of `n` one-stage pipelines of a micro-batch each on one rank, whose program runs
+/// nothing (the audit's 10 MB file of 200,000 pipelines).
+fn pipelines_running_nothing(n: u32) -> String {
+    let pipelines: Vec<String> = (0..n)
+        .map(|j| format!("{{\"placement\":[0],\"microbatches\":[{j}]}}"))
+        .collect();
+    let stages: Vec<String> = (0..n).map(|j| j.to_string()).collect();
+    format!(
+        "{{\"format\":\"pipeweave-plan\",\"version\":1,\"ranks\":1,\"stages_per_pipeline\":1,\
+         \"pipelines\":[{}],\"parts\":[{{\"part\":0,\"stages\":[{}],\"ranks\":[{}]}}],\
+         \"programs\":[{{\"rank\":0,\"actions\":[],\"steps\":[]}}]}}",
+        pipelines.join(","),
+        stages.join(","),
+        vec!["0"; n as usize].join(",")
+    )
+}
+
+/// The reader lowers the plan to check its steps: with a table per stage and micro-batch id, 200,000
+/// pipelines asked for 40 GB and aborted ("memory allocation of 40000000000 bytes failed"), and
+/// 100,000 did under a 4 GB limit. The lowering's table follows the actions now, and is asked for
+/// fallibly.
+#[test]
+fn many_pipelines_are_read_at_the_cost_of_their_actions() {
+    let text = pipelines_running_nothing(100_000);
+    let read = read_json(&text, FileId(0)).expect("reads");
+    assert_eq!(read.plan.model_copies(), 100_000);
+    let problems = pipeweave_check::problems(&read.plan);
+    assert_eq!(problems.len(), 1001, "a thousand missing ops and a count");
+    assert!(
+        problems[1000]
+            .to_string()
+            .starts_with("the whole plan: 199000 more operations never run"),
+        "{}",
+        problems[1000]
+    );
+}

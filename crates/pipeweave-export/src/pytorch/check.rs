@@ -45,13 +45,9 @@ impl CommsFile {
     /// in file order. Meant for a valid plan (the validator's problems come first; an invalid
     /// plan's lowering says little).
     pub fn check(&self) -> Vec<Diagnostic> {
-        let Some(mut t) = Table::new(&self.plan) else {
-            return vec![
-                Diagnostic::error(
-                    "the plan is not valid (a stage misses micro-batches), so its communication is not checked",
-                )
-                .with_help("the validator names what is missing"),
-            ];
+        let mut t = match Table::new(&self.plan) {
+            Ok(t) => t,
+            Err(d) => return vec![d],
         };
         let talks = self.steps.iter().flatten().any(|s| !is_sharding(s.step));
         if !talks && !t.expected.is_empty() {
@@ -92,7 +88,7 @@ impl CommsFile {
 
     /// Finds every cell of the file in the table; reports the cells the lowering does not have,
     /// the repeated ones, and sharding steps for another rank's stage.
-    fn match_cells(&self, t: &mut Table, out: &mut Vec<Diagnostic>) {
+    fn match_cells(&self, t: &mut Table<'_>, out: &mut Vec<Diagnostic>) {
         for (r, steps) in (0u32..).zip(&self.steps) {
             for (k, s) in steps.iter().enumerate() {
                 if let StepCell::Unshard { stage } | StepCell::Reshard { stage } = s.step {
@@ -209,7 +205,7 @@ impl CommsFile {
 
     /// A step the lowering has and the file lacks, pointing where it belongs (a wait whose send
     /// or reduction is missing too is not reported again).
-    fn missing(&self, t: &Table, e: &Expected, out: &mut Vec<Diagnostic>) {
+    fn missing(&self, t: &Table<'_>, e: &Expected, out: &mut Vec<Diagnostic>) {
         let r = e.rank;
         let step = e.step;
         // The action the step goes with: its place and its name.
@@ -271,7 +267,7 @@ impl CommsFile {
     }
 
     /// Whether a step the file has stands on the right side of what it goes with.
-    fn placement(&self, t: &Table, e: &Expected, s: &StepAt, out: &mut Vec<Diagnostic>) {
+    fn placement(&self, t: &Table<'_>, e: &Expected, s: &StepAt, out: &mut Vec<Diagnostic>) {
         let r = e.rank;
         let here = self.span(&s.span);
         let step = s.step;
@@ -340,7 +336,7 @@ impl CommsFile {
     /// A wait standing before the step `first` it waits for, if it does.
     fn wait_first(
         &self,
-        t: &Table,
+        t: &Table<'_>,
         r: u32,
         s: &StepAt,
         first: StepCell,
@@ -360,7 +356,7 @@ impl CommsFile {
     }
 
     /// The first message out of the lowering's order at each channel end.
-    fn channel_order(&self, t: &Table, out: &mut Vec<Diagnostic>) {
+    fn channel_order(&self, t: &Table<'_>, out: &mut Vec<Diagnostic>) {
         let mut latest: Vec<Option<(u32, usize)>> = vec![None; t.channels.len()];
         let mut reported = vec![false; t.channels.len()];
         for (r, steps) in (0u32..).zip(&self.steps) {
@@ -405,7 +401,7 @@ impl CommsFile {
 
     /// Reductions started while another one is pending on the rank (2.15 allows one); a repeated
     /// one is reported as such already.
-    fn pending_reductions(&self, t: &Table, out: &mut Vec<Diagnostic>) {
+    fn pending_reductions(&self, t: &Table<'_>, out: &mut Vec<Diagnostic>) {
         for (r, steps) in (0u32..).zip(&self.steps) {
             let mut pending: Option<(u32, &StepAt)> = None;
             for (k, s) in steps.iter().enumerate() {

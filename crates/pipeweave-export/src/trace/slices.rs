@@ -234,16 +234,22 @@ fn reductions(plan: &Plan, timing: &Timing) -> Vec<Reduce> {
             *slot = Some(timing.intervals[reduction.rank as usize][reduction.action].end);
         }
     }
-    let s = plan.stages_per_pipeline();
+    // When the last replica of each part starts its reduction: one pass over the stages (a pass
+    // over the replicas for each stage was quadratic in the pipelines).
+    let mut last = vec![f64::NEG_INFINITY; plan.stages_per_pipeline() as usize];
+    for (stage, at) in (0u32..).zip(&reduce_at) {
+        if let Some(at) = *at {
+            let part = &mut last[plan.part(stage) as usize];
+            *part = part.max(at);
+        }
+    }
     let mut reduces = Vec::new();
     for stage in 0..plan.num_stages() {
         let (Some(start), Some(rank)) = (reduce_at[stage as usize], plan.stage_rank(stage)) else {
             continue;
         };
         let part = plan.part(stage);
-        let end = (0..plan.model_copies())
-            .filter_map(|j| reduce_at[(j * s + part) as usize])
-            .fold(start, f64::max);
+        let end = last[part as usize].max(start);
         reduces.push(Reduce {
             rank,
             start,

@@ -96,3 +96,26 @@ fn refuses_a_bad_scale_or_timeline() {
     };
     assert!(write_chrome_trace(&plan, &short, 1.0).is_err());
 }
+
+/// Every reduction listed the stages of its part's replicas, one per pipeline, and the end of
+/// each was found over all of them: K² for K pipelines (10,000 one-stage pipelines: 500 MB and
+/// 12 s). The trace of N one-stage pipelines on one rank is a few hundred bytes per action.
+#[test]
+fn many_pipelines_make_a_trace_as_long_as_their_work() {
+    let size = |n: u32| {
+        let plan = pipeweave_check::validate(pipeweave_plan::testing::one_stage_pipelines(n))
+            .expect("valid");
+        let timing = pipeweave_sim::simulate(&plan, &pipeweave_sim::UnitCosts)
+            .expect("runs")
+            .timing;
+        write_chrome_trace(&plan, &timing, 1.0)
+            .expect("writes")
+            .len()
+    };
+    let (small, large) = (size(1000), size(10_000));
+    assert!(
+        large < 11 * small,
+        "{small} bytes for 1,000, {large} for 10,000"
+    );
+    assert!(large < 10_000 * 700, "{large} bytes for 20,000 actions");
+}

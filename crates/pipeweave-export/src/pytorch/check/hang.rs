@@ -39,7 +39,7 @@ struct Blocked {
 impl CommsFile {
     /// The first cycle of ranks waiting for each other, if the file's steps can hang. Meant for a
     /// file whose every step was found and is in place.
-    pub(super) fn hang(&self, t: &Table) -> Option<Diagnostic> {
+    pub(super) fn hang(&self, t: &Table<'_>) -> Option<Diagnostic> {
         let ranks = self.steps.len();
         let mut cursors = vec![Cursor::default(); ranks];
         let mut blocked: Vec<Option<Blocked>> = vec![None; ranks];
@@ -84,7 +84,7 @@ impl CommsFile {
     /// The step of another rank that `cell` of rank r still waits for, as (rank, index among its
     /// steps): an action waits for the sends of its inputs (an overlapped pair for two), a
     /// `WAIT_SEND` for the peer's receive.
-    fn needs(&self, t: &Table, r: u32, cell: Cell, cursors: &[Cursor]) -> Option<(u32, usize)> {
+    fn needs(&self, t: &Table<'_>, r: u32, cell: Cell, cursors: &[Cursor]) -> Option<(u32, usize)> {
         let plan = &self.plan;
         let waits = |&(on, step): &(u32, usize)| cursors[on as usize].step <= step;
         let find = |step: StepCell, stage: u32| {

@@ -1,10 +1,12 @@
 //! The lowering's steps other than computation, each with what the check needs to know about it,
-//! looked up by cell in a dense table: transfers by stage, micro-batch, kind and direction,
-//! reductions by stage. Each such step belongs to one rank (its stage's host), so the cell alone
+//! looked up by cell in a dense table: transfers by piece of work (`Plan::work_slot`), kind and
+//! direction, reductions by stage. Each such step belongs to one rank (its stage's host), so the cell alone
 //! finds it, and the rank confirms it.
 
+use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::cell::StepCell;
-use pipeweave_plan::{Dir, Kind, Plan, Step, lower};
+use pipeweave_plan::memory::{self, OutOfMemory};
+use pipeweave_plan::{Dir, Kind, Plan, Step, try_lower};
 use std::collections::HashMap;
 
 /// A step of the lowering, and where the file has it.
@@ -26,40 +28,46 @@ pub(super) struct Expected {
 const NONE: u32 = u32::MAX;
 
 /// The lowering's steps, looked up by rank and cell.
-pub(super) struct Table {
+pub(super) struct Table<'p> {
+    plan: &'p Plan,
     pub expected: Vec<Expected>,
     /// Channel ends: (sending rank, receiving rank, the receiving end).
     pub channels: Vec<(u32, u32, bool)>,
     /// `slots[slot(step)]`: the step's index in `expected`, or [`NONE`].
     slots: Vec<u32>,
+    /// The plan's pieces of work (`Plan::work_slots`): the reductions' slots come after the
+    /// transfers'.
+    pieces: usize,
     stages: usize,
-    /// The plan's micro-batch ids, sorted: a transfer's micro-batch is its place here.
-    mbs: Vec<u32>,
 }
 
-impl Table {
-    /// The table of `plan`'s lowering; `None` when the plan cannot be valid (fewer operations than
-    /// stages times micro-batches: some stage misses a micro-batch), which also bounds the table
-    /// by the plan's size.
-    pub fn new(plan: &Plan) -> Option<Table> {
-        let mut mbs: Vec<u32> = plan
-            .pipelines()
-            .iter()
-            .flat_map(|p| p.microbatches.iter().copied())
-            .collect();
-        mbs.sort_unstable();
-        mbs.dedup();
-        let stages = plan.num_stages() as usize;
-        if stages.checked_mul(mbs.len())? > plan.num_ops() {
-            return None;
+impl<'p> Table<'p> {
+    /// The table of `plan`'s lowering; an error when the plan cannot be valid (fewer operations
+    /// than pieces of work: some stage misses a micro-batch), which also bounds the table by the
+    /// plan's size, or when the memory for it is not there.
+    pub fn new(plan: &'p Plan) -> Result<Table<'p>, Diagnostic> {
+        let pieces = plan.work_slots();
+        if pieces > plan.num_ops() {
+            return Err(Diagnostic::error(
+                "the plan is not valid (a stage misses micro-batches), so its communication is not checked",
+            )
+            .with_help("the validator names what is missing"));
         }
-        let lowered = lower(plan);
+        let stages = plan.num_stages() as usize;
+        let out_of_memory = |e: OutOfMemory| Diagnostic::error(e.to_string());
+        let lowered = try_lower(plan).map_err(out_of_memory)?;
         let mut t = Table {
-            expected: Vec::with_capacity(lowered.num_steps().saturating_sub(plan.num_ops())),
+            plan,
+            expected: memory::with_capacity(
+                lowered.num_steps().saturating_sub(plan.num_ops()),
+                "the steps of the lowering",
+            )
+            .map_err(out_of_memory)?,
             channels: Vec::new(),
-            slots: vec![NONE; stages * mbs.len() * 6 + stages * 2],
+            slots: memory::filled(pieces * 6 + stages * 2, NONE, "the table of the steps")
+                .map_err(out_of_memory)?,
+            pieces,
             stages,
-            mbs,
         };
         let mut channel_ids: HashMap<(u32, u32, bool), usize> = HashMap::new();
         let mut counts: Vec<u32> = Vec::new();
@@ -120,20 +128,19 @@ impl Table {
                 }
             }
         }
-        Some(t)
+        Ok(t)
     }
 
     /// The slot of a transfer or reduction naming a stage and micro-batch the plan has.
     fn slot(&self, step: StepCell) -> Option<usize> {
         let transfer = |kind: usize, dir: Dir, stage: u32, mb: u32| {
-            let stage = Some(stage as usize).filter(|&s| s < self.stages)?;
-            let m = self.mbs.binary_search(&mb).ok()?;
+            let x = self.plan.work_slot(stage, mb)?;
             let dir = usize::from(dir == Dir::Bwd);
-            Some(((stage * self.mbs.len() + m) * 3 + kind) * 2 + dir)
+            Some((x * 3 + kind) * 2 + dir)
         };
         let reduction = |which: usize, stage: u32| {
             let stage = stage as usize;
-            (stage < self.stages).then(|| self.stages * self.mbs.len() * 6 + stage * 2 + which)
+            (stage < self.stages).then(|| self.pieces * 6 + stage * 2 + which)
         };
         match step {
             StepCell::Recv { dir, stage, mb } => transfer(0, dir, stage, mb),
