@@ -404,7 +404,13 @@ pub fn problem_diagnostics(origins: Option<&Origins>, problems: &[Problem]) -> V
         .iter()
         .map(|p| {
             let mut d = Diagnostic::error(format!("{}: {}", p.location(), p.message()));
-            if let Some(span) = origin(p.rank, p.position) {
+            // A problem of the whole plan (too little memory, work counted beyond the listed) has
+            // no place in any rank's program.
+            let whole = matches!(
+                p.kind,
+                ProblemKind::OutOfMemory(_) | ProblemKind::MoreMissing { .. }
+            );
+            if let Some(span) = origin(p.rank, p.position).filter(|_| !whole) {
                 let label = match p.position {
                     Some(_) => "this action".to_string(),
                     None => format!("rank {}'s program ends here", p.rank),
