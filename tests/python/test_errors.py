@@ -59,7 +59,7 @@ def test_arguments_out_of_range_are_usage_errors_naming_them():
 
 def test_a_requirement_says_which_m_would_meet_it():
     e = raised(lambda: pw.compile("interleaved-1f1b", ranks=4, microbatches=9))
-    assert "max(1, M / P) = 2" in str(e) and "help: M = 8 or M = 10 would meet it" in str(e)
+    assert "max(1, M / P), 2 here" in str(e) and "help: M = 8 or M = 10 would meet it" in str(e)
 
 
 def test_a_bad_plan_file_is_located(cli, tmp_path):
