@@ -11,9 +11,10 @@
 //! docs/cost-model.md.
 
 use pipeweave_check::ValidPlan;
+use pipeweave_cost::{CostTable, rank_weights, total_parameters};
 use pipeweave_eval::{StepReport, evaluate};
 use pipeweave_plan::Plan;
-use pipeweave_spec::{CostTable, Spec, parse, rank_weights, total_parameters};
+use pipeweave_spec::{Spec, parse};
 use std::fmt::Write as _;
 
 /// Every published figure must come out within this share of itself.

@@ -11,21 +11,21 @@
 //! The bound is exact for schedules that split all their backwards or none, an upper bound for
 //! those that split some.
 
-use crate::compile::Args;
 use crate::eval::{Fail, eval, fail};
 use crate::ir::{Expr, ExprKind, Resolved, Step, Stmt};
 use crate::syntax::BinOp;
 use pipeweave_plan::{Kind, MAX_OPS};
 
 /// Refuses parameters whose plan would have more operations than a plan may have (see the
-/// module's doc); `env` holds the parameters and the top-level `let`s.
+/// module's doc) at `microbatches` micro-batches over `s` stages per pipeline; `env` holds the
+/// parameters and the top-level `let`s.
 pub(crate) fn within_budget(
     resolved: &Resolved,
-    args: &Args,
+    microbatches: u32,
     env: &[i64],
     s: u32,
 ) -> Result<(), Fail> {
-    let pieces = u64::from(s) * u64::from(args.microbatches);
+    let pieces = u64::from(s) * u64::from(microbatches);
     let (ops, what) = if may_split(resolved, env) {
         (
             3 * pieces,
@@ -43,8 +43,7 @@ pub(crate) fn within_budget(
     Err(fail(
         &resolved.stages.span,
         format!(
-            "{s} stages and {} micro-batches make {}, more than the {MAX_OPS} a plan may have",
-            args.microbatches,
+            "{s} stages and {microbatches} micro-batches make {}, more than the {MAX_OPS} a plan may have",
             what.replace("{n}", &ops.to_string())
         ),
         format!("{s} stages per pipeline"),

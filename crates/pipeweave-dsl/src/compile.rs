@@ -149,7 +149,7 @@ pub(crate) fn compile(
     let note = |env: &[i64]| with_params(resolved, env);
     let (k, s) = structure(resolved, args, &env)
         .map_err(|f| vec![to_diag(file, *f).with_note(note(&env))])?;
-    within_budget(resolved, args, &env, s)
+    within_budget(resolved, args.microbatches, &env, s)
         .map_err(|f| vec![to_diag(file, *f).with_note(note(&env))])?;
     let pipelines = place(file, resolved, args, &mut env, k, s)?;
     let per = args.microbatches / k;

@@ -12,7 +12,7 @@
 //! - **exposed data-parallel communication**: the gradient buckets of every stage the rank hosts
 //!   are complete along the stage's last gradient-producing action (its last W, or B, or pair
 //!   with a B); they queue in order on the rank's data-parallel channel
-//!   ([`pipeweave_spec::channel_end`]: bucket by bucket, or counted in closed form when a step
+//!   ([`pipeweave_cost::channel_end`]: bucket by bucket, or counted in closed form when a step
 //!   holds too many to list); what runs after the rank's last action is exposed (all of it without `overlap_grad_reduce`); then the parameter
 //!   all-gather after the optimizer (its first bucket with `overlap_param_gather`, the slowest
 //!   rank's for the whole step);
@@ -26,9 +26,10 @@
 //! Network contention between the data-parallel traffic and the pipeline's or the experts' is not
 //! modelled.
 
+use pipeweave_cost::{BUCKETS_ONE_BY_ONE, CostTable, StageBuckets, channel_end};
 use pipeweave_plan::{Action, Kind, Op, Plan, Timing};
 use pipeweave_sim::CostModel;
-use pipeweave_spec::{BUCKETS_ONE_BY_ONE, CostTable, Spec, StageBuckets, channel_end};
+use pipeweave_spec::Spec;
 use serde::Serialize;
 
 /// Where a rank's step goes, in seconds; the terms add up to the step time.

@@ -7,8 +7,9 @@
 //! plan within the budget is within the bytes (and at most an eighth of a unit per activation
 //! short of what the bytes would allow).
 
+use pipeweave_cost::{CostTable, rank_memory};
 use pipeweave_plan::Plan;
-use pipeweave_spec::{CostTable, Spec, rank_memory};
+use pipeweave_spec::Spec;
 
 /// A budget of activations: per stage what one weighs, per rank how much may be held, and the
 /// bytes of a unit.
@@ -56,7 +57,7 @@ pub fn activation_budget(
         .map(|r| {
             let mut m = rank_memory(spec, costs, plan, r, 1);
             // Everything but the activations the plan's own order holds.
-            m.activations = pipeweave_spec::rank_activation_working(costs, plan, r);
+            m.activations = pipeweave_cost::rank_activation_working(costs, plan, r);
             let room = limit_bytes - m.total();
             if room < 0.0 {
                 return Err(r);

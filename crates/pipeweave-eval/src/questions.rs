@@ -7,9 +7,10 @@
 //!    `P−1−r`; 1F1B holds part `r` only. The figures are for the rank that holds the most.
 
 use crate::step::StepReport;
+use pipeweave_cost::{CostTable, rank_state};
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::{Pipeline, Plan};
-use pipeweave_spec::{CostTable, Spec, rank_state};
+use pipeweave_spec::Spec;
 
 /// GPU-hours per million tokens that `improved` saves over `baseline` (negative when it costs more).
 pub fn gpu_hours_recovered_per_million_tokens(baseline: &StepReport, improved: &StepReport) -> f64 {

@@ -19,10 +19,11 @@
 use crate::breakdown::{Breakdown, Volumes, mean_volumes, step, total_volumes};
 use crate::fit::{Fitted, SpecRule, fit};
 use pipeweave_check::ValidPlan;
+use pipeweave_cost::{CostTable, MemoryUse, flops_per_token, rank_memory};
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::Plan;
 use pipeweave_sim::{Timeline, simulate};
-use pipeweave_spec::{CostTable, MemoryUse, Spec, flops_per_token, rank_memory};
+use pipeweave_spec::Spec;
 use serde::Serialize;
 
 /// One pipeline rank's figures.

@@ -7,9 +7,10 @@ use crate::fit::{Fitted, SpecRule, fit};
 use crate::limits::{ActivationBudget, activation_budget};
 use crate::planner::{PlanRequest, Planner, Unbuilt};
 use pipeweave_check::ValidPlan;
+use pipeweave_cost::CostTable;
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_sim::{CostModel, simulate};
-use pipeweave_spec::{CostTable, Spec};
+use pipeweave_spec::Spec;
 use pipeweave_synth::{Problem, Synthesis, weighted_peak};
 use serde::Serialize;
 

@@ -10,7 +10,7 @@ mod table;
 
 pub use table::{GPUS, NETWORKS};
 
-use crate::spec::{Dtype, Fp8Kernel};
+use crate::precision::{Dtype, Fp8Kernel};
 
 /// One figure of the tables: a GPU's or a network's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -1,40 +1,22 @@
-//! Cluster, model and training specs in TOML, and the cost model derived from them.
+//! Cluster, model and training specs in TOML: the input of the cost model (`pipeweave-cost`).
 //!
-//! [`parse`] reads a spec and reports every problem as a diagnostic with a span; [`hardware`] holds
-//! the GPU and network tables every figure comes from; [`CostTable`] turns a spec and a plan's
-//! placement into the simulator's costs (compute from the operations, tensor-parallel
-//! collectives, the expert all-to-all with DualPipe's F&B overlap and its SM share,
-//! point-to-point transfers) and prices each part's data-parallel synchronisation and optimizer
-//! step; the memory model gives the bytes a rank holds. The figures of a simulated step are
-//! `pipeweave-eval`'s.
+//! [`parse`] reads a spec and reports every problem as a diagnostic with a span, into a [`Spec`]
+//! whose every figure of the GPU and the network comes from [`hardware`]'s tables (each value with
+//! its source) or the spec's overrides. The shipped specs are embedded by name.
 //! No IO: the caller reads files; [`DEFAULT_SPEC`] is embedded.
 
 #![warn(missing_docs)]
 
-mod activation;
-pub mod comm;
-mod cost;
 pub mod hardware;
-mod memory;
-mod model;
 mod parse;
-mod schedule;
+mod precision;
 mod spec;
-mod sync;
 
-pub use cost::{CostTable, PartCosts, Pass, Volume};
-pub use memory::{
-    MemoryUse, rank_activation_unit, rank_activation_working, rank_buffers, rank_memory,
-    rank_state, rank_weights,
-};
-pub use model::{active_parameters, costed_layers, flops_per_token, total_parameters};
 pub use parse::parse;
-pub use schedule::{ActionCost, Task, TaskKind};
 pub use spec::{
     Attention, Cluster, Dtype, Fp8Kernel, Measured, MicrobatchRule, Mla, Mlp, Model, Moe,
     Parallelism, PlacementOrder, Recompute, Spec, Training, Zero2Pipeline,
 };
-pub use sync::{BUCKETS_ONE_BY_ONE, Buckets, GradSync, StageBuckets, channel_end};
 
 /// The spec every command uses without `--spec`: a dense 70B model (Llama 3 70B's shape) at PP 8
 /// on 1,024 H100 GPUs (`specs/dense-70b-h100-pp8.toml`), chosen because P = 8 is where the

@@ -5,54 +5,11 @@
 //! source so later checks (against a plan or a schedule) can point at the right place.
 
 use crate::hardware::{Hardware, Key};
+pub use crate::precision::{Dtype, Fp8Kernel};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
-
-/// A number format for parameters, gradients, optimizer state or activations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Dtype {
-    /// IEEE 754 single precision: 4 bytes.
-    Fp32,
-    /// bfloat16: 2 bytes.
-    Bf16,
-    /// IEEE 754 half precision: 2 bytes.
-    Fp16,
-    /// An 8-bit float (E4M3 or E5M2): 1 byte.
-    Fp8,
-}
-
-impl Dtype {
-    /// Bytes per element.
-    pub fn bytes(self) -> f64 {
-        match self {
-            Dtype::Fp32 => 4.0,
-            Dtype::Bf16 | Dtype::Fp16 => 2.0,
-            Dtype::Fp8 => 1.0,
-        }
-    }
-
-    /// The name specs write (`fp32`, `bf16`, `fp16`, `fp8`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Dtype::Fp32 => "fp32",
-            Dtype::Bf16 => "bf16",
-            Dtype::Fp16 => "fp16",
-            Dtype::Fp8 => "fp8",
-        }
-    }
-
-    pub(crate) fn from_name(s: &str) -> Option<Dtype> {
-        match s {
-            "fp32" => Some(Dtype::Fp32),
-            "bf16" => Some(Dtype::Bf16),
-            "fp16" => Some(Dtype::Fp16),
-            "fp8" => Some(Dtype::Fp8),
-            _ => None,
-        }
-    }
-}
 
 /// The machines: one kind of GPU, nodes of equal size, a network between them. Every figure of
 /// the GPU and the network comes from the tables of [`crate::hardware`], with the spec's overrides.
@@ -289,15 +246,6 @@ impl Attention {
             Attention::Standard => None,
         }
     }
-}
-
-/// Which FP8 GEMM kernels a run uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fp8Kernel {
-    /// DeepGEMM (DeepSeek, February 2025).
-    Deepgemm,
-    /// The CUTLASS-based block-scaled kernels DeepSeek trained V3 with (2024).
-    Cutlass,
 }
 
 /// ZeRO-2 with pipeline parallelism: gradients accumulate over the micro-batches of a step.

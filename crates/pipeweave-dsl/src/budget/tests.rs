@@ -1,5 +1,5 @@
 use super::*;
-use crate::compile::{bind_params, run_top};
+use crate::compile::{Args, bind_params, run_top};
 use crate::library;
 use pipeweave_diagnostics::FileId;
 use pipeweave_param::Value;

@@ -10,8 +10,9 @@ use crate::fit::fit_spec;
 use crate::planner::{PlanRequest, Planner, Unbuilt};
 use crate::step::StepReport;
 use pipeweave_check::ValidPlan;
+use pipeweave_cost::{CostTable, rank_memory};
 use pipeweave_sim::{live_activations, simulate};
-use pipeweave_spec::{Attention, CostTable, Recompute, Spec, rank_memory};
+use pipeweave_spec::{Attention, Recompute, Spec};
 use std::cmp::Ordering;
 
 /// A schedule family: a schedule with its `v` and its settings.
@@ -342,7 +343,7 @@ fn fewest_ops(pp: u64, v: Option<u32>, m: u64) -> u64 {
 /// operations of their plans and the cost tables of every rung of the recomputation ladder.
 fn shape_work(spec: &Spec, families: &[Family], pp: u64, ms: &[u64]) -> u64 {
     let rungs = ladder(spec).len() as u64;
-    let layers = pipeweave_spec::costed_layers(spec);
+    let layers = pipeweave_cost::costed_layers(spec);
     let mut work = 0u64;
     for fam in families {
         if fam.v.is_some_and(|v| u64::from(v) * pp > spec.model.layers) {

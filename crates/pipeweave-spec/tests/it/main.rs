@@ -1,7 +1,5 @@
-//! Integration tests of pipeweave-spec: the cost model's formulas, its laws, checks against plans
-//! and schedules.
+//! Integration tests of pipeweave-spec: the shipped specs, the default spec, and a spec's checks
+//! against plans and schedules.
 
-mod costs;
-mod laws;
 mod plans;
 mod specs;

@@ -76,7 +76,6 @@ fn a_plan_that_does_not_fit_the_spec_is_reported() {
     let src = source("unit.toml");
     let diags = spec.check_plan(&one_f_one_b(2, 3));
     insta::assert_snapshot!(describe(&src, &diags));
-    assert!(pipeweave_spec::CostTable::new(&spec, &one_f_one_b(2, 3)).is_err());
     assert!(spec.check_plan(&one_f_one_b(4, 8)).is_empty());
 }
 

@@ -17,8 +17,8 @@
 //! and n large an all-reduce's bus bandwidth is 8 × the network card's, as NCCL reaches on nodes
 //! of eight GPUs with eight cards (24 GB/s per HDR card, S. Jeaugey in NVIDIA/nccl#412).
 
-use crate::hardware::Key;
-use crate::spec::{PlacementOrder, Spec};
+use pipeweave_spec::hardware::Key;
+use pipeweave_spec::{PlacementOrder, Spec};
 
 mod spread;
 

@@ -4,11 +4,12 @@
 
 use crate::plans::one_f_one_b;
 use crate::specs::load;
+use pipeweave_cost::CostTable;
+use pipeweave_cost::comm::{Links, Spread, reduce_scatter};
 use pipeweave_diagnostics::FileId;
 use pipeweave_plan::{Kind, Op, Pipeline, Plan};
 use pipeweave_sim::CostModel;
-use pipeweave_spec::comm::{Links, Spread, reduce_scatter};
-use pipeweave_spec::{CostTable, parse};
+use pipeweave_spec::parse;
 
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-30f64)
@@ -268,7 +269,7 @@ fn activation_options_change_memory_by_their_formulas() {
 
     // Memory: full recomputation's rank 0 holds P = 4 layer inputs of part 0 plus one working set.
     let spec = unit_with("recompute = \"full\"\n");
-    let mem = pipeweave_spec::rank_memory(&spec, &full, &plan, 0, 4);
+    let mem = pipeweave_cost::rank_memory(&spec, &full, &plan, 0, 4);
     assert!(close(
         mem.activations,
         4.0 * full.parts[0].activation_bytes + per_layer
@@ -356,7 +357,7 @@ fn deepseek_v3_middle_ranks_fit_dualpipes_p_plus_one_micro_batches() {
     let plan = dual_placement(16);
     let costs = CostTable::new(&spec, &plan).expect("fits");
     let part = &costs.parts[7];
-    let state = pipeweave_spec::rank_state(&spec, &costs, &plan, 7);
+    let state = pipeweave_cost::rank_state(&spec, &costs, &plan, 7);
     let total = state.total() + 17.0 * part.activation_bytes + spec.reserve_bytes();
     assert!(
         total < spec.memory_limit_bytes(),
@@ -462,8 +463,8 @@ fn zero2_with_a_pipeline_keeps_full_gradients_and_copies_share_their_optimizer()
     let z2 = with("zero_stage = 2\n");
     let c1 = CostTable::new(&z1, &plan).expect("fits");
     let c2 = CostTable::new(&z2, &plan).expect("fits");
-    let m1 = pipeweave_spec::rank_state(&z1, &c1, &plan, 0);
-    let m2 = pipeweave_spec::rank_state(&z2, &c2, &plan, 0);
+    let m1 = pipeweave_cost::rank_state(&z1, &c1, &plan, 0);
+    let m2 = pipeweave_cost::rank_state(&z2, &c2, &plan, 0);
     assert_eq!(m1, m2);
     let weights = c1.parts[0].dense_params;
     assert!(close(m1.grads, weights * 4.0));
@@ -474,9 +475,17 @@ fn zero2_with_a_pipeline_keeps_full_gradients_and_copies_share_their_optimizer()
     let shared = CostTable::new(&z1, &dual).expect("fits");
     let z1_own = with("zero_stage = 1\noptimizer_shared_across_copies = false\n");
     let own = CostTable::new(&z1_own, &dual).expect("fits");
-    let s = pipeweave_spec::rank_state(&z1, &shared, &dual, 0);
-    let o = pipeweave_spec::rank_state(&z1_own, &own, &dual, 0);
+    let s = pipeweave_cost::rank_state(&z1, &shared, &dual, 0);
+    let o = pipeweave_cost::rank_state(&z1_own, &own, &dual, 0);
     assert!(close(o.optimizer, 2.0 * s.optimizer));
     assert_eq!(shared.parts[0].sync.shard_dense, 4.0);
     assert_eq!(own.parts[0].sync.shard_dense, 2.0);
+}
+
+/// A plan that does not fit the spec (2 ranks on a spec of 4) has no cost table.
+#[test]
+fn a_plan_that_does_not_fit_the_spec_has_no_costs() {
+    let spec = load("unit.toml");
+    assert!(CostTable::new(&spec, &one_f_one_b(2, 3)).is_err());
+    assert!(CostTable::new(&spec, &one_f_one_b(4, 8)).is_ok());
 }

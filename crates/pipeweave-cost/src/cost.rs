@@ -49,14 +49,14 @@
 //! `pair_ms` sets the F&B pair's duration on the part.
 
 use crate::comm::{self, Links, Spread};
-use crate::hardware::Key;
 use crate::model::{self, Work};
 use crate::schedule::{ActionCost, Share, Task, TaskKind, schedule};
-use crate::spec::{Recompute, Spec};
 use crate::sync::{GradSync, grad_sync};
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::{Kind, Op, Plan};
 use pipeweave_sim::CostModel;
+use pipeweave_spec::hardware::Key;
+use pipeweave_spec::{Recompute, Spec};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 

@@ -11,7 +11,7 @@
 //! score matrix; selective recomputation drops standard attention's (the s² term); full
 //! recomputation keeps only each layer's input.
 
-use crate::spec::{Mlp, Moe, Recompute, Spec};
+use pipeweave_spec::{Mlp, Moe, Recompute, Spec};
 
 /// Bytes per element of an activation cached in FP8: one byte and one FP32 scale per 128 elements
 /// (DeepSeek-V3 §3.3.1, tile- and block-wise quantisation with 1×128 tiles).

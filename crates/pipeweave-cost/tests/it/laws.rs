@@ -4,9 +4,10 @@ use crate::costs::moe_spec;
 use crate::plans::one_f_one_b;
 use crate::specs::load;
 use pipeweave_check::ValidPlan;
+use pipeweave_cost::CostTable;
 use pipeweave_sim::{Timeline, simulate};
+use pipeweave_spec::Spec;
 use pipeweave_spec::hardware::Key;
-use pipeweave_spec::{CostTable, Spec};
 use proptest::prelude::*;
 
 /// The unit spec reshaped to `p` pipeline ranks of two layers each.

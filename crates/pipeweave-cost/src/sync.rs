@@ -24,9 +24,9 @@
 //! the next step. Then ZeRO all-gathers the updated weights of every shard.
 
 use crate::comm::{self, Links, spread_of};
-use crate::hardware::Key;
-use crate::spec::Spec;
 use pipeweave_plan::Plan;
+use pipeweave_spec::Spec;
+use pipeweave_spec::hardware::Key;
 
 /// One part's data-parallel synchronisation and optimizer step on one GPU.
 #[derive(Debug, Clone, PartialEq, Default)]

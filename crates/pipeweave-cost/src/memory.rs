@@ -30,8 +30,8 @@
 //! free.
 
 use crate::cost::CostTable;
-use crate::spec::Spec;
 use pipeweave_plan::{Kind, Plan};
+use pipeweave_spec::Spec;
 
 /// Bytes on one GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]

@@ -25,7 +25,7 @@
 //! Activation bytes are in [`crate::activation`].
 
 use crate::activation;
-use crate::spec::{Attention, Dtype, Mlp, Moe, Spec};
+use pipeweave_spec::{Attention, Dtype, Mlp, Moe, Spec};
 
 /// Work of one pass of a block on one GPU: what its compute time is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -254,7 +254,7 @@ pub(crate) fn layer(spec: &Spec, index: u64) -> Layer {
     } else {
         0.0
     };
-    let selective = t.recompute == crate::spec::Recompute::Selective && !t.attention.is_flash();
+    let selective = t.recompute == pipeweave_spec::Recompute::Selective && !t.attention.is_flash();
 
     let moe = m
         .moe
