@@ -15,7 +15,7 @@
 //! It prints nothing: warnings go to the front end's [`Warn`] (a worker's own output is passed on
 //! to standard error by `pipeweave-plugin-host`, bounded).
 
-use pipeweave_plan::Plan;
+use pipeweave_check::ValidPlan;
 use pipeweave_plugin_host::{
     PathList, PluginError, SearchPath, Worker, WorkerOptions, discover, find, find_file,
 };
@@ -585,7 +585,11 @@ impl Host for FsHost {
             .collect()
     }
 
-    fn generate(&mut self, plugin: PluginId, request: &PluginRequest) -> Result<Plan, Failure> {
+    fn generate(
+        &mut self,
+        plugin: PluginId,
+        request: &PluginRequest,
+    ) -> Result<ValidPlan, Failure> {
         let Some((_, Ok(worker))) = self.loaded.get_mut(plugin.0) else {
             return Err(Failure::invalid("no such plugin handle"));
         };

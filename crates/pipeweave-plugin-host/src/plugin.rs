@@ -4,7 +4,7 @@
 
 use crate::library::Library;
 use crate::{PluginError, reply};
-use pipeweave_plan::Plan;
+use pipeweave_check::ValidPlan;
 use pipeweave_plugin_api::protocol::{self, Metadata, Request};
 use std::path::{Path, PathBuf};
 
@@ -53,7 +53,7 @@ impl Plugin {
 
     /// Asks the plugin for a plan and returns it only once it has the shape asked for, is
     /// structurally sound and is valid.
-    pub fn generate(&self, request: &Request) -> Result<Plan, PluginError> {
+    pub fn generate(&self, request: &Request) -> Result<ValidPlan, PluginError> {
         let bytes = protocol::encode_request(request);
         self.library
             .generate(&bytes, |reply| {

@@ -3,6 +3,7 @@
 //! validated. Plain safe code over bytes from foreign code: nothing here panics.
 
 use crate::PluginError;
+use pipeweave_check::ValidPlan;
 use pipeweave_plan::Plan;
 use pipeweave_plugin_api::protocol::{self, Metadata, PlanMessage, Request, Response};
 use std::path::Path;
@@ -77,13 +78,13 @@ pub(crate) fn request(
 }
 
 /// The plan in a plugin's reply to `request`, returned only once it has the shape asked for, is
-/// structurally sound and is valid.
+/// structurally sound and is valid: a `ValidPlan`, validated once.
 pub(crate) fn plan(
     path: &Path,
     metadata: &Metadata,
     request: &Request,
     bytes: &[u8],
-) -> Result<Plan, PluginError> {
+) -> Result<ValidPlan, PluginError> {
     let malformed = |detail: String| PluginError::Malformed {
         path: path.to_path_buf(),
         detail,
@@ -108,14 +109,11 @@ pub(crate) fn plan(
         .into_plan()
         .map_err(|e| malformed(format!("an impossible plan: {e}")))?;
     stage_spread(&plan).map_err(wrong_shape)?;
-    let problems = pipeweave_check::problems(&plan);
-    if !problems.is_empty() {
-        return Err(PluginError::InvalidPlan {
-            path: path.to_path_buf(),
-            problems,
-        });
-    }
-    Ok(plan)
+    // Validated once, here: the caller takes the `ValidPlan` as it is.
+    pipeweave_check::validate(plan).map_err(|problems| PluginError::InvalidPlan {
+        path: path.to_path_buf(),
+        problems,
+    })
 }
 
 fn plural(n: impl Into<u64>, one: &str, many: &str) -> String {

@@ -262,8 +262,8 @@ fn nearby_microbatches(
     (!found.is_empty()).then(|| format!("{} would meet it", found.join(" or ")))
 }
 
-/// Asks the plugin for its plan, validated here too: the [`Host`] is the caller's (the command
-/// line's plugin host validates what a plugin returns, with the plugin named in its messages).
+/// Asks the plugin for its plan, which the [`Host`] returns validated (the plugin host validates
+/// what a plugin returns, with the plugin named in its messages).
 pub(crate) fn plugin(
     info: &PluginInfo,
     declared: &Declared,
@@ -272,20 +272,17 @@ pub(crate) fn plugin(
     front: FrontEnd,
 ) -> Result<Built, Failure> {
     let name = &info.metadata.name;
-    let usage = |flag: Flag, what: &str| {
-        let given = match front {
-            FrontEnd::CommandLine => front.given(flag, what),
-            FrontEnd::Python => front.flag(flag).to_owned(),
-        };
+    let usage = |flag: Flag| {
         Failure::usage(format!(
-            "the plugin schedule `{name}` needs {given} (requires: {})",
+            "the plugin schedule `{name}` needs {} (requires: {})",
+            front.flag(flag),
             info.metadata.requires
         ))
     };
-    let ranks = params.ranks.ok_or_else(|| usage(Flag::Ranks, "P"))?;
+    let ranks = params.ranks.ok_or_else(|| usage(Flag::Ranks))?;
     let microbatches = params
         .microbatches
-        .ok_or_else(|| usage(Flag::Microbatches, "M"))?;
+        .ok_or_else(|| usage(Flag::Microbatches))?;
     let (settings, _) = settings(name, declared, params, front)?;
     let request = PluginRequest {
         ranks,
@@ -293,7 +290,12 @@ pub(crate) fn plugin(
         settings: settings.into_iter().map(|s| (s.name, s.value)).collect(),
     };
     let plan = host.generate(info.id, &request)?;
-    validated(plan, None, format!("{PLUGIN_PREFIX}{name}"))
+    Ok(Built {
+        plan,
+        origins: None,
+        name: format!("{PLUGIN_PREFIX}{name}"),
+        notes: Vec::new(),
+    })
 }
 
 /// Reads a plan file in the form `params` names, else the one its name gives (`named`), else the

@@ -7,7 +7,7 @@
 
 use crate::failure::Failure;
 use pipeweave_check::ValidPlan;
-use pipeweave_plan::Plan;
+
 use pipeweave_plugin_api::Metadata;
 use pipeweave_sim::CostModel;
 
@@ -118,8 +118,10 @@ pub trait Host {
     /// failure in words (it never hides the others).
     fn plugins(&mut self) -> Vec<Result<PluginInfo, String>>;
 
-    /// The plan `plugin` builds for `request`, validated by the host before it is returned.
-    fn generate(&mut self, plugin: PluginId, request: &PluginRequest) -> Result<Plan, Failure>;
+    /// The plan `plugin` builds for `request`, validated by the host (once) before it is
+    /// returned.
+    fn generate(&mut self, plugin: PluginId, request: &PluginRequest)
+    -> Result<ValidPlan, Failure>;
 }
 
 /// What a synthesized schedule (`synth:PLACEMENT`) is searched under: the command's costs and, on

@@ -3,8 +3,8 @@
 //! `pipeweave-param`, as the plugin host reads them.
 
 use pipeweave_app::{Events, FrontEnd, Session, Told};
+use pipeweave_check::ValidPlan;
 use pipeweave_eval::Tick;
-use pipeweave_plan::Plan;
 use pipeweave_plugin_api::{Generator, Metadata, Request};
 use pipeweave_source::{
     Failure, FolderFile, Host, PluginId, PluginInfo, PluginRequest, PluginTarget,
@@ -86,7 +86,11 @@ impl Host for MemoryHost {
             .collect()
     }
 
-    fn generate(&mut self, plugin: PluginId, request: &PluginRequest) -> Result<Plan, Failure> {
+    fn generate(
+        &mut self,
+        plugin: PluginId,
+        request: &PluginRequest,
+    ) -> Result<ValidPlan, Failure> {
         let metadata = metadata(plugin.0);
         let declared = metadata.params.iter().map(|p| (p.name.as_str(), &p.ty));
         let given = pipeweave_param::read_settings(declared, &request.settings)
@@ -112,7 +116,10 @@ impl Host for MemoryHost {
             1 => pipeweave_generators::DualPipe::generate(&request),
             _ => pipeweave_generators::DualPipeV::generate(&request),
         };
-        plan.map_err(|e| Failure::invalid(format!("{}: {e}", PLUGINS[plugin.0])))
+        let plan = plan.map_err(|e| Failure::invalid(format!("{}: {e}", PLUGINS[plugin.0])))?;
+        // As the plugin host does: what a plugin returns is validated before it is handed on.
+        pipeweave_check::validate(plan)
+            .map_err(|p| Failure::invalid(format!("{} problems", p.len())))
     }
 }
 

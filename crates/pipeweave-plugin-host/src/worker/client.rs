@@ -6,7 +6,7 @@ use super::frame;
 use super::options::WorkerOptions;
 use super::process::{Process, Recipe, garbage, start};
 use crate::{PluginError, reply};
-use pipeweave_plan::Plan;
+use pipeweave_check::ValidPlan;
 use pipeweave_plugin_api::protocol::{self, Metadata, Request};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -123,7 +123,7 @@ impl Worker {
 
     /// Asks the plugin for a plan and returns it only once it has the shape asked for, is
     /// structurally sound and is valid.
-    pub fn generate(&mut self, request: &Request) -> Result<Plan, PluginError> {
+    pub fn generate(&mut self, request: &Request) -> Result<ValidPlan, PluginError> {
         const DURING: &str = "building a plan";
         if self.timed_out {
             return Err(PluginError::TimedOutBefore {

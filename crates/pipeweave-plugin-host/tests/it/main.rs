@@ -65,6 +65,7 @@ fn generate(
         .collect();
     let request = p.request(ranks, mbs, &settings)?;
     p.generate(&request)
+        .map(pipeweave_check::ValidPlan::into_plan)
 }
 
 /// The error text with the build directory replaced, for snapshots.

@@ -1,5 +1,6 @@
 //! A host with files in memory and one plugin (`dualpipe`, from the generators).
 
+use pipeweave_check::ValidPlan;
 use pipeweave_plan::Plan;
 use pipeweave_plugin_api::{Metadata, ParamSpec};
 use pipeweave_source::{
@@ -82,7 +83,11 @@ impl Host for MemoryHost {
         vec![Ok(MemoryHost::info()), Err("a broken plugin".into())]
     }
 
-    fn generate(&mut self, plugin: PluginId, request: &PluginRequest) -> Result<Plan, Failure> {
+    fn generate(
+        &mut self,
+        plugin: PluginId,
+        request: &PluginRequest,
+    ) -> Result<ValidPlan, Failure> {
         assert_eq!(plugin, PluginId(7));
         self.requests.push(request.clone());
         let overlap = !request
@@ -100,12 +105,21 @@ impl Host for MemoryHost {
             .iter()
             .any(|(n, v)| n == "reverse" && v == "true")
         {
-            // A host that lets a broken plan through: rank 0's program backwards.
+            // A plugin that returns a broken plan: rank 0's program backwards, which the host's
+            // validation refuses.
             let mut programs = plan.programs().to_vec();
             programs[0].reverse();
-            return Plan::new(plan.ranks(), plan.pipelines().to_vec(), programs)
-                .map_err(|e| Failure::invalid(e.to_string()));
+            let broken = Plan::new(plan.ranks(), plan.pipelines().to_vec(), programs)
+                .map_err(|e| Failure::invalid(e.to_string()))?;
+            return validated(broken);
         }
-        Ok(plan)
+        validated(plan)
     }
+}
+
+/// What a host returns of a plugin's plan: validated, or its problems.
+fn validated(plan: Plan) -> Result<ValidPlan, Failure> {
+    pipeweave_check::validate(plan).map_err(|problems| {
+        Failure::from_diagnostics(pipeweave_source::problem_diagnostics(None, &problems))
+    })
 }

@@ -77,7 +77,7 @@ fn sources_declare_parameters_and_requirements() {
     assert_eq!(d.params[0].ty.to_string(), "int in 1..");
     assert_eq!(
         d.requires,
-        "M must be a multiple of the rounds, max(1, M / P), as in PyTorch"
+        "M must be a multiple of max(1, M / P), rounds here, as PyTorch requires"
     );
     let plugin = resolve("dualpipe", &mut host, &mut files);
     let d = plugin.declared().expect("declares");
@@ -213,7 +213,7 @@ fn building_checks_parameters() {
         .expect_err("no P");
     assert_eq!(
         f.diagnostics[0].message,
-        "the plugin schedule `dualpipe` needs --ranks P (requires: an even number of ranks P)"
+        "the plugin schedule `dualpipe` needs --ranks/-p (requires: an even number of ranks P)"
     );
     let mut plain = params(4, 8);
     plain.settings.push(Setting {
@@ -233,7 +233,8 @@ fn building_checks_parameters() {
 }
 
 #[test]
-fn a_hosts_invalid_plan_is_refused() {
+/// A plugin's invalid plan is refused by the host's validation, with the problems.
+fn a_plugins_invalid_plan_is_refused() {
     let mut host = MemoryHost::default();
     let mut files = Files::default();
     let plugin = resolve("plugin:dualpipe", &mut host, &mut files);
