@@ -53,7 +53,7 @@ enum Inner {
 #[derive(Debug, Clone)]
 pub struct Source {
     /// The argument as the user wrote it: what is read or loaded.
-    name: String,
+    arg: String,
     /// The argument as it is shown: a path can hold any character, and control characters are
     /// drawn as their pictures ([`pipeweave_diagnostics::visible`]).
     shown: String,
@@ -110,7 +110,7 @@ impl Source {
             )));
         };
         Ok(Source {
-            name: arg.to_owned(),
+            arg: arg.to_owned(),
             shown: visible(arg).into_owned(),
             kind,
             inner,
@@ -121,7 +121,7 @@ impl Source {
     /// text starts with `{`, the actions text otherwise, as for standard input.
     pub fn plan_text(name: &str) -> Source {
         Source {
-            name: name.to_owned(),
+            arg: name.to_owned(),
             shown: visible(name).into_owned(),
             kind: SourceKind::PlanFile,
             inner: Inner::PlanFile { named: None },
@@ -205,24 +205,24 @@ impl Source {
             };
             return Err(Failure::usage(format!(
                 "`{}` is a schedule: {} says how to read a plan file",
-                self.name,
+                self.arg,
                 front.flag(flag)
             )));
         }
         let built = match &self.inner {
             Inner::Weave(read) => {
                 let (file, declared) = read.as_ref().map_err(Clone::clone)?;
-                build::weave(&self.name, *file, declared, params, files, front)
+                build::weave(&self.arg, *file, declared, params, files, front)
             }
             Inner::Plugin(plugin) => {
                 let (info, declared) = plugin.as_ref().map_err(Clone::clone)?;
                 build::plugin(info, declared, params, host, front)
             }
             Inner::Synthesized(shape, declared) => {
-                synthesized::build(&self.name, *shape, declared, params, costs, front)
+                synthesized::build(&self.arg, *shape, declared, params, costs, front)
             }
             Inner::PlanFile { named } => {
-                build::plan_file(&self.name, *named, params, host, files, front)
+                build::plan_file(&self.arg, *named, params, host, files, front)
             }
         }?;
         // One rule for every source: the training plan, valid, then its forwards.
