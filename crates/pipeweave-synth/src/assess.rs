@@ -18,18 +18,33 @@ pub struct Score {
 }
 
 impl Score {
-    /// Whether this score is better than `other` by more than rounding.
+    /// Whether this score is better than `other`: a shorter makespan, or the same and a smaller
+    /// spread, compared as they are. No tolerance: with one, "better" is not transitive (a chain
+    /// of plans each within it of the last drifts past it), and a search that keeps only what beats
+    /// its best could end worse than where it started (at a makespan of 10^10, a relative 10^-9 is
+    /// ten units, more than a whole forward).
     pub fn beats(&self, other: &Score) -> bool {
-        let eps = 1e-9 * other.makespan.abs().max(1.0);
-        self.makespan < other.makespan - eps
-            || (self.makespan <= other.makespan + eps && self.spread < other.spread - eps)
+        self.makespan < other.makespan
+            || (self.makespan == other.makespan && self.spread < other.spread)
     }
 
-    /// Whether this score is no worse than `other` (within rounding).
+    /// Whether this score is no worse than `other` within the rounding of sums of durations
+    /// (2^-40 of each figure): how the local search's walk moves across plans that differ only in
+    /// the order their times were added. Its best is kept by [`Score::beats`], never by this.
     pub fn ties_or_beats(&self, other: &Score) -> bool {
-        !other.beats(self)
+        let (m, s) = (
+            other.makespan.abs() * ROUNDING,
+            other.spread.abs() * ROUNDING,
+        );
+        self.makespan <= other.makespan + m
+            && (self.makespan < other.makespan - m || self.spread <= other.spread + s)
     }
 }
+
+/// The relative rounding [`Score::ties_or_beats`] allows: far above what sums of a plan's
+/// durations lose to rounding, far below any duration beside the makespan (unless the costs span
+/// twelve orders of magnitude, where no comparison of floating-point times means much).
+const ROUNDING: f64 = 1.0 / (1u64 << 40) as f64;
 
 /// The plan action of an entry.
 pub(crate) fn action(g: &Graph, act: Act) -> Action {

@@ -82,6 +82,37 @@ fn a_limit_below_the_placement_is_refused_in_words() {
     );
 }
 
+/// The audit's costs (F = 1 beside transfers of 10^9, `--costs F=1,transfer=1e9`): at makespans
+/// near 10^10 a relative tolerance in "better" let each new best be a few units worse than the
+/// last, and the search ended at 10000000027 against its heuristic's 10000000017. Never worse than
+/// where it started, at any budget or seed.
+#[test]
+fn large_makespans_never_end_worse_than_the_heuristic() {
+    let costs = UniformCosts {
+        stage: StageCosts::UNIT,
+        pair: None,
+        transfer: 1e9,
+    };
+    let pr = problem(4, 8, Placement::Bidirectional, vec![5; 4]);
+    for seed in 0..4 {
+        for evaluations in [200, 2000, 20_000] {
+            let options = Options {
+                seed,
+                evaluations,
+                ..Options::default()
+            };
+            let s = synthesize(&pr, &costs, &options, &mut |_| true).unwrap();
+            let heuristic = s.heuristic.expect("a construction meets the limit");
+            assert!(
+                s.score.makespan <= heuristic.makespan,
+                "seed {seed}, {evaluations} tries: {} against the heuristic's {}",
+                s.score.makespan,
+                heuristic.makespan
+            );
+        }
+    }
+}
+
 #[test]
 fn the_callers_stop_ends_the_local_search() {
     let costs = crate::SKEWED;
