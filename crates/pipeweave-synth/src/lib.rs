@@ -11,6 +11,11 @@
 //! - for small sizes, an exact branch and bound (`exact.rs`) that proves optimality against the
 //!   lower bounds of `bound.rs`.
 //!
+//! A proof compares times exactly, as whole numbers of one tick (`ticks.rs`): the exact method's,
+//! and the claim that a plan meets the lower bound, each up to a stated slack (none for costs of a
+//! few binary digits). Where the costs span too wide a range for ticks, nothing is claimed proved,
+//! and the synthesis says so.
+//!
 //! Pure: no IO, no clock. A caller's time limit reaches the local search through its progress
 //! callback; everything else is decided by the problem, the costs, the seed and the budget, so the
 //! same inputs give the same plan.
@@ -19,15 +24,18 @@
 
 mod assess;
 mod bound;
+mod durations;
 mod exact;
 mod greedy;
 mod local;
 mod periodic;
 mod problem;
+mod proof;
+mod ticks;
 mod timing;
 
 pub use assess::{Score, weighted_peak};
-pub use exact::ExactOutcome;
+pub use exact::{ExactEnd, ExactOutcome};
 pub use local::Progress;
 pub use problem::{MAX_MICROBATCHES, MAX_NODES, MAX_RANKS, Placement, Problem, ProblemError};
 
@@ -79,20 +87,29 @@ pub struct Synthesis {
     pub started_from: Option<usize>,
     /// A lower bound of every plan's makespan.
     pub lower_bound: f64,
+    /// Whether times can be compared exactly, as whole numbers of one tick (false where the costs
+    /// span too wide a range): nothing is proved without it.
+    pub exact_arithmetic: bool,
+    /// Whether the plan's makespan meets the lower bound, compared exactly (so it is optimal).
+    pub meets_bound: bool,
+    /// What the proofs leave out: a plan shorter than this one by this much or less, in the costs'
+    /// unit. Zero (strict proofs) where the shortest duration is under a million ticks (unit
+    /// costs, costs of a few binary digits); else a millionth of it, below which exact times
+    /// differ only in the last bits of the cost model's numbers.
+    pub proof_slack: f64,
     /// Plans the local search tried.
     pub evaluations: u64,
-    /// Whether the caller stopped the local search before its budget (a time limit).
+    /// Whether the caller stopped the search before its budget (a time limit).
     pub stopped: bool,
-    /// The exact method's outcome, where it ran.
+    /// The exact method's outcome, where it was asked to run.
     pub exact: Option<ExactOutcome>,
 }
 
 impl Synthesis {
-    /// Whether the plan is proved optimal: it meets the lower bound, or the exact method finished.
+    /// Whether the plan is proved optimal: it meets the lower bound, or the exact method finished
+    /// (both compared exactly).
     pub fn proved_optimal(&self) -> bool {
-        let eps = 1e-9 * self.score.makespan.max(1.0);
-        self.score.makespan <= self.lower_bound + eps
-            || self.exact.as_ref().is_some_and(|e| e.proved)
+        self.meets_bound || self.exact.as_ref().is_some_and(|e| e.proved)
     }
 }
 
@@ -130,7 +147,14 @@ pub fn exact_applies(problem: &Problem) -> bool {
 /// The lower bound of every plan's makespan for `problem` under `costs`.
 pub fn lower_bound<C: CostModel + ?Sized>(problem: &Problem, costs: &C) -> Result<f64, SynthError> {
     let g = problem::Graph::new(problem, costs)?;
-    Ok(bound::Bounds::new(&g, costs).root(&g))
+    Ok(float_bound(&g, costs))
+}
+
+/// The lower bound of `g` in the cost model's own numbers.
+fn float_bound<C: CostModel + ?Sized>(g: &problem::Graph, costs: &C) -> f64 {
+    let floats = durations::Floats { g, costs };
+    // Floating-point durations always have a value.
+    bound::Bounds::new(g, &floats).map_or(0.0, |b| b.root(g))
 }
 
 /// The constructive heuristic alone: its best plan over every construction, with its score.
@@ -316,8 +340,8 @@ pub fn synthesize_from<C: CostModel + ?Sized>(
     report: &mut dyn FnMut(Progress) -> bool,
 ) -> Result<Synthesis, SynthError> {
     let g = problem::Graph::new(problem, costs)?;
-    let bounds = bound::Bounds::new(&g, costs);
-    let lower_bound = bounds.root(&g);
+    let lower_bound = float_bound(&g, costs);
+    let proof = proof::Proof::new(&g, costs, lower_bound);
     let mut stopped = false;
     let (constructed, policies) = {
         let mut go_on = || {
@@ -354,8 +378,8 @@ pub fn synthesize_from<C: CostModel + ?Sized>(
         stopped |= !go;
         go
     };
-    let (_, mut plan, mut score, evaluations) =
-        if start_score.makespan <= lower_bound + 1e-9 * lower_bound.max(1.0) {
+    let (mut programs, mut plan, mut score, evaluations) =
+        if proof.meets_bound(&programs, start_score.makespan) {
             (programs, plan, start_score, 0)
         } else {
             local::improve(
@@ -378,23 +402,31 @@ pub fn synthesize_from<C: CostModel + ?Sized>(
             stopped |= !go;
             go
         };
-        let (outcome, found) = exact::branch_and_bound(
-            &g,
-            costs,
-            &bounds,
-            score.makespan,
-            options.exact_nodes,
-            &mut go_on,
-        );
-        if let Some(found) = found
-            && let Some((p, s)) = assess::assess(&g, &found, costs)
-            && s.makespan < score.makespan
-        {
-            plan = p;
-            score = s;
+        let (end, nodes, found) = proof.exact(&programs, options.exact_nodes, &mut go_on);
+        // A plan shorter in exact arithmetic replaces the search's (the simulator's floating-point
+        // makespans of the two can differ from their exact order only by its rounding).
+        let mut proved = end == ExactEnd::Complete;
+        if let Some(found) = found {
+            match assess::assess(&g, &found, costs) {
+                Some((p, s)) => {
+                    programs = found;
+                    plan = p;
+                    score = s;
+                }
+                None => {
+                    debug_assert!(false, "a plan of the exact method does not validate");
+                    proved = false;
+                }
+            }
         }
-        outcome
+        ExactOutcome {
+            makespan: score.makespan,
+            proved,
+            nodes,
+            end,
+        }
     });
+    let meets_bound = proof.meets_bound(&programs, score.makespan);
     Ok(Synthesis {
         plan,
         score,
@@ -402,6 +434,9 @@ pub fn synthesize_from<C: CostModel + ?Sized>(
         policies,
         started_from,
         lower_bound,
+        exact_arithmetic: proof.exact_arithmetic(),
+        meets_bound,
+        proof_slack: proof.slack(),
         evaluations,
         stopped,
         exact,
