@@ -43,6 +43,6 @@ pub use simulation::{RankMemory, RankTimes, Shape, Simulation};
 pub use step::{Evaluation, MemoryBreakdown, RankReport, StepReport, evaluate, evaluate_on_spec};
 pub use sweep::{Metric, Over, Param, Sweep, SweepPoint, SweepSeries, Tick, sweep};
 pub use synthesis::{
-    ExactReport, LibraryPlan, SynthesisReport, best_within, library_at_placement, same_placement,
-    synthesis_terms,
+    ExactEnded, ExactReport, LibraryPlan, SynthesisReport, best_within, library_at_placement,
+    same_placement, synthesis_terms,
 };

@@ -225,6 +225,8 @@ fn synthesize_json_follows_its_schema() {
         &["synthesize", "-p", "4", "-m", "8", "--format", "json"],
     );
     assert_eq!(unit["proved_optimal"], true);
+    assert_eq!(unit["exact_arithmetic"], true);
+    assert_eq!(unit["exact"]["ended_by"], "complete");
     let spec = json(
         &dir,
         &[
@@ -238,5 +240,12 @@ fn synthesize_json_follows_its_schema() {
         ],
     );
     assert_eq!(spec["time_unit"], "seconds");
+    // The exact method says why it ended.
+    let mut silent = unit.clone();
+    silent["exact"]
+        .as_object_mut()
+        .expect("the exact method ran")
+        .remove("ended_by");
+    assert!(!validator("pipeweave-synthesize.v1.schema.json").is_valid(&silent));
     check("pipeweave-synthesize.v1.schema.json", &[unit, spec]);
 }
