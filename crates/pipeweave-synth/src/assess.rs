@@ -3,9 +3,10 @@
 
 use crate::greedy::Act;
 use crate::problem::Graph;
-use pipeweave_check::{ValidPlan, validate};
+use pipeweave_check::{ProblemKind, ValidPlan, validate};
+use pipeweave_plan::memory::{self, OutOfMemory};
 use pipeweave_plan::{Action, Kind, Op, Plan};
-use pipeweave_sim::{CostModel, live_activations, simulate};
+use pipeweave_sim::{CostModel, SimError, live_activations, simulate};
 
 /// What a search minimises: the makespan, then the sum of the ranks' end times (which gives a
 /// local search a slope across plans of equal makespan).
@@ -65,13 +66,17 @@ pub(crate) fn action(g: &Graph, act: Act) -> Action {
     }
 }
 
-/// The plan of `programs` (unchecked).
-pub(crate) fn plan(g: &Graph, programs: &[Vec<Act>]) -> Option<Plan> {
-    let programs = programs
-        .iter()
-        .map(|p| p.iter().map(|&a| action(g, a)).collect())
-        .collect();
-    Plan::new(g.ranks, g.pipelines.clone(), programs).ok()
+/// The plan of `programs` (unchecked; `None` where `Plan::new` refuses it), or an error where its
+/// programs do not fit in memory.
+pub(crate) fn plan(g: &Graph, programs: &[Vec<Act>]) -> Result<Option<Plan>, OutOfMemory> {
+    let what = "the plan being checked";
+    let mut out = memory::with_capacity(programs.len(), what)?;
+    for p in programs {
+        let mut actions: Vec<Action> = memory::with_capacity(p.len(), what)?;
+        actions.extend(p.iter().map(|&a| action(g, a)));
+        out.push(actions);
+    }
+    Ok(Plan::new(g.ranks, g.pipelines.clone(), out).ok())
 }
 
 /// The most activation units a program holds at once, each weighed by its stage's entry of
@@ -126,18 +131,36 @@ pub(crate) fn fits(g: &Graph, r: usize, program: &[Action]) -> bool {
 }
 
 /// The validated plan of `programs` and its score, or `None` when it breaks a memory limit, is
-/// invalid (e.g. deadlocks) or cannot be simulated.
+/// invalid (e.g. deadlocks) or cannot be simulated; an error where the plan, the validator's or the
+/// simulator's tables do not fit in memory (not a plan to pass over: the next would not fit either).
 pub(crate) fn assess<C: CostModel + ?Sized>(
     g: &Graph,
     programs: &[Vec<Act>],
     costs: &C,
-) -> Option<(ValidPlan, Score)> {
-    let plan = plan(g, programs)?;
+) -> Result<Option<(ValidPlan, Score)>, OutOfMemory> {
+    let Some(plan) = plan(g, programs)? else {
+        return Ok(None);
+    };
     if !(0..g.ranks).all(|r| fits(g, r as usize, plan.program(r))) {
-        return None;
+        return Ok(None);
     }
-    let valid = validate(plan).ok()?;
-    let timeline = simulate(&valid, costs).ok()?;
+    let valid = match validate(plan) {
+        Ok(valid) => valid,
+        Err(problems) => {
+            return match problems.iter().find_map(|p| match p.kind {
+                ProblemKind::OutOfMemory(e) => Some(e),
+                _ => None,
+            }) {
+                Some(e) => Err(e),
+                None => Ok(None),
+            };
+        }
+    };
+    let timeline = match simulate(&valid, costs) {
+        Ok(t) => t,
+        Err(SimError::OutOfMemory(e)) => return Err(e),
+        Err(_) => return Ok(None),
+    };
     let spread = timeline
         .timing
         .intervals
@@ -148,5 +171,5 @@ pub(crate) fn assess<C: CostModel + ?Sized>(
         makespan: timeline.timing.makespan,
         spread,
     };
-    Some((valid, score))
+    Ok(Some((valid, score)))
 }

@@ -11,6 +11,7 @@
 
 use crate::durations::{Durations, Time};
 use crate::problem::{F, Graph, I};
+use pipeweave_plan::memory::{self, OutOfMemory};
 
 /// The bound tables of a graph, in the arithmetic of its durations.
 #[derive(Debug, Clone)]
@@ -25,8 +26,9 @@ pub(crate) struct Bounds<T> {
 
 impl<T: Time> Bounds<T> {
     /// The tables of `g` under `d`, or `None` where a pair's duration has no value in its
-    /// arithmetic.
-    pub fn new<D: Durations<T = T>>(g: &Graph, d: &D) -> Option<Bounds<T>> {
+    /// arithmetic; an error where they do not fit in memory.
+    pub fn new<D: Durations<T = T>>(g: &Graph, d: &D) -> Result<Option<Bounds<T>>, OutOfMemory> {
+        let what = "the lower bound's tables";
         let n = g.nodes.len();
         let p = g.ranks as usize;
         // The least pair cost on each rank, and the least a pair leaves for its forward beyond
@@ -50,7 +52,9 @@ impl<T: Time> Bounds<T> {
                             if !whole && !g.weight_split {
                                 continue;
                             }
-                            let c = d.pair(f, b, whole)?;
+                            let Some(c) = d.pair(f, b, whole) else {
+                                return Ok(None);
+                            };
                             pair_min[r] = pair_min[r].earlier(c);
                             let bpart = if whole { d.whole(b) } else { d.cost(b) };
                             forward_share[r] =
@@ -60,8 +64,8 @@ impl<T: Time> Bounds<T> {
                 }
             }
         }
-        let mut least = vec![T::ZERO; n];
-        let mut quick = vec![T::ZERO; n];
+        let mut least = memory::filled(n, T::ZERO, what)?;
+        let mut quick = memory::filled(n, T::ZERO, what)?;
         for x in 0..n {
             let r = g.nodes[x].rank as usize;
             match x % 3 {
@@ -85,8 +89,8 @@ impl<T: Time> Bounds<T> {
             }
         }
         let s_per = g.pipelines[0].placement.len() as u32;
-        let mut head = vec![T::ZERO; n];
-        let mut tail = vec![T::ZERO; n];
+        let mut head = memory::filled(n, T::ZERO, what)?;
+        let mut tail = memory::filled(n, T::ZERO, what)?;
         for k in 0..g.per_pipeline {
             for j in 0..g.pipelines.len() as u32 {
                 let first = j * s_per;
@@ -134,7 +138,7 @@ impl<T: Time> Bounds<T> {
                 }
             }
         }
-        Some(Bounds { least, tail, head })
+        Ok(Some(Bounds { least, tail, head }))
     }
 
     /// The root lower bound of the makespan.

@@ -30,6 +30,11 @@ impl Time for f64 {
     const INFINITY: f64 = f64::INFINITY;
 }
 
+impl Time for i64 {
+    const ZERO: i64 = 0;
+    const INFINITY: i64 = i64::MAX;
+}
+
 impl Time for i128 {
     const ZERO: i128 = 0;
     const INFINITY: i128 = i128::MAX;

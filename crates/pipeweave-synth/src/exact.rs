@@ -22,10 +22,11 @@
 //! shortest duration for a spec's), which its proof then says.
 
 use crate::bound::Bounds;
-use crate::durations::{Durations, Time};
+use crate::durations::Durations;
 use crate::greedy::Act;
 use crate::problem::{F, I, W};
-use crate::ticks::{Exact, UNSET};
+use crate::ticks::{Exact, Whole};
+use pipeweave_plan::memory::{self, OutOfMemory};
 use pipeweave_sim::CostModel;
 
 /// What the branch and bound found.
@@ -59,23 +60,23 @@ pub enum ExactEnd {
     CostRange,
 }
 
-struct Search<'a, C: ?Sized> {
+struct Search<'a, C: ?Sized, T> {
     /// Asked every 4,096 nodes whether to go on (a caller's time limit).
     go_on: &'a mut dyn FnMut(u64) -> bool,
-    d: &'a Exact<'a, C>,
-    bounds: &'a Bounds<i128>,
-    end: Vec<i128>,
+    d: &'a Exact<'a, C, T>,
+    bounds: &'a Bounds<T>,
+    end: Vec<T>,
     next_f: Vec<u32>,
     next_b: Vec<u32>,
     next_w: Vec<u32>,
-    free: Vec<i128>,
+    free: Vec<T>,
     live: Vec<u32>,
     /// Work left per rank, in the bound's least costs.
-    left: Vec<i128>,
+    left: Vec<T>,
     programs: Vec<Vec<Act>>,
-    best: i128,
+    best: T,
     /// Plans shorter than `best` by this much or less are not looked for.
-    slack: i128,
+    slack: T,
     best_programs: Option<Vec<Vec<Act>>>,
     nodes: u64,
     node_limit: u64,
@@ -85,18 +86,20 @@ struct Search<'a, C: ?Sized> {
 
 /// A branch: an entry for a rank, when it starts and ends.
 #[derive(Debug, Clone, Copy)]
-struct Branch {
+struct Branch<T> {
     rank: usize,
     act: Act,
-    start: i128,
-    end: i128,
+    start: T,
+    end: T,
     /// Backwards first among equal starts (the heuristic's preference finds good plans early).
     order: u8,
 }
 
-impl<C: CostModel + ?Sized> Search<'_, C> {
-    fn ready(&self, x: usize) -> Option<i128> {
-        self.d.ready(&self.end, x).ok()
+impl<C: CostModel + ?Sized, T: Whole> Search<'_, C, T> {
+    #[inline]
+    fn ready(&self, x: usize) -> Option<T> {
+        let t = self.d.ready_or_unset(&self.end, x);
+        (t != T::UNSET).then_some(t)
     }
 
     /// The next W of stage s in micro-batch order, skipping backwards that ran whole.
@@ -105,9 +108,9 @@ impl<C: CostModel + ?Sized> Search<'_, C> {
         let mut k = self.next_w[s as usize];
         while k < g.per_pipeline {
             let w = g.node(s, k, W);
-            if self.end[w] == UNSET {
+            if self.end[w] == T::UNSET {
                 let i = g.node(s, k, I);
-                return (self.end[i] != UNSET).then_some(w);
+                return (self.end[i] != T::UNSET).then_some(w);
             }
             k += 1;
         }
@@ -117,10 +120,10 @@ impl<C: CostModel + ?Sized> Search<'_, C> {
     /// The branches after `last` (start and rank), by start; or why there is no proof where a
     /// pair has no duration in ticks or none at all (a cost model whose pairs depend on the
     /// micro-batch could give one that the checks before the search did not see).
-    fn branches(&self, last: (i128, usize), out: &mut Vec<Branch>) -> Result<(), ExactEnd> {
+    fn branches(&self, last: (T, usize), out: &mut Vec<Branch<T>>) -> Result<(), ExactEnd> {
         out.clear();
         let g = self.d.g;
-        let mut push = |rank: usize, act: Act, start: i128, cost: i128, order: u8| {
+        let mut push = |rank: usize, act: Act, start: T, cost: T, order: u8| {
             if (start, rank) > last {
                 out.push(Branch {
                     rank,
@@ -133,8 +136,8 @@ impl<C: CostModel + ?Sized> Search<'_, C> {
         };
         for r in 0..g.ranks as usize {
             let t = self.free[r];
-            let mut fs: Vec<(usize, i128)> = Vec::new();
-            let mut bs: Vec<(usize, i128)> = Vec::new();
+            let mut fs: Vec<(usize, T)> = Vec::new();
+            let mut bs: Vec<(usize, T)> = Vec::new();
             for &s in &g.on_rank[r] {
                 let kf = self.next_f[s as usize];
                 if kf < g.per_pipeline {
@@ -222,7 +225,7 @@ impl<C: CostModel + ?Sized> Search<'_, C> {
                         for &whole in wholes {
                             match self.d.pair(f, b, whole) {
                                 None => return Err(ExactEnd::CostRange),
-                                Some(0) => return Err(ExactEnd::ZeroDuration),
+                                Some(c) if c == T::ZERO => return Err(ExactEnd::ZeroDuration),
                                 Some(c) => push(r, Act::Pair { f, b, whole }, start, c, 0),
                             }
                         }
@@ -240,11 +243,11 @@ impl<C: CostModel + ?Sized> Search<'_, C> {
     }
 
     /// The lower bound of every completion of this node.
-    fn bound(&self, last: (i128, usize), makespan: i128) -> i128 {
+    fn bound(&self, last: (T, usize), makespan: T) -> T {
         let g = self.d.g;
         let mut lb = makespan;
         for r in 0..g.ranks as usize {
-            if self.left[r] > 0 {
+            if self.left[r] > T::ZERO {
                 lb = lb.later(self.free[r].later(last.0) + self.left[r]);
             }
         }
@@ -278,7 +281,7 @@ impl<C: CostModel + ?Sized> Search<'_, C> {
     }
 
     /// Places branch `b`; the W pointer it moved, to put back.
-    fn apply(&mut self, b: &Branch) -> Option<u32> {
+    fn apply(&mut self, b: &Branch<T>) -> Option<u32> {
         let g = self.d.g;
         let r = b.rank;
         let mut moved = None;
@@ -309,13 +312,13 @@ impl<C: CostModel + ?Sized> Search<'_, C> {
         }
         for x in Self::covered(b.act).into_iter().flatten() {
             self.end[x] = b.end;
-            self.left[r] -= self.bounds.least[x];
+            self.left[r] = self.left[r] - self.bounds.least[x];
         }
         self.free[r] = b.end;
         moved
     }
 
-    fn undo(&mut self, b: &Branch, moved: Option<u32>, free: i128) {
+    fn undo(&mut self, b: &Branch<T>, moved: Option<u32>, free: T) {
         let g = self.d.g;
         let r = b.rank;
         match b.act {
@@ -345,13 +348,13 @@ impl<C: CostModel + ?Sized> Search<'_, C> {
             }
         }
         for x in Self::covered(b.act).into_iter().flatten() {
-            self.end[x] = UNSET;
-            self.left[r] += self.bounds.least[x];
+            self.end[x] = T::UNSET;
+            self.left[r] = self.left[r] + self.bounds.least[x];
         }
         self.free[r] = free;
     }
 
-    fn dfs(&mut self, last: (i128, usize), makespan: i128, placed: usize) {
+    fn dfs(&mut self, last: (T, usize), makespan: T, placed: usize) {
         if self.stopped.is_some() {
             return;
         }
@@ -397,31 +400,35 @@ impl<C: CostModel + ?Sized> Search<'_, C> {
     }
 }
 
+/// What a search ends with: why, the nodes it visited, and the programs of the shortest plan it
+/// found if it found one shorter.
+pub(crate) type Searched = (ExactEnd, u64, Option<Vec<Vec<Act>>>);
+
 /// Searches for a plan shorter than `incumbent` (a makespan in ticks) by more than `slack`,
 /// visiting at most `node_limit` nodes and asking `go_on` every 4,096 nodes: why it ended, the
 /// nodes it visited, and the programs of the shortest plan it found if it found one so.
-pub(crate) fn branch_and_bound<C: CostModel + ?Sized>(
-    d: &Exact<'_, C>,
-    bounds: &Bounds<i128>,
-    (incumbent, slack): (i128, i128),
+pub(crate) fn branch_and_bound<C: CostModel + ?Sized, T: Whole>(
+    d: &Exact<'_, C, T>,
+    bounds: &Bounds<T>,
+    (incumbent, slack): (T, T),
     node_limit: u64,
     go_on: &mut dyn FnMut(u64) -> bool,
-) -> (ExactEnd, u64, Option<Vec<Vec<Act>>>) {
+) -> Result<Searched, OutOfMemory> {
     let g = d.g;
     let p = g.ranks as usize;
-    let mut left = vec![0; p];
+    let mut left = vec![T::ZERO; p];
     for (x, n) in g.nodes.iter().enumerate() {
-        left[n.rank as usize] += bounds.least[x];
+        left[n.rank as usize] = left[n.rank as usize] + bounds.least[x];
     }
     let mut search = Search {
         go_on,
         d,
         bounds,
-        end: vec![UNSET; g.nodes.len()],
+        end: memory::filled(g.nodes.len(), T::UNSET, "the exact method's times")?,
         next_f: vec![0; g.stages as usize],
         next_b: vec![0; g.stages as usize],
         next_w: vec![0; g.stages as usize],
-        free: vec![0; p],
+        free: vec![T::ZERO; p],
         live: vec![0; p],
         left,
         programs: vec![Vec::new(); p],
@@ -432,10 +439,10 @@ pub(crate) fn branch_and_bound<C: CostModel + ?Sized>(
         node_limit,
         stopped: None,
     };
-    search.dfs((i128::MIN, 0), 0, 0);
-    (
+    search.dfs((T::UNSET, 0), T::ZERO, 0);
+    Ok((
         search.stopped.unwrap_or(ExactEnd::Complete),
         search.nodes,
         search.best_programs,
-    )
+    ))
 }

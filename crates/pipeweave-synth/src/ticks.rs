@@ -19,23 +19,51 @@
 use crate::durations::{Durations, Time};
 use crate::greedy::Act;
 use crate::problem::{F, Graph, I, NO_NODE, W};
+use pipeweave_plan::memory::{self, OutOfMemory};
 use pipeweave_sim::CostModel;
 
 /// The most bits a problem's longest possible time may take in ticks: every sum and difference
 /// the proofs make stays below 2^127, where `i128` ends.
 pub(crate) const MAX_BITS: u32 = 120;
 
-/// A node with no end yet.
-pub(crate) const UNSET: i128 = i128::MIN;
+/// The most bits a problem's longest possible time may take for its times to be `i64`s (sums of
+/// four such stay below 2^63): the common case, and the faster one for the exact method.
+const NARROW_BITS: u32 = 60;
+
+/// Whole numbers of ticks: `i64` where the times fit, `i128` where they need more.
+pub(crate) trait Whole: Time + Ord + Eq + std::fmt::Debug {
+    /// No time yet (the least value: before every time).
+    const UNSET: Self;
+    /// `t` in this width, if it fits.
+    fn from_ticks(t: i128) -> Option<Self>;
+}
+
+impl Whole for i64 {
+    const UNSET: i64 = i64::MIN;
+
+    fn from_ticks(t: i128) -> Option<i64> {
+        i64::try_from(t).ok()
+    }
+}
+
+impl Whole for i128 {
+    const UNSET: i128 = i128::MIN;
+
+    fn from_ticks(t: i128) -> Option<i128> {
+        Some(t)
+    }
+}
 
 /// A proof's slack is the shortest duration over 2^`SLACK_BITS`.
 const SLACK_BITS: u32 = 20;
 
-/// One tick, 2^`exp` of the costs' unit, and the shortest duration above zero in ticks.
+/// One tick, 2^`exp` of the costs' unit, the shortest duration above zero in ticks, and whether
+/// every time fits in an `i64`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Tick {
     exp: i32,
     shortest: i128,
+    narrow: bool,
 }
 
 /// The whole number m and the power e with `x` = m·2^e, m odd, for `x` finite and above zero.
@@ -91,11 +119,13 @@ impl Tick {
             return Some(Tick {
                 exp: 0,
                 shortest: 0,
+                narrow: true,
             });
         }
         let mut tick = Tick {
             exp: least,
             shortest: 0,
+            narrow: false,
         };
         tick.shortest = tick.ticks(shortest)?;
         // A time is a chain of actions and transfers, each at most the longest duration and at
@@ -103,7 +133,13 @@ impl Tick {
         let longest = tick.ticks(longest)?;
         let bits = 128 - longest.leading_zeros();
         let count = 64 - (2 * g.nodes.len() as u64).leading_zeros();
+        tick.narrow = bits + count <= NARROW_BITS;
         (bits + count <= MAX_BITS).then_some(tick)
+    }
+
+    /// Whether every time fits in an `i64`.
+    pub fn narrow(self) -> bool {
+        self.narrow
     }
 
     /// `d` in ticks, or `None` when it is not a whole number of them or needs more than
@@ -133,53 +169,72 @@ impl Tick {
     }
 }
 
-/// A graph's durations in ticks.
-pub(crate) struct Exact<'a, C: ?Sized> {
+/// A graph's durations in ticks, as whole numbers of type `T`.
+pub(crate) struct Exact<'a, C: ?Sized, T> {
     pub g: &'a Graph,
     costs: &'a C,
     tick: Tick,
-    cost: Vec<i128>,
-    whole: Vec<i128>,
-    transfer: Vec<i128>,
+    cost: Vec<T>,
+    whole: Vec<T>,
+    transfer: Vec<T>,
 }
 
-impl<C: CostModel + ?Sized> Durations for Exact<'_, C> {
-    type T = i128;
+impl<C: CostModel + ?Sized, T: Whole> Durations for Exact<'_, C, T> {
+    type T = T;
 
-    fn cost(&self, x: usize) -> i128 {
+    #[inline]
+    fn cost(&self, x: usize) -> T {
         self.cost[x]
     }
 
-    fn whole(&self, x: usize) -> i128 {
+    #[inline]
+    fn whole(&self, x: usize) -> T {
         self.whole[x]
     }
 
-    fn transfer(&self, x: usize) -> i128 {
+    #[inline]
+    fn transfer(&self, x: usize) -> T {
         self.transfer[x]
     }
 
-    fn pair(&self, f: usize, b: usize, whole: bool) -> Option<i128> {
-        self.tick.ticks(self.g.pair_cost(self.costs, f, b, whole))
+    fn pair(&self, f: usize, b: usize, whole: bool) -> Option<T> {
+        self.tick
+            .ticks(self.g.pair_cost(self.costs, f, b, whole))
+            .and_then(T::from_ticks)
     }
 }
 
-impl<'a, C: CostModel + ?Sized> Exact<'a, C> {
+impl<'a, C: CostModel + ?Sized, T: Whole> Exact<'a, C, T> {
     /// The durations of `g` in ticks of `tick` (`None` if one is not a whole number of them,
-    /// which a tick from [`Tick::of`] rules out).
-    pub fn new(g: &'a Graph, costs: &'a C, tick: Tick) -> Option<Exact<'a, C>> {
-        let table = |of: &[f64]| {
-            of.iter()
-                .map(|&d| tick.ticks(d))
-                .collect::<Option<Vec<_>>>()
+    /// which a tick from [`Tick::of`] rules out); an error where they do not fit in memory.
+    pub fn new(
+        g: &'a Graph,
+        costs: &'a C,
+        tick: Tick,
+    ) -> Result<Option<Exact<'a, C, T>>, OutOfMemory> {
+        let table = |of: &[f64]| -> Result<Option<Vec<T>>, OutOfMemory> {
+            let mut out = memory::with_capacity(of.len(), "the durations in ticks")?;
+            for &d in of {
+                let Some(t) = tick.ticks(d).and_then(T::from_ticks) else {
+                    return Ok(None);
+                };
+                out.push(t);
+            }
+            Ok(Some(out))
         };
-        Some(Exact {
+        let (Some(cost), Some(whole), Some(transfer)) =
+            (table(&g.cost)?, table(&g.whole)?, table(&g.transfer)?)
+        else {
+            return Ok(None);
+        };
+        Ok(Some(Exact {
             g,
             costs,
             tick,
-            cost: table(&g.cost)?,
-            whole: table(&g.whole)?,
-            transfer: table(&g.transfer)?,
-        })
+            cost,
+            whole,
+            transfer,
+        }))
     }
 
     /// Whether some duration a plan can meet is zero (a backward, a split part where backwards
@@ -187,10 +242,11 @@ impl<'a, C: CostModel + ?Sized> Exact<'a, C> {
     /// by start time, which the exact method's enumeration needs.
     pub fn has_zero(&self) -> bool {
         let g = self.g;
+        let zero = T::ZERO;
         let zero_node = (0..g.nodes.len()).any(|x| match x % 3 {
-            F => self.cost[x] == 0,
-            I => self.whole[x] == 0 || (g.weight_split && self.cost[x] == 0),
-            _ => g.weight_split && self.cost[x] == 0,
+            F => self.cost[x] == zero,
+            I => self.whole[x] == zero || (g.weight_split && self.cost[x] == zero),
+            _ => g.weight_split && self.cost[x] == zero,
         });
         zero_node
             || (g.pairs
@@ -199,7 +255,7 @@ impl<'a, C: CostModel + ?Sized> Exact<'a, C> {
                         stages.iter().any(|&sb| {
                             let (f, b) = (g.node(sf, 0, F), g.node(sb, 0, I));
                             [true, false].into_iter().any(|whole| {
-                                (whole || g.weight_split) && self.pair(f, b, whole) == Some(0)
+                                (whole || g.weight_split) && self.pair(f, b, whole) == Some(zero)
                             })
                         })
                     })
@@ -207,33 +263,49 @@ impl<'a, C: CostModel + ?Sized> Exact<'a, C> {
     }
 
     /// When node `x`'s inputs are all there, given the end of every node placed so far
-    /// ([`UNSET`] for the others), or the node it still waits for: the F before an I (the I
-    /// before a W) on its own stage, and the output from the neighbouring stage with its transfer.
-    pub fn ready(&self, end: &[i128], x: usize) -> Result<i128, usize> {
-        let mut t = 0;
+    /// ([`Whole::UNSET`] for the others), or the node it still waits for: the F before an I (the
+    /// I before a W) on its own stage, and the output from the neighbouring stage with its
+    /// transfer.
+    #[inline]
+    pub fn ready(&self, end: &[T], x: usize) -> Result<T, usize> {
+        let t = self.ready_or_unset(end, x);
+        if t != T::UNSET {
+            return Ok(t);
+        }
+        // The input it waits for: its own stage's first, then its neighbour's.
+        Err(if x % 3 != F && end[x - 1] == T::UNSET {
+            x - 1
+        } else {
+            self.g.from[x] as usize
+        })
+    }
+
+    /// [`Exact::ready`]'s time, or [`Whole::UNSET`] while an input is missing (the exact method's
+    /// hot path, where which one does not matter).
+    #[inline]
+    pub fn ready_or_unset(&self, end: &[T], x: usize) -> T {
+        let mut t = T::ZERO;
         if x % 3 != F {
             t = end[x - 1];
-            if t == UNSET {
-                return Err(x - 1);
-            }
-            if x % 3 == W {
-                return Ok(t);
+            if t == T::UNSET || x % 3 == W {
+                return t;
             }
         }
         let from = self.g.from[x];
         if from != NO_NODE {
             let e = end[from as usize];
-            if e == UNSET {
-                return Err(from as usize);
+            if e == T::UNSET {
+                return T::UNSET;
             }
             t = t.later(e + self.transfer[x]);
         }
-        Ok(t)
+        t
     }
 
     /// How long an entry takes (`None` for a pair whose duration is not a whole number of ticks,
     /// which a cost model whose pairs depend on the micro-batch could give).
-    pub fn duration(&self, act: Act) -> Option<i128> {
+    #[inline]
+    pub fn duration(&self, act: Act) -> Option<T> {
         match act {
             Act::One { node, whole: true } => Some(self.whole[node]),
             Act::One { node, .. } => Some(self.cost[node]),
@@ -243,14 +315,15 @@ impl<'a, C: CostModel + ?Sized> Exact<'a, C> {
 
     /// The makespan of `programs` in ticks, each entry as early as its rank and its inputs allow
     /// (the simulator's timing, without its rounding), or `None` when they wait on each other for
-    /// good or a pair has no duration in ticks.
-    pub fn makespan(&self, programs: &[Vec<Act>]) -> Option<i128> {
+    /// good or a pair has no duration in ticks; an error where its tables do not fit in memory.
+    pub fn makespan(&self, programs: &[Vec<Act>]) -> Result<Option<T>, OutOfMemory> {
         const NOBODY: u32 = u32::MAX;
+        let what = "the exact timing's tables";
         let n = self.g.nodes.len();
-        let mut end = vec![UNSET; n];
-        let mut waiter = vec![NOBODY; n];
+        let mut end = memory::filled(n, T::UNSET, what)?;
+        let mut waiter = memory::filled(n, NOBODY, what)?;
         let mut next = vec![0usize; programs.len()];
-        let mut free = vec![0i128; programs.len()];
+        let mut free = vec![T::ZERO; programs.len()];
         let mut runnable: Vec<u32> = (0..programs.len() as u32).rev().collect();
         while let Some(r) = runnable.pop() {
             let r = r as usize;
@@ -268,13 +341,16 @@ impl<'a, C: CostModel + ?Sized> Exact<'a, C> {
                     Err(missing) => {
                         // A rank waiting on its own later work waits for good.
                         if self.g.nodes[missing].rank as usize == r {
-                            return None;
+                            return Ok(None);
                         }
                         waiter[missing] = r as u32;
                         break;
                     }
                 };
-                let finish = start + self.duration(act)?;
+                let Some(duration) = self.duration(act) else {
+                    return Ok(None);
+                };
+                let finish = start + duration;
                 let covered: &[usize] = match act {
                     Act::One { node, whole: true } => &[node, node + 1],
                     Act::One { node, .. } => &[node],
@@ -292,9 +368,9 @@ impl<'a, C: CostModel + ?Sized> Exact<'a, C> {
                 next[r] += 1;
             }
         }
-        (0..programs.len())
+        Ok((0..programs.len())
             .all(|r| next[r] == programs[r].len())
-            .then(|| free.iter().copied().fold(0, i128::later))
+            .then(|| free.iter().copied().fold(T::ZERO, T::later)))
     }
 }
 
@@ -357,12 +433,21 @@ mod tests {
         for placement in PLACEMENTS {
             let g = Graph::new(&small(placement, u32::MAX / 4), &UnitCosts).unwrap();
             let tick = Tick::of(&g, &UnitCosts).unwrap();
-            let exact = Exact::new(&g, &UnitCosts, tick).unwrap();
+            assert!(tick.narrow());
+            let exact = Exact::<_, i64>::new(&g, &UnitCosts, tick).unwrap().unwrap();
             for policy in crate::greedy::policies(&g) {
-                let programs = crate::greedy::schedule(&g, &policy, &UnitCosts).unwrap();
-                let (_, score) = crate::assess::assess(&g, &programs, &UnitCosts).unwrap();
-                let ticks = exact.makespan(&programs).unwrap();
-                assert_eq!(tick.ticks(score.makespan), Some(ticks), "{placement:?}");
+                let programs = crate::greedy::schedule(&g, &policy, &UnitCosts)
+                    .unwrap()
+                    .unwrap();
+                let (_, score) = crate::assess::assess(&g, &programs, &UnitCosts)
+                    .unwrap()
+                    .unwrap();
+                let ticks = exact.makespan(&programs).unwrap().unwrap();
+                assert_eq!(
+                    tick.ticks(score.makespan),
+                    Some(i128::from(ticks)),
+                    "{placement:?}"
+                );
             }
         }
     }
