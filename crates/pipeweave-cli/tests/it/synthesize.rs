@@ -32,6 +32,8 @@ fn reports_with_unit_costs() {
             "2",
             "--evaluations",
             "500",
+            "--exact-nodes",
+            "200000",
         ],
         &["-p", "4", "-m", "8", "--placement", "v"],
         &["-p", "4", "-m", "8", "-v", "2", "--evaluations", "500"],
@@ -112,12 +114,16 @@ fn no_worse_than_the_library_on_every_shipped_spec() {
             &["--placement", "v"],
             &["--placement", "bidirectional"],
         ] {
+            // Bounded by its budgets alone, never by the clock (a loaded machine's debug build
+            // would otherwise cut the exact method at the default 10 s).
             let mut args = vec![
                 "synthesize",
                 "--spec",
                 spec,
                 "--evaluations",
                 "100",
+                "--time-limit",
+                "10m",
                 "--format",
                 "json",
             ];
