@@ -121,6 +121,24 @@ fn with_params(resolved: &Resolved, env: &[i64]) -> String {
     with_bound_params(resolved, env, &vec![true; resolved.params.len()])
 }
 
+/// P, M and the parameters with their values, but those in the slots `shown`; `None` when that
+/// leaves none.
+fn with_params_but(resolved: &Resolved, env: &[i64], shown: &[usize]) -> Option<String> {
+    let mut parts: Vec<String> = [(SLOT_P, "P"), (SLOT_M, "M")]
+        .into_iter()
+        .filter(|(slot, _)| !shown.contains(slot))
+        .map(|(slot, name)| format!("{name} = {}", env[slot]))
+        .collect();
+    for p in resolved.params.iter().filter(|p| !shown.contains(&p.slot)) {
+        parts.push(format!(
+            "{} = {}",
+            p.name,
+            crate::ir::shown(Some(&p.ty), env[p.slot])
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("with {}", parts.join(", ")))
+}
+
 /// P, M and the parameters `bound` marks, with their values.
 fn with_bound_params(resolved: &Resolved, env: &[i64], bound: &[bool]) -> String {
     let mut parts = vec![
@@ -361,21 +379,22 @@ pub(crate) fn run_top(
                 }
             },
             TopStmt::Require(req) => {
-                // A message without `{holes}` says what is required in words; the values that
-                // fail it go with it, so that a row or a sweep point that shows only the message
-                // still shows them. A message with holes shows its own; the note says the rest.
+                // The values that fail it go with the message (those its holes do not show
+                // already), so that a row or a sweep point that shows only the message still
+                // shows them.
                 if let Err(mut f) = check(req, env) {
-                    let holes = req
+                    let shown: Vec<usize> = req
                         .message
                         .iter()
-                        .any(|p| matches!(p, MessagePart::Slot(..)));
-                    let with = with_params(resolved, env);
-                    if holes {
-                        diags.push(to_diag(file, *f).with_note(with));
-                    } else {
+                        .filter_map(|p| match p {
+                            MessagePart::Slot(slot, _) => Some(*slot),
+                            MessagePart::Text(_) => None,
+                        })
+                        .collect();
+                    if let Some(with) = with_params_but(resolved, env, &shown) {
                         f.message = format!("{} ({with})", f.message);
-                        diags.push(to_diag(file, *f));
                     }
+                    diags.push(to_diag(file, *f));
                 }
             }
         }

@@ -45,6 +45,6 @@ pub use simulation::{RankMemory, RankTimes, Shape, Simulation};
 pub use step::{Evaluation, MemoryBreakdown, RankReport, StepReport, evaluate, evaluate_on_spec};
 pub use sweep::{Metric, Over, Param, Sweep, SweepPoint, SweepSeries, sweep};
 pub use synthesis::{
-    CostSource, ExactReport, LibraryPlan, SpecTerms, SynthesisReport, Terms, best_within, gib,
-    library_at_placement, same_placement, spec_terms, synthesis_terms,
+    CostSource, ExactEnded, ExactReport, LibraryPlan, SpecTerms, SynthesisReport, Terms,
+    best_within, gib, library_at_placement, same_placement, spec_terms, synthesis_terms,
 };

@@ -11,7 +11,7 @@ use pipeweave_cost::CostTable;
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_sim::{CostModel, simulate};
 use pipeweave_spec::Spec;
-use pipeweave_synth::{Problem, Synthesis, weighted_peak};
+use pipeweave_synth::{ExactEnd, Problem, Synthesis, weighted_peak};
 use serde::Serialize;
 
 /// A library schedule's (or plugin's) plan at a placement.
@@ -117,6 +117,37 @@ pub struct ExactReport {
     pub proved: bool,
     /// The best makespan it knows.
     pub makespan: f64,
+    /// Why it ended.
+    pub ended_by: ExactEnded,
+}
+
+/// Why the exact method ended (its JSON spelling is snake case: `node_budget`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExactEnded {
+    /// It searched every plan: its makespan is proved optimal.
+    Complete,
+    /// It visited as many nodes as it was given (`--exact-nodes`) first.
+    NodeBudget,
+    /// The time limit stopped it.
+    TimeLimit,
+    /// It did not run: some duration is zero, and it orders actions by their start times.
+    ZeroDuration,
+    /// It did not run: the costs span too wide a range to compare times exactly.
+    CostRange,
+}
+
+impl From<ExactEnd> for ExactEnded {
+    fn from(end: ExactEnd) -> ExactEnded {
+        match end {
+            ExactEnd::Complete => ExactEnded::Complete,
+            ExactEnd::NodeBudget => ExactEnded::NodeBudget,
+            // The one stop a command gives a synthesis is its time limit.
+            ExactEnd::Stopped => ExactEnded::TimeLimit,
+            ExactEnd::ZeroDuration => ExactEnded::ZeroDuration,
+            ExactEnd::CostRange => ExactEnded::CostRange,
+        }
+    }
 }
 
 /// Where a synthesis's costs come from.
@@ -174,8 +205,16 @@ pub struct SynthesisReport {
     pub lower_bound: f64,
     /// makespan / lower bound − 1, a fraction.
     pub gap: f64,
-    /// Whether the makespan is proved optimal (it meets the bound, or the exact method finished).
+    /// Whether the makespan is proved optimal (it meets the bound, or the exact method finished,
+    /// both compared exactly).
     pub proved_optimal: bool,
+    /// Whether times could be compared exactly, as whole numbers of one tick: false where the
+    /// costs span too wide a range, and then nothing is proved.
+    pub exact_arithmetic: bool,
+    /// What the proofs leave out, in `time_unit`: a plan shorter by this much or less. Zero (the
+    /// proofs are strict) for costs of a few binary digits, as unit costs; else a millionth of the
+    /// shortest duration, below which exact times differ only in the last bits of the costs.
+    pub proof_slack: f64,
     /// The fastest library schedule or plugin at the same placement within the same limits.
     pub library: Option<LibraryPlan>,
     /// makespan / the library's − 1, a fraction (negative: faster).
@@ -219,6 +258,7 @@ impl SynthesisReport {
                 nodes: e.nodes,
                 proved: e.proved,
                 makespan: e.makespan,
+                ended_by: e.end.into(),
             }),
             lower_bound: synthesis.lower_bound,
             gap: if synthesis.lower_bound > 0.0 {
@@ -227,6 +267,8 @@ impl SynthesisReport {
                 0.0
             },
             proved_optimal: synthesis.proved_optimal(),
+            exact_arithmetic: synthesis.exact_arithmetic,
+            proof_slack: synthesis.proof_slack,
             change_vs_library: library.as_ref().map(|l| makespan / l.makespan - 1.0),
             library,
         }

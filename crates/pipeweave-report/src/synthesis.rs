@@ -2,7 +2,7 @@
 
 use crate::format::{format_time, percent, seconds};
 use crate::shown::lines;
-use pipeweave_eval::{CostSource, SynthesisReport, TimeUnit};
+use pipeweave_eval::{CostSource, ExactEnded, SynthesisReport, TimeUnit};
 use std::fmt::Write;
 
 /// The report as text.
@@ -78,32 +78,47 @@ pub fn synthesis_text(r: &SynthesisReport) -> String {
             ""
         }
     );
-    match &r.exact {
-        Some(e) if e.proved => {
-            let _ = writeln!(
-                t,
-                "  exact method        {} nodes, optimum {} proved",
-                e.nodes,
-                time(e.makespan)
-            );
-        }
-        Some(e) => {
-            let _ = writeln!(
-                t,
-                "  exact method        {} nodes, stopped by its node budget (not proved)",
-                e.nodes
-            );
-        }
-        None => {
-            let _ = writeln!(t, "  exact method        not run (it runs at P ≤ 4, M ≤ 8)");
-        }
-    }
+    let within = if r.proof_slack > 0.0 {
+        " to within a millionth of the shortest duration"
+    } else {
+        ""
+    };
+    let exact = match &r.exact {
+        Some(e) if e.proved => format!(
+            "{} nodes, optimum {} proved{within}",
+            e.nodes,
+            time(e.makespan)
+        ),
+        Some(e) => match e.ended_by {
+            ExactEnded::TimeLimit => {
+                format!("{} nodes, stopped by the time limit (not proved)", e.nodes)
+            }
+            ExactEnded::NodeBudget => {
+                format!("{} nodes, stopped by its node budget (not proved)", e.nodes)
+            }
+            ExactEnded::Complete => format!("{} nodes (not proved)", e.nodes),
+            ExactEnded::ZeroDuration => "not run: some duration is zero, and its search orders \
+                actions by their start times (not proved)"
+                .to_owned(),
+            ExactEnded::CostRange => "not run: the costs span too wide a range to compare times \
+                exactly (not proved)"
+                .to_owned(),
+        },
+        None => "not run (it runs at P ≤ 4, M ≤ 8)".to_owned(),
+    };
+    let _ = writeln!(t, "  exact method        {exact}");
+    let verdict = if r.proved_optimal {
+        format!(", optimal{within}")
+    } else if !r.exact_arithmetic {
+        ", nothing proved: the costs span too wide a range to compare times exactly".to_owned()
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         t,
-        "  lower bound         {} (gap {}){}",
+        "  lower bound         {} (gap {}){verdict}",
         time(r.lower_bound),
         percent(r.gap, 1),
-        if r.proved_optimal { ", optimal" } else { "" }
     );
     match (&r.library, r.change_vs_library) {
         (Some(l), Some(change)) => {

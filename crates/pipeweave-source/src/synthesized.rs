@@ -213,6 +213,7 @@ pub(crate) fn build(
         // A list-scheduler construction looks over the rank's stages at each step.
         constructions: (CONSTRUCTION_VISITS / (operations * u64::from(stages)).max(1)).max(1)
             as usize,
+        ..Options::default()
     };
     let found =
         pipeweave_synth::synthesize(&problem, costs, &options, &mut |_| true).map_err(|e| {

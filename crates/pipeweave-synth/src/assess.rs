@@ -3,9 +3,10 @@
 
 use crate::greedy::Act;
 use crate::problem::Graph;
-use pipeweave_check::{ValidPlan, validate};
+use pipeweave_check::{ProblemKind, ValidPlan, validate};
+use pipeweave_plan::memory::{self, OutOfMemory};
 use pipeweave_plan::{Action, Kind, Op, Plan};
-use pipeweave_sim::{CostModel, live_activations, simulate};
+use pipeweave_sim::{CostModel, SimError, live_activations, simulate};
 
 /// What a search minimises: the makespan, then the sum of the ranks' end times (which gives a
 /// local search a slope across plans of equal makespan).
@@ -18,18 +19,33 @@ pub struct Score {
 }
 
 impl Score {
-    /// Whether this score is better than `other` by more than rounding.
+    /// Whether this score is better than `other`: a shorter makespan, or the same and a smaller
+    /// spread, compared as they are. No tolerance: with one, "better" is not transitive (a chain
+    /// of plans each within it of the last drifts past it), and a search that keeps only what beats
+    /// its best could end worse than where it started (at a makespan of 10^10, a relative 10^-9 is
+    /// ten units, more than a whole forward).
     pub fn beats(&self, other: &Score) -> bool {
-        let eps = 1e-9 * other.makespan.abs().max(1.0);
-        self.makespan < other.makespan - eps
-            || (self.makespan <= other.makespan + eps && self.spread < other.spread - eps)
+        self.makespan < other.makespan
+            || (self.makespan == other.makespan && self.spread < other.spread)
     }
 
-    /// Whether this score is no worse than `other` (within rounding).
+    /// Whether this score is no worse than `other` within the rounding of sums of durations
+    /// (2^-40 of each figure): how the local search's walk moves across plans that differ only in
+    /// the order their times were added. Its best is kept by [`Score::beats`], never by this.
     pub fn ties_or_beats(&self, other: &Score) -> bool {
-        !other.beats(self)
+        let (m, s) = (
+            other.makespan.abs() * ROUNDING,
+            other.spread.abs() * ROUNDING,
+        );
+        self.makespan <= other.makespan + m
+            && (self.makespan < other.makespan - m || self.spread <= other.spread + s)
     }
 }
+
+/// The relative rounding [`Score::ties_or_beats`] allows: far above what sums of a plan's
+/// durations lose to rounding, far below any duration beside the makespan (unless the costs span
+/// twelve orders of magnitude, where no comparison of floating-point times means much).
+const ROUNDING: f64 = 1.0 / (1u64 << 40) as f64;
 
 /// The plan action of an entry.
 pub(crate) fn action(g: &Graph, act: Act) -> Action {
@@ -50,13 +66,17 @@ pub(crate) fn action(g: &Graph, act: Act) -> Action {
     }
 }
 
-/// The plan of `programs` (unchecked).
-pub(crate) fn plan(g: &Graph, programs: &[Vec<Act>]) -> Option<Plan> {
-    let programs = programs
-        .iter()
-        .map(|p| p.iter().map(|&a| action(g, a)).collect())
-        .collect();
-    Plan::new(g.ranks, g.pipelines.clone(), programs).ok()
+/// The plan of `programs` (unchecked; `None` where `Plan::new` refuses it), or an error where its
+/// programs do not fit in memory.
+pub(crate) fn plan(g: &Graph, programs: &[Vec<Act>]) -> Result<Option<Plan>, OutOfMemory> {
+    let what = "the plan being checked";
+    let mut out = memory::with_capacity(programs.len(), what)?;
+    for p in programs {
+        let mut actions: Vec<Action> = memory::with_capacity(p.len(), what)?;
+        actions.extend(p.iter().map(|&a| action(g, a)));
+        out.push(actions);
+    }
+    Ok(Plan::new(g.ranks, g.pipelines.clone(), out).ok())
 }
 
 /// The most activation units a program holds at once, each weighed by its stage's entry of
@@ -111,18 +131,36 @@ pub(crate) fn fits(g: &Graph, r: usize, program: &[Action]) -> bool {
 }
 
 /// The validated plan of `programs` and its score, or `None` when it breaks a memory limit, is
-/// invalid (e.g. deadlocks) or cannot be simulated.
+/// invalid (e.g. deadlocks) or cannot be simulated; an error where the plan, the validator's or the
+/// simulator's tables do not fit in memory (not a plan to pass over: the next would not fit either).
 pub(crate) fn assess<C: CostModel + ?Sized>(
     g: &Graph,
     programs: &[Vec<Act>],
     costs: &C,
-) -> Option<(ValidPlan, Score)> {
-    let plan = plan(g, programs)?;
+) -> Result<Option<(ValidPlan, Score)>, OutOfMemory> {
+    let Some(plan) = plan(g, programs)? else {
+        return Ok(None);
+    };
     if !(0..g.ranks).all(|r| fits(g, r as usize, plan.program(r))) {
-        return None;
+        return Ok(None);
     }
-    let valid = validate(plan).ok()?;
-    let timeline = simulate(&valid, costs).ok()?;
+    let valid = match validate(plan) {
+        Ok(valid) => valid,
+        Err(problems) => {
+            return match problems.iter().find_map(|p| match p.kind {
+                ProblemKind::OutOfMemory(e) => Some(e),
+                _ => None,
+            }) {
+                Some(e) => Err(e),
+                None => Ok(None),
+            };
+        }
+    };
+    let timeline = match simulate(&valid, costs) {
+        Ok(t) => t,
+        Err(SimError::OutOfMemory(e)) => return Err(e),
+        Err(_) => return Ok(None),
+    };
     let spread = timeline
         .timing
         .intervals
@@ -133,5 +171,5 @@ pub(crate) fn assess<C: CostModel + ?Sized>(
         makespan: timeline.timing.makespan,
         spread,
     };
-    Some((valid, score))
+    Ok(Some((valid, score)))
 }

@@ -6,34 +6,40 @@
 //!   backwards back to the first stage form a chain that no order shortens (transfers included).
 //!
 //! The root bound is the larger of the two; the branch and bound uses the same tables at each node.
+//! Written once over either arithmetic of `durations.rs`: floating point for the figure a report
+//! shows, exact ticks for a proof.
 
+use crate::durations::{Durations, Time};
 use crate::problem::{F, Graph, I};
-use pipeweave_sim::CostModel;
+use pipeweave_plan::memory::{self, OutOfMemory};
 
-/// The bound tables of a graph.
+/// The bound tables of a graph, in the arithmetic of its durations.
 #[derive(Debug, Clone)]
-pub(crate) struct Bounds {
+pub(crate) struct Bounds<T> {
     /// The least share of its rank's time each node takes.
-    pub least: Vec<f64>,
+    pub least: Vec<T>,
     /// The least time from a node's start to the end of everything that depends on it.
-    pub tail: Vec<f64>,
+    pub tail: Vec<T>,
     /// The earliest a node can start.
-    pub head: Vec<f64>,
+    pub head: Vec<T>,
 }
 
-impl Bounds {
-    pub fn new<C: CostModel + ?Sized>(g: &Graph, costs: &C) -> Bounds {
+impl<T: Time> Bounds<T> {
+    /// The tables of `g` under `d`, or `None` where a pair's duration has no value in its
+    /// arithmetic; an error where they do not fit in memory.
+    pub fn new<D: Durations<T = T>>(g: &Graph, d: &D) -> Result<Option<Bounds<T>>, OutOfMemory> {
+        let what = "the lower bound's tables";
         let n = g.nodes.len();
         let p = g.ranks as usize;
         // The least pair cost on each rank, and the least a pair leaves for its forward beyond
         // its backward's share.
-        let mut pair_min = vec![f64::INFINITY; p];
-        let mut forward_share = vec![f64::INFINITY; p];
+        let mut pair_min = vec![T::INFINITY; p];
+        let mut forward_share = vec![T::INFINITY; p];
         let back_least = |x: usize| {
             if g.weight_split {
-                g.cost[x].min(g.whole[x])
+                d.cost(x).earlier(d.whole(x))
             } else {
-                g.whole[x]
+                d.whole(x)
             }
         };
         if g.pairs {
@@ -46,42 +52,45 @@ impl Bounds {
                             if !whole && !g.weight_split {
                                 continue;
                             }
-                            let c = g.pair_cost(costs, f, b, whole);
-                            pair_min[r] = pair_min[r].min(c);
-                            let bpart = if whole { g.whole[b] } else { g.cost[b] };
-                            forward_share[r] = forward_share[r].min(c - bpart.max(back_least(b)));
+                            let Some(c) = d.pair(f, b, whole) else {
+                                return Ok(None);
+                            };
+                            pair_min[r] = pair_min[r].earlier(c);
+                            let bpart = if whole { d.whole(b) } else { d.cost(b) };
+                            forward_share[r] =
+                                forward_share[r].earlier(c - bpart.later(back_least(b)));
                         }
                     }
                 }
             }
         }
-        let mut least = vec![0.0; n];
-        let mut quick = vec![0.0; n];
+        let mut least = memory::filled(n, T::ZERO, what)?;
+        let mut quick = memory::filled(n, T::ZERO, what)?;
         for x in 0..n {
             let r = g.nodes[x].rank as usize;
             match x % 3 {
                 F => {
-                    least[x] = g.cost[x].min(forward_share[r]).max(0.0);
-                    quick[x] = g.cost[x].min(pair_min[r]);
+                    least[x] = d.cost(x).earlier(forward_share[r]).later(T::ZERO);
+                    quick[x] = d.cost(x).earlier(pair_min[r]);
                 }
                 I => {
                     least[x] = back_least(x);
-                    quick[x] = back_least(x).min(pair_min[r]);
+                    quick[x] = back_least(x).earlier(pair_min[r]);
                 }
                 _ => {
                     let i = x - 1;
                     least[x] = if g.weight_split {
-                        (g.whole[i].min(g.cost[i] + g.cost[x]) - back_least(i)).max(0.0)
+                        (d.whole(i).earlier(d.cost(i) + d.cost(x)) - back_least(i)).later(T::ZERO)
                     } else {
-                        0.0
+                        T::ZERO
                     };
                     quick[x] = least[x];
                 }
             }
         }
         let s_per = g.pipelines[0].placement.len() as u32;
-        let mut head = vec![0.0; n];
-        let mut tail = vec![0.0; n];
+        let mut head = memory::filled(n, T::ZERO, what)?;
+        let mut tail = memory::filled(n, T::ZERO, what)?;
         for k in 0..g.per_pipeline {
             for j in 0..g.pipelines.len() as u32 {
                 let first = j * s_per;
@@ -89,8 +98,8 @@ impl Bounds {
                 // Heads: forwards down the pipeline.
                 for s in first..=last {
                     let x = g.node(s, k, F);
-                    if let Some((from, t)) = g.nodes[x].remote {
-                        head[x] = head[from] + quick[from] + t;
+                    if let Some((from, _)) = g.nodes[x].remote {
+                        head[x] = head[from] + quick[from] + d.transfer(x);
                     }
                 }
                 // Backward heads: the turn at the last stage, then up.
@@ -98,8 +107,8 @@ impl Bounds {
                     let x = g.node(s, k, I);
                     let own = g.node(s, k, F);
                     let mut h = head[own] + quick[own];
-                    if let Some((from, t)) = g.nodes[x].remote {
-                        h = h.max(head[from] + quick[from] + t);
+                    if let Some((from, _)) = g.nodes[x].remote {
+                        h = h.later(head[from] + quick[from] + d.transfer(x));
                     }
                     head[x] = h;
                     head[x + 1] = h + quick[x];
@@ -108,14 +117,13 @@ impl Bounds {
                 for s in first..=last {
                     let x = g.node(s, k, I);
                     let mut t = if g.weight_split {
-                        g.whole[x].min(g.cost[x] + g.cost[x + 1])
+                        d.whole(x).earlier(d.cost(x) + d.cost(x + 1))
                     } else {
-                        g.whole[x]
+                        d.whole(x)
                     }
-                    .min(quick[x]);
+                    .earlier(quick[x]);
                     if let Some(up) = g.remote_succ[x] {
-                        let transfer = g.nodes[up].remote.map_or(0.0, |(_, t)| t);
-                        t = t.max(quick[x] + transfer + tail[up]);
+                        t = t.later(quick[x] + d.transfer(up) + tail[up]);
                     }
                     tail[x] = t;
                     tail[x + 1] = quick[x + 1];
@@ -124,31 +132,30 @@ impl Bounds {
                     let x = g.node(s, k, F);
                     let mut t = quick[x] + tail[g.node(s, k, I)];
                     if let Some(down) = g.remote_succ[x] {
-                        let transfer = g.nodes[down].remote.map_or(0.0, |(_, t)| t);
-                        t = t.max(quick[x] + transfer + tail[down]);
+                        t = t.later(quick[x] + d.transfer(down) + tail[down]);
                     }
                     tail[x] = t;
                 }
             }
         }
-        Bounds { least, tail, head }
+        Ok(Some(Bounds { least, tail, head }))
     }
 
     /// The root lower bound of the makespan.
-    pub fn root(&self, g: &Graph) -> f64 {
+    pub fn root(&self, g: &Graph) -> T {
         let p = g.ranks as usize;
-        let mut work = vec![0.0; p];
-        let mut first = vec![f64::INFINITY; p];
-        let mut lb: f64 = 0.0;
+        let mut work = vec![T::ZERO; p];
+        let mut first = vec![T::INFINITY; p];
+        let mut lb = T::ZERO;
         for (x, node) in g.nodes.iter().enumerate() {
             let r = node.rank as usize;
-            work[r] += self.least[x];
-            first[r] = first[r].min(self.head[x]);
-            lb = lb.max(self.head[x] + self.tail[x]);
+            work[r] = work[r] + self.least[x];
+            first[r] = first[r].earlier(self.head[x]);
+            lb = lb.later(self.head[x] + self.tail[x]);
         }
         for r in 0..p {
-            if first[r].is_finite() {
-                lb = lb.max(first[r] + work[r]);
+            if first[r] != T::INFINITY {
+                lb = lb.later(first[r] + work[r]);
             }
         }
         lb

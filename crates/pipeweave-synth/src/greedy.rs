@@ -10,6 +10,7 @@
 //! makespan is the time it planned for.
 
 use crate::problem::{F, Graph, I};
+use pipeweave_plan::memory::{self, OutOfMemory};
 use pipeweave_sim::CostModel;
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
@@ -434,24 +435,36 @@ fn touched(g: &Graph, act: Act, out: &mut Vec<usize>) {
 }
 
 /// Runs the list scheduler with `policy`: every rank's program, or `None` when the ranks wait on
-/// each other for good (a memory limit no order of this policy meets).
+/// each other for good (a memory limit no order of this policy meets); an error where its tables
+/// do not fit in memory.
 pub(crate) fn schedule<C: CostModel + ?Sized>(
     g: &Graph,
     policy: &Policy,
     costs: &C,
-) -> Option<Vec<Vec<Act>>> {
+) -> Result<Option<Vec<Vec<Act>>>, OutOfMemory> {
+    let what = "the list scheduler's tables";
     let p = g.ranks as usize;
+    let mut pending_w = memory::with_capacity(p, what)?;
+    for stages in &g.on_rank {
+        let mut w = VecDeque::new();
+        w.try_reserve_exact(stages.len() * g.per_pipeline as usize)
+            .map_err(|_| OutOfMemory {
+                bytes: stages.len() * g.per_pipeline as usize * std::mem::size_of::<usize>(),
+                what,
+            })?;
+        pending_w.push(w);
+    }
     let mut st = State {
         g,
-        end: vec![f64::NAN; g.nodes.len()],
+        end: memory::filled(g.nodes.len(), f64::NAN, what)?,
         next_f: vec![0; g.stages as usize],
         next_b: vec![0; g.stages as usize],
-        pending_w: vec![VecDeque::new(); p],
+        pending_w,
         free: vec![0.0; p],
         live: vec![0; p],
         live_by: vec![vec![0; g.pipelines.len()]; p],
     };
-    let mut programs: Vec<Vec<Act>> = vec![Vec::new(); p];
+    let mut programs = crate::footprint::programs(g, what)?;
     let mut decisions: Vec<Option<Decision>> =
         (0..p).map(|r| st.decide(r, policy, costs)).collect();
     // The ranks' decisions by start, the lowest rank first among equal starts; an entry whose
@@ -466,11 +479,15 @@ pub(crate) fn schedule<C: CostModel + ?Sized>(
     let mut done = 0usize;
     let mut dirty = Vec::new();
     while done < total_work {
-        let Reverse((_, r, v)) = queue.pop()?;
+        let Some(Reverse((_, r, v))) = queue.pop() else {
+            return Ok(None);
+        };
         if v != version[r] {
             continue;
         }
-        let d = decisions[r].take()?;
+        let Some(d) = decisions[r].take() else {
+            return Ok(None);
+        };
         st.commit(r, d, costs);
         programs[r].push(d.act);
         done += match d.act {
@@ -487,11 +504,15 @@ pub(crate) fn schedule<C: CostModel + ?Sized>(
             decisions[x] = st.decide(x, policy, costs);
             version[x] += 1;
             if let Some(d) = decisions[x] {
+                queue.try_reserve(1).map_err(|_| OutOfMemory {
+                    bytes: (queue.len() + 1) * std::mem::size_of::<Reverse<(Start, usize, u32)>>(),
+                    what,
+                })?;
                 queue.push(Reverse((Start(d.start), x, version[x])));
             }
         }
     }
-    Some(programs)
+    Ok(Some(programs))
 }
 
 #[cfg(test)]
@@ -505,7 +526,7 @@ mod tests {
         for placement in PLACEMENTS {
             let g = Graph::new(&small(placement, 8), &UnitCosts).unwrap();
             for policy in policies(&g) {
-                let programs = schedule(&g, &policy, &UnitCosts).unwrap();
+                let programs = schedule(&g, &policy, &UnitCosts).unwrap().unwrap();
                 let mut seen = vec![0u32; g.nodes.len()];
                 for act in programs.iter().flatten() {
                     match *act {

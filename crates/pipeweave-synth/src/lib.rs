@@ -11,6 +11,11 @@
 //! - for small sizes, an exact branch and bound (`exact.rs`) that proves optimality against the
 //!   lower bounds of `bound.rs`.
 //!
+//! A proof compares times exactly, as whole numbers of one tick (`ticks.rs`): the exact method's,
+//! and the claim that a plan meets the lower bound, each up to a stated slack (none for costs of a
+//! few binary digits). Where the costs span too wide a range for ticks, nothing is claimed proved,
+//! and the synthesis says so.
+//!
 //! Pure: no IO, no clock. A caller's time limit reaches the local search through its progress
 //! callback; everything else is decided by the problem, the costs, the seed and the budget, so the
 //! same inputs give the same plan.
@@ -19,19 +24,24 @@
 
 mod assess;
 mod bound;
+mod durations;
 mod exact;
+mod footprint;
 mod greedy;
 mod local;
 mod periodic;
 mod problem;
+mod proof;
+mod ticks;
 mod timing;
 
 pub use assess::{Score, weighted_peak};
-pub use exact::ExactOutcome;
+pub use exact::{ExactEnd, ExactOutcome};
 pub use local::Progress;
 pub use problem::{MAX_MICROBATCHES, MAX_NODES, MAX_RANKS, Placement, Problem, ProblemError};
 
 use pipeweave_check::ValidPlan;
+use pipeweave_plan::memory::OutOfMemory;
 use pipeweave_plan::{Action, Kind, Plan};
 use pipeweave_sim::CostModel;
 
@@ -48,6 +58,10 @@ pub struct Options {
     /// (list-scheduler policies first, then periodic blocks): a bound on its work where a time
     /// limit is not wanted.
     pub constructions: usize,
+    /// The most bytes the synthesis may hold at once: one that would need more (its need follows
+    /// from the problem's sizes, some 300 bytes an operation) is refused before any work, as one
+    /// the process cannot be given is.
+    pub memory: usize,
 }
 
 impl Default for Options {
@@ -57,6 +71,7 @@ impl Default for Options {
             evaluations: 20_000,
             exact_nodes: 0,
             constructions: usize::MAX,
+            memory: usize::MAX,
         }
     }
 }
@@ -79,20 +94,30 @@ pub struct Synthesis {
     pub started_from: Option<usize>,
     /// A lower bound of every plan's makespan.
     pub lower_bound: f64,
+    /// Whether times can be compared exactly, as whole numbers of one tick (false where the costs
+    /// span too wide a range): nothing is proved without it.
+    pub exact_arithmetic: bool,
+    /// Whether the plan's makespan meets the lower bound, compared exactly (so it is optimal).
+    pub meets_bound: bool,
+    /// What the proofs leave out: a plan shorter than this one by this much or less, in the costs'
+    /// unit. Zero (strict proofs) where the shortest duration is under a million ticks (unit
+    /// costs, costs of a few binary digits); else a millionth of it, below which exact times
+    /// differ only in the last bits of the cost model's numbers.
+    pub proof_slack: f64,
     /// Plans the local search tried.
     pub evaluations: u64,
-    /// Whether the caller stopped the local search before its budget (a time limit).
+    /// Whether the caller stopped the heuristic's constructions or the local search before their
+    /// budget (a time limit); a stop of the exact method is said by its outcome's `end`.
     pub stopped: bool,
-    /// The exact method's outcome, where it ran.
+    /// The exact method's outcome, where it was asked to run.
     pub exact: Option<ExactOutcome>,
 }
 
 impl Synthesis {
-    /// Whether the plan is proved optimal: it meets the lower bound, or the exact method finished.
+    /// Whether the plan is proved optimal: it meets the lower bound, or the exact method finished
+    /// (both compared exactly).
     pub fn proved_optimal(&self) -> bool {
-        let eps = 1e-9 * self.score.makespan.max(1.0);
-        self.score.makespan <= self.lower_bound + eps
-            || self.exact.as_ref().is_some_and(|e| e.proved)
+        self.meets_bound || self.exact.as_ref().is_some_and(|e| e.proved)
     }
 }
 
@@ -103,6 +128,9 @@ pub enum SynthError {
     Problem(ProblemError),
     /// No policy of the heuristic met the memory limits.
     NotFound(String),
+    /// The synthesis's tables do not fit in the memory there is (or in [`Options::memory`]):
+    /// said before the work, naming the size.
+    OutOfMemory(OutOfMemory),
 }
 
 impl std::fmt::Display for SynthError {
@@ -110,7 +138,17 @@ impl std::fmt::Display for SynthError {
         match self {
             SynthError::Problem(e) => e.fmt(f),
             SynthError::NotFound(s) => f.write_str(s),
+            SynthError::OutOfMemory(e) => write!(
+                f,
+                "{e}; fewer ranks, micro-batches or stages per rank need less"
+            ),
         }
+    }
+}
+
+impl From<OutOfMemory> for SynthError {
+    fn from(e: OutOfMemory) -> SynthError {
+        SynthError::OutOfMemory(e)
     }
 }
 
@@ -130,7 +168,27 @@ pub fn exact_applies(problem: &Problem) -> bool {
 /// The lower bound of every plan's makespan for `problem` under `costs`.
 pub fn lower_bound<C: CostModel + ?Sized>(problem: &Problem, costs: &C) -> Result<f64, SynthError> {
     let g = problem::Graph::new(problem, costs)?;
-    Ok(bound::Bounds::new(&g, costs).root(&g))
+    Ok(float_bound(&g, costs)?)
+}
+
+/// The lower bound of `g` in the cost model's own numbers.
+fn float_bound<C: CostModel + ?Sized>(g: &problem::Graph, costs: &C) -> Result<f64, OutOfMemory> {
+    let floats = durations::Floats { g, costs };
+    // Floating-point durations always have a value.
+    Ok(bound::Bounds::new(g, &floats)?.map_or(0.0, |b| b.root(g)))
+}
+
+/// The work graph of `problem`, once the memory a whole synthesis of it holds has been asked for
+/// (within `budget` bytes): the sizes are checked before any work, and too little memory is an
+/// error naming the size.
+fn graph<C: CostModel + ?Sized>(
+    problem: &Problem,
+    costs: &C,
+    budget: usize,
+) -> Result<problem::Graph, SynthError> {
+    let operations = problem::operations(problem)?;
+    footprint::reserve(operations, problem.ranks, budget)?;
+    problem::Graph::new(problem, costs)
 }
 
 /// The constructive heuristic alone: its best plan over every construction, with its score.
@@ -138,8 +196,8 @@ pub fn heuristic<C: CostModel + ?Sized>(
     problem: &Problem,
     costs: &C,
 ) -> Result<(ValidPlan, Score), SynthError> {
-    let g = problem::Graph::new(problem, costs)?;
-    let (best, _) = construct(&g, costs, usize::MAX, &mut || true);
+    let g = graph(problem, costs, usize::MAX)?;
+    let (best, _) = construct(&g, costs, usize::MAX, &mut || true)?;
     let (_, plan, score) = best.ok_or_else(not_found)?;
     Ok((plan, score))
 }
@@ -153,12 +211,22 @@ pub fn placement_plan(problem: &Problem) -> Result<ValidPlan, SynthError> {
         weights: Vec::new(),
         ..problem.clone()
     };
-    let g = problem::Graph::new(&open, &pipeweave_sim::UnitCosts)?;
+    // What the whole synthesis will hold is asked for here, where a caller starts (before it
+    // builds anything else), as well as when the synthesis starts.
+    let g = graph(&open, &pipeweave_sim::UnitCosts, usize::MAX)?;
     let policy = greedy::policies(&g)[0];
     let programs =
-        greedy::schedule(&g, &policy, &pipeweave_sim::UnitCosts).ok_or_else(not_found)?;
-    let plan = assess::plan(&g, &programs).ok_or_else(not_found)?;
-    pipeweave_check::validate(plan).map_err(|_| not_found())
+        greedy::schedule(&g, &policy, &pipeweave_sim::UnitCosts)?.ok_or_else(not_found)?;
+    let plan = assess::plan(&g, &programs)?.ok_or_else(not_found)?;
+    pipeweave_check::validate(plan).map_err(|problems| {
+        match problems.iter().find_map(|p| match p.kind {
+            pipeweave_check::ProblemKind::OutOfMemory(e) => Some(e),
+            _ => None,
+        }) {
+            Some(e) => SynthError::OutOfMemory(e),
+            None => not_found(),
+        }
+    })
 }
 
 type Programs = Vec<Vec<greedy::Act>>;
@@ -180,17 +248,20 @@ impl Constructed {
     fn consider<C: CostModel + ?Sized>(
         &mut self,
         g: &problem::Graph,
-        programs: Option<Programs>,
+        programs: Result<Option<Programs>, OutOfMemory>,
         costs: &C,
-    ) {
-        let Some(programs) = programs else { return };
-        let Some((plan, score)) = assess::assess(g, &programs, costs) else {
-            return;
+    ) -> Result<(), OutOfMemory> {
+        let Some(programs) = programs? else {
+            return Ok(());
+        };
+        let Some((plan, score)) = assess::assess(g, &programs, costs)? else {
+            return Ok(());
         };
         self.found += 1;
         if self.best.as_ref().is_none_or(|(_, _, b)| score.beats(b)) {
             self.best = Some((programs, plan, score));
         }
+        Ok(())
     }
 }
 
@@ -203,7 +274,7 @@ fn construct<C: CostModel + ?Sized>(
     costs: &C,
     most: usize,
     go_on: &mut dyn FnMut() -> bool,
-) -> (Option<Candidate>, (usize, usize)) {
+) -> Result<(Option<Candidate>, (usize, usize)), OutOfMemory> {
     let mut c = Constructed {
         best: None,
         found: 0,
@@ -211,10 +282,10 @@ fn construct<C: CostModel + ?Sized>(
     let mut tried = 0;
     for policy in &greedy::policies(g) {
         if c.best.is_some() && (tried >= most || !go_on()) {
-            return (c.best, (tried, c.found));
+            return Ok((c.best, (tried, c.found)));
         }
         tried += 1;
-        c.consider(g, greedy::schedule(g, policy, costs), costs);
+        c.consider(g, greedy::schedule(g, policy, costs), costs)?;
     }
     let modes: &[bool] = if g.weight_split {
         &[false, true]
@@ -225,14 +296,14 @@ fn construct<C: CostModel + ?Sized>(
         let shortest = periodic::shortest_period(g, whole);
         for step in 0..=PERIOD_STEPS {
             if c.best.is_some() && (tried >= most || !go_on()) {
-                return (c.best, (tried, c.found));
+                return Ok((c.best, (tried, c.found)));
             }
             tried += 1;
             let period = shortest * (1.0 + f64::from(step) / f64::from(PERIOD_STEPS));
-            c.consider(g, periodic::schedule(g, period, whole), costs);
+            c.consider(g, periodic::schedule(g, period, whole), costs)?;
         }
     }
-    (c.best, (tried, c.found))
+    Ok((c.best, (tried, c.found)))
 }
 
 fn not_found() -> SynthError {
@@ -315,9 +386,9 @@ pub fn synthesize_from<C: CostModel + ?Sized>(
     starts: &[&Plan],
     report: &mut dyn FnMut(Progress) -> bool,
 ) -> Result<Synthesis, SynthError> {
-    let g = problem::Graph::new(problem, costs)?;
-    let bounds = bound::Bounds::new(&g, costs);
-    let lower_bound = bounds.root(&g);
+    let g = graph(problem, costs, options.memory)?;
+    let lower_bound = float_bound(&g, costs)?;
+    let proof = proof::Proof::new(&g, costs, lower_bound);
     let mut stopped = false;
     let (constructed, policies) = {
         let mut go_on = || {
@@ -332,7 +403,7 @@ pub fn synthesize_from<C: CostModel + ?Sized>(
             stopped |= !go;
             go
         };
-        construct(&g, costs, options.constructions, &mut go_on)
+        construct(&g, costs, options.constructions, &mut go_on)?
     };
     let heuristic = constructed.as_ref().map(|c| c.2);
     let mut best = constructed;
@@ -341,7 +412,7 @@ pub fn synthesize_from<C: CostModel + ?Sized>(
         let Some(p) = programs_of(&g, start) else {
             continue;
         };
-        if let Some((valid, score)) = assess::assess(&g, &p, costs)
+        if let Some((valid, score)) = assess::assess(&g, &p, costs)?
             && best.as_ref().is_none_or(|b| score.beats(&b.2))
         {
             best = Some((p, valid, score));
@@ -354,8 +425,8 @@ pub fn synthesize_from<C: CostModel + ?Sized>(
         stopped |= !go;
         go
     };
-    let (_, mut plan, mut score, evaluations) =
-        if start_score.makespan <= lower_bound + 1e-9 * lower_bound.max(1.0) {
+    let (mut programs, mut plan, mut score, evaluations) =
+        if proof.meets_bound(&programs, start_score.makespan)? {
             (programs, plan, start_score, 0)
         } else {
             local::improve(
@@ -366,35 +437,43 @@ pub fn synthesize_from<C: CostModel + ?Sized>(
                 options.seed,
                 options.evaluations,
                 &mut wrapped,
-            )
+            )?
         };
-    let exact = (options.exact_nodes > 0).then(|| {
+    let mut exact = None;
+    if options.exact_nodes > 0 {
         let best = score;
+        // Its stop is its own (`ExactOutcome::end`), not the search's before it.
         let mut go_on = |nodes: u64| {
-            let go = report(Progress {
+            report(Progress {
                 evaluations: evaluations + nodes,
                 best,
-            });
-            stopped |= !go;
-            go
+            })
         };
-        let (outcome, found) = exact::branch_and_bound(
-            &g,
-            costs,
-            &bounds,
-            score.makespan,
-            options.exact_nodes,
-            &mut go_on,
-        );
-        if let Some(found) = found
-            && let Some((p, s)) = assess::assess(&g, &found, costs)
-            && s.makespan < score.makespan
-        {
-            plan = p;
-            score = s;
+        let (end, nodes, found) = proof.exact(&programs, options.exact_nodes, &mut go_on)?;
+        // A plan shorter in exact arithmetic replaces the search's (the simulator's floating-point
+        // makespans of the two can differ from their exact order only by its rounding).
+        let mut proved = end == ExactEnd::Complete;
+        if let Some(found) = found {
+            match assess::assess(&g, &found, costs)? {
+                Some((p, s)) => {
+                    programs = found;
+                    plan = p;
+                    score = s;
+                }
+                None => {
+                    debug_assert!(false, "a plan of the exact method does not validate");
+                    proved = false;
+                }
+            }
         }
-        outcome
-    });
+        exact = Some(ExactOutcome {
+            makespan: score.makespan,
+            proved,
+            nodes,
+            end,
+        });
+    }
+    let meets_bound = proof.meets_bound(&programs, score.makespan)?;
     Ok(Synthesis {
         plan,
         score,
@@ -402,6 +481,9 @@ pub fn synthesize_from<C: CostModel + ?Sized>(
         policies,
         started_from,
         lower_bound,
+        exact_arithmetic: proof.exact_arithmetic(),
+        meets_bound,
+        proof_slack: proof.slack(),
         evaluations,
         stopped,
         exact,

@@ -10,10 +10,12 @@
 //! differ.
 
 use crate::assess::{Score, assess, program_fits};
+use crate::footprint;
 use crate::greedy::Act;
 use crate::problem::{F, Graph, I};
 use crate::timing;
 use pipeweave_check::ValidPlan;
+use pipeweave_plan::memory::OutOfMemory;
 use pipeweave_sim::CostModel;
 
 /// How far an action moves at most, in places of its rank's program.
@@ -171,8 +173,12 @@ pub(crate) fn first_difference(a: &[Act], b: &[Act]) -> usize {
         .unwrap_or(a.len().min(b.len()))
 }
 
+/// What a local search ends with: the best programs, their plan and score, and the tries made.
+pub(crate) type Improved = (Vec<Vec<Act>>, ValidPlan, Score, u64);
+
 /// Improves `programs` (whose plan and score are `start`) for at most `budget` tries, seeded by
-/// `seed`; `report` is called every 64 tries and stops the search by returning false.
+/// `seed`; `report` is called every 64 tries and stops the search by returning false. An error
+/// where its tables do not fit in memory (they are all asked for before the first try).
 pub(crate) fn improve<C: CostModel + ?Sized>(
     g: &Graph,
     mut programs: Vec<Vec<Act>>,
@@ -181,19 +187,20 @@ pub(crate) fn improve<C: CostModel + ?Sized>(
     seed: u64,
     budget: u64,
     report: &mut dyn FnMut(Progress) -> bool,
-) -> (Vec<Vec<Act>>, ValidPlan, Score, u64) {
+) -> Result<Improved, OutOfMemory> {
+    let what = "the local search's programs";
     let mut rng = oorandom::Rand32::new(seed);
     let (start_plan, start_score) = start;
     let mut best = start_score;
-    let mut best_programs = programs.clone();
-    let start_programs = programs.clone();
+    let mut best_programs = footprint::copy(g, &programs, what)?;
+    let start_programs = footprint::copy(g, &programs, what)?;
     let mut improved = false;
     let mut current = best;
     let mut evaluations = 0u64;
-    let mut scratch = timing::Scratch::default();
-    let (mut timed, mut undo) = (timing::Timed::default(), timing::Undo::default());
+    let mut scratch = timing::Scratch::with_room(g)?;
+    let (mut timed, mut undo) = (timing::Timed::with_room(g)?, timing::Undo::with_room(g)?);
     if timing::score(g, &programs, costs, &mut timed, &mut scratch).is_none() {
-        return (programs, start_plan, start_score, 0);
+        return Ok((programs, start_plan, start_score, 0));
     }
     let ranks = programs.len() as u32;
     while evaluations < budget {
@@ -237,16 +244,16 @@ pub(crate) fn improve<C: CostModel + ?Sized>(
         }
     }
     if !improved {
-        return (best_programs, start_plan, start_score, evaluations);
+        return Ok((best_programs, start_plan, start_score, evaluations));
     }
     // The best is kept only as the validator and the simulator see it (the timing here is the
     // simulator's, and a change never breaks what the validator checks, so this is the rule's
     // guard, not a filter).
-    match assess(g, &best_programs, costs) {
+    Ok(match assess(g, &best_programs, costs)? {
         Some((plan, score)) => (best_programs, plan, score, evaluations),
         None => {
             debug_assert!(false, "a plan the local search kept does not validate");
             (start_programs, start_plan, start_score, evaluations)
         }
-    }
+    })
 }

@@ -12,6 +12,7 @@
 
 use crate::greedy::Act;
 use crate::problem::{F, Graph, I, W};
+use pipeweave_plan::memory::{self, OutOfMemory};
 
 /// The busy intervals of one rank modulo the period.
 struct Table {
@@ -119,10 +120,25 @@ pub(crate) fn shortest_period(g: &Graph, whole: bool) -> f64 {
 }
 
 /// Every rank's program of the periodic schedule with period `period` (backwards whole or split
-/// into I and W), or `None` when no block fits the period.
-pub(crate) fn schedule(g: &Graph, period: f64, whole: bool) -> Option<Vec<Vec<Act>>> {
-    let placed = block(g, period, whole)?;
-    let mut timed: Vec<Vec<(f64, u32, usize, Act)>> = vec![Vec::new(); g.ranks as usize];
+/// into I and W), or `None` when no block fits the period; an error where its tables do not fit in
+/// memory.
+pub(crate) fn schedule(
+    g: &Graph,
+    period: f64,
+    whole: bool,
+) -> Result<Option<Vec<Vec<Act>>>, OutOfMemory> {
+    let what = "the periodic schedule's tables";
+    let Some(placed) = block(g, period, whole) else {
+        return Ok(None);
+    };
+    let mut timed: Vec<Vec<(f64, u32, usize, Act)>> =
+        memory::with_capacity(g.ranks as usize, what)?;
+    for stages in &g.on_rank {
+        timed.push(memory::with_capacity(
+            stages.len() * g.per_pipeline as usize * 3,
+            what,
+        )?);
+    }
     for k in 0..g.per_pipeline {
         for (pos, &(x, t)) in placed.iter().enumerate() {
             let (s, _, slot) = g.parts(x);
@@ -134,15 +150,12 @@ pub(crate) fn schedule(g: &Graph, period: f64, whole: bool) -> Option<Vec<Vec<Ac
             timed[g.nodes[x].rank as usize].push((t + f64::from(k) * period, k, pos, act));
         }
     }
-    Some(
-        timed
-            .into_iter()
-            .map(|mut ops| {
-                ops.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-                ops.into_iter().map(|o| o.3).collect()
-            })
-            .collect(),
-    )
+    let mut programs = crate::footprint::programs(g, what)?;
+    for (program, mut ops) in programs.iter_mut().zip(timed) {
+        ops.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+        program.extend(ops.into_iter().map(|o| o.3));
+    }
+    Ok(Some(programs))
 }
 
 #[cfg(test)]
@@ -163,8 +176,8 @@ mod tests {
     fn the_shortest_block_of_a_loop_is_one_f_one_b() {
         let g = graph(Placement::Loop { v: 1 }, 4);
         assert_eq!(shortest_period(&g, true), 3.0);
-        let programs = schedule(&g, 3.0, true).unwrap();
-        let (plan, score) = assess(&g, &programs, &UnitCosts).unwrap();
+        let programs = schedule(&g, 3.0, true).unwrap().unwrap();
+        let (plan, score) = assess(&g, &programs, &UnitCosts).unwrap().unwrap();
         assert_eq!(score.makespan, 33.0);
         let peaks: Vec<u32> = (0..4)
             .map(|r| live_activations(plan.plan().program(r)).peak)
@@ -183,8 +196,8 @@ mod tests {
                 let peaks: Vec<u32> = (0..=96)
                     .filter_map(|step| {
                         let period = shortest * (1.0 + f64::from(step) / 32.0);
-                        let programs = schedule(&g, period, whole)?;
-                        let (plan, _) = assess(&g, &programs, &UnitCosts).unwrap();
+                        let programs = schedule(&g, period, whole).unwrap()?;
+                        let (plan, _) = assess(&g, &programs, &UnitCosts).unwrap().unwrap();
                         (0..4)
                             .map(|r| live_activations(plan.plan().program(r)).peak)
                             .max()
@@ -198,6 +211,10 @@ mod tests {
                 );
             }
         }
-        assert!(schedule(&graph(Placement::V, 8), 1.0, false).is_none());
+        assert!(
+            schedule(&graph(Placement::V, 8), 1.0, false)
+                .unwrap()
+                .is_none()
+        );
     }
 }

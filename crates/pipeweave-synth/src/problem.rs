@@ -2,6 +2,8 @@
 //! and the work graph every search shares (one node per forward, input backward and weight
 //! backward of a stage and micro-batch, with its cost and its inputs).
 
+use crate::SynthError;
+use pipeweave_plan::memory;
 use pipeweave_plan::{Kind, Op, Pipeline};
 use pipeweave_sim::CostModel;
 use std::fmt;
@@ -195,6 +197,57 @@ pub(crate) struct Graph {
     pub limits: Vec<u32>,
 }
 
+/// The operations of `problem`'s work graph (three per stage and micro-batch), once its sizes
+/// are checked.
+pub(crate) fn operations(problem: &Problem) -> Result<usize, ProblemError> {
+    let p = problem.ranks;
+    let m = problem.microbatches;
+    if !(1..=MAX_RANKS).contains(&p) {
+        return Err(ProblemError::Size(format!(
+            "synthesis takes 1 to {MAX_RANKS} ranks, got {p}"
+        )));
+    }
+    if !(1..=MAX_MICROBATCHES).contains(&m) {
+        return Err(ProblemError::Size(format!(
+            "synthesis takes 1 to {MAX_MICROBATCHES} micro-batches, got {m}"
+        )));
+    }
+    let per_rank = match problem.placement {
+        Placement::Loop { v } if !(1..=64).contains(&v) => {
+            return Err(ProblemError::Size(format!(
+                "synthesis takes 1 to 64 stages per rank, got {v}"
+            )));
+        }
+        Placement::Loop { v } => v,
+        Placement::V | Placement::Bidirectional => 2,
+    };
+    if problem.placement == Placement::Bidirectional && (m < 2 || !m.is_multiple_of(2)) {
+        return Err(ProblemError::Size(format!(
+            "the bidirectional placement splits the micro-batches over two pipelines, so M must be even, got {m}"
+        )));
+    }
+    if problem.limits.len() != p as usize {
+        return Err(ProblemError::Size(format!(
+            "one memory limit per rank is needed, got {} for {p} ranks",
+            problem.limits.len()
+        )));
+    }
+    // Two pipelines of P stages take half the micro-batches each: P·v stages by M in every
+    // placement.
+    let micro = if problem.placement == Placement::Bidirectional {
+        m / 2
+    } else {
+        m
+    };
+    let count = (p * per_rank) as usize * micro as usize * 3;
+    if count > MAX_NODES {
+        return Err(ProblemError::Size(format!(
+            "synthesis takes at most {MAX_NODES} operations, this problem has {count}"
+        )));
+    }
+    Ok(count)
+}
+
 impl Graph {
     /// The node of `slot` (F, I or W) for stage `s` and the `k`-th micro-batch of its pipeline.
     #[inline]
@@ -247,48 +300,16 @@ impl Graph {
         costs.pair(self.nodes[f].op, bop)
     }
 
-    /// Builds the work graph of `problem` with the costs of `costs`.
-    pub fn new<C: CostModel + ?Sized>(problem: &Problem, costs: &C) -> Result<Graph, ProblemError> {
+    /// Builds the work graph of `problem` with the costs of `costs` (its tables allocated
+    /// fallibly: too little memory is an error naming the size).
+    pub fn new<C: CostModel + ?Sized>(problem: &Problem, costs: &C) -> Result<Graph, SynthError> {
+        let count = operations(problem)?;
         let p = problem.ranks;
         let m = problem.microbatches;
-        if !(1..=MAX_RANKS).contains(&p) {
-            return Err(ProblemError::Size(format!(
-                "synthesis takes 1 to {MAX_RANKS} ranks, got {p}"
-            )));
-        }
-        if !(1..=MAX_MICROBATCHES).contains(&m) {
-            return Err(ProblemError::Size(format!(
-                "synthesis takes 1 to {MAX_MICROBATCHES} micro-batches, got {m}"
-            )));
-        }
-        if let Placement::Loop { v } = problem.placement
-            && !(1..=64).contains(&v)
-        {
-            return Err(ProblemError::Size(format!(
-                "synthesis takes 1 to 64 stages per rank, got {v}"
-            )));
-        }
-        if problem.placement == Placement::Bidirectional && (m < 2 || !m.is_multiple_of(2)) {
-            return Err(ProblemError::Size(format!(
-                "the bidirectional placement splits the micro-batches over two pipelines, so M must be even, got {m}"
-            )));
-        }
-        if problem.limits.len() != p as usize {
-            return Err(ProblemError::Size(format!(
-                "one memory limit per rank is needed, got {} for {p} ranks",
-                problem.limits.len()
-            )));
-        }
         let pipelines = problem.placement.pipelines(p, m);
         let s_per = pipelines[0].placement.len() as u32;
         let stages = s_per * pipelines.len() as u32;
         let per_pipeline = pipelines[0].microbatches.len() as u32;
-        let count = stages as usize * per_pipeline as usize * 3;
-        if count > MAX_NODES {
-            return Err(ProblemError::Size(format!(
-                "synthesis takes at most {MAX_NODES} operations, this problem has {count}"
-            )));
-        }
         let weight: Vec<u32> = if problem.weights.is_empty() {
             vec![1; stages as usize]
         } else if problem.weights.len() == stages as usize {
@@ -297,7 +318,8 @@ impl Graph {
             return Err(ProblemError::Size(format!(
                 "one activation weight per stage is needed, got {} for {stages} stages",
                 problem.weights.len()
-            )));
+            ))
+            .into());
         };
         let mut on_rank = vec![Vec::new(); p as usize];
         let host = |s: u32| pipelines[(s / s_per) as usize].placement[(s % s_per) as usize];
@@ -318,13 +340,17 @@ impl Graph {
                     rank: r as u32,
                     limit,
                     needed,
-                });
+                }
+                .into());
             }
         }
-        let mut nodes = Vec::with_capacity(count);
-        let mut cost = Vec::with_capacity(count);
-        let mut whole = Vec::with_capacity(count);
-        let mut remote_succ = vec![None; count];
+        let what = "the work graph";
+        let mut nodes = memory::with_capacity(count, what)?;
+        let mut cost = memory::with_capacity(count, what)?;
+        let mut whole = memory::with_capacity(count, what)?;
+        let mut remote_succ = memory::filled(count, None, what)?;
+        let mut from = memory::with_capacity(count, what)?;
+        let mut transfer = memory::with_capacity(count, what)?;
         let node = |s: u32, k: u32, slot: usize| ((s * per_pipeline + k) as usize) * 3 + slot;
         for s in 0..stages {
             let (j, q) = (s / s_per, s % s_per);
@@ -373,14 +399,12 @@ impl Graph {
                     .sum();
             }
         }
-        let from = nodes
-            .iter()
-            .map(|n| n.remote.map_or(NO_NODE, |(x, _)| x as u32))
-            .collect();
-        let transfer = nodes
-            .iter()
-            .map(|n| n.remote.map_or(0.0, |(_, t)| t))
-            .collect();
+        from.extend(
+            nodes
+                .iter()
+                .map(|n: &Node| n.remote.map_or(NO_NODE, |(x, _)| x as u32)),
+        );
+        transfer.extend(nodes.iter().map(|n| n.remote.map_or(0.0, |(_, t)| t)));
         Ok(Graph {
             from,
             transfer,
@@ -490,7 +514,10 @@ mod tests {
             transfer: 0.0,
         };
         let err = Graph::new(&small(Placement::Bidirectional, 8), &costs).unwrap_err();
-        assert!(matches!(err, ProblemError::Costs(_)), "{err}");
+        assert!(
+            matches!(err, SynthError::Problem(ProblemError::Costs(_))),
+            "{err}"
+        );
         assert!(err.to_string().contains("a duration of -0.5"), "{err}");
         let fine = UniformCosts {
             pair: Some(2.0),

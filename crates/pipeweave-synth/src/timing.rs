@@ -10,6 +10,7 @@
 use crate::assess::Score;
 use crate::greedy::Act;
 use crate::problem::{F, Graph, I, NO_NODE, W};
+use pipeweave_plan::memory::{self, OutOfMemory};
 use pipeweave_sim::CostModel;
 
 /// No rank waits on the node.
@@ -38,6 +39,47 @@ pub(crate) struct Undo {
     ends: Vec<(usize, f64)>,
     tails: Vec<(usize, usize, usize)>,
     times: Vec<f64>,
+}
+
+impl Scratch {
+    /// Scratch tables with room for `g` (so that no try allocates them).
+    pub(crate) fn with_room(g: &Graph) -> Result<Scratch, OutOfMemory> {
+        let what = "the local search's timing";
+        Ok(Scratch {
+            waiter: memory::with_capacity(g.nodes.len(), what)?,
+            runnable: memory::with_capacity(g.ranks as usize, what)?,
+        })
+    }
+}
+
+impl Timed {
+    /// Times with room for every plan of `g`: each rank's for one entry per operation it hosts.
+    pub(crate) fn with_room(g: &Graph) -> Result<Timed, OutOfMemory> {
+        let what = "the local search's timing";
+        let mut timed = Timed {
+            end: memory::with_capacity(g.nodes.len(), what)?,
+            starts: memory::with_capacity(g.ranks as usize, what)?,
+            finishes: memory::with_capacity(g.ranks as usize, what)?,
+        };
+        for stages in &g.on_rank {
+            let most = stages.len() * g.per_pipeline as usize * 3;
+            timed.starts.push(memory::with_capacity(most, what)?);
+            timed.finishes.push(memory::with_capacity(most, what)?);
+        }
+        Ok(timed)
+    }
+}
+
+impl Undo {
+    /// Room for what a retiming of `g` can overwrite: every node's end, every entry's times.
+    pub(crate) fn with_room(g: &Graph) -> Result<Undo, OutOfMemory> {
+        let what = "the local search's timing";
+        Ok(Undo {
+            ends: memory::with_capacity(g.nodes.len(), what)?,
+            tails: memory::with_capacity(g.ranks as usize, what)?,
+            times: memory::with_capacity(2 * g.nodes.len(), what)?,
+        })
+    }
 }
 
 /// When node `x` may start on its rank, or the node it still waits for.
@@ -263,7 +305,9 @@ mod tests {
         for placement in PLACEMENTS {
             let g = Graph::new(&small(placement, u32::MAX / 4), &costs).unwrap();
             let policy = crate::greedy::policies(&g)[0];
-            let mut programs = crate::greedy::schedule(&g, &policy, &costs).unwrap();
+            let mut programs = crate::greedy::schedule(&g, &policy, &costs)
+                .unwrap()
+                .unwrap();
             score(&g, &programs, &costs, &mut timed, &mut scratch).unwrap();
             let mut rng = oorandom::Rand32::new(7);
             for _ in 0..3000 {
@@ -284,7 +328,7 @@ mod tests {
                 );
                 let mut again = Timed::default();
                 assert_eq!(fast, score(&g, &programs, &costs, &mut again, &mut scratch));
-                match assess(&g, &programs, &costs) {
+                match assess(&g, &programs, &costs).unwrap() {
                     Some((_, exact)) => {
                         agreed += 1;
                         assert_eq!(

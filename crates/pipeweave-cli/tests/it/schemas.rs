@@ -226,6 +226,8 @@ fn synthesize_json_follows_its_schema() {
     );
     assert_eq!(unit["proved_optimal"], true);
     assert_eq!(unit["cost_source"], "unit");
+    assert_eq!(unit["exact_arithmetic"], true);
+    assert_eq!(unit["exact"]["ended_by"], "complete");
     let spec = json(
         &dir,
         &[
@@ -240,6 +242,13 @@ fn synthesize_json_follows_its_schema() {
     );
     assert_eq!(spec["time_unit"], "seconds");
     assert_eq!(spec["cost_source"], "spec");
+    // The exact method says why it ended.
+    let mut silent = unit.clone();
+    silent["exact"]
+        .as_object_mut()
+        .expect("the exact method ran")
+        .remove("ended_by");
+    assert!(!validator("pipeweave-synthesize.v1.schema.json").is_valid(&silent));
     check("pipeweave-synthesize.v1.schema.json", &[unit, spec]);
 }
 

@@ -32,6 +32,8 @@ fn reports_with_unit_costs() {
             "2",
             "--evaluations",
             "500",
+            "--exact-nodes",
+            "200000",
         ],
         &["-p", "4", "-m", "8", "--placement", "v"],
         &["-p", "4", "-m", "8", "-v", "2", "--evaluations", "500"],
@@ -116,17 +118,18 @@ fn no_worse_than_the_library_on_every_shipped_spec() {
             &["--placement", "v"],
             &["--placement", "bidirectional"],
         ] {
+            // Bounded by its budgets alone, never by the clock (a loaded machine's debug build
+            // would otherwise cut the exact method at the default 10 s).
             let mut args = vec![
                 "synthesize",
                 "--spec",
                 spec,
                 "--evaluations",
                 "100",
+                "--time-limit",
+                "10m",
                 "--format",
                 "json",
-                // The same on a loaded machine: bounded by the counts alone.
-                "--time-limit",
-                "60m",
             ];
             args.extend_from_slice(placement);
             let (code, out, err) = pipeweave(&args);
@@ -289,4 +292,43 @@ fn synth_names_a_schedule_everywhere() {
         "activations=0",
     ]);
     assert_eq!(code, 2, "{err}");
+}
+
+/// Under an address-space limit (`ulimit -v`, through `sh -c`) a synthesis too big for it is
+/// refused before the work with an error naming the size (exit 1), where it aborted (exit 134):
+/// `synth:loop` at P = 256, M = 340 under 60 MB, and `synthesize` itself. The limit is what the
+/// binary needs to start here (a debug build maps more than a release one) and 32 MiB more, far
+/// below the synthesis's 75 MiB.
+#[test]
+fn too_little_memory_is_an_error_naming_the_size() {
+    let under = |kib: u64, args: &[&str]| {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+            .arg(env!("CARGO_BIN_EXE_pipeweave"))
+            .args(args)
+            .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+            .env_remove("PIPEWEAVE_PLUGIN_PATH")
+            .output()
+            .expect("sh runs");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let start = (1..64)
+        .map(|i| i * 16 * 1024)
+        .find(|&kib| under(kib, &["--version"]).0 == 0)
+        .expect("the binary starts within 1 GiB");
+    for args in [
+        &["simulate", "synth:loop", "-p", "256", "-m", "340"][..],
+        &["synthesize", "-p", "256", "-m", "340"],
+    ] {
+        let (code, err) = under(start + 32 * 1024, args);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(
+            err.contains("out of memory: 75 MiB for the synthesis's tables could not be allocated"),
+            "{args:?}: {err}"
+        );
+    }
 }

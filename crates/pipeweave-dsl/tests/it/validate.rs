@@ -88,6 +88,6 @@ fn requirements_reject_what_the_references_reject() {
     let diags = pipeweave_dsl::compile(FileId(0), src, &Args::new(4, 9)).expect_err("9 % 2");
     assert_eq!(
         diags[0].message,
-        "M must be a multiple of the rounds, max(1, M / P), as in PyTorch (with P = 4, M = 9, v = 2)"
+        "M must be a multiple of max(1, M / P), 2 here, as PyTorch requires (with P = 4, M = 9, v = 2)"
     );
 }

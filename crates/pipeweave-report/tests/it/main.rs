@@ -1,5 +1,5 @@
 //! Integration tests of the report crate: SVG timelines and sweep charts (snapshots,
-//! well-formedness, determinism) and the HTML page.
+//! well-formedness, determinism), the HTML page and the words of a synthesis.
 
 mod compare;
 mod control;
@@ -8,6 +8,7 @@ mod html;
 mod planner;
 mod recommend;
 mod sweep;
+mod synthesis;
 mod timelines;
 
 use pipeweave_check::ValidPlan;

@@ -82,6 +82,74 @@ fn a_limit_below_the_placement_is_refused_in_words() {
     );
 }
 
+/// The audit's costs (F = 1 beside transfers of 10^9, `--costs F=1,transfer=1e9`): at makespans
+/// near 10^10 a relative tolerance in "better" let each new best be a few units worse than the
+/// last, and the search ended at 10000000027 against its heuristic's 10000000017. Never worse than
+/// where it started, at any budget or seed.
+#[test]
+fn large_makespans_never_end_worse_than_the_heuristic() {
+    let costs = UniformCosts {
+        stage: StageCosts::UNIT,
+        pair: None,
+        transfer: 1e9,
+    };
+    let pr = problem(4, 8, Placement::Bidirectional, vec![5; 4]);
+    for seed in 0..4 {
+        for evaluations in [200, 2000, 20_000] {
+            let options = Options {
+                seed,
+                evaluations,
+                ..Options::default()
+            };
+            let s = synthesize(&pr, &costs, &options, &mut |_| true).unwrap();
+            let heuristic = s.heuristic.expect("a construction meets the limit");
+            assert!(
+                s.score.makespan <= heuristic.makespan,
+                "seed {seed}, {evaluations} tries: {} against the heuristic's {}",
+                s.score.makespan,
+                heuristic.makespan
+            );
+        }
+    }
+}
+
+/// A synthesis whose tables would not fit in its memory is refused before any work (no
+/// construction, no progress report), with an error naming the size; the largest problem
+/// (P = 256, M = 340: 261,120 operations) asks for some 75 MiB.
+#[test]
+fn too_little_memory_is_refused_before_the_work() {
+    let pr = problem(256, 340, Placement::Loop { v: 1 }, vec![256; 256]);
+    let options = Options {
+        memory: 64 << 20,
+        ..Options::default()
+    };
+    let mut reported = false;
+    let e = synthesize(&pr, &UnitCosts, &options, &mut |_| {
+        reported = true;
+        true
+    })
+    .unwrap_err();
+    assert!(!reported, "the search started");
+    let SynthError::OutOfMemory(oom) = e else {
+        panic!("{e}")
+    };
+    assert_eq!(oom.what, "the synthesis's tables");
+    assert!((70 << 20..90 << 20).contains(&oom.bytes), "{}", oom.bytes);
+    assert_eq!(
+        e.to_string(),
+        "out of memory: 75 MiB for the synthesis's tables could not be allocated; fewer ranks, \
+         micro-batches or stages per rank need less"
+    );
+    // Within its need, the same problem at a tenth of the micro-batches runs.
+    let small = problem(256, 34, Placement::Loop { v: 1 }, vec![256; 256]);
+    let options = Options {
+        memory: 16 << 20,
+        evaluations: 100,
+        ..Options::default()
+    };
+    assert!(synthesize(&small, &UnitCosts, &options, &mut |_| true).is_ok());
+}
+
 #[test]
 fn the_callers_stop_ends_the_local_search() {
     let costs = crate::SKEWED;
