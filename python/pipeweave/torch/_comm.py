@@ -143,6 +143,12 @@ class Comm:
         with _transfer():
             dist.broadcast(t, group=g, group_src=src)
 
+    @staticmethod
+    def broadcast_in(t: torch.Tensor, src: int, group: dist.ProcessGroup) -> None:
+        """Broadcasts `t` from global rank `src` in `group` (a part's group)."""
+        with _transfer():
+            dist.broadcast(t, src=src, group=group)
+
     def all_gather_object(self, obj: object) -> list[object]:
         g = self._pg()
         out: list[object] = [None] * self.layout.ranks

@@ -179,6 +179,34 @@ class PlanRunner:
                         prm.grad.detach().mul_(coef)
         return total
 
+    def sync_copies(self) -> None:
+        """Makes every copy of a replicated part equal to its first copy (the owner's); call on every rank.
+
+        For models whose copies are initialised apart (a seed per rank, as torchtitan does): the
+        owner's parameters and buffers are broadcast to the other copies before training.
+        """
+        if self._failure is not None:
+            raise PipelineError(self._failure)
+        broken: str | None = None
+        try:
+            self._comm.open()
+            if not self._groups_made:
+                self._make_part_groups()
+                self._groups_made = True
+            for q in self._layout.parts:
+                group = self._comm.part_groups.get(q)
+                if group is None:
+                    continue
+                src = self._comm.global_rank(self._layout.copies[q][0])
+                for t in [*self._parts[q].parameters(), *self._parts[q].buffers()]:
+                    with torch.no_grad():
+                        self._comm.broadcast_in(t.data, src, group)
+        except Broken as e:
+            broken = str(e)
+        if broken is not None:
+            self._failure = self._comm.cause(broken)
+            raise PipelineError(self._failure)
+
     def close(self) -> None:
         """Destroys the process groups the runner created (for its messages and its reductions)."""
         self._comm.destroy_groups()
