@@ -177,7 +177,7 @@ def _walk(
             out: tuple[Meta, ...] | None = None
             if inp is not None:
                 try:
-                    out = meta_forward(modules[q], inp)
+                    out = meta_forward(modules[q], inp, comm.device)
                     fact["out"] = wire(out)
                 except Exception as e:
                     what = "the inputs" if layout.is_first(s) else f"the output of model part {q - 1}"

@@ -295,13 +295,26 @@ def _dtype(name: str) -> torch.dtype:
     return dtype
 
 
-def meta_forward(module: torch.nn.Module, inp: tuple[Meta, ...]) -> tuple[Meta, ...]:
-    """Runs `module` on meta tensors (no data, no effect on its state) and returns its output's metas."""
-    args = tuple(torch.empty(shape, dtype=dtype, device="meta") for shape, dtype in inp)
-    state = {name: torch.empty_like(t, device="meta") for name, t in module.named_parameters()}
-    state.update({name: torch.empty_like(t, device="meta") for name, t in module.named_buffers()})
+def meta_forward(module: torch.nn.Module, inp: tuple[Meta, ...], device: torch.device) -> tuple[Meta, ...]:
+    """Runs `module` without data (no effect on its state) and returns its output's metas.
+
+    On meta tensors; under `torch.autocast` for the part's device, on fake tensors of that device
+    instead, since autocast acts by device and leaves meta tensors in their dtype.
+    """
+    if torch.is_autocast_enabled(device.type):
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        with FakeTensorMode(), torch.no_grad():
+            return _run_empty(module, inp, device)
     with torch.no_grad():
-        out = torch.func.functional_call(module, state, args)
+        return _run_empty(module, inp, torch.device("meta"))
+
+
+def _run_empty(module: torch.nn.Module, inp: tuple[Meta, ...], device: torch.device) -> tuple[Meta, ...]:
+    args = tuple(torch.empty(shape, dtype=dtype, device=device) for shape, dtype in inp)
+    state = {name: torch.empty(t.shape, dtype=t.dtype, device=device) for name, t in module.named_parameters()}
+    state.update({name: torch.empty(t.shape, dtype=t.dtype, device=device) for name, t in module.named_buffers()})
+    out = torch.func.functional_call(module, state, args)
     return metas(as_tensors(out, "the part's output"))
 
 

@@ -229,7 +229,9 @@ class PlanRunner:
         mode = "eval" if evaluation else "train"
         x = as_tensors(inputs, "inputs") if inputs is not None else None
         y = as_tensors(targets, "targets") if targets is not None else None
-        local = fingerprint(mode, wire(metas(x)) if x is not None else None, wire(metas(y)) if y is not None else None)
+        # Autocast changes the dtypes that travel: a change of it is a change of the step's shapes.
+        cast = [f"{d}:{torch.get_autocast_dtype(d)}" for d in ("cpu", "cuda") if torch.is_autocast_enabled(d)]
+        local = fingerprint(" ".join([mode, *cast]), wire(metas(x)) if x is not None else None, wire(metas(y)) if y is not None else None)
         broken: str | None = None
         try:
             self._comm.open()

@@ -122,6 +122,45 @@ def evaluation_cases(manifest, eval_dir):
     return out
 
 
+# PyTorch 2.15's own schedules evaluating with eval(): the V schedules fail (README, docs/python.md).
+TORCH_EVAL = [
+    ("ScheduleGPipe", None),
+    ("Schedule1F1B", None),
+    ("ScheduleInterleaved1F1B", None),
+    ("ScheduleLoopedBFS", None),
+    ("ScheduleInterleavedZeroBubble", None),
+    ("ScheduleZBVZeroBubble", "can't steal_bwd_input if this stage doesn't have backward"),
+    ("ScheduleDualPipeV", "can't steal_bwd_input if this stage doesn't have backward"),
+]
+
+
+def torch_eval_cases(manifest):
+    entry = {"ranks": 2, "stages_per_pipeline": 4, "microbatches": 4, "pipelines": 1}
+    out = []
+    for name, fails in TORCH_EVAL:
+        what = "fails" if fails else "evaluates"
+        task = {"kind": "torch_eval", "schedule": name, "fails": fails}
+        out.append(Case(f"torch eval(): PyTorch's {name} {what}", entry, task))
+    return out
+
+
+def compare_torch_eval(case, results, references):
+    fails = case.task["fails"]
+    errors = [r["error"] for r in results if r["error"] is not None]
+    if fails is not None:
+        if not any(fails in e for e in errors):
+            return f"expected eval() to fail with '{fails}' (PyTorch may have fixed it: update the docs), got {errors or 'no error'}"
+        return None
+    if errors:
+        return f"eval() failed: {errors[0]}"
+    n = results[0]["stages"]
+    want = model.reference(n, 4)["losses"][0]
+    got = [r["losses"] for r in results if r["losses"]]
+    if len(got) != 1 or any(abs(a - b) > TOLERANCE for a, b in zip(got[0], want, strict=True)):
+        return f"eval()'s losses {got} are not the unpipelined model's {want}"
+    return None
+
+
 def mistake_cases(manifest):
     by_name = {entry["name"]: entry for entry in manifest}
     out = []
@@ -153,6 +192,8 @@ def compare(case, results, references):
     if case.task["kind"] == "mistake":
         kind, words = case.task["expect"]
         return mistakes.judge(case.task["mistake"], results, kind, words)
+    if case.task["kind"] == "torch_eval":
+        return compare_torch_eval(case, results, references)
     if case.task["kind"] == "evaluate":
         return compare_evaluation(case, results, references)
     by_replica = {}
@@ -293,7 +334,7 @@ def main():
     pools = Pools(TIMEOUT_SECONDS)
     with tempfile.TemporaryDirectory() as work_dir:
         cases = positive_cases(plans_dir, manifest) + evaluation_cases(manifest, eval_dir)
-        cases += mistake_cases(manifest) + negative_cases(plans_dir, manifest, work_dir)
+        cases += torch_eval_cases(manifest) + mistake_cases(manifest) + negative_cases(plans_dir, manifest, work_dir)
         cases = [c for c in cases if not only or only in c.name]
         chosen_errors = [n for n in error_names if not only or only in f"errors: {n}"]
         chosen_refused = [e for e in refused if not only or only in e["name"]]

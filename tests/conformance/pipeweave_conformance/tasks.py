@@ -25,6 +25,8 @@ def run(rank, task):
         return mistakes.run(rank, task)
     if kind == "evaluate":
         return evaluate(rank, task)
+    if kind == "torch_eval":
+        return torch_eval(rank, task)
     if kind == "errors":
         from . import errors
 
@@ -194,3 +196,44 @@ def _pytorch_step(rank, num_stages, m, mine, build, stage_class):
 
 def _grads(module):
     return [p.grad.detach().clone() for p in module.parameters()]
+
+
+def torch_eval(rank, task):
+    """PyTorch 2.15's own schedule class `task["schedule"]` evaluating with `eval()` at P = 2.
+
+    The schedule runs in a process group of its own, dropped when `eval()` raises, so that the
+    peer's transfers fail at once instead of waiting for the timeout. Returns the losses, or the
+    error this rank saw.
+    """
+    import torch.distributed as dist
+    from torch.distributed.pipelining import PipelineStage
+    from torch.distributed.pipelining import schedules
+
+    import logging
+
+    # PyTorch logs the failing eval()'s traceback; the case reports the error itself.
+    logging.getLogger("torch.distributed.pipelining").setLevel(logging.CRITICAL)
+    name = task["schedule"]
+    cls = getattr(schedules, name)
+    v = name in ("ScheduleZBVZeroBubble", "ScheduleDualPipeV")
+    looped = v or name in ("ScheduleInterleaved1F1B", "ScheduleLoopedBFS", "ScheduleInterleavedZeroBubble")
+    n = 4 if looped else 2
+    mine = [rank, 3 - rank] if v else ([rank, rank + 2] if looped else [rank])
+    m = 4
+    group = dist.new_group([0, 1], use_local_synchronization=True)
+    parts = model.build_parts(n)
+    stages = [PipelineStage(parts[s], s, n, torch.device("cpu"), group=group) for s in mine]
+    sched = cls(stages if looped else stages[0], m, loss_fn=model.loss_fn)
+    x, y = model.batch(m)
+    losses = []
+    try:
+        sched.eval(*((x,) if 0 in mine else ()), target=y if n - 1 in mine else None, losses=losses if n - 1 in mine else None)
+        error = None
+    except Exception as e:
+        error = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200] if str(e).strip() else ''}"
+    if error is None:
+        dist.destroy_process_group(group)
+    else:
+        del sched, stages
+        dist.distributed_c10d._abort_process_group(group)
+    return {"error": error, "losses": [loss.item() for loss in losses], "stages": n}
