@@ -19,6 +19,7 @@ so that every rank learns when another one's batch changed, even a rank that is 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 import warnings
 import zlib
 from dataclasses import dataclass
@@ -100,7 +101,7 @@ def agree(
     comm: Comm,
     layout: Layout,
     modules: dict[int, torch.nn.Module],
-    loss_fn: object,
+    loss_fn: Callable[..., object],
     mode: str,
     inputs: tuple[torch.Tensor, ...] | None,
     targets: tuple[torch.Tensor, ...] | None,
@@ -155,7 +156,7 @@ def _walk(
     comm: Comm,
     layout: Layout,
     modules: dict[int, torch.nn.Module],
-    loss_fn: object,
+    loss_fn: Callable[..., object],
     first_input: tuple[Meta, ...] | None,
     first_target: tuple[Meta, ...] | None,
 ) -> dict[int, StageFacts]:
@@ -200,11 +201,9 @@ def _walk(
 
 
 def _loss_problem(
-    loss_fn: object, out: tuple[Meta, ...], target: tuple[Meta, ...], rank: int, q: int, s: int
+    loss_fn: Callable[..., object], out: tuple[Meta, ...], target: tuple[Meta, ...], rank: int, q: int, s: int
 ) -> str | None:
     """Why the loss of the meta output is not one number, or None (also when it cannot be told)."""
-    if not callable(loss_fn):
-        return None
     outs = [torch.empty(shape, dtype=dtype, device="meta") for shape, dtype in out]
     tgts = [torch.empty(shape, dtype=dtype, device="meta") for shape, dtype in target]
     try:
