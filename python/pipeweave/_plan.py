@@ -76,6 +76,8 @@ class PlanProtocol(Protocol):
     - `stages_per_pipeline`: S (pipeline j's position q is the global stage j*S + q and computes
       model part q); `microbatches`: M over all pipelines, numbered 0..M-1;
     - `placement`: K sequences of S ranks, `placement[j][q]` hosts position q of pipeline j;
+    - `forward_only`: True for an evaluation step (forwards only, `--forward-only`); `PlanRunner`
+      reads a plan without it as a training step;
     - `actions(rank)`: the rank's compute actions in order; `steps(rank)`: its lowered program in
       order (the JSON plan's `steps`). Between two ranks, receives stand in the order of the
       matching sends, so transports that match messages in posting order deliver every message
@@ -97,6 +99,8 @@ class PlanProtocol(Protocol):
     def microbatches(self) -> int: ...
     @property
     def placement(self) -> Sequence[Sequence[int]]: ...
+    @property
+    def forward_only(self) -> bool: ...
     def actions(self, rank: int, /) -> Sequence[ActionProtocol]: ...
     def steps(self, rank: int, /) -> Sequence[StepProtocol]: ...
 
@@ -180,6 +184,9 @@ class JsonPlan:
             "pipelines",
             f"the micro-batches must be 0..{self.microbatches - 1}, each in one pipeline",
         )
+        step = data.get("step", "training")
+        r.check(step in ("training", "evaluation"), "step", f'expected "training" or "evaluation", got {step!r}')
+        self.forward_only = step == "evaluation"
         programs = r.array(data, "programs")
         r.check(len(programs) == self.ranks, "programs", f"has {len(programs)} programs, expected {self.ranks}")
         self._actions: list[list[Action]] = []
@@ -227,7 +234,8 @@ class JsonPlan:
     def __repr__(self) -> str:
         return (
             f"JsonPlan(ranks={self.ranks}, pipelines={self.pipelines}, "
-            f"stages_per_pipeline={self.stages_per_pipeline}, microbatches={self.microbatches})"
+            f"stages_per_pipeline={self.stages_per_pipeline}, microbatches={self.microbatches}"
+            + (", forward_only=True)" if self.forward_only else ")")
         )
 
 

@@ -6,10 +6,14 @@
    PIPEWEAVE_TORCH_INDEX_URL picks another package index, e.g. PyTorch's CPU wheels).
 2. Exports the suite's plans with pipeweave (`cargo run -p pipeweave-export --example
    conformance_plans`), unless PIPEWEAVE_CONFORMANCE_PLANS names a folder that already holds them.
-3. Runs `python -m pipeweave_conformance PLANS` in that environment, with pipeweave's Python
-   package (python/) on the path; its last line is `N passed, N failed` and its exit code is
+3. Writes the evaluation form of every exported JSON plan with the command line
+   (`pipeweave export PLAN --forward-only --to json`), as a user gets an evaluation plan.
+4. Runs `python -m pipeweave_conformance PLANS EVAL_PLANS` in that environment, with pipeweave's
+   Python package (python/) on the path; its last line is `N passed, N failed` and its exit code is
    non-zero on any failure.
 """
+
+import json
 
 import os
 import subprocess
@@ -46,6 +50,22 @@ def export_plans(out_dir):
     subprocess.run(cmd, check=True, cwd=ROOT)
 
 
+def export_evaluation_plans(plans_dir, out_dir):
+    """`pipeweave export PLAN --forward-only --to json` of every JSON plan, under the same file name."""
+    subprocess.run(["cargo", "build", "--quiet", "--locked", "-p", "pipeweave-cli"], check=True, cwd=ROOT)
+    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
+    binary = os.path.join(ROOT, target, "debug", "pipeweave")
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(plans_dir, "manifest.json")) as f:
+        manifest = json.load(f)
+    for entry in manifest:
+        if entry["format"] == "json" and not entry.get("refused"):
+            path = os.path.join(plans_dir, entry["file"])
+            out = os.path.join(out_dir, entry["file"])
+            cmd = [binary, "export", path, "--forward-only", "--to", "json", "-o", out]
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+
+
 def main():
     python = venv_python()
     with tempfile.TemporaryDirectory(prefix="pipeweave-conformance-") as tmp:
@@ -53,9 +73,11 @@ def main():
         if not plans:
             plans = os.path.join(tmp, "plans")
             export_plans(plans)
+        evaluation = os.path.join(tmp, "evaluation")
+        export_evaluation_plans(plans, evaluation)
         # The suite imports pipeweave's Python package from the source tree (python/).
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([HERE, os.path.join(ROOT, "python")]))
-        return subprocess.run([python, "-m", "pipeweave_conformance", plans], env=env).returncode
+        return subprocess.run([python, "-m", "pipeweave_conformance", plans, evaluation], env=env).returncode
 
 
 if __name__ == "__main__":

@@ -134,3 +134,16 @@ def test_compiling_and_simulating_release_the_interpreter(work):
     gaps = [b - a for a, b in zip([span["start"], *inside], [*inside, span["end"]])]
     assert took > 0.02, f"the call took {took:.3f} s, too short to tell"
     assert max(gaps) < took / 2, f"this thread stood still for {max(gaps):.3f} s of the {took:.3f} s call"
+
+
+def test_pipeweave_torch_without_torch_says_how_to_install_it():
+    import subprocess
+    import sys
+
+    # `None` in sys.modules makes `import torch` fail as it does where torch is not installed.
+    code = "import sys; sys.modules['torch'] = None\nimport pipeweave.torch"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("ModuleNotFoundError: pipeweave.torch needs PyTorch 2.15 or later"), last
+    assert "https://download.pytorch.org/whl/cpu" in last and "CUDA" in last

@@ -1,6 +1,7 @@
-"""torchtitan 0.3.0 drives an exported plan: its own schedule builder reads pipeweave's CSV
-(`--parallelism.pipeline_parallel_schedule_csv`) and one training step on CPU with gloo gives
-the unpipelined model's loss and gradients (docs/torchtitan.md)."""
+"""torchtitan 0.3.0 drives pipeweave's plans: its own schedule builder reads pipeweave's CSV
+(`--parallelism.pipeline_parallel_schedule_csv`), and `pipeweave.torch.titan.pipelining_fn(plan)`
+(a model spec's `pipelining_fn`) trains any plan, DualPipe and Chimera included; on CPU with gloo
+both give the unpipelined model's loss and gradients (docs/torchtitan.md)."""
 
 import os
 import subprocess
@@ -13,6 +14,7 @@ torchtitan = pytest.importorskip("torchtitan")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import titan_plan_worker  # noqa: E402
 import titan_worker  # noqa: E402
 
 TOLERANCE = 1e-5
@@ -82,3 +84,60 @@ def test_torchtitans_trainer_needs_an_accelerator():
     assert utils.device_type == "cuda" and utils.device_module is torch.cuda
     with pytest.raises(RuntimeError):
         utils.device_module.set_device(torch.device("cuda", 0))
+
+
+@pytest.fixture(scope="module")
+def adapter_results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("titan-plan")
+    worker = os.path.join(HERE, "titan_plan_worker.py")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", worker, str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out
+
+
+def adapter_reference(m):
+    """The whole model: each step's loss (token losses summed over the batch's tokens) and its
+    gradients by name after the first step, and the weights after two SGD steps."""
+    w = titan_plan_worker
+    model = w.model(0)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    losses, grads = [], None
+    for step in range(2):
+        opt.zero_grad()
+        tokens, labels = w.batch(m, step)
+        loss, _ = w.loss_fn(model(tokens), labels, torch.tensor(labels.numel()))
+        loss.backward()
+        losses.append(loss.item())
+        if step == 0:
+            grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+        opt.step()
+    return losses, grads, {n: p.detach().clone() for n, p in model.named_parameters()}
+
+
+@pytest.mark.parametrize(
+    "case, schedule, kwargs", titan_plan_worker.CASES, ids=[c[0] for c in titan_plan_worker.CASES]
+)
+def test_torchtitans_pipelining_fn_trains_any_plan(adapter_results, case, schedule, kwargs):
+    import pipeweave as pw
+
+    plan = pw.compile(schedule, **kwargs)
+    got = [torch.load(adapter_results / f"{case}-rank{r}.pt") for r in range(plan.ranks)]
+    losses, grads, params = adapter_reference(plan.microbatches)
+    seen = {}
+    for g in got:
+        for part in g["grads"].values():
+            seen.update(part)
+    # Every parameter of the model, once (from its owner copy), named as in the whole model.
+    assert sorted(seen) == sorted(grads)
+    for name, want in grads.items():
+        assert (seen[name] - want).abs().max().item() < 1e-5, name
+    logged = [g["losses"] for g in got if g["last"]]
+    assert logged
+    for steps in logged:
+        assert steps == pytest.approx(losses, abs=1e-5)
+    # Every copy of every part, after two steps: the whole model's weights.
+    for g in got:
+        for part in g["params"].values():
+            for name, value in part.items():
+                assert (value - params[name]).abs().max().item() < 1e-5, name

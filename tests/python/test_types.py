@@ -87,7 +87,7 @@ def test_both_plans_implement_the_plan_protocol(tmp_path):
 
 def test_what_lacks_a_member_of_the_protocol_is_no_plan(tmp_path):
     plan = pw.compile("1f1b", ranks=2, microbatches=4)
-    members = ["ranks", "pipelines", "model_copies", "stages_per_pipeline", "microbatches", "placement"]
+    members = ["ranks", "pipelines", "model_copies", "stages_per_pipeline", "microbatches", "placement", "forward_only"]
     for left_out in [*members, "actions", "steps"]:
         attributes = {m: getattr(plan, m) for m in members if m != left_out}
         attributes.update({m: getattr(plan, m) for m in ["actions", "steps"] if m != left_out})

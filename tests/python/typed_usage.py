@@ -49,6 +49,7 @@ class OwnPlan:
     stages_per_pipeline: int = 1
     microbatches: int = 1
     placement: tuple[tuple[int, ...], ...] = ((0,),)
+    forward_only: bool = False
     programs: list[list[Action]] = field(default_factory=lambda: [[Action("F", 0, 0), Action("B", 0, 0)]])
 
     def actions(self, rank: int) -> list[Action]:

@@ -106,6 +106,13 @@ impl Plan {
             .collect()
     }
 
+    /// Whether the plan is an evaluation step (forwards only), as `--forward-only` or a JSON plan's
+    /// `"step": "evaluation"` made it.
+    #[getter]
+    fn forward_only(&self) -> bool {
+        self.plan().is_forward_only()
+    }
+
     /// Per pipeline, the global micro-batches it carries, ascending.
     #[getter]
     fn pipeline_microbatches(&self) -> Vec<Vec<u32>> {

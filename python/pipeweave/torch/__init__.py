@@ -41,14 +41,32 @@ attributes and methods, such as the native `pipeweave.compile` and `pipeweave.lo
     messages in posting order (NCCL, untagged) deliver every message where it belongs.
 """
 
+try:
+    import torch as _torch  # noqa: F401 (only to say how to install it when it is missing)
+except ModuleNotFoundError as _missing:
+    if _missing.name != "torch":
+        raise
+    raise ModuleNotFoundError(
+        "pipeweave.torch needs PyTorch 2.15 or later, which is not installed: "
+        '`pip install "torch>=2.15"` (on Linux PyPI\'s torch pulls NVIDIA\'s CUDA wheels, several GB), '
+        'or for the CPU only `pip install "torch>=2.15" --index-url https://download.pytorch.org/whl/cpu` '
+        "(PyTorch's own index of CPU wheels)",
+        name="torch",
+    ) from None
+
 from .._plan import Action, ActionProtocol, JsonPlan, PlanProtocol, Step, StepProtocol
-from ._runner import PlanRunner, parts_of
+from ._comm import PipelineError
+from ._runner import Batch, LossFn, Output, PlanRunner, parts_of
 from ._schedule import RuntimeOptions, schedule
 
 __all__ = [
     "Action",
     "ActionProtocol",
+    "Batch",
     "JsonPlan",
+    "LossFn",
+    "Output",
+    "PipelineError",
     "PlanProtocol",
     "PlanRunner",
     "RuntimeOptions",
@@ -57,3 +75,6 @@ __all__ = [
     "parts_of",
     "schedule",
 ]
+
+# Shown as `pipeweave.torch.PipelineError` in tracebacks, where users catch it.
+PipelineError.__module__ = __name__

@@ -1,26 +1,49 @@
-"""Communication of the runner: point-to-point transfers, shapes of what travels, gradient reductions.
+"""Communication of the runner: point-to-point transfers, shapes of what travels, gradient reductions,
+and what a rank does when a step fails.
 
 Pipeline transfers are untagged and matched in posting order between two ranks, as NCCL matches
 them, so the order of the plan's lowered steps is the order on the wire.
 Replicated parts reduce their gradients with one all-reduce per part in a process group of its
 own, so reductions never mix with the pipeline's messages nor with each other.
+
+Every wait goes through `Comm`, which turns a failed transfer into `Broken`: the step failed
+because another rank did. A rank whose own work fails writes why in the process group's store
+(the first failure of a runner wins) and aborts its process groups, so that the transfers its
+peers wait for fail at once; they read the cause from the store and raise the same error.
 """
 
 from __future__ import annotations
 
 import atexit
+import datetime
 from collections.abc import Sequence
 from typing import TypeAlias
 
 import torch
 import torch.distributed as dist
+from torch._C._distributed_c10d import Store
 
 from ._layout import Layout
 
 Meta: TypeAlias = tuple[tuple[int, ...], torch.dtype]
 
 # What travels to say a stage's output shapes: (shape, dtype name) per tensor.
-_Wire: TypeAlias = list[tuple[list[int], str]]
+Wire: TypeAlias = list[tuple[list[int], str]]
+
+# How long a rank whose transfer failed waits for the failing rank's words in the store.
+_CAUSE_WAIT = datetime.timedelta(seconds=10)
+
+
+class Broken(Exception):
+    """A transfer or collective failed: another rank failed, or the connection to it was lost."""
+
+
+class PipelineError(RuntimeError):
+    """A step failed on one rank and was abandoned on every rank; the message names the rank and why.
+
+    The runner's process groups are aborted (so that no rank waits for a timeout); build a new
+    process group and runner to go on.
+    """
 
 
 def as_tensors(value: object, what: str) -> tuple[torch.Tensor, ...]:
@@ -42,80 +65,209 @@ def differentiable(meta: tuple[Meta, ...]) -> tuple[Meta, ...]:
 
 
 class Comm:
-    """Point-to-point transfers and reductions over the plan's process group."""
+    """Point-to-point transfers, collectives and reductions in process groups of the runner's own.
+
+    The runner's messages travel in a process group it creates over the ranks of the caller's
+    group (`open`, on the first step), so that a failure can tear it down without touching the
+    caller's group: gloo's `abort()` leaves the connections open (torch 2.15), and only a process
+    group that is dropped closes them, which is what makes the peers' transfers fail at once.
+    """
 
     def __init__(self, layout: Layout, group: dist.ProcessGroup | None, device: torch.device):
         self.layout = layout
-        self.group = group
+        self.user_group = group
+        self.group: dist.ProcessGroup | None = None
         self.device = device
         self.part_groups: dict[int, dist.ProcessGroup] = {}
+        self.token = ""
+        self.aborted = False
+        self._store: Store | None = None
 
     def global_rank(self, rank: int) -> int:
-        if self.group is None or self.group is dist.GroupMember.WORLD:
+        if self.user_group is None or self.user_group is dist.GroupMember.WORLD:
             return rank
-        return dist.get_global_rank(self.group, rank)
+        return dist.get_global_rank(self.user_group, rank)
+
+    def open(self) -> None:
+        """Creates the runner's process group (once); every rank of the plan calls it."""
+        if self.group is not None:
+            return
+        backend = None if self.user_group is None else dist.get_backend(self.user_group)
+        ranks = [self.global_rank(r) for r in range(self.layout.ranks)]
+        with _transfer():
+            g = dist.new_group(ranks, backend=backend, use_local_synchronization=True, group_desc="pipeweave")
+        if not isinstance(g, dist.ProcessGroup):
+            raise RuntimeError("this rank is not in the plan's process group")
+        self.group = g
+        self._store = _store_of(g)
+        atexit.register(self.destroy_groups)
+
+    def _pg(self) -> dist.ProcessGroup:
+        if self.group is None:
+            raise Broken("the runner's process group is gone (a step failed before)")
+        return self.group
 
     def send(self, tensors: tuple[torch.Tensor, ...], peer: int) -> list[dist.Work]:
-        return [_posted(dist.isend(t, group=self.group, group_dst=peer)) for t in tensors]
+        g = self._pg()
+        with _transfer():
+            return [_posted(dist.isend(t, group=g, group_dst=peer)) for t in tensors]
 
     def recv(self, meta: tuple[Meta, ...], peer: int) -> tuple[list[dist.Work], tuple[torch.Tensor, ...]]:
+        g = self._pg()
         buffers = tuple(torch.empty(shape, dtype=dtype, device=self.device) for shape, dtype in meta)
-        return [_posted(dist.irecv(b, group=self.group, group_src=peer)) for b in buffers], buffers
+        with _transfer():
+            return [_posted(dist.irecv(b, group=g, group_src=peer)) for b in buffers], buffers
+
+    @staticmethod
+    def wait(works: list[dist.Work]) -> None:
+        with _transfer():
+            for work in works:
+                work.wait()
+
+    def collective_device(self) -> torch.device:
+        """Where the tensors of collectives live: the rank's device for NCCL, else the CPU."""
+        return self.device if dist.get_backend(self._pg()) == "nccl" else torch.device("cpu")
+
+    def all_reduce_max(self, t: torch.Tensor) -> None:
+        g = self._pg()
+        with _transfer():
+            dist.all_reduce(t, op=dist.ReduceOp.MAX, group=g)
+
+    def all_reduce_sum(self, t: torch.Tensor) -> None:
+        g = self._pg()
+        with _transfer():
+            dist.all_reduce(t, group=g)
+
+    def broadcast(self, t: torch.Tensor, src: int) -> None:
+        g = self._pg()
+        with _transfer():
+            dist.broadcast(t, group=g, group_src=src)
+
+    @staticmethod
+    def broadcast_in(t: torch.Tensor, src: int, group: dist.ProcessGroup) -> None:
+        """Broadcasts `t` from global rank `src` in `group` (a part's group)."""
+        with _transfer():
+            dist.broadcast(t, src=src, group=group)
+
+    def all_gather_object(self, obj: object) -> list[object]:
+        g = self._pg()
+        out: list[object] = [None] * self.layout.ranks
+        with _transfer():
+            dist.all_gather_object(out, obj, group=g)
+        return out
+
+    def send_object(self, obj: object, peer: int) -> None:
+        g = self._pg()
+        with _transfer():
+            dist.send_object_list([obj], group=g, group_dst=peer, device=self._object_device())
+
+    def recv_object(self, peer: int) -> object:
+        g = self._pg()
+        box: list[object] = [None]
+        with _transfer():
+            dist.recv_object_list(box, group=g, group_src=peer, device=self._object_device())
+        return box[0]
 
     def make_part_groups(self) -> None:
         """One process group per replicated part; every rank of the plan creates them in part order."""
-        backend = dist.get_backend(self.group)
+        backend = dist.get_backend(self._pg())
         for q, copies in enumerate(self.layout.copies):
             if len(copies) < 2:
                 continue
-            g = dist.new_group(
-                [self.global_rank(r) for r in copies],
-                backend=backend,
-                use_local_synchronization=True,
-                group_desc=f"pipeweave_part_{q}",
-            )
+            with _transfer():
+                g = dist.new_group(
+                    [self.global_rank(r) for r in copies],
+                    backend=backend,
+                    use_local_synchronization=True,
+                    group_desc=f"pipeweave_part_{q}",
+                )
             # `new_group` answers a rank outside the group with a marker that is no ProcessGroup.
             if self.layout.rank in copies and isinstance(g, dist.ProcessGroup):
                 self.part_groups[q] = g
-        # Process groups left to the interpreter's shutdown can abort it (seen with gloo in torch
-        # 2.15: "terminate called without an active exception", about one run in five).
-        atexit.register(self.destroy_part_groups)
 
     def destroy_part_groups(self) -> None:
-        atexit.unregister(self.destroy_part_groups)
-        if dist.is_initialized():
+        if dist.is_initialized() and not self.aborted:
             for g in self.part_groups.values():
                 dist.destroy_process_group(g)
         self.part_groups.clear()
 
-    def infer_metas(self, modules: dict[int, torch.nn.Module], first: tuple[Meta, ...]) -> dict[int, tuple[Meta, ...]]:
-        """The shape and dtype of every stage's output, computed on the meta device along each pipeline.
+    def destroy_groups(self) -> None:
+        """Destroys the runner's process groups (its own and the parts')."""
+        # Process groups left to the interpreter's shutdown can abort it (seen with gloo in torch
+        # 2.15: "terminate called without an active exception", about one run in five).
+        atexit.unregister(self.destroy_groups)
+        self.destroy_part_groups()
+        if dist.is_initialized() and not self.aborted and self.group is not None:
+            dist.destroy_process_group(self.group)
+        self.group = None
 
-        The rank hosting a stage runs its part on meta tensors and sends the result to the rank of
-        the next stage. Every rank walks the stages in the same global order and the transfers block,
-        so the walk cannot deadlock (the earliest unfinished transfer always has both sides at it).
-        """
-        layout = self.layout
-        out: dict[int, tuple[Meta, ...]] = {}
-        for s in range(layout.num_stages):
-            if layout.is_last(s):
-                continue
-            host, nxt = layout.stage_rank[s], layout.stage_rank[s + 1]
-            if host == layout.rank:
-                inp = first if layout.is_first(s) else out[s - 1]
-                out[s] = meta_forward(modules[layout.part(s)], inp, layout.part(s))
-                if nxt != host:
-                    dist.send_object_list(
-                        [_wire(out[s])], group=self.group, group_dst=nxt, device=self._object_device()
-                    )
-            elif nxt == layout.rank:
-                box: list[_Wire | None] = [None]
-                dist.recv_object_list(box, group=self.group, group_src=host, device=self._object_device())
-                out[s] = _unwire(box[0], host)
-        return out
+    def fail(self, message: str) -> str:
+        """This rank's work failed: records why (unless a failure is recorded already), aborts, and
+        returns the words every rank raises."""
+        if self._store is not None and self.token:
+            try:
+                # The first failure of the runner wins: a rank failing after it reads it instead.
+                got = self._store.compare_set(self._failure_key(), "", message)
+                message = got.decode() if isinstance(got, bytes) else str(got)
+            except Exception:
+                pass
+        self.abort()
+        return message
+
+    def cause(self, broken: str) -> str:
+        """Why a transfer of this rank failed: the failing rank's words from the store, or the error."""
+        self.abort()
+        if self._store is not None and self.token:
+            try:
+                self._store.wait([self._failure_key()], _CAUSE_WAIT)
+                return str(self._store.get(self._failure_key()).decode())
+            except Exception:
+                pass
+        return (
+            f"rank {self.layout.rank}: a transfer failed and no rank said why (a rank lost or killed?): "
+            f"{broken.strip().splitlines()[0][:300] if broken.strip() else 'no message'}"
+        )
+
+    def abort(self) -> None:
+        """Aborts and drops the runner's process groups: every transfer a peer waits for fails now."""
+        if self.aborted:
+            return
+        self.aborted = True
+        atexit.unregister(self.destroy_groups)
+        groups = [*self.part_groups.values(), *([self.group] if self.group is not None else [])]
+        self.part_groups.clear()
+        self.group = None
+        for g in groups:
+            try:
+                dist.distributed_c10d._abort_process_group(g)
+            except Exception:
+                pass
+        groups.clear()
+
+    def _failure_key(self) -> str:
+        return f"pipeweave/{self.token}/failure"
 
     def _object_device(self) -> torch.device | None:
         return self.device if self.device.type == "cuda" else None
+
+
+def _store_of(group: dist.ProcessGroup) -> Store | None:
+    try:
+        return dist.distributed_c10d._get_process_group_store(group)
+    except Exception:
+        return None
+
+
+class _transfer:
+    """Turns a failure of a transfer or collective into `Broken`."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: object) -> None:
+        if error is not None and isinstance(error, (RuntimeError, ValueError)) and not isinstance(error, Broken):
+            # Only the words: the error's frames hold the transfers, which hold the process group open.
+            raise Broken(str(error)) from None
 
 
 def _posted(work: dist.Work | None) -> dist.Work:
@@ -125,38 +277,45 @@ def _posted(work: dist.Work | None) -> dist.Work:
     return work
 
 
-def _wire(meta: tuple[Meta, ...]) -> _Wire:
+def wire(meta: tuple[Meta, ...]) -> Wire:
     return [(list(shape), str(dtype).removeprefix("torch.")) for shape, dtype in meta]
 
 
-def _unwire(wire: _Wire | None, host: int) -> tuple[Meta, ...]:
-    if wire is None:
-        raise RuntimeError(f"rank {host} sent no output shapes")
-    return tuple((tuple(shape), _dtype(name)) for shape, name in wire)
+def unwire(w: object) -> tuple[Meta, ...]:
+    if not isinstance(w, list):
+        raise RuntimeError(f"expected a list of (shape, dtype), got {type(w).__name__}")
+    return tuple((tuple(shape), _dtype(name)) for shape, name in w)
 
 
 def _dtype(name: str) -> torch.dtype:
-    """The dtype `str(dtype)` names without its `torch.` (what `_wire` sends)."""
+    """The dtype `str(dtype)` names without its `torch.` (what `wire` sends)."""
     dtype = getattr(torch, name)
     if not isinstance(dtype, torch.dtype):
         raise RuntimeError(f"{name!r} names no torch dtype")
     return dtype
 
 
-def meta_forward(module: torch.nn.Module, inp: tuple[Meta, ...], part: int) -> tuple[Meta, ...]:
-    """Runs `module` on meta tensors (no data, no effect on its state) and returns its output's metas."""
-    args = tuple(torch.empty(shape, dtype=dtype, device="meta") for shape, dtype in inp)
-    state = {name: torch.empty_like(t, device="meta") for name, t in module.named_parameters()}
-    state.update({name: torch.empty_like(t, device="meta") for name, t in module.named_buffers()})
-    try:
-        with torch.no_grad():
-            out = torch.func.functional_call(module, state, args)
-    except Exception as e:
-        raise RuntimeError(
-            f"cannot infer the output shape of model part {part} on the meta device "
-            f"(input {[(list(s), str(d)) for s, d in inp]}): {e}"
-        ) from e
-    return metas(as_tensors(out, f"the output of model part {part}"))
+def meta_forward(module: torch.nn.Module, inp: tuple[Meta, ...], device: torch.device) -> tuple[Meta, ...]:
+    """Runs `module` without data (no effect on its state) and returns its output's metas.
+
+    On meta tensors; under `torch.autocast` for the part's device, on fake tensors of that device
+    instead, since autocast acts by device and leaves meta tensors in their dtype.
+    """
+    if torch.is_autocast_enabled(device.type):
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        with FakeTensorMode(), torch.no_grad():
+            return _run_empty(module, inp, device)
+    with torch.no_grad():
+        return _run_empty(module, inp, torch.device("meta"))
+
+
+def _run_empty(module: torch.nn.Module, inp: tuple[Meta, ...], device: torch.device) -> tuple[Meta, ...]:
+    args = tuple(torch.empty(shape, dtype=dtype, device=device) for shape, dtype in inp)
+    state = {name: torch.empty(t.shape, dtype=t.dtype, device=device) for name, t in module.named_parameters()}
+    state.update({name: torch.empty(t.shape, dtype=t.dtype, device=device) for name, t in module.named_buffers()})
+    out = torch.func.functional_call(module, state, args)
+    return metas(as_tensors(out, "the part's output"))
 
 
 class PartReduction:
@@ -183,11 +342,13 @@ class PartReduction:
             grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
             flat = torch.cat([g.reshape(-1) for g in grads])
             self.buckets.append((flat, params))
-            self.works.append(dist.all_reduce(flat, group=self.group, async_op=True))
+            with _transfer():
+                self.works.append(dist.all_reduce(flat, group=self.group, async_op=True))
 
     def wait(self) -> None:
-        for work in self.works:
-            work.wait()
+        with _transfer():
+            for work in self.works:
+                work.wait()
         for flat, params in self.buckets:
             at = 0
             for p in params:

@@ -6,6 +6,7 @@ so that a wrong plan or a wrong rank fails on every rank alike, with the action 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
@@ -13,6 +14,7 @@ from typing import TypeAlias
 from .._plan import ActionProtocol, PlanProtocol, StepProtocol
 
 _FIELDS = ("ranks", "pipelines", "stages_per_pipeline", "microbatches", "model_copies", "placement")
+_TRAINING_KINDS = ("F", "B", "I", "W")
 
 
 def _int(plan: PlanProtocol, name: str) -> int:
@@ -110,11 +112,46 @@ class Layout:
             tuple(sorted({self.stage_rank[j * self.s_per + q] for j in range(self.pipelines)}))
             for q in range(self.s_per)
         ]
+        # A plan without the member is a training step (plans of the protocol before it existed).
+        forward_only: object = getattr(plan, "forward_only", False)
+        if type(forward_only) is not bool:
+            raise ValueError(f"plan.forward_only must be a bool, got {forward_only!r}")
+        self.forward_only = forward_only
         actions = list(plan.actions(rank))
         steps = list(plan.steps(rank))
         self.actions: list[Work] = [self._check_action(i, action) for i, action in enumerate(actions)]
         self.steps: list[CheckedStep] = []
         self.reductions = self._check_steps(steps, actions)
+
+    def evaluation(self) -> Layout:
+        """This rank's evaluation form: its forwards in their order, every backward and reduction dropped.
+
+        An overlapped pair keeps its forward. The transfers of activations keep their order, so the
+        receives between two ranks still stand in the order of the sends; dropping work only removes
+        waits from a program that could not deadlock, so it cannot deadlock either.
+        """
+        if self.forward_only:
+            return self
+        kept: dict[int, int] = {}
+        actions: list[Work] = []
+        for i, work in enumerate(self.actions):
+            forward = work[0] if isinstance(work, tuple) else work
+            if forward.kind == "F":
+                kept[i] = len(actions)
+                actions.append(forward)
+        steps: list[CheckedStep] = []
+        for step in self.steps:
+            if isinstance(step, Compute):
+                if step.action in kept:
+                    steps.append(Compute(kept[step.action]))
+            elif isinstance(step, Transfer) and step.dir == "fwd":
+                steps.append(step)
+        form = copy.copy(self)
+        form.forward_only = True
+        form.actions = actions
+        form.steps = steps
+        form.reductions = []
+        return form
 
     def part(self, stage: int) -> int:
         return stage % self.s_per
@@ -134,6 +171,8 @@ class Layout:
     def _check_op(self, i: int, action: ActionProtocol, op: ActionProtocol, kinds: tuple[str, ...]) -> Op:
         kind = getattr(op, "kind", None)
         if kind not in kinds:
+            if self.forward_only and kind in _TRAINING_KINDS:
+                raise ValueError(f"{self._where(i, action)}: an evaluation plan runs forwards only, not {kind}")
             raise ValueError(f"{self._where(i, action)}: expected a kind in {'/'.join(kinds)}, got {kind!r}")
         stage, mb = op.stage, op.mb
         if stage is None or stage not in self.stage_rank:
@@ -151,8 +190,10 @@ class Layout:
             pair: Sequence[ActionProtocol] | None = getattr(action, "pair", None)
             if pair is None or len(pair) != 2:
                 raise ValueError(f"{self._where(i, action)}: a pair needs a forward and a backward")
+            if self.forward_only:
+                raise ValueError(f"{self._where(i, action)}: an evaluation plan runs forwards only, not a pair")
             return self._check_op(i, action, pair[0], ("F",)), self._check_op(i, action, pair[1], ("B", "I"))
-        return self._check_op(i, action, action, ("F", "B", "I", "W"))
+        return self._check_op(i, action, action, ("F",) if self.forward_only else _TRAINING_KINDS)
 
     def _peer(self, kind: str, direction: str, stage: int) -> int | None:
         """The rank a transfer step must name, or None when the stage has no such neighbour."""
@@ -184,6 +225,8 @@ class Layout:
             stage = step.stage
             if stage is None or not self.local(stage):
                 raise ValueError(f"{where}: stage {stage} is not on rank {self.rank}")
+            if self.forward_only and (kind in ("reduce_grad", "wait_reduce_grad") or step.dir == "bwd"):
+                raise ValueError(f"{where}: an evaluation plan sends no gradients and reduces none")
             if kind in ("reduce_grad", "wait_reduce_grad"):
                 seen = reduce_at if kind == "reduce_grad" else wait_at
                 if stage in seen:
@@ -206,7 +249,9 @@ class Layout:
         for i, n in enumerate(computed):
             if n != 1:
                 raise ValueError(f"{self._where(i, actions[i])}: computed by {n} steps, expected 1")
-        reductions = []
+        reductions: list[Reduction] = []
+        if self.forward_only:
+            return reductions
         for q in self.parts:
             mine = [s for s in self.stages if self.part(s) == q]
             for s in mine:

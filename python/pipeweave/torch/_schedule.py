@@ -85,6 +85,12 @@ def schedule(
             f"PyTorch's runtime runs single-pipeline plans; this plan has {plan.pipelines} pipelines "
             "(replicated model parts): run it with pipeweave.torch.PlanRunner"
         )
+    if getattr(plan, "forward_only", False) is True:
+        raise ValueError(
+            "PyTorch's runtime loads training plans only (its loader wants every stage's backwards): load the "
+            "training plan and call the schedule's eval() (not on ZB-V or DualPipeV in PyTorch 2.15), or run "
+            "this evaluation plan with pipeweave.torch.PlanRunner"
+        )
     if format not in ("compute_only", "compute_comms"):
         raise ValueError(f'format must be "compute_only" or "compute_comms", got {format!r}')
     if not stages:

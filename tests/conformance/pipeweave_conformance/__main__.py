@@ -26,7 +26,7 @@ import time
 
 import torch
 
-from . import errors, model, negative
+from . import errors, mistakes, model, negative
 from .pool import CaseError, Pools
 
 TOLERANCE = 1e-5
@@ -53,7 +53,11 @@ TUPLES = (
     "with tuple activations holding integer ids, scale_grads=False, 2 steps accumulated",
     {"model": "tuple", "steps": 2},
 )
+SPARSE = ("with inputs and targets only on the ranks that use them (None elsewhere)", {"sparse": True})
 FEATURES = [
+    ("1f1b-p4-m8/json", *SPARSE),
+    ("zb-v-p2-m3/json", *SPARSE),
+    ("dualpipe-p4-m8/json", *SPARSE),
     ("dualpipe-p2-m4/json", *DATA_PARALLEL),
     ("chimera-k2-p2-m4/json", *DATA_PARALLEL),
     ("zb-v-p2-m3/json", *TUPLES),
@@ -90,6 +94,84 @@ def positive_cases(plans_dir, manifest):
     return out
 
 
+# Evaluation through PlanRunner: (plan, how). "plan" runs the plan's evaluation form exported by
+# `pipeweave export PLAN --forward-only --to json`; "no_grad" and "eval" run the training plan
+# under torch.no_grad() and with its parts in eval().
+EVALUATIONS = [
+    ("1f1b-p2-m4/json", "plan"),
+    ("zb-v-p2-m4/json", "plan"),
+    ("dualpipe-p2-m4/json", "plan"),
+    ("chimera-k2-p2-m4/json", "plan"),
+    ("dualpipev-p4-m8/json", "plan"),
+    ("1f1b-p4-m8/json", "no_grad"),
+    ("zb-v-p2-m3/json", "no_grad"),
+    ("zb-v-p2-m3/json", "eval"),
+    ("dualpipe-p4-m8/json", "no_grad"),
+    ("chimera-k4-p4-m8/json", "eval"),
+]
+
+
+def evaluation_cases(manifest, eval_dir):
+    by_name = {entry["name"]: entry for entry in manifest}
+    out = []
+    for name, how in EVALUATIONS:
+        entry = by_name[name]
+        path = entry["path"] if how != "plan" else os.path.join(eval_dir, os.path.basename(entry["file"]))
+        label = {"plan": "its evaluation plan", "no_grad": "torch.no_grad()", "eval": "parts in eval()"}[how]
+        out.append(Case(f"{name} PlanRunner evaluates ({label})", entry, {"kind": "evaluate", "path": path, "how": how}))
+    return out
+
+
+# PyTorch 2.15's own schedules evaluating with eval(): the V schedules fail (README, docs/python.md).
+TORCH_EVAL = [
+    ("ScheduleGPipe", None),
+    ("Schedule1F1B", None),
+    ("ScheduleInterleaved1F1B", None),
+    ("ScheduleLoopedBFS", None),
+    ("ScheduleInterleavedZeroBubble", None),
+    ("ScheduleZBVZeroBubble", "can't steal_bwd_input if this stage doesn't have backward"),
+    ("ScheduleDualPipeV", "can't steal_bwd_input if this stage doesn't have backward"),
+]
+
+
+def torch_eval_cases(manifest):
+    entry = {"ranks": 2, "stages_per_pipeline": 4, "microbatches": 4, "pipelines": 1}
+    out = []
+    for name, fails in TORCH_EVAL:
+        what = "fails" if fails else "evaluates"
+        task = {"kind": "torch_eval", "schedule": name, "fails": fails}
+        out.append(Case(f"torch eval(): PyTorch's {name} {what}", entry, task))
+    return out
+
+
+def compare_torch_eval(case, results, references):
+    fails = case.task["fails"]
+    errors = [r["error"] for r in results if r["error"] is not None]
+    if fails is not None:
+        if not any(fails in e for e in errors):
+            return f"expected eval() to fail with '{fails}' (PyTorch may have fixed it: update the docs), got {errors or 'no error'}"
+        return None
+    if errors:
+        return f"eval() failed: {errors[0]}"
+    n = results[0]["stages"]
+    want = model.reference(n, 4)["losses"][0]
+    got = [r["losses"] for r in results if r["losses"]]
+    if len(got) != 1 or any(abs(a - b) > TOLERANCE for a, b in zip(got[0], want, strict=True)):
+        return f"eval()'s losses {got} are not the unpipelined model's {want}"
+    return None
+
+
+def mistake_cases(manifest):
+    by_name = {entry["name"]: entry for entry in manifest}
+    out = []
+    for what, name, world, kind, words in mistakes.CASES:
+        entry = by_name[name]
+        assert entry["ranks"] == world
+        task = {"kind": "mistake", "path": entry["path"], "mistake": what, "expect": (kind, words)}
+        out.append(Case(f"mistake on one rank: {what} ({name})", entry, task))
+    return out
+
+
 def negative_cases(plans_dir, manifest, work_dir):
     by_name = {entry["name"]: entry for entry in manifest}
     out = []
@@ -107,6 +189,13 @@ def negative_cases(plans_dir, manifest, work_dir):
 
 def compare(case, results, references):
     """None when the results are the unpipelined model's, else the first difference."""
+    if case.task["kind"] == "mistake":
+        kind, words = case.task["expect"]
+        return mistakes.judge(case.task["mistake"], results, kind, words)
+    if case.task["kind"] == "torch_eval":
+        return compare_torch_eval(case, results, references)
+    if case.task["kind"] == "evaluate":
+        return compare_evaluation(case, results, references)
     by_replica = {}
     for res in results:
         by_replica.setdefault(res.get("replica", 0), []).append(res)
@@ -129,6 +218,40 @@ def reference(case, references):
     return references[key]
 
 
+def compare_evaluation(case, results, references):
+    entry = case.manifest
+    s_per, m = entry["stages_per_pipeline"], entry["microbatches"]
+    ref = reference(case, references)
+    key = ("outputs", s_per, m)
+    if key not in references:
+        references[key] = model.outputs(s_per, m)
+    want_out = references[key]
+    want_losses = ref["losses"][0]
+    want_loss = sum(want_losses) / m
+    computed = set()
+    for rank, res in enumerate(results):
+        if not res["untouched"]:
+            return f"rank {rank}: the evaluation left gradients"
+        if abs(res["loss"] - want_loss) > TOLERANCE:
+            return f"rank {rank}: the step's loss is {res['loss']:.9g}, the unpipelined model's {want_loss:.9g}"
+        if sorted(res["losses"]) != list(range(m)):
+            return f"rank {rank}: losses for micro-batches {sorted(res['losses'])}, expected 0..{m - 1}"
+        for mb, loss in res["losses"].items():
+            if abs(loss - want_losses[mb]) > TOLERANCE:
+                return f"rank {rank}: the loss of micro-batch {mb} differs: {loss:.9g} vs {want_losses[mb]:.9g}"
+        if sorted(res["gathered"]) != list(range(m)):
+            return f"rank {rank}: gathered outputs of micro-batches {sorted(res['gathered'])}, expected 0..{m - 1}"
+        for where in ("local", "gathered"):
+            for mb, out in res[where].items():
+                diff = (out - want_out[mb]).abs().max().item()
+                if diff > TOLERANCE:
+                    return f"rank {rank}: the {where} output of micro-batch {mb} is off by {diff:.3g}"
+        computed |= set(res["local"])
+    if sorted(computed) != list(range(m)):
+        return f"the ranks computed the outputs of micro-batches {sorted(computed)}, expected 0..{m - 1}"
+    return None
+
+
 def compare_replica(case, results, references):
     entry = case.manifest
     s_per, m = entry["stages_per_pipeline"], entry["microbatches"]
@@ -136,6 +259,11 @@ def compare_replica(case, results, references):
     ref = reference(case, references)
     grads, params, losses = {}, {}, [{} for _ in range(steps)]
     for res in results:
+        # Every rank returns the step's loss: the mean of every micro-batch's.
+        for step, got in enumerate(res.get("step_losses", [])):
+            want = sum(ref["losses"][step]) / m
+            if abs(got - want) > TOLERANCE:
+                return f"step {step + 1}: a rank returned the loss {got:.9g}, the unpipelined model's is {want:.9g}"
         grads.update(res["grads"])
         params.update(res["params"] or {})
         for step, got in enumerate(res["losses"]):
@@ -182,16 +310,18 @@ def _worst(got_by_stage, want_by_part, s_per):
 
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: python -m pipeweave_conformance PLANS_DIR", file=sys.stderr)
+    if len(sys.argv) != 3:
+        print("usage: python -m pipeweave_conformance PLANS_DIR EVAL_PLANS_DIR", file=sys.stderr)
         return 2
-    plans_dir = sys.argv[1]
+    plans_dir, eval_dir = sys.argv[1], sys.argv[2]
     model.setup_torch()
     with open(os.path.join(plans_dir, "manifest.json")) as f:
         manifest = json.load(f)
     only = os.environ.get("PIPEWEAVE_CONFORMANCE_ONLY")
     refused = [e for e in manifest if e.get("refused")]
     manifest = [e for e in manifest if not e.get("refused")]
+    for entry in manifest:
+        entry["path"] = os.path.join(plans_dir, entry["file"])
     by_name = {e["name"]: e for e in manifest}
     error_paths = {
         "single": os.path.join(plans_dir, by_name["1f1b-p2-m3/json"]["file"]),
@@ -203,7 +333,8 @@ def main():
     start = time.monotonic()
     pools = Pools(TIMEOUT_SECONDS)
     with tempfile.TemporaryDirectory() as work_dir:
-        cases = positive_cases(plans_dir, manifest) + negative_cases(plans_dir, manifest, work_dir)
+        cases = positive_cases(plans_dir, manifest) + evaluation_cases(manifest, eval_dir)
+        cases += torch_eval_cases(manifest) + mistake_cases(manifest) + negative_cases(plans_dir, manifest, work_dir)
         cases = [c for c in cases if not only or only in c.name]
         chosen_errors = [n for n in error_names if not only or only in f"errors: {n}"]
         chosen_refused = [e for e in refused if not only or only in e["name"]]

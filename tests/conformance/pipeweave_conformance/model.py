@@ -82,6 +82,20 @@ def reference(num_parts, microbatches, steps=1):
     return out
 
 
+def outputs(num_parts, microbatches):
+    """The unpipelined model's last output for each micro-batch of step 0, without a graph."""
+    parts = build_parts(num_parts)
+    x, _ = batch(microbatches)
+    out = []
+    with torch.no_grad():
+        for mb in range(microbatches):
+            h = chunk(x, mb)
+            for part in parts:
+                h = part(h)
+            out.append(h)
+    return out
+
+
 class TupleStep(torch.nn.Module):
     """Part q of a second model whose activation is a pair: floats and an integer tensor of ids.
 
