@@ -127,9 +127,6 @@ class Plan:
     def to_actions(self) -> str:
         """`pipeweave export --to actions`."""
     @property
-    def forward_only(self) -> bool:
-        """Whether the plan is an evaluation step: its forwards only."""
-    @property
     def requires(self) -> str:
         """What the schedule requires of P and M, in its own words (empty for a plan file)."""
     def __eq__(self, other: object, /) -> bool: ...

@@ -338,12 +338,6 @@ impl Plan {
         &self.loaded.built.name
     }
 
-    /// Whether the plan is an evaluation step: its forwards only (`forward_only=True`).
-    #[getter]
-    fn forward_only(&self) -> bool {
-        self.plan().is_forward_only()
-    }
-
     /// What the schedule requires of P and M, in its own words (empty for a plan file).
     #[getter]
     fn requires(&self) -> &str {
