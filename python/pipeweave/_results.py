@@ -228,56 +228,11 @@ class Simulation(_SimulationRequired, total=False):
     fitted: list[str]
     """With --spec: how the spec was fitted to the plan's shape, one sentence per change (the pipeline degree with the data parallelism or the GPUs, the cut of the model into parts, the micro-batches, the micro-batch size); empty when the plan has the spec's shape."""
 
+ComparisonMemory = SimulationMemory
 
-class ComparisonMemory(TypedDict):
-    """The most loaded GPU's memory by what holds it."""
+ComparisonBreakdown = SimulationBreakdown
 
-    weights_bytes: float
-    """Weights of every stage it hosts (replicas count)."""
-    gradients_bytes: float
-    optimizer_bytes: float
-    """Master weights and moments, sharded with ZeRO."""
-    activations_bytes: float
-    """Activations at its peak."""
-    buffers_bytes: float
-    """The tensor-parallel all-gather's output and boundary activations in flight."""
-    reserve_bytes: float
-    """The CUDA context and the communication buffers."""
-    total_bytes: float
-
-
-class ComparisonBreakdown(TypedDict):
-    """Where a rank's step goes, in seconds; the terms add up to the step time."""
-
-    compute_s: float
-    """Compute at full rate: GEMMs, attention, element-wise kernels."""
-    overlap_slowdown_s: float
-    """Extra compute time while communication takes SMs (overlapped F&B pairs reserve training.comm_sms)."""
-    exposed_tp_s: float
-    """Tensor- and sequence-parallel collectives no compute hides."""
-    exposed_all_to_all_s: float
-    """Expert dispatch and combine no compute hides."""
-    exposed_p2p_s: float
-    """Waiting for point-to-point transfers between stages."""
-    bubble_s: float
-    """Waiting for other ranks."""
-    exposed_dp_s: float
-    """Data-parallel gradient reduction and parameter all-gather after the rank's last action."""
-    optimizer_s: float
-    """The optimizer step."""
-
-
-class ComparisonVolumes(TypedDict):
-    """Bytes sent per step, by kind."""
-
-    p2p: float
-    """Boundary activations and gradients between pipeline stages."""
-    tp: float
-    """Tensor- and sequence-parallel collectives."""
-    all_to_all: float
-    """Expert dispatch and combine."""
-    dp: float
-    """Data-parallel gradient reduction and parameter all-gather."""
+ComparisonVolumes = SimulationVolumes
 
 
 class ComparisonFigures(TypedDict):
@@ -301,7 +256,7 @@ class ComparisonFigures(TypedDict):
     """The largest weight bytes of any GPU (replicas count)."""
     memory_bytes: float
     """The largest total of any GPU."""
-    memory_per_gpu: ComparisonMemory
+    memory_per_gpu: SimulationMemory
     memory_fraction: float
     """memory_bytes over gpu_memory_bytes; above 1 when it does not fit at all."""
     gpu_memory_bytes: float
@@ -316,8 +271,8 @@ class ComparisonFigures(TypedDict):
     """The same, the worst rank."""
     exposed_comm_total_s: float
     """The same summed over the pipeline ranks."""
-    breakdown_per_rank_mean_s: ComparisonBreakdown
-    volume_per_gpu_bytes: ComparisonVolumes
+    breakdown_per_rank_mean_s: SimulationBreakdown
+    volume_per_gpu_bytes: SimulationVolumes
     """Bytes one GPU sends per step, the mean over the GPUs."""
     tokens_per_s: float
     gpu_hours_per_million_tokens: float
@@ -422,56 +377,11 @@ class Sweep(TypedDict):
     series: list[SweepSeriesItem]
     """One series per schedule, in the order given."""
 
+RecommendationMemory = SimulationMemory
 
-class RecommendationMemory(TypedDict):
-    """The most loaded GPU's memory by what holds it."""
+RecommendationBreakdown = SimulationBreakdown
 
-    weights_bytes: float
-    """Weights of every stage it hosts (replicas count)."""
-    gradients_bytes: float
-    optimizer_bytes: float
-    """Master weights and moments, sharded with ZeRO."""
-    activations_bytes: float
-    """Activations at its peak."""
-    buffers_bytes: float
-    """The tensor-parallel all-gather's output and boundary activations in flight."""
-    reserve_bytes: float
-    """The CUDA context and the communication buffers."""
-    total_bytes: float
-
-
-class RecommendationBreakdown(TypedDict):
-    """Where a rank's step goes, in seconds; the terms add up to the step time."""
-
-    compute_s: float
-    """Compute at full rate: GEMMs, attention, element-wise kernels."""
-    overlap_slowdown_s: float
-    """Extra compute time while communication takes SMs (overlapped F&B pairs reserve training.comm_sms)."""
-    exposed_tp_s: float
-    """Tensor- and sequence-parallel collectives no compute hides."""
-    exposed_all_to_all_s: float
-    """Expert dispatch and combine no compute hides."""
-    exposed_p2p_s: float
-    """Waiting for point-to-point transfers between stages."""
-    bubble_s: float
-    """Waiting for other ranks."""
-    exposed_dp_s: float
-    """Data-parallel gradient reduction and parameter all-gather after the rank's last action."""
-    optimizer_s: float
-    """The optimizer step."""
-
-
-class RecommendationVolumes(TypedDict):
-    """Bytes sent per step, by kind."""
-
-    p2p: float
-    """Boundary activations and gradients between pipeline stages."""
-    tp: float
-    """Tensor- and sequence-parallel collectives."""
-    all_to_all: float
-    """Expert dispatch and combine."""
-    dp: float
-    """Data-parallel gradient reduction and parameter all-gather."""
+RecommendationVolumes = SimulationVolumes
 
 
 class RecommendationFigures(TypedDict):
@@ -495,7 +405,7 @@ class RecommendationFigures(TypedDict):
     """The largest weight bytes of any GPU (replicas count)."""
     memory_bytes: float
     """The largest total of any GPU."""
-    memory_per_gpu: RecommendationMemory
+    memory_per_gpu: SimulationMemory
     memory_fraction: float
     """memory_bytes over gpu_memory_bytes; above 1 when it does not fit at all."""
     gpu_memory_bytes: float
@@ -510,8 +420,8 @@ class RecommendationFigures(TypedDict):
     """The same, the worst rank."""
     exposed_comm_total_s: float
     """The same summed over the pipeline ranks."""
-    breakdown_per_rank_mean_s: RecommendationBreakdown
-    volume_per_gpu_bytes: RecommendationVolumes
+    breakdown_per_rank_mean_s: SimulationBreakdown
+    volume_per_gpu_bytes: SimulationVolumes
     """Bytes one GPU sends per step, the mean over the GPUs."""
     tokens_per_s: float
     gpu_hours_per_million_tokens: float
@@ -632,6 +542,8 @@ class SynthesisReportExact(TypedDict):
     nodes: int
     proved: bool
     makespan: float | None
+    ended_by: Literal["complete", "node_budget", "time_limit", "zero_duration", "cost_range"]
+    """complete: every plan searched (proved); node_budget: --exact-nodes ran out; time_limit: --time-limit stopped it; zero_duration, cost_range: it did not run (a duration of zero; costs spanning too wide a range to compare times exactly)."""
 
 
 class SynthesisReportLibrary(TypedDict):
@@ -673,6 +585,11 @@ class SynthesisReport(TypedDict):
     gap: float | None
     """makespan / lower_bound - 1, a fraction."""
     proved_optimal: bool
+    """The makespan meets the lower bound, or the exact method finished, both compared exactly."""
+    exact_arithmetic: bool
+    """Whether times could be compared exactly, as whole numbers of one tick; false where the costs span too wide a range, and then nothing is proved."""
+    proof_slack: float | None
+    """What the proofs leave out, in time_unit: a plan shorter by this much or less. 0 (strict proofs) for costs of a few binary digits; else a millionth of the shortest duration."""
     library: None | SynthesisReportLibrary
     change_vs_library: float | None
     """makespan / library makespan - 1, a fraction; negative is faster."""

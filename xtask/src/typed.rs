@@ -48,7 +48,8 @@ fn camel(name: &str) -> String {
 struct Generator<'a> {
     document: &'a str,
     defs: &'a Map<String, Value>,
-    classes: Vec<(String, String)>,
+    /// The classes of every document so far, in order.
+    classes: &'a mut Vec<Class>,
     /// The class made for each `$defs` entry, once.
     made: BTreeMap<String, String>,
 }
@@ -186,15 +187,44 @@ impl Generator<'_> {
                     &sometimes,
                 )
         };
-        if let Some(same) = self.classes.iter().find(|(n, _)| n == name) {
-            if same.1 != class {
+        if let Some(same) = self.classes.iter().find(|c| c.name == name) {
+            if same.text != class {
                 return Err(format!("two different classes named {name}"));
             }
-        } else {
-            self.classes.push((name.to_owned(), class));
+            return Ok(name.to_owned());
         }
-        Ok(name.to_owned())
+        // A class alike another document's (the same keys of the same types: the breakdown of a
+        // step in simulate, compare and recommend) is that class under a second name, so that a
+        // value of one is a value of the other.
+        let shape = class.replace(name, "\u{0}");
+        let same = self
+            .classes
+            .iter()
+            .find(|c| c.shape == shape && !c.alias)
+            .map(|c| c.name.clone());
+        let (text, alias, canonical) = match same {
+            Some(first) => (format!("{name} = {first}\n"), true, first),
+            None => (class, false, name.to_owned()),
+        };
+        self.classes.push(Class {
+            name: name.to_owned(),
+            text,
+            shape,
+            alias,
+        });
+        Ok(canonical)
     }
+}
+
+/// A class of the module: a `TypedDict`, or another name of one alike.
+struct Class {
+    name: String,
+    /// Its text (an alias's is its one line).
+    text: String,
+    /// Its text with its own name left out: what makes two classes alike.
+    shape: String,
+    /// Whether it is another name of an earlier class.
+    alias: bool,
 }
 
 /// Whether `schema` is `{"type": "null"}`.
@@ -284,8 +314,7 @@ pub fn generate(schemas: &Path) -> Result<String, String> {
          from typing import Literal, TypedDict\n\n\
          __all__ = [\n",
     );
-    let mut all = Vec::new();
-    let mut body = String::new();
+    let mut classes: Vec<Class> = Vec::new();
     for (file, name) in DOCUMENTS {
         let text = std::fs::read_to_string(schemas.join(file))
             .map_err(|e| format!("cannot read schemas/{file}: {e}"))?;
@@ -299,24 +328,23 @@ pub fn generate(schemas: &Path) -> Result<String, String> {
         let mut g = Generator {
             document: name,
             defs,
-            classes: Vec::new(),
+            classes: &mut classes,
             made: BTreeMap::new(),
         };
         let top = g.ty(&schema, name)?;
         if top != name {
             return Err(format!("schemas/{file} is not an object with properties"));
         }
-        for (class, text) in g.classes {
-            all.push(class);
-            body.push_str("\n\n");
-            body.push_str(&text);
-        }
     }
-    for name in &all {
-        let _ = writeln!(out, "    \"{name}\",");
+    for c in &classes {
+        let _ = writeln!(out, "    \"{}\",", c.name);
     }
     out.push_str("]\n");
-    out.push_str(&body);
+    for c in &classes {
+        // An alias follows the class before it with one blank line; a class gets two.
+        out.push_str(if c.alias { "\n" } else { "\n\n" });
+        out.push_str(&c.text);
+    }
     Ok(out)
 }
 

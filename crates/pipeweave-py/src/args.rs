@@ -145,6 +145,21 @@ pub struct Costs {
 }
 
 impl Costs {
+    /// `spec=`, `costs=` (text or a dict) and the rule's switches, as every function takes them.
+    pub fn of(
+        spec: Option<String>,
+        costs: Option<&Bound<'_, PyAny>>,
+        strict_spec: bool,
+        keep_dp: bool,
+        global_batch: bool,
+    ) -> PyResult<Costs> {
+        Ok(Costs {
+            spec,
+            costs: costs_text(costs)?,
+            rule: rule(strict_spec, keep_dp, global_batch),
+        })
+    }
+
     /// The costs as the application layer takes them; a malformed `costs=` is a usage failure.
     pub fn arg(&self) -> Result<CostsArg, Failure> {
         let uniform = self

@@ -128,11 +128,7 @@ fn sweep<'py>(
     schedule_dirs: Vec<PathBuf>,
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let costs = Costs {
-        spec,
-        costs: costs_text(costs)?,
-        rule: rule(strict_spec, keep_dp, global_batch),
-    };
+    let costs = Costs::of(spec, costs, strict_spec, keep_dp, global_batch)?;
     let params = params(ranks, microbatches, stages_per_rank, kwargs)?;
     let metric = metric.to_owned();
     let dirs = Dirs {
@@ -179,11 +175,7 @@ fn render(
     schedule_dirs: Vec<PathBuf>,
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
-    let costs = Costs {
-        spec,
-        costs: costs_text(costs)?,
-        rule: rule(strict_spec, keep_dp, global_batch),
-    };
+    let costs = Costs::of(spec, costs, strict_spec, keep_dp, global_batch)?;
     let params = params(ranks, microbatches, stages_per_rank, kwargs)?;
     let dirs = Dirs {
         plugins: &plugin_dirs,
@@ -246,11 +238,7 @@ fn report(
     schedule_dirs: Vec<PathBuf>,
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
-    let costs = Costs {
-        spec,
-        costs: costs_text(costs)?,
-        rule: rule(strict_spec, keep_dp, global_batch),
-    };
+    let costs = Costs::of(spec, costs, strict_spec, keep_dp, global_batch)?;
     let params = params(ranks, microbatches, stages_per_rank, kwargs)?;
     let metric = metric.to_owned();
     let dirs = Dirs {
@@ -323,11 +311,7 @@ fn synthesize<'py>(
     plugin_dirs: Vec<PathBuf>,
     schedule_dirs: Vec<PathBuf>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let costs = Costs {
-        spec,
-        costs: costs_text(costs)?,
-        rule: rule(strict_spec, keep_dp, global_batch),
-    };
+    let costs = Costs::of(spec, costs, strict_spec, keep_dp, global_batch)?;
     let placement = placement.to_owned();
     let dirs = Dirs {
         plugins: &plugin_dirs,

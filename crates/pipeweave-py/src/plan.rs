@@ -206,11 +206,7 @@ impl Plan {
         keep_dp: bool,
         global_batch: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let costs = Costs {
-            spec,
-            costs: costs_text(costs)?,
-            rule: rule(strict_spec, keep_dp, global_batch),
-        };
+        let costs = Costs::of(spec, costs, strict_spec, keep_dp, global_batch)?;
         let loaded = self.loaded.clone();
         let simulation = with_session(py, &Dirs::default(), |s| {
             Ok(pipeweave_app::simulate_loaded(s, loaded, &costs.arg()?)?.simulation)
@@ -298,11 +294,7 @@ impl Plan {
         keep_dp: bool,
         global_batch: bool,
     ) -> PyResult<String> {
-        let costs = Costs {
-            spec,
-            costs: costs_text(costs)?,
-            rule: rule(strict_spec, keep_dp, global_batch),
-        };
+        let costs = Costs::of(spec, costs, strict_spec, keep_dp, global_batch)?;
         self.export(py, &costs, ExportFormat::Json)
     }
 
@@ -318,11 +310,7 @@ impl Plan {
         keep_dp: bool,
         global_batch: bool,
     ) -> PyResult<String> {
-        let costs = Costs {
-            spec,
-            costs: costs_text(costs)?,
-            rule: rule(strict_spec, keep_dp, global_batch),
-        };
+        let costs = Costs::of(spec, costs, strict_spec, keep_dp, global_batch)?;
         self.export(py, &costs, ExportFormat::ChromeTrace)
     }
 
