@@ -13,6 +13,7 @@
 
 mod compile;
 mod eval;
+pub mod facts;
 mod grammar;
 mod ir;
 pub mod library;
