@@ -13,7 +13,9 @@ pub fn serve(port: u16, file: Option<PathBuf>, max_diagnostics: usize) -> ExitCo
     let served = pipeweave_serve::serve(&options, |url| {
         let _ = output::emit(
             None,
-            &format!("pipeweave playground: {url} (listening on 127.0.0.1 only; Ctrl-C stops it)\n"),
+            &format!(
+                "pipeweave playground: {url} (listening on 127.0.0.1 only; Ctrl-C stops it)\n"
+            ),
         );
     });
     let result = served.map_err(|e| Failure::invalid(e.to_string()));

@@ -361,6 +361,9 @@ fn compare(name: &str, request: &BuildRequest, response: &mut BuildResponse) {
                 })
                 .collect();
             response.comparison_notes = pipeweave_report::compare_notes(&c);
+            if let Some(failure) = partial.failure {
+                response.comparison_notes.insert(0, failure.reason());
+            }
             response.comparison_notes.extend(told.0);
         }
         Err(failure) => response.comparison_notes = vec![failure.reason()],
