@@ -23,9 +23,9 @@ use lsp_types::notification::{
 };
 use lsp_types::request::{Completion, GotoDefinition, HoverRequest, Request as _};
 use lsp_types::{
-    CompletionOptions, CompletionResponse, GotoDefinitionResponse, HoverProviderCapability,
-    OneOf, PublishDiagnosticsParams, ServerCapabilities, TextDocumentSyncCapability,
-    TextDocumentSyncKind, Uri,
+    CompletionOptions, CompletionResponse, GotoDefinitionResponse, HoverProviderCapability, OneOf,
+    PublishDiagnosticsParams, ServerCapabilities, TextDocumentSyncCapability, TextDocumentSyncKind,
+    Uri,
 };
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};

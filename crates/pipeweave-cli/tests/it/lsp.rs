@@ -162,11 +162,16 @@ fn the_language_server_answers_an_editor_over_stdio() {
     assert_eq!(d["severity"], 1);
     let message = d["message"].as_str().expect("a message");
     assert!(message.starts_with("unknown name `warmupp`"), "{message}");
-    assert!(message.contains("help: did you mean `warmup`?"), "{message}");
+    assert!(
+        message.contains("help: did you mean `warmup`?"),
+        "{message}"
+    );
     assert_eq!(d["range"]["start"], position(BROKEN, "warmupp"));
 
     let hover = client.request("textDocument/hover", at("lag: int"));
-    let words = hover["result"]["contents"]["value"].as_str().expect("words");
+    let words = hover["result"]["contents"]["value"]
+        .as_str()
+        .expect("words");
     assert!(words.contains("param lag: int in 0..=2 = 1"), "{words}");
     assert!(words.contains("how far the backwards lag"), "{words}");
     let hover = client.request("textDocument/hover", at("M)"));

@@ -42,7 +42,11 @@ fn errors_come_with_their_ranges_and_help() {
     assert_eq!(found.len(), 1, "{found:?}");
     let d = &found[0];
     assert_eq!(d.severity, Some(DiagnosticSeverity::ERROR));
-    assert!(d.message.starts_with("unknown name `lagg`"), "{}", d.message);
+    assert!(
+        d.message.starts_with("unknown name `lagg`"),
+        "{}",
+        d.message
+    );
     assert_eq!(d.range.start, at(text, "lagg", 0));
     assert_eq!(d.range.end.character, d.range.start.character + 4);
     assert!(diagnostics(&uri(), "mine.weave", TEXT).is_empty());
@@ -54,7 +58,11 @@ fn plans_that_fail_on_the_grid_are_reported_where_they_fail() {
     let text = "stages P\nplace loop\nprogram { repeat M { F } }\n";
     let found = diagnostics(&uri(), "mine.weave", text);
     assert!(!found.is_empty());
-    assert!(found[0].message.contains("P = 2, M = 1"), "{}", found[0].message);
+    assert!(
+        found[0].message.contains("P = 2, M = 1"),
+        "{}",
+        found[0].message
+    );
 }
 
 #[test]
@@ -79,8 +87,14 @@ fn hover_says_what_a_name_a_keyword_or_an_action_is() {
 fn completion_offers_keywords_functions_and_the_parameters() {
     let items = completion(TEXT);
     let label = |l: &str| items.iter().find(|i| i.label == l);
-    assert_eq!(label("repeat").and_then(|i| i.kind), Some(CompletionItemKind::KEYWORD));
-    assert_eq!(label("max").and_then(|i| i.kind), Some(CompletionItemKind::FUNCTION));
+    assert_eq!(
+        label("repeat").and_then(|i| i.kind),
+        Some(CompletionItemKind::KEYWORD)
+    );
+    assert_eq!(
+        label("max").and_then(|i| i.kind),
+        Some(CompletionItemKind::FUNCTION)
+    );
     let lag = label("lag").expect("the parameter");
     assert_eq!(lag.detail.as_deref(), Some("int in 0..=4"));
     assert!(label("warmup").is_some());
@@ -107,5 +121,9 @@ fn a_huge_document_is_one_diagnostic() {
     let text = "#".repeat(MAX_DOCUMENT_BYTES + 1);
     let found = diagnostics(&uri(), "mine.weave", &text);
     assert_eq!(found.len(), 1);
-    assert!(found[0].message.contains("more than"), "{}", found[0].message);
+    assert!(
+        found[0].message.contains("more than"),
+        "{}",
+        found[0].message
+    );
 }

@@ -63,17 +63,17 @@ fn declared_parameters_are_typed_even_while_the_text_is_broken() {
                 param split: bool = true\nstages P\nprogram { F(";
     let built = build("playground.weave", &request(text, 4, 8));
     assert!(!built.ok);
-    let shown: Vec<(&str, &str, Option<i64>, Option<i64>, Option<i64>)> = built
+    let shown: Vec<String> = built
         .params
         .iter()
-        .map(|p| (p.name.as_str(), p.kind, p.min, p.max, p.step))
+        .map(|p| format!("{} {} {:?} {:?} {:?}", p.name, p.kind, p.min, p.max, p.step))
         .collect();
     assert_eq!(
         shown,
         [
-            ("lag", "int", Some(0), Some(4), Some(2)),
-            ("order", "choice", None, None, None),
-            ("split", "bool", None, None, None),
+            "lag int Some(0) Some(4) Some(2)",
+            "order choice None None None",
+            "split bool None None None",
         ]
     );
     assert_eq!(built.params[1].options, ["a", "b"]);
