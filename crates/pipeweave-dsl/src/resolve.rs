@@ -102,26 +102,7 @@ impl Resolver {
                 );
                 Out::Const(0)
             }
-            In::Name(n) => match self.lookup(n) {
-                Some(s) => {
-                    self.record.used.push((e.span.clone(), s));
-                    if let Some(ParamType::Choice(options)) = self.type_of(s) {
-                        let first = options.first().cloned().unwrap_or_default();
-                        self.diags.push(
-                            Diagnostic::error(format!(
-                                "`{n}` is a choice: compare it with one of its options"
-                            ))
-                            .with_span_label(Span::new(self.file, e.span.clone()), "a choice")
-                            .with_help(format!("e.g. `{n} == \"{first}\"`")),
-                        );
-                    }
-                    Out::Slot(s)
-                }
-                None => {
-                    self.unknown(n, e.span.clone());
-                    Out::Const(0)
-                }
-            },
+            In::Name(n) => self.name(n, &e.span),
             In::Neg(a) => Out::Neg(Box::new(self.expr(a))),
             In::Not(a) => Out::Not(Box::new(self.expr(a))),
             In::Binary(op @ (BinOp::Eq | BinOp::Ne), a, b)
@@ -144,6 +125,29 @@ impl Resolver {
             kind,
             span: e.span.clone(),
         }
+    }
+
+    /// A name used as a value: its slot (a use noted for editors), or an error. Out of line:
+    /// `expr` recurses once per level of an expression, and its frame must stay small (64 levels
+    /// fit a 512 KiB stack).
+    #[inline(never)]
+    fn name(&mut self, n: &str, span: &Range<usize>) -> ir::ExprKind {
+        let Some(s) = self.lookup(n) else {
+            self.unknown(n, span.clone());
+            return ir::ExprKind::Const(0);
+        };
+        self.record.used.push((span.clone(), s));
+        if let Some(ParamType::Choice(options)) = self.type_of(s) {
+            let first = options.first().cloned().unwrap_or_default();
+            self.diags.push(
+                Diagnostic::error(format!(
+                    "`{n}` is a choice: compare it with one of its options"
+                ))
+                .with_span_label(Span::new(self.file, span.clone()), "a choice")
+                .with_help(format!("e.g. `{n} == \"{first}\"`")),
+            );
+        }
+        ir::ExprKind::Slot(s)
     }
 
     /// The type of the parameter in `slot`, when the slot is a parameter's.
