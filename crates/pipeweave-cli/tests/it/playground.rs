@@ -1,7 +1,7 @@
 //! `pipeweave serve` driven in headless Chromium like a user: the page opened, a schedule typed
 //! with a mistake (its diagnostic at its span, with its help), fixed (the timeline redrawn), P
 //! changed, the PyTorch CSV downloaded (the bytes of `pipeweave export`), the text saved over
-//! the opened file; no console message on the way. The screenshot in the README is this test's
+//! the opened file, a library schedule opened and undone; no console message on the way. The screenshot in the README is this test's
 //! (`PIPEWEAVE_SCREENSHOT=docs/playground.png` writes it there).
 
 use crate::browser::Browser;
@@ -263,6 +263,29 @@ fn the_playground_edits_draws_exports_and_saves_in_headless_chromium() {
         Duration::from_secs(30),
     );
     assert_eq!(std::fs::read_to_string(&file).expect("saved"), FIXED);
+
+    // A library schedule opened as an example, and undone.
+    let doc = "[...document.querySelectorAll('.cm-line')].map(l => l.textContent).join('\\n')";
+    browser.eval(
+        "const s = document.getElementById('examples'); s.value = 'zb-h1'; \
+         s.dispatchEvent(new Event('change')); true",
+    );
+    let opened = browser.eval(doc);
+    assert!(
+        opened.as_str().expect("text").contains("doc \"ZB-H1"),
+        "{opened}"
+    );
+    browser.call(
+        "Input.dispatchKeyEvent",
+        json!({"type": "keyDown", "modifiers": 2, "key": "z", "code": "KeyZ",
+               "windowsVirtualKeyCode": 90}),
+    );
+    browser.call(
+        "Input.dispatchKeyEvent",
+        json!({"type": "keyUp", "modifiers": 2, "key": "z", "code": "KeyZ",
+               "windowsVirtualKeyCode": 90}),
+    );
+    assert_eq!(browser.eval(doc), FIXED);
 
     // The README's picture: the schedule at P = 8 compared with two of the library's.
     let before = builds(&mut browser);
