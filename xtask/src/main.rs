@@ -1,6 +1,8 @@
 //! Project automation. `cargo xtask test` runs everything CI runs, in order, and stops at the first
 //! failure: formatting, lints, the workspace build (plugins are `cdylib`s that `cargo test` does not
-//! build by itself), every Rust test, a short run of every fuzz target (`fuzz.rs`), the Python
+//! build by itself), every Rust test, the check that the playground's committed script bundle is
+//! what its locked npm toolchain makes (`playground.rs`; `cargo xtask playground` rebuilds it),
+//! a short run of every fuzz target (`fuzz.rs`), the Python
 //! package's tests (`tests/python/run.py`: `pip install ./python`, then pytest), then the PyTorch
 //! conformance suite.
 //!
@@ -13,6 +15,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod fuzz;
+mod playground;
 mod typed;
 
 use std::path::{Path, PathBuf};
@@ -149,21 +152,25 @@ const CI_FUZZ: fuzz::Budget = fuzz::Budget {
     seconds_per_target: 12,
 };
 
-const USAGE: &str = "usage: cargo xtask <test|rust|fuzz [SECONDS]|python|conformance>
-  test            everything CI runs: fmt, clippy, build, Rust tests, fuzz, the Python package's
-                  tests, conformance suite (installs headless Chromium, cargo-fuzz, torch,
-                  torchtitan and pytest when they are missing)
+const USAGE: &str = "usage: cargo xtask <test|rust|fuzz [SECONDS]|python|conformance|playground>
+  test            everything CI runs: fmt, clippy, build, Rust tests, the playground's bundle
+                  check, fuzz, the Python package's tests, conformance suite (installs headless
+                  Chromium, cargo-fuzz, torch, torchtitan and pytest when they are missing)
   rust            only the Rust part, no fuzzing (installs headless Chromium when it is missing)
   fuzz [SECONDS]  only the fuzz targets, each for SECONDS (default 12) on top of its corpus
   python          only the Python package's tests (pip install ./python, then pytest)
   typed           write python/pipeweave/_results.py from schemas/ (the package's result types)
-  conformance     only the PyTorch conformance suite";
+  conformance     only the PyTorch conformance suite
+  playground      rebuild the playground's script bundle (npm ci from web/package-lock.json, then
+                  esbuild) into crates/pipeweave-serve/web/dist/playground.js
+  playground --check  only check that the committed bundle is what that build makes";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match (args.first().map(String::as_str), args.get(1)) {
         (Some("test"), None) => chromium()
             .and_then(|()| rust_checks())
+            .and_then(|()| playground::check())
             .and_then(|()| fuzz::fuzz(&CI_FUZZ))
             .and_then(|()| python_tests())
             .and_then(|()| conformance()),
@@ -181,6 +188,8 @@ fn main() -> ExitCode {
         (Some("python"), None) => python_tests(),
         (Some("typed"), None) => typed::write(&root()),
         (Some("conformance"), None) => conformance(),
+        (Some("playground"), None) => playground::write(),
+        (Some("playground"), Some(flag)) if flag == "--check" => playground::check(),
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::from(2);

@@ -6,6 +6,7 @@ mod args;
 mod events;
 mod host;
 mod list;
+mod live;
 mod many;
 mod output;
 mod search;
@@ -180,6 +181,18 @@ enum Command {
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Write schedules live: a local web app (an editor with the compiler's diagnostics, the
+    /// timeline, comparisons, exports) on 127.0.0.1
+    Serve {
+        /// The port on 127.0.0.1 (0: any free port)
+        #[arg(long, value_name = "N", default_value_t = 8700)]
+        port: u16,
+        /// The `.weave` file to edit: saving writes it back (without one, a scratch text)
+        #[arg(value_name = "FILE.weave")]
+        file: Option<PathBuf>,
+    },
+    /// The language server of `.weave` files over standard input and output, for editors
+    Lsp,
     /// Serve one plugin library over standard input and output: the worker process pipeweave
     /// runs each plugin in (`host::WORKER_SUBCOMMAND`); not for people
     #[command(name = "__plugin-worker", hide = true)]
@@ -208,6 +221,8 @@ fn main() -> ExitCode {
     // The worker process prints nothing of its own and has no session.
     let command = match cli.command {
         Command::PluginWorker { library } => return host::serve_worker(&library),
+        Command::Serve { port, file } => return live::serve(port, file, cli.max_diagnostics),
+        Command::Lsp => return live::lsp(cli.max_diagnostics),
         command => command,
     };
     let (plugin_dirs, schedule_dirs) = command.folders();
@@ -305,7 +320,9 @@ impl Command {
             Command::Recommend(args) => args.dirs.folders(),
             Command::Synthesize(args) => args.dirs.folders(),
             Command::Check { schedule_dirs, .. } => (Vec::new(), schedule_dirs.clone()),
-            Command::PluginWorker { .. } => (Vec::new(), Vec::new()),
+            Command::PluginWorker { .. } | Command::Serve { .. } | Command::Lsp => {
+                (Vec::new(), Vec::new())
+            }
         }
     }
 }
@@ -371,5 +388,6 @@ fn run(command: Command, session: &mut Session<'_>) -> Result<(), Failure> {
             let _ = host::serve_worker(&library);
             Ok(())
         }
+        Command::Serve { .. } | Command::Lsp => Ok(()),
     }
 }

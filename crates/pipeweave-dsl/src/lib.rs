@@ -14,6 +14,7 @@
 mod budget;
 mod compile;
 mod eval;
+pub mod facts;
 mod grammar;
 mod ir;
 pub mod library;

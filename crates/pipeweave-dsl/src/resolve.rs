@@ -2,6 +2,7 @@
 //! slots in one flat environment, reporting unknown and duplicate names on the way
 //! (`pipeweave check`).
 
+use crate::facts::NameKind;
 use crate::ir::{self, ActionNode, MessagePart, ParamDef, Requirement, Resolved, Stmt, TopStmt};
 use crate::scope::Names;
 use crate::syntax::{self, BinOp, ItemKind, Place, Schedule};
@@ -28,10 +29,12 @@ struct Resolver {
     origins: Vec<Range<usize>>,
     /// The type of every parameter, by slot.
     typed: Vec<(usize, ParamType)>,
+    /// Where each name was bound and used: what an editor jumps between.
+    record: NameRecord,
 }
 
 impl Resolver {
-    fn declare(&mut self, name: &syntax::Name) -> usize {
+    fn declare(&mut self, name: &syntax::Name, kind: NameKind) -> usize {
         if BUILTINS.iter().any(|(b, _)| *b == name.text) {
             self.diags.push(
                 Diagnostic::error(format!(
@@ -50,7 +53,11 @@ impl Resolver {
                 );
             }
         }
-        self.bind(&name.text)
+        let slot = self.bind(&name.text);
+        self.record
+            .defined
+            .push((slot, kind, name.text.clone(), name.span.clone()));
+        slot
     }
 
     fn bind(&mut self, name: &str) -> usize {
@@ -95,25 +102,7 @@ impl Resolver {
                 );
                 Out::Const(0)
             }
-            In::Name(n) => match self.lookup(n) {
-                Some(s) => {
-                    if let Some(ParamType::Choice(options)) = self.type_of(s) {
-                        let first = options.first().cloned().unwrap_or_default();
-                        self.diags.push(
-                            Diagnostic::error(format!(
-                                "`{n}` is a choice: compare it with one of its options"
-                            ))
-                            .with_span_label(Span::new(self.file, e.span.clone()), "a choice")
-                            .with_help(format!("e.g. `{n} == \"{first}\"`")),
-                        );
-                    }
-                    Out::Slot(s)
-                }
-                None => {
-                    self.unknown(n, e.span.clone());
-                    Out::Const(0)
-                }
-            },
+            In::Name(n) => self.name(n, &e.span),
             In::Neg(a) => Out::Neg(Box::new(self.expr(a))),
             In::Not(a) => Out::Not(Box::new(self.expr(a))),
             In::Binary(op @ (BinOp::Eq | BinOp::Ne), a, b)
@@ -138,6 +127,29 @@ impl Resolver {
         }
     }
 
+    /// A name used as a value: its slot (a use noted for editors), or an error. Out of line:
+    /// `expr` recurses once per level of an expression, and its frame must stay small (64 levels
+    /// fit a 512 KiB stack).
+    #[inline(never)]
+    fn name(&mut self, n: &str, span: &Range<usize>) -> ir::ExprKind {
+        let Some(s) = self.lookup(n) else {
+            self.unknown(n, span.clone());
+            return ir::ExprKind::Const(0);
+        };
+        self.record.used.push((span.clone(), s));
+        if let Some(ParamType::Choice(options)) = self.type_of(s) {
+            let first = options.first().cloned().unwrap_or_default();
+            self.diags.push(
+                Diagnostic::error(format!(
+                    "`{n}` is a choice: compare it with one of its options"
+                ))
+                .with_span_label(Span::new(self.file, span.clone()), "a choice")
+                .with_help(format!("e.g. `{n} == \"{first}\"`")),
+            );
+        }
+        ir::ExprKind::Slot(s)
+    }
+
     /// The type of the parameter in `slot`, when the slot is a parameter's.
     fn type_of(&self, slot: usize) -> Option<&ParamType> {
         self.typed.iter().find(|(s, _)| *s == slot).map(|(_, t)| t)
@@ -156,15 +168,16 @@ impl Resolver {
                 return Out::Binary(op, Box::new(a), Box::new(b));
             }
         };
+        let name_span = if matches!(a.kind, In::Name(_)) {
+            &a.span
+        } else {
+            &b.span
+        };
         let Some(slot) = self.lookup(name) else {
-            let span = if matches!(a.kind, In::Name(_)) {
-                &a.span
-            } else {
-                &b.span
-            };
-            self.unknown(name, span.clone());
+            self.unknown(name, name_span.clone());
             return Out::Const(0);
         };
+        self.record.used.push((name_span.clone(), slot));
         let Some(ParamType::Choice(options)) = self.type_of(slot).cloned() else {
             self.diags.push(
                 Diagnostic::error(format!(
@@ -249,7 +262,7 @@ impl Resolver {
         match s {
             syntax::Stmt::Let { name, value } => {
                 let value = self.expr(value);
-                Stmt::Set(self.declare(name), value)
+                Stmt::Set(self.declare(name, NameKind::Let), value)
             }
             syntax::Stmt::Require(r) => {
                 let span = r.cond.span.start..r.message_span.end;
@@ -270,7 +283,7 @@ impl Resolver {
                 let from = self.expr(from);
                 let to = self.expr(to);
                 self.scopes.push(self.names.len());
-                let slot = self.declare(var);
+                let slot = self.declare(var, NameKind::Loop);
                 let body = self.block(body);
                 if let Some(start) = self.scopes.pop() {
                     self.names.truncate(start);
@@ -335,6 +348,26 @@ pub(crate) fn resolve(
     schedule: &Schedule,
     partial: bool,
 ) -> (Option<Resolved>, Vec<Diagnostic>) {
+    let (resolved, diags, _) = resolve_recorded(file, schedule, partial);
+    (resolved, diags)
+}
+
+/// Where each name was bound (slot, name, the name's bytes at its definition) and used (the
+/// bytes of the use, the slot it means), in the order the resolver met them.
+#[derive(Debug, Default)]
+pub(crate) struct NameRecord {
+    pub defined: Vec<(usize, NameKind, String, Range<usize>)>,
+    pub used: Vec<(Range<usize>, usize)>,
+    /// The slots of the built-in names, by name.
+    pub builtin: Vec<(usize, &'static str)>,
+}
+
+/// [`resolve`], with where each name was bound and used.
+pub(crate) fn resolve_recorded(
+    file: FileId,
+    schedule: &Schedule,
+    partial: bool,
+) -> (Option<Resolved>, Vec<Diagnostic>, NameRecord) {
     let mut r = Resolver {
         file,
         diags: Vec::new(),
@@ -343,14 +376,17 @@ pub(crate) fn resolve(
         slots: 0,
         origins: Vec::new(),
         typed: Vec::new(),
+        record: NameRecord::default(),
     };
-    r.bind("P");
-    r.bind("M");
+    let p = r.bind("P");
+    let m = r.bind("M");
+    r.record.builtin.extend([(p, "P"), (m, "M")]);
     let params = r.params(schedule);
     r.single_items(schedule);
     let top = r.top(schedule);
     let shape = r.shape(schedule);
     let slot_r = r.bind_scoped("r");
+    r.record.builtin.push((slot_r, "r"));
     let mut program = None;
     let mut program_span = 0..0;
     for item in &schedule.items {
@@ -396,7 +432,7 @@ pub(crate) fn resolve(
         }),
         _ => None,
     };
-    (resolved, r.diags)
+    (resolved, r.diags, r.record)
 }
 
 /// The `pipelines`, `stages` and `place` items, resolved.
@@ -431,7 +467,7 @@ impl Resolver {
                 .default
                 .as_ref()
                 .and_then(|e| self.default(decl, &ty, e));
-            let slot = self.declare(&decl.name);
+            let slot = self.declare(&decl.name, NameKind::Parameter);
             self.typed.push((slot, ty.clone()));
             params.push(ParamDef {
                 name: decl.name.text.clone(),
@@ -534,7 +570,7 @@ impl Resolver {
             match &item.kind {
                 ItemKind::Let { name, value } => {
                     let value = self.expr(value);
-                    top.push(TopStmt::Set(self.declare(name), value));
+                    top.push(TopStmt::Set(self.declare(name, NameKind::Let), value));
                 }
                 ItemKind::Require(req) => {
                     top.push(TopStmt::Require(self.require(req, item.span.clone())))
@@ -550,6 +586,7 @@ impl Resolver {
     fn shape(&mut self, schedule: &Schedule) -> Shape {
         let slot_j = self.bind_scoped("j");
         let slot_q = self.bind("q");
+        self.record.builtin.extend([(slot_j, "j"), (slot_q, "q")]);
         let mut place = ir::Place::Loop;
         for item in &schedule.items {
             if let ItemKind::Place(Place::Expr(e)) = &item.kind {

@@ -123,6 +123,16 @@ pub struct Browser {
 impl Browser {
     /// Opens `page` in a viewport `width` × `height` CSS pixels and waits until it has loaded.
     pub fn open(page: &Path, profile: &Path, width: u32, height: u32) -> Browser {
+        Browser::open_url(
+            &format!("file://{}", page.display()),
+            profile,
+            width,
+            height,
+        )
+    }
+
+    /// Opens `url` (a page file, or a server on this machine) as [`Browser::open`] does.
+    pub fn open_url(url: &str, profile: &Path, width: u32, height: u32) -> Browser {
         let _ = std::fs::remove_dir_all(profile);
         let err_path = profile.with_extension("err");
         let err = std::fs::File::create(&err_path).expect("stderr file");
@@ -188,7 +198,6 @@ impl Browser {
             "Emulation.setDeviceMetricsOverride",
             json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}),
         );
-        let url = format!("file://{}", page.display());
         browser.call("Page.navigate", json!({ "url": url }));
         while browser.next_message()["method"] != "Page.loadEventFired" {}
         browser
@@ -227,7 +236,7 @@ impl Browser {
     }
 
     /// Sends a command (to the page once attached) and returns its result.
-    fn call(&mut self, method: &str, params: Value) -> Value {
+    pub fn call(&mut self, method: &str, params: Value) -> Value {
         self.next_id += 1;
         let id = self.next_id;
         let mut command = json!({"id": id, "method": method, "params": params});

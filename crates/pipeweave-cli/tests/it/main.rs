@@ -13,6 +13,8 @@ mod forward_only;
 mod hostile;
 mod hostile_outputs;
 mod language;
+mod lsp;
+mod playground;
 mod plugin_workers;
 mod plugins;
 mod report;
