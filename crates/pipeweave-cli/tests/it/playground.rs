@@ -264,7 +264,14 @@ fn the_playground_edits_draws_exports_and_saves_in_headless_chromium() {
     );
     assert_eq!(std::fs::read_to_string(&file).expect("saved"), FIXED);
 
-    // A library schedule opened as an example, and undone.
+    // A library schedule opened as an example right after typing (CodeMirror joins changes
+    // within half a second unless told not to), and undone: the typed text comes back.
+    let typed = format!("# 1F1B by hand\n{FIXED}");
+    type_over(
+        &mut browser,
+        "document.querySelector('.cm-content')",
+        &typed,
+    );
     let doc = "[...document.querySelectorAll('.cm-line')].map(l => l.textContent).join('\\n')";
     browser.eval(
         "const s = document.getElementById('examples'); s.value = 'zb-h1'; \
@@ -285,7 +292,7 @@ fn the_playground_edits_draws_exports_and_saves_in_headless_chromium() {
         json!({"type": "keyUp", "modifiers": 2, "key": "z", "code": "KeyZ",
                "windowsVirtualKeyCode": 90}),
     );
-    assert_eq!(browser.eval(doc), FIXED);
+    assert_eq!(browser.eval(doc), typed.as_str());
 
     // The README's picture: the schedule at P = 8 compared with two of the library's.
     let before = builds(&mut browser);

@@ -12,7 +12,7 @@ import {
   highlightActiveLineGutter,
   drawSelection,
 } from "@codemirror/view";
-import { defaultKeymap, history, historyKeymap, indentWithTab } from "@codemirror/commands";
+import { defaultKeymap, history, historyKeymap, indentWithTab, isolateHistory } from "@codemirror/commands";
 import { HighlightStyle, syntaxHighlighting, bracketMatching, indentUnit } from "@codemirror/language";
 import { setDiagnostics, lintGutter } from "@codemirror/lint";
 import { tags } from "@lezer/highlight";
@@ -362,8 +362,13 @@ async function start() {
     event.target.value = "";
     if (!example) return;
     const doc = page.view.state.doc;
-    // One transaction: undo brings the text back.
-    page.view.dispatch({ changes: { from: 0, to: doc.length, insert: example.text } });
+    // One transaction of its own in the history, never joined with the typing just before or
+    // after it (CodeMirror joins adjacent changes within half a second): undo brings back
+    // exactly the text that was there.
+    page.view.dispatch({
+      changes: { from: 0, to: doc.length, insert: example.text },
+      annotations: isolateHistory.of("full"),
+    });
     page.view.focus();
   });
   $("save").addEventListener("click", save);
