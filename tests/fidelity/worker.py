@@ -7,7 +7,8 @@ OUT/rank{R}.pt.trace.json[.gz]), or with PyTorch's `_PipelineScheduleRuntime` on
 saved bytes of every action of the last step and their peak. Gloo on the CPU, one thread.
 
 `--runtime both` times PlanRunner and PyTorch's runtime on the same plan and model, step by step
-in turn (so the machine's load touches both alike), and writes their step times.
+in turn (so the machine's load touches both alike), and writes their step times: each from a
+barrier to a barrier, so that a step lasts until its last rank is done.
 `--grads` also saves OUT/grads-rank{R}.pt: the gradients of one step without the profiler and of
 the same step under it.
 """
@@ -134,6 +135,8 @@ def main():
                 else:
                     runner.step(x, y)
                     zero(parts)
+                # Until every rank is done: the pipeline's step, whichever rank ends it.
+                dist.barrier()
                 if i >= args.warmup:
                     times[who].append(time.perf_counter() - start)
         result["step_times"] = times
