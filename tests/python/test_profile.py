@@ -162,3 +162,45 @@ def test_misuse_is_refused_with_clear_words_on_every_rank(runs):
         assert errors["dir_bad_on_rank_1"] == ["OSError", want if rank == 1 else f"rank 1 {want}"]
     # The runner still trains after the refusals (the profiled step ran after them).
     assert (runs["mlp"] / "rank0.pt.trace.json").exists()
+
+
+def _records():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("record_traces", os.path.join(ROOT, "tests", "data", "traces", "record.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+RECORD = _records()
+
+
+def _option(args, name, default=None):
+    """The last value of `name` in the worker's arguments (as argparse reads them)."""
+    found = [args[i + 1] for i, a in enumerate(args) if a == name]
+    return found[-1] if found else default
+
+
+@pytest.mark.parametrize("folder", sorted(RECORD.RECORDS))
+def test_the_recorded_traces_follow_their_plans(folder):
+    import pipeweave as pw
+
+    args = RECORD.COMMON + RECORD.RECORDS[folder]
+    kwargs = {"ranks": 2, "microbatches": int(_option(args, "--microbatches"))}
+    if _option(args, "--stages-per-rank"):
+        kwargs["stages_per_rank"] = int(_option(args, "--stages-per-rank"))
+    plan = pw.compile(_option(args, "--schedule"), **kwargs)
+    steps = int(_option(args, "--steps"))
+    for rank in range(2):
+        trace = load_trace(os.path.join(ROOT, "tests", "data", "traces", folder, f"rank{rank}.pt.trace.json.gz"))
+        assert trace["distributedInfo"]["rank"] == rank and trace["distributedInfo"]["world_size"] == 2
+        assert trace["pipeweave"]["steps"] == steps == len(trace["pipeweave"]["step_times_s"])
+        events = trace["traceEvents"]
+        spans = sorted((e for e in events if e.get("ph") == "X" and e["name"].startswith("pw ")), key=lambda e: e["ts"])
+        assert [e["name"][3:] for e in spans] == expected_spans(plan, rank) * steps
+        saved = [e for e in events if e.get("name") == "pw saved"]
+        assert len(saved) == len(plan.actions(rank)) * steps
+        assert len([e for e in events if e.get("ph") == "X" and e["name"].startswith("ProfilerStep#")]) == steps
+        if "--no-operators" not in args:
+            assert any(e.get("cat") == "cpu_op" for e in events)
