@@ -56,6 +56,39 @@ def pytorch_runtime(plan, rank, make_parts, loss_fn):
     return pwt.schedule(plan, pipeline_stages, loss_fn=loss_fn), built
 
 
+def pytorch_trace(runtime, built, first, last, x, y, args, rank):
+    """PyTorch's runtime under `torch.profiler` for `--steps` steps after `--warmup` (the profiler's),
+    its trace as `export_chrome_trace` writes it, to OUT/pytorch-rank{R}.pt.trace.json[.gz]; with
+    `--no-operators` only the metadata, the `ProfilerStep#` spans and the runtime's `PP:` spans."""
+    import gzip
+
+    schedule = torch.profiler.schedule(wait=0, warmup=args.warmup, active=args.steps, repeat=1)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=schedule) as prof:
+        for _ in range(args.warmup + args.steps):
+            runtime.step(x if first else None, target=y if last else None, losses=[] if last else None)
+            zero(built)
+            prof.step()
+    raw = os.path.join(args.out, f".raw-{rank}.json")
+    prof.export_chrome_trace(raw)
+    with open(raw) as f:
+        trace = json.load(f)
+    os.unlink(raw)
+    if args.no_operators:
+        trace["traceEvents"] = [
+            e for e in trace["traceEvents"]
+            if e.get("ph") == "M" or str(e.get("name", "")).startswith(("PP:", "ProfilerStep#"))
+        ]
+    name = f"pytorch-rank{rank}.pt.trace.json" + (".gz" if args.gzip else "")
+    data = json.dumps(trace, separators=(",", ":")).encode()
+    with open(os.path.join(args.out, name), "wb") as f:
+        if args.gzip:
+            with gzip.GzipFile(fileobj=f, mode="wb", mtime=0) as z:
+                z.write(data)
+        else:
+            f.write(data)
+    return name
+
+
 def misuse(runner, x, y, out, rank):
     """The words of each misuse of `profile` on this rank (type, message); the runner stays usable."""
     errors = {}
@@ -140,6 +173,8 @@ def main():
                 if i >= args.warmup:
                     times[who].append(time.perf_counter() - start)
         result["step_times"] = times
+        if args.runtime == "pytorch":
+            result["trace"] = pytorch_trace(runtime, built, first, last, x, y, args, rank)
     else:
         parts = make_parts(pwt.parts_of(plan, rank))
         runner = pwt.PlanRunner(plan, rank, parts, loss_fn)

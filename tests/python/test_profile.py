@@ -182,6 +182,16 @@ def _option(args, name, default=None):
     return found[-1] if found else default
 
 
+def step_cell(step, actions):
+    """A lowered step's cell, as PyTorch's compute_comms CSV writes it."""
+    if step.kind == "compute":
+        return cell(actions[step.action])
+    if step.kind in ("reduce_grad", "wait_reduce_grad"):
+        return f"{step.stage}{step.kind.upper()}"
+    kind = {"recv": "RECV_", "send": "SEND_", "wait_send": "WAIT_SEND_"}[step.kind]
+    return f"{step.stage}{kind}{'F' if step.dir == 'fwd' else 'B'}{step.mb}"
+
+
 @pytest.mark.parametrize("folder", sorted(RECORD.RECORDS))
 def test_the_recorded_traces_follow_their_plans(folder):
     import pipeweave as pw
@@ -192,15 +202,27 @@ def test_the_recorded_traces_follow_their_plans(folder):
         kwargs["stages_per_rank"] = int(_option(args, "--stages-per-rank"))
     plan = pw.compile(_option(args, "--schedule"), **kwargs)
     steps = int(_option(args, "--steps"))
+    pytorch = _option(args, "--runtime") == "pytorch"
     for rank in range(2):
-        trace = load_trace(os.path.join(ROOT, "tests", "data", "traces", folder, f"rank{rank}.pt.trace.json.gz"))
+        name = f"{'pytorch-' if pytorch else ''}rank{rank}.pt.trace.json.gz"
+        trace = load_trace(os.path.join(ROOT, "tests", "data", "traces", folder, name))
         assert trace["distributedInfo"]["rank"] == rank and trace["distributedInfo"]["world_size"] == 2
-        assert trace["pipeweave"]["steps"] == steps == len(trace["pipeweave"]["step_times_s"])
         events = trace["traceEvents"]
+        assert len([e for e in events if e.get("ph") == "X" and e["name"].startswith("ProfilerStep#")]) == steps
+        if pytorch:
+            # PyTorch 2.15's runtime: `PP:` + every step of its lowering, which for one pipeline is
+            # pipeweave's, plus an UNSHARD and a RESHARD of every stage (no-ops without FSDP).
+            spans = sorted((e for e in events if e.get("ph") == "X" and e["name"].startswith("PP:")), key=lambda e: e["ts"])
+            names = [e["name"][3:] for e in spans if not e["name"].endswith(("UNSHARD", "RESHARD"))]
+            actions = plan.actions(rank)
+            assert names == [step_cell(s, actions) for s in plan.steps(rank)] * steps
+            hosted = [s for s, r in enumerate(plan.placement[0]) if r == rank]
+            assert len(spans) - len(names) == 2 * steps * len(hosted)
+            continue
+        assert trace["pipeweave"]["steps"] == steps == len(trace["pipeweave"]["step_times_s"])
         spans = sorted((e for e in events if e.get("ph") == "X" and e["name"].startswith("pw ")), key=lambda e: e["ts"])
         assert [e["name"][3:] for e in spans] == expected_spans(plan, rank) * steps
         saved = [e for e in events if e.get("name") == "pw saved"]
         assert len(saved) == len(plan.actions(rank)) * steps
-        assert len([e for e in events if e.get("ph") == "X" and e["name"].startswith("ProfilerStep#")]) == steps
         if "--no-operators" not in args:
             assert any(e.get("cat") == "cpu_op" for e in events)

@@ -27,6 +27,9 @@ RECORDS = {
     "dualpipev": ["--schedule", "dualpipev", "--steps", "2", "--no-operators"],
     "dualpipe": ["--schedule", "dualpipe", "--steps", "2", "--no-operators"],
     "chimera": ["--schedule", "chimera", "--steps", "2", "--no-operators"],
+    # PyTorch's own _PipelineScheduleRuntime on the same plan: its `PP:<cell>` spans.
+    "pytorch-1f1b": ["--schedule", "1f1b", "--runtime", "pytorch", "--steps", "2", "--no-operators"],
+    "pytorch-dualpipev": ["--schedule", "dualpipev", "--runtime", "pytorch", "--steps", "2", "--no-operators"],
 }
 
 
