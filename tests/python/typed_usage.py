@@ -121,6 +121,21 @@ def train(path: str, rank: int) -> torch.Tensor | None:
     return runner.step(x, y)
 
 
+def profile(runner: pwt.PlanRunner, x: torch.Tensor, y: torch.Tensor) -> int:
+    profiled = pwt.profile(runner, x, y, steps=2, dir="traces", gzip=True, after_step=lambda: None)
+    assert_type(profiled, pwt.Profiled)
+    assert_type(profiled.trace, str)
+    assert_type(profiled.step_times, list[float])
+    assert_type(profiled.median_step_time, float)
+    record = profiled.saved_bytes[-1][0]
+    assert_type(record, pwt.SavedBytes)
+    assert_type(record.max_memory_allocated, int | None)
+    assert_type(runner.saved_bytes, list[pwt.SavedBytes])
+    pwt.profile(runner, x, y, steps="2", dir="traces")  # type: ignore[arg-type]
+    pwt.profile(runner, x, y)  # type: ignore[call-arg]
+    return record.bytes + profiled.peak_saved_bytes
+
+
 def run_in_pytorch(plan: pw.Plan, stage: PipelineStage) -> None:
     runtime = pwt.schedule(plan, [stage], torch.nn.functional.mse_loss, format="compute_comms", max_active_stages=2)
     runtime.step(torch.randn(8, 16), target=torch.randn(8, 16))

@@ -140,6 +140,16 @@ fn conformance() -> Result<(), String> {
     run("conformance", "python3", &["tests/conformance/run.py"])
 }
 
+/// Plan against actual (`tests/fidelity/run.py`, a few minutes, never part of `test`): profiles
+/// 1F1B at P = 2 on two CPU processes, calibrates from its traces, then predicts, runs and measures
+/// every schedule that runs at P = 2 and prints predicted against measured step time and memory.
+/// `args` go to the script (`--steps N`, `--only NAME...`, `--keep DIR`).
+fn fidelity(args: &[String]) -> Result<(), String> {
+    let mut all = vec!["tests/fidelity/run.py"];
+    all.extend(args.iter().map(String::as_str));
+    run("fidelity", "python3", &all)
+}
+
 /// The Python package's tests: installs the package (building its extension) into the cached
 /// environment and runs pytest on `tests/python`.
 fn python_tests() -> Result<(), String> {
@@ -152,7 +162,8 @@ const CI_FUZZ: fuzz::Budget = fuzz::Budget {
     seconds_per_target: 12,
 };
 
-const USAGE: &str = "usage: cargo xtask <test|rust|fuzz [SECONDS]|python|conformance|playground>
+const USAGE: &str =
+    "usage: cargo xtask <test|rust|fuzz [SECONDS]|python|conformance|fidelity|playground>
   test            everything CI runs: fmt, clippy, build, Rust tests, the playground's bundle
                   check, fuzz, the Python package's tests, conformance suite (installs headless
                   Chromium, cargo-fuzz, torch, torchtitan and pytest when they are missing)
@@ -161,6 +172,8 @@ const USAGE: &str = "usage: cargo xtask <test|rust|fuzz [SECONDS]|python|conform
   python          only the Python package's tests (pip install ./python, then pytest)
   typed           write python/pipeweave/_results.py from schemas/ (the package's result types)
   conformance     only the PyTorch conformance suite
+  fidelity [ARGS] plan against actual, a few minutes: profile 1F1B at P = 2, calibrate, then
+                  predict, run and measure every schedule at P = 2 (tests/fidelity/run.py ARGS)
   playground      rebuild the playground's script bundle (npm ci from web/package-lock.json, then
                   esbuild) into crates/pipeweave-serve/web/dist/playground.js
   playground --check  only check that the committed bundle is what that build makes";
@@ -188,6 +201,7 @@ fn main() -> ExitCode {
         (Some("python"), None) => python_tests(),
         (Some("typed"), None) => typed::write(&root()),
         (Some("conformance"), None) => conformance(),
+        (Some("fidelity"), _) => fidelity(&args[1..]),
         (Some("playground"), None) => playground::write(),
         (Some("playground"), Some(flag)) if flag == "--check" => playground::check(),
         _ => {

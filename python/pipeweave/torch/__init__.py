@@ -8,6 +8,9 @@ Importing this module needs torch; nothing else in the `pipeweave` package impor
   included, over torch.distributed point-to-point; `runner.step(inputs, targets)` trains one step.
 - `JsonPlan.load(path_or_dict)` reads the JSON plan `pipeweave export --to json` writes.
 - `parts_of(plan, rank)` lists the model parts a rank hosts.
+- `profile(runner, inputs, targets, steps=..., dir=...)` runs steps under `torch.profiler` and
+  writes one trace per rank, every step a span named "pw " + its cell, with the bytes autograd
+  saved for the backward after every action (`SavedBytes`); it returns a `Profiled`.
 
 The plan protocol
 -----------------
@@ -56,7 +59,9 @@ except ModuleNotFoundError as _missing:
 
 from .._plan import Action, ActionProtocol, JsonPlan, PlanProtocol, Step, StepProtocol
 from ._comm import PipelineError
+from ._profile import Profiled, profile
 from ._runner import Batch, LossFn, Output, PlanRunner, parts_of
+from ._saved import SavedBytes
 from ._schedule import RuntimeOptions, schedule
 
 __all__ = [
@@ -69,10 +74,13 @@ __all__ = [
     "PipelineError",
     "PlanProtocol",
     "PlanRunner",
+    "Profiled",
     "RuntimeOptions",
+    "SavedBytes",
     "Step",
     "StepProtocol",
     "parts_of",
+    "profile",
     "schedule",
 ]
 

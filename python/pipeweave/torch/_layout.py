@@ -32,6 +32,11 @@ class Op:
     stage: int
     mb: int
 
+    @property
+    def cell(self) -> str:
+        """The action's cell in pipeweave's actions format, e.g. `3F2`."""
+        return f"{self.stage}{self.kind}{self.mb}"
+
 
 # One checked compute action: an op, or an overlapped F&B pair (forward, backward).
 Work: TypeAlias = Op | tuple[Op, Op]
@@ -65,6 +70,28 @@ class Reduce:
 
 
 CheckedStep: TypeAlias = Compute | Transfer | Reduce
+
+
+def work_cell(work: Work) -> str:
+    """The cell of a compute action, e.g. `3F2` or `(0F3;7B5)OVERLAP_F_B` for an overlapped pair."""
+    if isinstance(work, tuple):
+        return f"({work[0].cell};{work[1].cell})OVERLAP_F_B"
+    return work.cell
+
+
+def transfer_cell(kind: str, direction: str, stage: int, mb: int) -> str:
+    """The cell of a transfer in PyTorch's compute_comms format, e.g. `1SEND_F0`, `0RECV_B1`."""
+    name = {"recv": "RECV_", "send": "SEND_", "wait_send": "WAIT_SEND_"}[kind]
+    return f"{stage}{name}{'F' if direction == 'fwd' else 'B'}{mb}"
+
+
+def step_cell(actions: Sequence[Work], step: CheckedStep) -> str:
+    """The cell of a lowered step as pipeweave's exports write it (`docs/plan-format.md`)."""
+    if isinstance(step, Compute):
+        return work_cell(actions[step.action])
+    if isinstance(step, Reduce):
+        return f"{step.stage}{'REDUCE_GRAD' if step.kind == 'reduce_grad' else 'WAIT_REDUCE_GRAD'}"
+    return transfer_cell(step.kind, step.dir, step.stage, step.mb)
 
 
 @dataclass(frozen=True)
@@ -122,6 +149,23 @@ class Layout:
         self.actions: list[Work] = [self._check_action(i, action) for i, action in enumerate(actions)]
         self.steps: list[CheckedStep] = []
         self.reductions = self._check_steps(steps, actions)
+        self._cells: list[str] | None = None
+        self._places: list[str] | None = None
+
+    def cells(self) -> list[str]:
+        """The cell of every step (`step_cell`), what the profiler shows (made once)."""
+        if self._cells is None:
+            self._cells = [step_cell(self.actions, step) for step in self.steps]
+        return self._cells
+
+    def places(self) -> list[str]:
+        """Where each step is, in the words of a failure: its cell, or the plan's step (made once)."""
+        if self._places is None:
+            self._places = [
+                str(step.shown) if isinstance(step, Transfer) else str(step) if isinstance(step, Reduce) else cell
+                for step, cell in zip(self.steps, self.cells(), strict=True)
+            ]
+        return self._places
 
     def evaluation(self) -> Layout:
         """This rank's evaluation form: its forwards in their order, every backward and reduction dropped.
@@ -151,6 +195,7 @@ class Layout:
         form.actions = actions
         form.steps = steps
         form.reductions = []
+        form._cells = form._places = None
         return form
 
     def part(self, stage: int) -> int:

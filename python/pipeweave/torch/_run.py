@@ -15,7 +15,8 @@ import torch.distributed as dist
 
 from ._backward import WeightWork, backward_input
 from ._comm import Comm, Meta, PartReduction, as_tensors, differentiable, metas
-from ._layout import CheckedStep, Compute, Layout, Op, Reduce
+from ._layout import CheckedStep, Compute, Layout, Op, Reduce, transfer_cell
+from ._saved import SavedBytes, SavedCounter
 from ._streams import Streams
 
 Tensors = tuple[torch.Tensor, ...]
@@ -33,6 +34,10 @@ class Setting:
     out_metas: Mapping[int, tuple[Meta, ...]]
     scale: int
     device: torch.device
+    # Under a profiler: every step is a `record_function` span named "pw " + its cell.
+    traced: bool = False
+    # While profiling: counts the saved bytes; one record per compute action goes to `Run.saved_bytes`.
+    counter: SavedCounter | None = None
 
 
 class Run:
@@ -65,6 +70,7 @@ class Run:
             self.wait_at.setdefault(r.wait, []).append(r.part)
         # Where the step is, for the words of a failure.
         self.at = "before its first step"
+        self.saved_bytes: list[SavedBytes] = []
 
     def release(self) -> None:
         """Drops every transfer and reduction in flight (after a failure)."""
@@ -75,6 +81,14 @@ class Run:
             reduction.buckets.clear()
 
     def execute(self) -> None:
+        counter = self.s.counter
+        if counter is not None:
+            with counter.hooks():
+                self._execute()
+        else:
+            self._execute()
+
+    def _execute(self) -> None:
         if self.evaluation:
             with torch.no_grad():
                 self._steps()
@@ -94,21 +108,78 @@ class Run:
                     p.grad = old
 
     def _steps(self) -> None:
-        for i, step in enumerate(self.layout.steps):
-            self.run_step(i, step)
+        places = self.layout.places()
+        if self.s.traced or self.s.counter is not None:
+            self._traced_steps(places)
+        else:
+            for i, step in enumerate(self.layout.steps):
+                self.at = places[i]
+                if isinstance(step, Compute):
+                    self.compute(step)
+                else:
+                    self.run_step(i, step)
         self.finish()
+
+    def _traced_steps(self, places: list[str]) -> None:
+        """The steps, each in a profiler span named "pw " + its cell, with the saved bytes after each action.
+
+        The wait for a received tensor is its receive's span, right before the action that uses
+        it; where the plan posts the receive, only the posting happens (no span).
+        """
+        cells = self.layout.cells()
+        counter = self.s.counter
+        cuda = self.s.device.type == "cuda"
+        traced = self.s.traced
+        for i, step in enumerate(self.layout.steps):
+            self.at = places[i]
+            if isinstance(step, Compute):
+                self.compute(step, cells[i] if traced else None)
+                if counter is not None:
+                    peak = torch.cuda.max_memory_allocated(self.s.device) if cuda else None
+                    self.saved_bytes.append(SavedBytes(cells[i], counter.live, counter.peak, peak))
+            elif not traced or step.kind == "recv":
+                self.run_step(i, step)
+            else:
+                with torch.profiler.record_function("pw " + cells[i]):
+                    self.run_step(i, step)
+
+    def compute(self, step: Compute, cell: str | None = None) -> None:
+        """A compute action; under a profiler `cell` names its span, and its receives are waited for first."""
+        action = self.layout.actions[step.action]
+        if isinstance(action, tuple):
+            self.pair(action[0], action[1], cell)
+            return
+        if cell is None:
+            self.op(action)
+            return
+        self.wait_inputs(action)
+        with torch.profiler.record_function("pw " + cell):
+            self.op(action)
+
+    def wait_inputs(self, op: Op) -> None:
+        """Waits, in the receive's span, for the tensor `op` uses from another rank (if any)."""
+        layout = self.layout
+        if op.kind == "F":
+            if layout.is_first(op.stage) or layout.local(op.stage - 1):
+                return
+            key = ("fwd", op.stage, op.mb)
+        elif op.kind in ("B", "I"):
+            if layout.is_last(op.stage) or layout.local(op.stage + 1):
+                return
+            key = ("bwd", op.stage, op.mb)
+        else:
+            return
+        got = self.received.get(key)
+        if got is None:
+            return
+        with torch.profiler.record_function("pw " + transfer_cell("recv", *key)):
+            self.comm.wait(got[0])
+        self.received[key] = ([], got[1])
 
     def run_step(self, i: int, step: CheckedStep) -> None:
         if isinstance(step, Compute):
-            action = self.layout.actions[step.action]
-            if isinstance(action, tuple):
-                self.at = f"({action[0].stage}F{action[0].mb};{action[1].stage}{action[1].kind}{action[1].mb})"
-                self.pair(*action)
-            else:
-                self.at = f"{action.stage}{action.kind}{action.mb}"
-                self.op(action)
+            self.compute(step)
             return
-        self.at = str(step) if isinstance(step, Reduce) else str(step.shown)
         if isinstance(step, Reduce):
             if step.kind == "reduce_grad":
                 if i in self.launch_at:
@@ -145,13 +216,28 @@ class Run:
         else:
             self.weight(op.stage, op.mb)
 
-    def pair(self, f: Op, b: Op) -> None:
-        """An overlapped F&B: on CUDA the halves go to two streams, on CPU they run in turn."""
+    def pair(self, f: Op, b: Op, cell: str | None = None) -> None:
+        """An overlapped F&B: on CUDA the halves go to two streams, on CPU they run in turn.
+
+        Under a profiler (`cell` given) the receives of both halves are waited for first, each
+        from its half's stream, and the pair is one span.
+        """
         with self.streams.pair(b.stage, b.mb) as (f_stream, b_stream):
+            if cell is None:
+                with self.streams.use(f_stream):
+                    self.forward(f.stage, f.mb)
+                with self.streams.use(b_stream):
+                    self.backward(b.stage, b.mb, b.kind == "B")
+                return
             with self.streams.use(f_stream):
-                self.forward(f.stage, f.mb)
+                self.wait_inputs(f)
             with self.streams.use(b_stream):
-                self.backward(b.stage, b.mb, b.kind == "B")
+                self.wait_inputs(b)
+            with torch.profiler.record_function("pw " + cell):
+                with self.streams.use(f_stream):
+                    self.forward(f.stage, f.mb)
+                with self.streams.use(b_stream):
+                    self.backward(b.stage, b.mb, b.kind == "B")
 
     def take(self, direction: str, stage: int, mb: int, local: bool) -> Tensors:
         """The input of a forward (fwd) or the output gradient of a backward (bwd), waited for."""

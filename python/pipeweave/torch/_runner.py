@@ -22,6 +22,7 @@ from ._agree import Agreed, agree, fingerprint, quick_check, settled
 from ._comm import Broken, Comm, PipelineError, as_tensors, metas, wire
 from ._layout import Layout
 from ._run import Run, Setting
+from ._saved import SavedBytes, SavedCounter, storages
 
 # `loss_fn(output, target)`: the output is whatever the last model part returns (torch types
 # `nn.Module.__call__` as returning anything), the target a tensor or a tuple of tensors; the type
@@ -46,6 +47,10 @@ class PlanRunner:
     `group` is the process group whose ranks are the plan's ranks (default: the whole world).
     With `scale_grads=True` (PyTorch's default) gradients are those of the loss averaged over the
     micro-batches; with False, of their sum.
+
+    Under a profiler every step it executes is a `record_function` span named "pw " + its cell
+    (`pipeweave.torch.profile`); after a step run by `profile`, `saved_bytes` holds the bytes
+    autograd kept saved for the backward after each compute action (`SavedBytes`).
     """
 
     def __init__(
@@ -101,6 +106,9 @@ class PlanRunner:
         self._failure: str | None = None
         self.losses: dict[int, torch.Tensor] = {}
         self.outputs: dict[int, Output] = {}
+        # Set by `pipeweave.torch.profile` while it runs: the saved bytes of each action are counted.
+        self._counter: SavedCounter | None = None
+        self.saved_bytes: list[SavedBytes] = []
 
     @property
     def stages(self) -> list[int]:
@@ -264,6 +272,13 @@ class PlanRunner:
             scale=self._scale,
             device=self._device,
         )
+        setting.traced = torch._C._autograd._profiler_enabled()
+        counter = self._counter
+        if counter is not None:
+            setting.counter = counter
+            counter.start(storages((x, y, list(self._parts.values()))))
+            if self._device.type == "cuda":
+                torch.cuda.reset_peak_memory_stats(self._device)
         run = Run(setting, x_mbs, y_mbs, keep_outputs=keep_outputs and evaluation)
         loss: torch.Tensor | None = None
         error: Exception | None = None
@@ -288,6 +303,8 @@ class PlanRunner:
             self._failure = self._comm.cause(broken or "")
             raise PipelineError(self._failure)
         self.outputs = {mb: (out[0] if len(out) == 1 else out) for mb, out in sorted(run.outputs.items())}
+        if counter is not None:
+            self.saved_bytes = run.saved_bytes
         return loss
 
     def _step_layout(self, evaluation: bool) -> Layout:
