@@ -148,7 +148,7 @@ pub fn read_trace(text: &str, file: FileId) -> Result<RankTrace, Vec<Diagnostic>
         Ok(Top {
             events_given: false,
         }) => {
-            let end = text.len().min(1);
+            let end = text.chars().next().map_or(0, char::len_utf8);
             reading.problem(
                 Diagnostic::error("this trace has no `traceEvents` list")
                     .with_span(Span::new(file, 0..end))
@@ -582,7 +582,7 @@ impl<'a> Reading<'a> {
     /// The trace, or its problems.
     fn finish(mut self) -> Result<RankTrace, Vec<Diagnostic>> {
         if self.problems.is_empty() && self.pipeweave.len() + self.pytorch.len() == 0 {
-            let end = self.text.len().min(1);
+            let end = self.text.chars().next().map_or(0, char::len_utf8);
             self.problem(
                 Diagnostic::error("this trace has no pipeline actions")
                     .with_span(Span::new(self.file, 0..end))
