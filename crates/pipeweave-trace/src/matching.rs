@@ -24,6 +24,9 @@ pub struct Run {
     pub ranks: Vec<RankRun>,
     /// How many steps every rank ran (the same on every rank).
     pub steps: usize,
+    /// The epoch time, in nanoseconds, that the run's microseconds count from, when the traces
+    /// give one (`baseTimeNanoseconds`): every rank's times are moved onto the earliest rank's.
+    pub base_time_ns: Option<u64>,
     /// What the reader assumed or left out, in words (a rank taken from the files' order, spans of
     /// FSDP's unshard and reshard not timed).
     pub notes: Vec<String>,
@@ -110,13 +113,30 @@ pub fn match_plan(plan: &Plan, traces: Vec<RankTrace>) -> Result<Run, Vec<Diagno
             );
         }
     }
+    let bases: Vec<Option<u64>> = by_rank.iter().map(|t| t.base_time_ns).collect();
+    let base_time_ns = bases.iter().flatten().min().copied();
+    if base_time_ns.is_some() {
+        for t in by_rank.iter().filter(|t| t.base_time_ns.is_none()) {
+            problems.push(
+                Diagnostic::error(
+                    "this trace has no `baseTimeNanoseconds` while others do, so its times cannot be set beside theirs",
+                )
+                .with_span(Span::new(t.file, 0..0)),
+            );
+        }
+    }
     if !problems.is_empty() {
         return Err(problems);
     }
     let mut runs = Vec::with_capacity(ranks);
     for (rank, trace) in by_rank.iter().enumerate() {
         let program = lowered.program(rank as u32).collect::<Vec<Step>>();
-        match match_rank(plan, rank as u32, &program, trace) {
+        // Microseconds from this trace's base to the run's.
+        let shift = match (trace.base_time_ns, base_time_ns) {
+            (Some(own), Some(run)) => (own - run) as f64 / 1000.0,
+            _ => 0.0,
+        };
+        match match_rank(plan, rank as u32, &program, trace, shift) {
             Ok(run) => runs.push(run),
             Err(d) => problems.push(d),
         }
@@ -165,6 +185,7 @@ pub fn match_plan(plan: &Plan, traces: Vec<RankTrace>) -> Result<Run, Vec<Diagno
         clock,
         ranks: runs,
         steps,
+        base_time_ns,
         notes,
     })
 }
@@ -331,6 +352,7 @@ fn match_rank(
     rank: u32,
     program: &[Step],
     trace: &RankTrace,
+    shift: f64,
 ) -> Result<RankRun, Diagnostic> {
     let n = plan.program(rank).len();
     // Where each compute step sits in the lowered program, and the action index of each step.
@@ -368,7 +390,7 @@ fn match_rank(
             continue;
         }
         let timed = Timed {
-            start: span.start,
+            start: span.start + shift,
             dur: span.dur,
         };
         if steps.is_empty() {
@@ -497,7 +519,7 @@ fn differs(
     .with_span_label(at, format!("this {what}"));
     if !matches!(span.cell, StepCell::Compute(_)) {
         d = d.with_note(format!(
-            "transfers and waits must follow rank {rank}'s lowered program (`pipeweave export --format pytorch-comms` writes it)"
+            "transfers and waits must follow rank {rank}'s lowered program (`pipeweave export --to pytorch-comms` writes it)"
         ));
     }
     if plan.programs().iter().enumerate().any(|(r, p)| {

@@ -131,6 +131,9 @@ pub struct RankTrace {
     pub saved: Vec<SavedRecord>,
     /// How many events the file has.
     pub events: usize,
+    /// `baseTimeNanoseconds`: when Kineto gives one, the times are microseconds after it (since
+    /// the epoch, in nanoseconds).
+    pub base_time_ns: Option<u64>,
 }
 
 /// Reads one trace's text (`file` names it in diagnostics). Every problem is a diagnostic with a
@@ -180,6 +183,7 @@ struct Reading<'a> {
     saved: Vec<SavedRecord>,
     rank: Option<Located<u32>>,
     world_size: Option<Located<u32>>,
+    base_time_ns: Option<u64>,
     events: usize,
     problems: Vec<Diagnostic>,
     more_problems: usize,
@@ -214,6 +218,7 @@ impl<'a> Reading<'a> {
             saved: Vec::new(),
             rank: None,
             world_size: None,
+            base_time_ns: None,
             events: 0,
             problems: Vec::new(),
             more_problems: 0,
@@ -628,6 +633,7 @@ impl<'a> Reading<'a> {
             spans,
             saved: self.saved,
             events: self.events,
+            base_time_ns: self.base_time_ns,
         })
     }
 
@@ -727,6 +733,18 @@ impl<'de: 'a, 'a> Visitor<'de> for TopSeed<'_, 'a> {
                     map.next_value_seed(EventsSeed {
                         reading: &mut *self.reading,
                     })?;
+                }
+                "baseTimeNanoseconds" => {
+                    let raw: &'de RawValue = map.next_value()?;
+                    let at = self.reading.range_of(raw);
+                    match serde_json::from_str::<u64>(raw.get()) {
+                        Ok(ns) => self.reading.base_time_ns = Some(ns),
+                        Err(_) => self.reading.error_at(
+                            at,
+                            "`baseTimeNanoseconds` must be a whole number of nanoseconds"
+                                .to_owned(),
+                        ),
+                    }
                 }
                 "distributedInfo" => {
                     let raw: &'de RawValue = map.next_value()?;
