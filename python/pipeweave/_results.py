@@ -561,8 +561,8 @@ class SynthesisReport(TypedDict):
     microbatches: int
     costs: str
     """unit, uniform (--costs) or the spec's name"""
-    cost_source: Literal["unit", "uniform", "spec"]
-    """Where the costs come from: unit costs, --costs, or the spec `costs` names (a spec may be called unit)."""
+    cost_source: Literal["unit", "uniform", "spec", "measured"]
+    """Where the costs come from: unit costs, --costs, the spec `costs` names (a spec may be called unit), or the measured-costs file `costs` names (--costs-from)."""
     time_unit: Literal["units", "seconds"]
     limits: list[int]
     """The most activation units each rank may hold, one entry per rank."""

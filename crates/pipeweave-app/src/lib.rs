@@ -15,6 +15,7 @@
 
 #![warn(missing_docs)]
 
+mod calibrate;
 mod catalog;
 mod compare;
 mod draw;
@@ -29,6 +30,7 @@ mod single;
 mod sweep;
 mod synthesize;
 
+pub use calibrate::{CalibrateRequest, Calibrated, calibrate};
 pub use catalog::{CheckedSchedule, NAMES_RULE, check, list};
 pub use compare::{CompareRequest, compare};
 pub use draw::{Drawn, RenderRequest, Rendered, TimeWindow, render};

@@ -52,13 +52,16 @@ pub fn run(built: &Built, costing: &Costing, front: FrontEnd) -> Result<Run, Fai
                 timeline: e.timeline,
                 costs: Box::new(e.costs),
                 fitted: fitted.notes(),
+                derived: Vec::new(),
                 report: Some(e.report),
             })
         }
-        Costing::Unit | Costing::Uniform(_) => costing.run(&built.plan).map_err(|d| {
-            let reasons: Vec<String> = d.into_iter().map(|d| d.message).collect();
-            Failure::invalid(format!("{}: {}", built.name, reasons.join("; ")))
-        }),
+        Costing::Unit | Costing::Uniform(_) | Costing::Measured { .. } => {
+            costing.run(&built.plan).map_err(|d| {
+                let reasons: Vec<String> = d.into_iter().map(|d| d.message).collect();
+                Failure::invalid(format!("{}: {}", built.name, reasons.join("; ")))
+            })
+        }
     }
 }
 
@@ -69,7 +72,9 @@ pub fn simulate_loaded(
     costs: &CostsArg,
 ) -> Result<Simulated, Failure> {
     let costing = session.costing(costs)?;
-    simulated(loaded, &costing, session.front)
+    let s = simulated(loaded, &costing, session.front)?;
+    session.tell_derived(&costing, &s.loaded.built.name, &s.run.derived);
+    Ok(s)
 }
 
 fn simulated(loaded: Loaded, costing: &Costing, front: FrontEnd) -> Result<Simulated, Failure> {

@@ -199,3 +199,33 @@ pub fn show(
     )?;
     emit(None, &text)
 }
+
+/// `pipeweave calibrate`: the costs file, and what could not be measured as notes.
+pub fn calibrate(
+    session: &mut Session<'_>,
+    traces: Vec<String>,
+    plan: Option<String>,
+    ranks: Option<u32>,
+    microbatches: Option<u32>,
+    output: &Path,
+) -> Result<(), Failure> {
+    if plan.is_none() && (ranks.is_some() || microbatches.is_some()) {
+        return Err(Failure::usage(
+            "-p and -m build the --plan schedule; give the schedule with --plan",
+        ));
+    }
+    let request = pipeweave_app::CalibrateRequest {
+        traces,
+        plan,
+        params: pipeweave_source::Params {
+            ranks,
+            microbatches,
+            ..Default::default()
+        },
+    };
+    let calibrated = pipeweave_app::calibrate(session, &request)?;
+    for note in &calibrated.notes {
+        output::note(note);
+    }
+    emit(Some(output), &calibrated.toml)
+}

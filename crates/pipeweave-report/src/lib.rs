@@ -36,7 +36,9 @@ pub use json::json;
 pub use listing::{check_text, listing_text, validated_text};
 pub use pipeweave_eval::TimeUnit;
 pub use recommend::{candidate_label, recommend_json, recommend_markdown, recommend_text};
-pub use simulate::{costing_text, shape_text, simulation_json, simulation_text, step_report_text};
+pub use simulate::{
+    costing_text, measured_text, shape_text, simulation_json, simulation_text, step_report_text,
+};
 pub use svg::{SvgWindow, TimelineChart, Transfer, timelines_svg, timelines_svg_window, transfers};
 pub use sweep::{
     SweepTable, sweep_csv, sweep_json, sweep_svg, sweep_table, sweep_text, sweep_title,

@@ -7,9 +7,11 @@
 
 #![warn(missing_docs)]
 
+pub mod infer;
 pub mod matching;
 pub mod read;
 
+pub use infer::infer_plan;
 pub use matching::{RankRun, RankStep, Run, Saved, Timed, TimedStep, match_plan};
 pub use read::{Clock, Naming, RankTrace, SavedRecord, TraceSpan, read_trace};
 
