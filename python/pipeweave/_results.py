@@ -44,6 +44,12 @@ __all__ = [
     "ScheduleListingSchedule",
     "ScheduleListingUnreached",
     "ScheduleListing",
+    "PlanDiffRankWaitedOnItem",
+    "PlanDiffRankAction",
+    "PlanDiffRank",
+    "PlanDiffWait",
+    "PlanDiffSlowestAction",
+    "PlanDiff",
 ]
 
 
@@ -638,3 +644,76 @@ class ScheduleListing(TypedDict):
 
     schedules: list[ScheduleListingSchedule]
     unreached: list[ScheduleListingUnreached]
+
+
+class PlanDiffRankWaitedOnItem(TypedDict):
+    rank: int
+    seconds: float
+
+
+class PlanDiffRankAction(TypedDict):
+    action: str
+    predicted_start: float
+    measured_start: float
+    predicted: float
+    """Predicted duration, seconds."""
+    measured: float
+    """Measured duration, seconds."""
+
+
+class PlanDiffRank(TypedDict):
+    rank: int
+    predicted: float
+    """When its last action ends, predicted, seconds."""
+    measured: float
+    """When its last action ends, measured, seconds."""
+    unpredicted_wait: float
+    """Its waits the plan did not predict, in total, seconds."""
+    waited_on: list[PlanDiffRankWaitedOnItem]
+    """On whom those waits were: the rank it received from before the action (or that sends the action's input), seconds each, by rank."""
+    actions: list[PlanDiffRankAction]
+    """Each action of its program, in order."""
+
+
+class PlanDiffWait(TypedDict):
+    rank: int
+    action: str
+    seconds: float
+    on: None | int
+    """The rank waited on; null when the action's inputs are the rank's own."""
+
+
+class PlanDiffSlowestAction(TypedDict):
+    """The action that took longest beyond its prediction."""
+
+    rank: int
+    action: str
+    predicted: float
+    measured: float
+
+
+class PlanDiff(TypedDict):
+    """pipeweave diff --format json, version 1"""
+
+    plan: str
+    """The plan, as named on the command line."""
+    costs: str
+    """Where the predicted costs come from, in words."""
+    step: int
+    """The step compared, 1-based: the run's median step by time."""
+    steps: int
+    """The steps the traces hold."""
+    predicted: float
+    """The predicted step: the simulated makespan, seconds."""
+    measured: float
+    """The measured step: the first action's start on any rank to the last action's end on any rank, seconds."""
+    error: float
+    """(measured − predicted) / predicted, a fraction."""
+    ranks: list[PlanDiffRank]
+    """Each rank, in rank order."""
+    waits: list[PlanDiffWait]
+    """The longest waits the plan did not predict (the measured gap before an action beyond the predicted one, by more than 2% of the measured step), longest first, at most 20."""
+    slowest_rank: int
+    """The rank whose last action ends last."""
+    slowest_action: PlanDiffSlowestAction
+    """The action that took longest beyond its prediction."""

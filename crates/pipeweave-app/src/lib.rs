@@ -18,6 +18,7 @@
 mod calibrate;
 mod catalog;
 mod compare;
+mod diff;
 mod draw;
 mod finished;
 mod many;
@@ -33,6 +34,7 @@ mod synthesize;
 pub use calibrate::{CalibrateRequest, Calibrated, calibrate};
 pub use catalog::{CheckedSchedule, NAMES_RULE, check, list};
 pub use compare::{CompareRequest, compare};
+pub use diff::{DiffRequest, Diffed, diff};
 pub use draw::{Drawn, RenderRequest, Rendered, TimeWindow, render};
 pub use finished::Partial;
 pub use over::{ArgError, OverArg, parse_over};

@@ -179,6 +179,34 @@ enum Command {
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
     },
+    /// Set a plan beside the torch.profiler traces of a run of it: predicted and measured step
+    /// time per rank, each action's predicted and measured start, the waits the plan did not
+    /// predict and on whom, the slowest rank and action
+    Diff {
+        /// The plan that ran: a schedule with -p and -m, or a plan file
+        #[arg(value_name = "PLAN")]
+        plan: String,
+        /// The run's traces, one per rank (`.json` or `.json.gz`)
+        #[arg(value_name = "TRACE", required = true)]
+        traces: Vec<String>,
+        /// Ranks P of the schedule
+        #[arg(short = 'p', long = "ranks", value_name = "P", value_parser = args::parse_ranks)]
+        ranks: Option<u32>,
+        /// Micro-batches M of the schedule
+        #[arg(short = 'm', long = "microbatches", value_name = "M", value_parser = args::parse_microbatches)]
+        microbatches: Option<u32>,
+        /// Predict with these measured costs (default: the costs measured in the traces
+        /// themselves)
+        #[arg(long, value_name = "FILE")]
+        costs_from: Option<String>,
+        /// Output format
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Also draw each rank's planned row above its measured row, on one time axis, in this SVG
+        /// file
+        #[arg(long, value_name = "FILE")]
+        svg: Option<PathBuf>,
+    },
     /// Export a validated plan for a launcher: PyTorch CSVs, the JSON plan, a Chrome trace
     Export {
         #[command(flatten)]
@@ -318,7 +346,9 @@ impl Command {
             | Command::Convert { output, .. }
             | Command::Export { output, .. } => output.iter().map(PathBuf::as_path).collect(),
             Command::Render { svg, .. } => vec![svg.as_path()],
-            Command::Sweep { svg, .. } => svg.iter().map(PathBuf::as_path).collect(),
+            Command::Sweep { svg, .. } | Command::Diff { svg, .. } => {
+                svg.iter().map(PathBuf::as_path).collect()
+            }
             Command::Report { output, .. } | Command::Calibrate { output, .. } => {
                 vec![output.as_path()]
             }
@@ -344,7 +374,7 @@ impl Command {
             Command::Recommend(args) => args.dirs.folders(),
             Command::Synthesize(args) => args.dirs.folders(),
             Command::Check { schedule_dirs, .. } => (Vec::new(), schedule_dirs.clone()),
-            Command::Calibrate { .. } => (Vec::new(), Vec::new()),
+            Command::Calibrate { .. } | Command::Diff { .. } => (Vec::new(), Vec::new()),
             Command::PluginWorker { .. } | Command::Serve { .. } | Command::Lsp => {
                 (Vec::new(), Vec::new())
             }
@@ -397,6 +427,29 @@ fn run(command: Command, session: &mut Session<'_>) -> Result<(), Failure> {
             &window,
         ),
         Command::Compare(args) => many::compare(session, &args),
+        Command::Diff {
+            plan,
+            traces,
+            ranks,
+            microbatches,
+            costs_from,
+            format,
+            svg,
+        } => single::diff(
+            session,
+            pipeweave_app::DiffRequest {
+                plan,
+                traces,
+                params: pipeweave_source::Params {
+                    ranks,
+                    microbatches,
+                    ..Default::default()
+                },
+                costs_from,
+            },
+            format,
+            svg.as_deref(),
+        ),
         Command::Calibrate {
             traces,
             plan,

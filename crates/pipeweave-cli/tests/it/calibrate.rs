@@ -91,5 +91,56 @@ fn calibrate_measures_the_run_and_costs_from_prices_plans_with_it() {
     assert_eq!(sim.status.code(), Some(0), "{}", text(&sim.stderr));
     insta::assert_snapshot!("costs_from_stdout", text(&sim.stdout));
     insta::assert_snapshot!("costs_from_stderr", text(&sim.stderr));
+    // The plan against the run, predicted with the costs measured in the same traces.
+    let diff = run(
+        &dir,
+        &[
+            "diff",
+            "1f1b",
+            "rank0.json",
+            "rank1.json",
+            "-p",
+            "2",
+            "-m",
+            "4",
+            "--svg",
+            "diff.svg",
+        ],
+    );
+    assert_eq!(diff.status.code(), Some(0), "{}", text(&diff.stderr));
+    insta::assert_snapshot!("diff_stdout", text(&diff.stdout));
+    insta::assert_snapshot!("diff_stderr", text(&diff.stderr));
+    let svg = std::fs::read_to_string(dir.join("diff.svg")).unwrap();
+    let doc = roxmltree::Document::parse(&svg).expect("the SVG is XML");
+    let labels: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .filter(|t| t.starts_with("rank "))
+        .collect();
+    assert_eq!(
+        labels,
+        ["rank 0 plan", "rank 0 run", "rank 1 plan", "rank 1 run"]
+    );
+    // With other costs: those of the file.
+    let with = run(
+        &dir,
+        &[
+            "diff",
+            "1f1b",
+            "rank0.json.gz",
+            "rank1.json.gz",
+            "-p",
+            "2",
+            "-m",
+            "4",
+            "--costs-from",
+            "costs.toml",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(with.status.code(), Some(0), "{}", text(&with.stderr));
+    assert!(text(&with.stdout).contains("\"costs\": \"measured, from costs.toml\""));
     let _ = std::fs::remove_dir_all(&dir);
 }

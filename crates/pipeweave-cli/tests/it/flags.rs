@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Every command with its own flags (`--help` and `--max-diagnostics` are everyone's).
-const COMMANDS: [&str; 15] = [
+const COMMANDS: [&str; 16] = [
     "validate",
     "simulate",
     "show",
@@ -24,6 +24,7 @@ const COMMANDS: [&str; 15] = [
     "export",
     "convert",
     "calibrate",
+    "diff",
 ];
 
 /// (command, flag as `--help` names it, the run without it, what adding it adds). Paths are
@@ -77,6 +78,11 @@ const ROWS: &[Row] = &[
     ("calibrate", "--ranks", &["calibrate", "r0.json", "r1.json", "-o", "-", "--plan", "1f1b", "-m", "4"], &["-p", "2"]),
     ("calibrate", "--microbatches", &["calibrate", "r0.json", "r1.json", "-o", "-", "--plan", "1f1b", "-p", "2"], &["-m", "4"]),
     ("calibrate", "--output", &["calibrate", "r0.json", "r1.json"], &["-o", "out/costs.toml"]),
+    ("diff", "--ranks", &["diff", "1f1b", "r0.json", "r1.json", "-m", "4"], &["-p", "2"]),
+    ("diff", "--microbatches", &["diff", "1f1b", "r0.json", "r1.json", "-p", "2"], &["-m", "4"]),
+    ("diff", "--costs-from", DIFF, &["--costs-from", "costs.toml"]),
+    ("diff", "--format", DIFF, &["--format", "json"]),
+    ("diff", "--svg", DIFF, &["--svg", "out/d.svg"]),
     ("show", "--ranks", &["show", "1f1b", "-m", "4"], &["-p", "2"]),
     ("show", "--microbatches", &["show", "1f1b", "-p", "2"], &["-m", "4"]),
     ("show", "--stages-per-rank", &["show", "interleaved-1f1b", "-p", "2", "-m", "4"], &["-v", "3"]),
@@ -241,6 +247,7 @@ const ROWS: &[Row] = &[
 
 const SCHEDULE_V: &[&str] = &["validate", "interleaved-1f1b", "-p", "2", "-m", "4"];
 const CALIBRATE: &[&str] = &["calibrate", "r0.json", "r1.json", "-o", "-"];
+const DIFF: &[&str] = &["diff", "1f1b", "r0.json", "r1.json", "-p", "2", "-m", "4"];
 const TIGHT: &[&str] = &[
     "synthesize",
     "-p",

@@ -537,6 +537,19 @@ fn hostile_traces_are_located_errors() {
         assert!(err.len() < 5_000, "{name}: {} bytes", err.len());
         assert!(!err.contains("panicked"), "{name}: {err}");
         assert!(!dir.path("costs.toml").exists(), "{name}");
+        let out = dir.run(&[
+            "diff", "1f1b", &file, "r1.json", "-p", "2", "-m", "4", "--svg", "d.svg",
+        ]);
+        let diff_err = text_of(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "diff {name}: {diff_err}");
+        assert!(
+            diff_err.len() < 5_000 && !diff_err.contains("panicked"),
+            "diff {name}: {diff_err}"
+        );
+        assert!(
+            out.stdout.is_empty() && !dir.path("d.svg").exists(),
+            "diff {name}"
+        );
         if !matches!(*name, "rank_twice" | "not_gzip" | "a_million_events") {
             assert!(
                 err.contains(&format!("{name}.json:")),
