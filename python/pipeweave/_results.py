@@ -671,6 +671,10 @@ class PlanDiffRank(TypedDict):
     """Its waits the plan did not predict, in total, seconds."""
     waited_on: list[PlanDiffRankWaitedOnItem]
     """On whom those waits were: the rank it received from before the action (or that sends the action's input), seconds each, by rank."""
+    predicted_peak_saved_bytes: int | None
+    """Its peak of saved-activation bytes, predicted from the bytes measured per stage and micro-batch (a deferred W keeping its share until it runs); null when the costs recorded none."""
+    measured_peak_saved_bytes: int | None
+    """Its peak of saved-activation bytes in the step, from its trace's `pw saved` records; null when it has none."""
     actions: list[PlanDiffRankAction]
     """Each action of its program, in order."""
 

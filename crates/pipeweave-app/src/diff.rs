@@ -78,11 +78,18 @@ pub fn diff(session: &mut Session<'_>, request: &DiffRequest) -> Result<Diffed, 
         .run(&built.plan)
         .map_err(Failure::from_diagnostics)?;
     session.tell_derived(&costing, &built.name, &predicted.derived);
+    let peaks = match &costing {
+        Costing::Measured { costs, .. } => {
+            pipeweave_calibrate::saved_peaks(costs, built.plan.plan()).map(|(p, _)| p)
+        }
+        _ => None,
+    };
     let (d, measured) = pipeweave_eval::diff(
         &built.name,
         &costs,
         built.plan.plan(),
         &predicted.timeline,
+        peaks.as_deref(),
         &run,
     );
     let d = crate::finished::finished("diff", d)?;

@@ -72,13 +72,17 @@ pub fn simulate_loaded(
     costs: &CostsArg,
 ) -> Result<Simulated, Failure> {
     let costing = session.costing(costs)?;
-    let s = simulated(loaded, &costing, session.front)?;
-    session.tell_derived(&costing, &s.loaded.built.name, &s.run.derived);
-    Ok(s)
+    simulated(session, loaded, &costing)
 }
 
-fn simulated(loaded: Loaded, costing: &Costing, front: FrontEnd) -> Result<Simulated, Failure> {
-    let run = run(&loaded.built, costing, front)?;
+/// `loaded` simulated under `costing`; on measured costs, what was derived is told.
+fn simulated(
+    session: &mut Session<'_>,
+    loaded: Loaded,
+    costing: &Costing,
+) -> Result<Simulated, Failure> {
+    let run = run(&loaded.built, costing, session.front)?;
+    session.tell_derived(costing, &loaded.built.name, &run.derived);
     let built = &loaded.built;
     let simulation = finished(&built.name, run.simulation(&built.name, &built.plan))?;
     Ok(Simulated {
@@ -99,7 +103,7 @@ pub fn simulate(
     session.plan_and_spec(arg, costs)?;
     let costing = session.costing(costs)?;
     let loaded = session.load_on(arg, params, &costing)?;
-    simulated(loaded, &costing, session.front)
+    simulated(session, loaded, &costing)
 }
 
 /// The part of a simulated step `show` draws, and how wide.
@@ -312,7 +316,7 @@ fn exported(
             format,
         });
     }
-    let s = simulated(loaded, costing, session.front)?;
+    let s = simulated(session, loaded, costing)?;
     if let Some(report) = s.run.report.as_ref().filter(|_| !s.run.fitted.is_empty()) {
         // Standard output may be the file: how the spec was fitted is told beside it.
         session.note(&format!(

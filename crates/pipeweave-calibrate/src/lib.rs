@@ -13,6 +13,7 @@
 
 mod file;
 mod measure;
+mod memory;
 mod model;
 mod stats;
 
@@ -21,6 +22,7 @@ pub use file::{
     SavedBytes, read_costs, write_costs,
 };
 pub use measure::{MeasureInput, measure};
+pub use memory::{ZB_KEPT_BY_W, saved_peaks};
 pub use model::MeasuredCosts;
 pub use stats::Stats;
 

@@ -183,7 +183,7 @@ impl MeasuredCosts {
 }
 
 /// Part q of `target`'s share of the measured parts' figures `of`.
-fn share(q: u32, target: u32, measured: u32, of: impl Fn(u32) -> f64) -> f64 {
+pub(crate) fn share(q: u32, target: u32, measured: u32, of: impl Fn(u32) -> f64) -> f64 {
     if target == measured {
         return of(q);
     }

@@ -170,3 +170,41 @@ fn broken_costs_files_are_located_errors() {
     }
     insta::assert_snapshot!("broken", out);
 }
+
+#[test]
+fn saved_bytes_follow_the_schedule() {
+    let (c, _) = calibration();
+    // 1F1B as it ran: rank 0 holds two forwards of 2 MiB at once, rank 1 one of 1.5 MiB.
+    let (peaks, notes) = saved_peaks(&c, &plan()).expect("the run recorded saved bytes");
+    assert_eq!(peaks, [2 * 2_097_152, 1_572_864]);
+    assert!(notes.is_empty(), "{notes:?}");
+    // Deferred W: I frees 2/34 of a forward's bytes, W the 32/34 it kept.
+    use Kind::{F, I, W};
+    let programs = vec![
+        vec![
+            op(0, F, 0),
+            op(0, F, 1),
+            op(0, I, 0),
+            op(0, I, 1),
+            op(0, W, 0),
+            op(0, W, 1),
+        ],
+        vec![
+            op(1, F, 0),
+            op(1, I, 0),
+            op(1, F, 1),
+            op(1, I, 1),
+            op(1, W, 0),
+            op(1, W, 1),
+        ],
+    ];
+    let zb = Plan::single(2, vec![0, 1], 2, programs).expect("a plan");
+    let (peaks, notes) = saved_peaks(&c, &zb).expect("peaks");
+    let kept = (1_572_864.0 * (1.0 + ZB_KEPT_BY_W)).round() as u64;
+    assert_eq!(peaks, [2 * 2_097_152, kept]);
+    assert_eq!(notes.len(), 1);
+    // Without saved bytes, no prediction.
+    let mut none = c.clone();
+    none.parts[0].saved_bytes = None;
+    assert!(saved_peaks(&none, &zb).is_none());
+}

@@ -79,6 +79,25 @@ impl std::fmt::Debug for Run {
     }
 }
 
+/// Each rank's predicted peak of saved-activation bytes, in words (the first 16 ranks).
+fn peaks_note(peaks: &[u64]) -> String {
+    let shown: Vec<String> = peaks
+        .iter()
+        .take(16)
+        .map(|&b| format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64))
+        .collect();
+    let more = peaks.len().saturating_sub(16);
+    format!(
+        "predicted peak saved-activation bytes per rank, from the bytes measured per stage and micro-batch: {}{}",
+        shown.join(", "),
+        if more > 0 {
+            format!(" and {more} more ranks")
+        } else {
+            String::new()
+        }
+    )
+}
+
 impl Costing {
     /// The unit of the times it gives.
     pub fn unit(&self) -> TimeUnit {
@@ -123,6 +142,10 @@ impl Costing {
                     MeasuredCosts::for_plan(costs, plan).map_err(|e| vec![Diagnostic::error(e)])?;
                 let mut run = simulated(Box::new(model))?;
                 run.derived = notes;
+                if let Some((peaks, notes)) = pipeweave_calibrate::saved_peaks(costs, plan) {
+                    run.derived.extend(notes);
+                    run.derived.push(peaks_note(&peaks));
+                }
                 Ok(run)
             }
             Costing::Unit => simulated(Box::new(UnitCosts)),

@@ -54,6 +54,12 @@ pub struct RankDiff {
     /// On whom those waits were: the rank that sends an action's input, seconds each (the rank
     /// itself for a wait with no input from another rank).
     pub waited_on: Vec<WaitedOn>,
+    /// Its peak of saved-activation bytes, predicted from the bytes measured per stage and
+    /// micro-batch (`None`: the costs recorded none).
+    pub predicted_peak_saved_bytes: Option<u64>,
+    /// Its peak of saved-activation bytes in the step, as its `pw saved` records give it (`None`:
+    /// the trace has none).
+    pub measured_peak_saved_bytes: Option<u64>,
     /// Each action of its program, in order.
     pub actions: Vec<ActionDiff>,
 }
@@ -233,6 +239,7 @@ pub fn diff(
     costs: &str,
     plan: &Plan,
     predicted: &Timeline,
+    predicted_peaks: Option<&[u64]>,
     run: &Run,
 ) -> (PlanDiff, Timeline) {
     let step = median_step(run);
@@ -295,6 +302,13 @@ pub fn diff(
             predicted: p.last().map_or(0.0, |i| i.end),
             measured: m.last().map_or(0.0, |i| i.end),
             unpredicted_wait: total,
+            predicted_peak_saved_bytes: predicted_peaks.and_then(|p| p.get(r).copied()),
+            measured_peak_saved_bytes: run.ranks[r].steps[step]
+                .saved
+                .iter()
+                .flatten()
+                .map(|s| s.peak)
+                .max(),
             waited_on: on
                 .into_iter()
                 .map(|(rank, seconds)| WaitedOn { rank, seconds })

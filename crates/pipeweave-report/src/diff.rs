@@ -49,6 +49,22 @@ pub fn diff_text(d: &PlanDiff) -> String {
             on
         );
     }
+    if d.ranks
+        .iter()
+        .any(|r| r.measured_peak_saved_bytes.is_some() || r.predicted_peak_saved_bytes.is_some())
+    {
+        let _ = writeln!(s, "\nrank  saved bytes at peak: predicted  measured");
+        let b = |x: Option<u64>| x.map_or("-".to_owned(), |b| crate::format::mib_text(b as f64));
+        for r in &d.ranks {
+            let _ = writeln!(
+                s,
+                "{:<5} {:<31} {}",
+                r.rank,
+                b(r.predicted_peak_saved_bytes),
+                b(r.measured_peak_saved_bytes)
+            );
+        }
+    }
     let _ = writeln!(
         s,
         "\nslowest rank: {}\nslowest action: {} on rank {}, {} measured against {} predicted",
