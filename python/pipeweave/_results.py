@@ -44,6 +44,12 @@ __all__ = [
     "ScheduleListingSchedule",
     "ScheduleListingUnreached",
     "ScheduleListing",
+    "PlanDiffRankWaitedOnItem",
+    "PlanDiffRankAction",
+    "PlanDiffRank",
+    "PlanDiffWait",
+    "PlanDiffSlowestAction",
+    "PlanDiff",
 ]
 
 
@@ -561,8 +567,8 @@ class SynthesisReport(TypedDict):
     microbatches: int
     costs: str
     """unit, uniform (--costs) or the spec's name"""
-    cost_source: Literal["unit", "uniform", "spec"]
-    """Where the costs come from: unit costs, --costs, or the spec `costs` names (a spec may be called unit)."""
+    cost_source: Literal["unit", "uniform", "spec", "measured"]
+    """Where the costs come from: unit costs, --costs, the spec `costs` names (a spec may be called unit), or the measured-costs file `costs` names (--costs-from)."""
     time_unit: Literal["units", "seconds"]
     limits: list[int]
     """The most activation units each rank may hold, one entry per rank."""
@@ -638,3 +644,80 @@ class ScheduleListing(TypedDict):
 
     schedules: list[ScheduleListingSchedule]
     unreached: list[ScheduleListingUnreached]
+
+
+class PlanDiffRankWaitedOnItem(TypedDict):
+    rank: int
+    seconds: float
+
+
+class PlanDiffRankAction(TypedDict):
+    action: str
+    predicted_start: float
+    measured_start: float
+    predicted: float
+    """Predicted duration, seconds."""
+    measured: float
+    """Measured duration, seconds."""
+
+
+class PlanDiffRank(TypedDict):
+    rank: int
+    predicted: float
+    """When its last action ends, predicted, seconds."""
+    measured: float
+    """When its last action ends, measured, seconds."""
+    unpredicted_wait: float
+    """Its waits the plan did not predict, in total, seconds."""
+    waited_on: list[PlanDiffRankWaitedOnItem]
+    """On whom those waits were: the rank it received from before the action (or that sends the action's input), seconds each, by rank."""
+    predicted_peak_saved_bytes: int | None
+    """Its peak of saved-activation bytes, predicted from the bytes measured per stage and micro-batch (a deferred W keeping its share until it runs); null when the costs recorded none."""
+    measured_peak_saved_bytes: int | None
+    """Its peak of saved-activation bytes in the step, from its trace's `pw saved` records; null when it has none."""
+    actions: list[PlanDiffRankAction]
+    """Each action of its program, in order."""
+
+
+class PlanDiffWait(TypedDict):
+    rank: int
+    action: str
+    seconds: float
+    on: None | int
+    """The rank waited on; null when the action's inputs are the rank's own."""
+
+
+class PlanDiffSlowestAction(TypedDict):
+    """The action that took longest beyond its prediction."""
+
+    rank: int
+    action: str
+    predicted: float
+    measured: float
+
+
+class PlanDiff(TypedDict):
+    """pipeweave diff --format json, version 1"""
+
+    plan: str
+    """The plan, as named on the command line."""
+    costs: str
+    """Where the predicted costs come from, in words."""
+    step: int
+    """The step compared, 1-based: the run's median step by time."""
+    steps: int
+    """The steps the traces hold."""
+    predicted: float
+    """The predicted step: the simulated makespan, seconds."""
+    measured: float
+    """The measured step: the first action's start on any rank to the last action's end on any rank, seconds."""
+    error: float
+    """(measured − predicted) / predicted, a fraction."""
+    ranks: list[PlanDiffRank]
+    """Each rank, in rank order."""
+    waits: list[PlanDiffWait]
+    """The longest waits the plan did not predict (the measured gap before an action beyond the predicted one, by more than 2% of the measured step), longest first, at most 20."""
+    slowest_rank: int
+    """The rank whose last action ends last."""
+    slowest_action: PlanDiffSlowestAction
+    """The action that took longest beyond its prediction."""

@@ -21,6 +21,7 @@ pub const TARGETS: &[&str] = &[
     "pytorch_comms",
     "json",
     "protocol",
+    "trace",
 ];
 
 /// The cargo-fuzz release installed when none is found.

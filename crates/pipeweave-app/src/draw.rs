@@ -145,6 +145,7 @@ pub fn render(session: &mut Session<'_>, request: &RenderRequest) -> Result<Rend
         let name = member.name();
         let d = draw(name, &built?.plan, &costing)
             .map_err(|reason| Failure::invalid(format!("{name}: {reason}")))?;
+        session.tell_derived(&costing, name, &d.run.derived);
         drawn.push(d);
     }
     let window = window(session, &request.window, &drawn, costing.unit())?;

@@ -15,8 +15,10 @@
 
 #![warn(missing_docs)]
 
+mod calibrate;
 mod catalog;
 mod compare;
+mod diff;
 mod draw;
 mod finished;
 mod many;
@@ -29,8 +31,10 @@ mod single;
 mod sweep;
 mod synthesize;
 
+pub use calibrate::{CalibrateRequest, Calibrated, calibrate};
 pub use catalog::{CheckedSchedule, NAMES_RULE, check, list};
 pub use compare::{CompareRequest, compare};
+pub use diff::{DiffRequest, Diffed, diff};
 pub use draw::{Drawn, RenderRequest, Rendered, TimeWindow, render};
 pub use finished::Partial;
 pub use over::{ArgError, OverArg, parse_over};

@@ -161,7 +161,10 @@ pub fn report(session: &mut Session<'_>, request: &ReportRequest) -> Result<Stri
             .map_err(|f| member.failure_reason(f, &session.files))
             .and_then(|b| draw(name, &b.plan, &costing));
         match d {
-            Ok(d) => drawn.push(d),
+            Ok(d) => {
+                session.tell_derived(&costing, name, &d.run.derived);
+                drawn.push(d);
+            }
             Err(reason) => rejected.push(format!("{name}: {reason}")),
         }
     }
@@ -182,6 +185,11 @@ pub fn report(session: &mut Session<'_>, request: &ReportRequest) -> Result<Stri
             default,
             rule,
         } => (spec.as_ref().clone(), *default, *rule, None),
+        // Measured costs time the timelines; the comparison is on the built-in default spec.
+        Costing::Measured { .. } => {
+            let loaded = session.spec(None)?;
+            (loaded.spec, loaded.default, Default::default(), None)
+        }
         Costing::Unit | Costing::Uniform(_) => {
             let loaded = session.spec(None)?;
             let units = match &costing {

@@ -17,12 +17,14 @@ pub struct CostsArg {
     pub spec: Option<String>,
     /// How the spec meets each plan (`--strict-spec`, `--keep-dp`, `--global-batch`).
     pub rule: SpecRule,
+    /// A measured-costs file (`--costs-from`), as `calibrate` writes it.
+    pub costs_from: Option<String>,
 }
 
 impl CostsArg {
     /// Whether the command was given costs (uniform or a spec), not unit costs by default.
     pub fn is_given(&self) -> bool {
-        self.uniform.is_some() || self.spec.is_some()
+        self.uniform.is_some() || self.spec.is_some() || self.costs_from.is_some()
     }
 }
 
@@ -75,6 +77,25 @@ impl Session<'_> {
     /// schedule is then searched under.
     pub fn costing(&mut self, costs: &CostsArg) -> Result<Costing, Failure> {
         self.check_rule(costs.rule, costs.spec.is_some())?;
+        if let Some(file) = &costs.costs_from {
+            let other = if costs.spec.is_some() {
+                Some(Flag::Spec)
+            } else if costs.uniform.is_some() {
+                Some(Flag::Costs)
+            } else {
+                None
+            };
+            if let Some(other) = other {
+                return Err(Failure::usage(format!(
+                    "give {} or {}, not both",
+                    self.front.flag(Flag::CostsFrom),
+                    self.front.flag(other)
+                )));
+            }
+            let costing = self.measured_costing(file)?;
+            self.set_costing(&costing);
+            return Ok(costing);
+        }
         let costing = match (&costs.spec, costs.uniform) {
             (Some(_), Some(_)) => {
                 return Err(Failure::usage(format!(

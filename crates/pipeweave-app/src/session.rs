@@ -183,6 +183,34 @@ impl<'a> Session<'a> {
         Ok(spec)
     }
 
+    /// On measured costs, what `name`'s plan needed that the run did not measure, as notes.
+    pub(crate) fn tell_derived(&mut self, costing: &Costing, name: &str, derived: &[String]) {
+        if matches!(costing, Costing::Measured { .. }) {
+            for d in derived {
+                self.note(&format!("{name}: {d}"));
+            }
+        }
+    }
+
+    /// The costing of the measured-costs file at `path`; a note says where and when they were
+    /// measured.
+    pub(crate) fn measured_costing(&mut self, path: &str) -> Result<Costing, Failure> {
+        self.claim_stdin(path, "measured costs")?;
+        let text = self.host.read(path)?;
+        let file = self.files.add(path, text.clone());
+        let costs =
+            pipeweave_calibrate::read_costs(&text, file).map_err(Failure::from_diagnostics)?;
+        let costing = Costing::Measured {
+            costs: Box::new(costs),
+            file: path.to_owned(),
+        };
+        if let Costing::Measured { costs, file } = &costing {
+            let note = pipeweave_report::measured_text(costs, file);
+            self.note(&note);
+        }
+        Ok(costing)
+    }
+
     /// The costing of a spec `arg` names, met by `rule`.
     pub(crate) fn spec_costing(
         &mut self,

@@ -52,13 +52,16 @@ pub fn run(built: &Built, costing: &Costing, front: FrontEnd) -> Result<Run, Fai
                 timeline: e.timeline,
                 costs: Box::new(e.costs),
                 fitted: fitted.notes(),
+                derived: Vec::new(),
                 report: Some(e.report),
             })
         }
-        Costing::Unit | Costing::Uniform(_) => costing.run(&built.plan).map_err(|d| {
-            let reasons: Vec<String> = d.into_iter().map(|d| d.message).collect();
-            Failure::invalid(format!("{}: {}", built.name, reasons.join("; ")))
-        }),
+        Costing::Unit | Costing::Uniform(_) | Costing::Measured { .. } => {
+            costing.run(&built.plan).map_err(|d| {
+                let reasons: Vec<String> = d.into_iter().map(|d| d.message).collect();
+                Failure::invalid(format!("{}: {}", built.name, reasons.join("; ")))
+            })
+        }
     }
 }
 
@@ -69,11 +72,17 @@ pub fn simulate_loaded(
     costs: &CostsArg,
 ) -> Result<Simulated, Failure> {
     let costing = session.costing(costs)?;
-    simulated(loaded, &costing, session.front)
+    simulated(session, loaded, &costing)
 }
 
-fn simulated(loaded: Loaded, costing: &Costing, front: FrontEnd) -> Result<Simulated, Failure> {
-    let run = run(&loaded.built, costing, front)?;
+/// `loaded` simulated under `costing`; on measured costs, what was derived is told.
+fn simulated(
+    session: &mut Session<'_>,
+    loaded: Loaded,
+    costing: &Costing,
+) -> Result<Simulated, Failure> {
+    let run = run(&loaded.built, costing, session.front)?;
+    session.tell_derived(costing, &loaded.built.name, &run.derived);
     let built = &loaded.built;
     let simulation = finished(&built.name, run.simulation(&built.name, &built.plan))?;
     Ok(Simulated {
@@ -94,7 +103,7 @@ pub fn simulate(
     session.plan_and_spec(arg, costs)?;
     let costing = session.costing(costs)?;
     let loaded = session.load_on(arg, params, &costing)?;
-    simulated(loaded, &costing, session.front)
+    simulated(session, loaded, &costing)
 }
 
 /// The part of a simulated step `show` draws, and how wide.
@@ -307,7 +316,7 @@ fn exported(
             format,
         });
     }
-    let s = simulated(loaded, costing, session.front)?;
+    let s = simulated(session, loaded, costing)?;
     if let Some(report) = s.run.report.as_ref().filter(|_| !s.run.fitted.is_empty()) {
         // Standard output may be the file: how the spec was fitted is told beside it.
         session.note(&format!(

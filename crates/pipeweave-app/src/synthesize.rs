@@ -177,6 +177,11 @@ fn budget(
     let Costing::Spec { spec, rule, .. } = costing else {
         let model: Box<dyn CostModel> = match costing {
             Costing::Uniform(c) => Box::new(*c),
+            Costing::Measured { costs, .. } => {
+                let (model, _) = pipeweave_calibrate::MeasuredCosts::for_plan(costs, skeleton)
+                    .map_err(Failure::invalid)?;
+                Box::new(model)
+            }
             _ => Box::new(UnitCosts),
         };
         let (k, words) = match request.activations {

@@ -199,6 +199,9 @@ pub struct CostArgs {
         conflicts_with = "spec"
     )]
     pub costs: Option<UniformCosts>,
+    /// Costs measured in a profiled run: the file `pipeweave calibrate` writes (times in seconds)
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["spec", "costs"])]
+    pub costs_from: Option<String>,
     #[command(flatten)]
     pub spec: SpecArgs,
 }
@@ -210,6 +213,7 @@ impl CostArgs {
             uniform: self.costs,
             spec: self.spec.name.clone(),
             rule: self.spec.rule(),
+            costs_from: self.costs_from.clone(),
         }
     }
 }
@@ -309,7 +313,7 @@ fn whole(text: &str, flag: &str, what: &str, max: u32, limit: &str) -> Result<u3
 }
 
 /// `-p`: 1 to [`pipeweave_plan::MAX_RANKS`].
-fn parse_ranks(text: &str) -> Result<u32, ArgError> {
+pub fn parse_ranks(text: &str) -> Result<u32, ArgError> {
     let max = pipeweave_plan::MAX_RANKS;
     whole(
         text,
@@ -321,7 +325,7 @@ fn parse_ranks(text: &str) -> Result<u32, ArgError> {
 }
 
 /// `-m`: at least 1.
-fn parse_microbatches(text: &str) -> Result<u32, ArgError> {
+pub fn parse_microbatches(text: &str) -> Result<u32, ArgError> {
     whole(
         text,
         "--microbatches",

@@ -157,6 +157,56 @@ enum Command {
     /// Search for the best order for a placement, a memory limit and a spec's costs (or --costs,
     /// or unit costs): a heuristic, local search, an exact method at P ≤ 4, M ≤ 8
     Synthesize(Box<search::SynthArgs>),
+    /// Measure a profiled run from its torch.profiler traces (one per rank): F, B, I, W per stage,
+    /// overlapped pairs, transfers per link, step times and saved bytes, as a costs file for the
+    /// commands that price plans
+    Calibrate {
+        /// The run's traces, one per rank (`.json`, or gzipped `.json.gz`), as `torch.profiler`'s
+        /// `export_chrome_trace` writes them
+        #[arg(value_name = "TRACE", required = true)]
+        traces: Vec<String>,
+        /// The plan the traces ran (a schedule with -p and -m, or a plan file; default: the
+        /// one-pipeline plan the traces show)
+        #[arg(long, value_name = "PLAN")]
+        plan: Option<String>,
+        /// Ranks P of the --plan schedule
+        #[arg(short = 'p', long = "ranks", value_name = "P", value_parser = args::parse_ranks)]
+        ranks: Option<u32>,
+        /// Micro-batches M of the --plan schedule
+        #[arg(short = 'm', long = "microbatches", value_name = "M", value_parser = args::parse_microbatches)]
+        microbatches: Option<u32>,
+        /// Write the costs file here (`-`: standard output)
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+    },
+    /// Set a plan beside the torch.profiler traces of a run of it: predicted and measured step
+    /// time per rank, each action's predicted and measured start, the waits the plan did not
+    /// predict and on whom, the slowest rank and action
+    Diff {
+        /// The plan that ran: a schedule with -p and -m, or a plan file
+        #[arg(value_name = "PLAN")]
+        plan: String,
+        /// The run's traces, one per rank (`.json` or `.json.gz`)
+        #[arg(value_name = "TRACE", required = true)]
+        traces: Vec<String>,
+        /// Ranks P of the schedule
+        #[arg(short = 'p', long = "ranks", value_name = "P", value_parser = args::parse_ranks)]
+        ranks: Option<u32>,
+        /// Micro-batches M of the schedule
+        #[arg(short = 'm', long = "microbatches", value_name = "M", value_parser = args::parse_microbatches)]
+        microbatches: Option<u32>,
+        /// Predict with these measured costs (default: the costs measured in the traces
+        /// themselves)
+        #[arg(long, value_name = "FILE")]
+        costs_from: Option<String>,
+        /// Output format
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Also draw each rank's planned row above its measured row, on one time axis, in this SVG
+        /// file
+        #[arg(long, value_name = "FILE")]
+        svg: Option<PathBuf>,
+    },
     /// Export a validated plan for a launcher: PyTorch CSVs, the JSON plan, a Chrome trace
     Export {
         #[command(flatten)]
@@ -296,8 +346,12 @@ impl Command {
             | Command::Convert { output, .. }
             | Command::Export { output, .. } => output.iter().map(PathBuf::as_path).collect(),
             Command::Render { svg, .. } => vec![svg.as_path()],
-            Command::Sweep { svg, .. } => svg.iter().map(PathBuf::as_path).collect(),
-            Command::Report { output, .. } => vec![output.as_path()],
+            Command::Sweep { svg, .. } | Command::Diff { svg, .. } => {
+                svg.iter().map(PathBuf::as_path).collect()
+            }
+            Command::Report { output, .. } | Command::Calibrate { output, .. } => {
+                vec![output.as_path()]
+            }
             Command::Synthesize(args) => args.output.iter().map(PathBuf::as_path).collect(),
             _ => Vec::new(),
         }
@@ -320,6 +374,7 @@ impl Command {
             Command::Recommend(args) => args.dirs.folders(),
             Command::Synthesize(args) => args.dirs.folders(),
             Command::Check { schedule_dirs, .. } => (Vec::new(), schedule_dirs.clone()),
+            Command::Calibrate { .. } | Command::Diff { .. } => (Vec::new(), Vec::new()),
             Command::PluginWorker { .. } | Command::Serve { .. } | Command::Lsp => {
                 (Vec::new(), Vec::new())
             }
@@ -372,6 +427,36 @@ fn run(command: Command, session: &mut Session<'_>) -> Result<(), Failure> {
             &window,
         ),
         Command::Compare(args) => many::compare(session, &args),
+        Command::Diff {
+            plan,
+            traces,
+            ranks,
+            microbatches,
+            costs_from,
+            format,
+            svg,
+        } => single::diff(
+            session,
+            pipeweave_app::DiffRequest {
+                plan,
+                traces,
+                params: pipeweave_source::Params {
+                    ranks,
+                    microbatches,
+                    ..Default::default()
+                },
+                costs_from,
+            },
+            format,
+            svg.as_deref(),
+        ),
+        Command::Calibrate {
+            traces,
+            plan,
+            ranks,
+            microbatches,
+            output,
+        } => single::calibrate(session, traces, plan, ranks, microbatches, &output),
         Command::Recommend(args) => search::recommend(session, &args),
         Command::Synthesize(args) => search::synthesize(session, &args),
         Command::Convert { plan, to, output } | Command::Compile { plan, to, output } => {

@@ -199,3 +199,74 @@ pub fn show(
     )?;
     emit(None, &text)
 }
+
+/// `pipeweave calibrate`: the costs file, and what could not be measured as notes.
+pub fn calibrate(
+    session: &mut Session<'_>,
+    traces: Vec<String>,
+    plan: Option<String>,
+    ranks: Option<u32>,
+    microbatches: Option<u32>,
+    output: &Path,
+) -> Result<(), Failure> {
+    if plan.is_none() && (ranks.is_some() || microbatches.is_some()) {
+        return Err(Failure::usage(
+            "-p and -m build the --plan schedule; give the schedule with --plan",
+        ));
+    }
+    let request = pipeweave_app::CalibrateRequest {
+        traces,
+        plan,
+        params: pipeweave_source::Params {
+            ranks,
+            microbatches,
+            ..Default::default()
+        },
+    };
+    let calibrated = pipeweave_app::calibrate(session, &request)?;
+    for note in &calibrated.notes {
+        output::note(note);
+    }
+    emit(Some(output), &calibrated.toml)
+}
+
+/// `pipeweave diff`: the text or JSON on standard output, and the SVG when asked for.
+pub fn diff(
+    session: &mut Session<'_>,
+    request: pipeweave_app::DiffRequest,
+    format: Format,
+    svg: Option<&Path>,
+) -> Result<(), Failure> {
+    let d = pipeweave_app::diff(session, &request)?;
+    if let Some(path) = svg {
+        let plan = d.plan.plan();
+        let planned = pipeweave_report::TimelineChart {
+            title: "planned".to_owned(),
+            plan,
+            timeline: &d.predicted,
+            transfers: None,
+        };
+        let measured = pipeweave_report::TimelineChart {
+            title: "measured".to_owned(),
+            plan,
+            timeline: &d.measured,
+            transfers: None,
+        };
+        let title = format!("{}: plan against actual", d.diff.plan);
+        let drawing = pipeweave_report::plan_vs_actual_svg(
+            &title,
+            planned,
+            measured,
+            pipeweave_report::TimeUnit::Seconds,
+            "diff",
+        );
+        emit(Some(path), &drawing)?;
+    }
+    emit(
+        None,
+        &match format {
+            Format::Text => pipeweave_report::diff_text(&d.diff),
+            Format::Json => pipeweave_report::json(&d.diff),
+        },
+    )
+}

@@ -1,8 +1,10 @@
 //! Where the durations of a simulation come from: unit costs, uniform costs of the command line,
-//! or a cluster spec fitted to each plan's shape by the one rule of [`crate::fit`].
+//! a cluster spec fitted to each plan's shape by the one rule of [`crate::fit`], or the costs a
+//! profiled run measured (`costs.toml`).
 
 use crate::fit::{SpecRule, fit, plan_shape};
 use crate::step::{StepReport, evaluate};
+use pipeweave_calibrate::{Calibration, MeasuredCosts};
 use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_sim::{CostModel, Timeline, UniformCosts, UnitCosts};
@@ -41,6 +43,14 @@ pub enum Costing {
         /// How it meets a plan of another shape.
         rule: SpecRule,
     },
+    /// Costs measured in a profiled run (`--costs-from costs.toml`), laid onto each plan by
+    /// [`MeasuredCosts::for_plan`]; times in seconds.
+    Measured {
+        /// The costs file read.
+        costs: Box<Calibration>,
+        /// Its path, as given.
+        file: String,
+    },
 }
 
 /// One plan simulated under a [`Costing`].
@@ -54,6 +64,9 @@ pub struct Run {
     pub costs: Box<dyn CostModel>,
     /// On a spec, how it was fitted to the plan, one sentence per change.
     pub fitted: Vec<String>,
+    /// On measured costs, what the plan needs that the run did not measure and how it was
+    /// derived, one sentence each.
+    pub derived: Vec<String>,
     /// On a spec, the step's figures.
     pub report: Option<StepReport>,
 }
@@ -66,12 +79,31 @@ impl std::fmt::Debug for Run {
     }
 }
 
+/// Each rank's predicted peak of saved-activation bytes, in words (the first 16 ranks).
+fn peaks_note(peaks: &[u64]) -> String {
+    let shown: Vec<String> = peaks
+        .iter()
+        .take(16)
+        .map(|&b| format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64))
+        .collect();
+    let more = peaks.len().saturating_sub(16);
+    format!(
+        "predicted peak saved-activation bytes per rank, from the bytes measured per stage and micro-batch: {}{}",
+        shown.join(", "),
+        if more > 0 {
+            format!(" and {more} more ranks")
+        } else {
+            String::new()
+        }
+    )
+}
+
 impl Costing {
     /// The unit of the times it gives.
     pub fn unit(&self) -> TimeUnit {
         match self {
             Costing::Unit | Costing::Uniform(_) => TimeUnit::Units,
-            Costing::Spec { .. } => TimeUnit::Seconds,
+            Costing::Spec { .. } | Costing::Measured { .. } => TimeUnit::Seconds,
         }
     }
 
@@ -100,10 +132,22 @@ impl Costing {
                 timeline,
                 costs,
                 fitted: Vec::new(),
+                derived: Vec::new(),
                 report: None,
             })
         };
         match self {
+            Costing::Measured { costs, .. } => {
+                let (model, notes) =
+                    MeasuredCosts::for_plan(costs, plan).map_err(|e| vec![Diagnostic::error(e)])?;
+                let mut run = simulated(Box::new(model))?;
+                run.derived = notes;
+                if let Some((peaks, notes)) = pipeweave_calibrate::saved_peaks(costs, plan) {
+                    run.derived.extend(notes);
+                    run.derived.push(peaks_note(&peaks));
+                }
+                Ok(run)
+            }
             Costing::Unit => simulated(Box::new(UnitCosts)),
             Costing::Uniform(costs) => simulated(Box::new(*costs)),
             Costing::Spec { spec, rule, .. } => {
@@ -114,6 +158,7 @@ impl Costing {
                     timeline: e.timeline,
                     costs: Box::new(e.costs),
                     fitted: fitted.notes(),
+                    derived: Vec::new(),
                     report: Some(e.report),
                 })
             }

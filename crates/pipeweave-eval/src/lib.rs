@@ -12,6 +12,7 @@
 mod breakdown;
 mod compare;
 mod costing;
+mod diff;
 mod finite;
 mod fit;
 mod limits;
@@ -27,6 +28,10 @@ mod synthesis;
 pub use breakdown::{Breakdown, RankStep, Step, Volumes, step};
 pub use compare::{Comparison, Figures, Row, Traits, evaluate_row};
 pub use costing::{Costing, Run, TimeUnit};
+pub use diff::{
+    ActionDiff, MAX_WAITS, PlanDiff, RankDiff, SlowAction, WAIT_SHARE, Wait, WaitedOn, diff,
+    measured_timeline, median_step,
+};
 pub use finite::{finite, non_finite};
 pub use fit::{
     Change, Fitted, SpecRule, fit, fit_spec, global_batch, microbatches_at, plan_shape,

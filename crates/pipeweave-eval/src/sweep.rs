@@ -261,7 +261,7 @@ pub fn sweep<P: Planner + ?Sized>(
     let (ranks, microbatches) = held(&over.param, base, costing);
     let (spec, rule) = match costing {
         Costing::Spec { spec, rule, .. } => (Some(spec.name.clone()), Some(*rule)),
-        Costing::Unit | Costing::Uniform(_) => (None, None),
+        Costing::Unit | Costing::Uniform(_) | Costing::Measured { .. } => (None, None),
     };
     Ok(Sweep {
         parameter: over.param.name().to_owned(),

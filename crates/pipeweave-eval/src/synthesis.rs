@@ -160,6 +160,8 @@ pub enum CostSource {
     Uniform,
     /// A cluster spec.
     Spec,
+    /// Costs measured in a profiled run (`--costs-from`).
+    Measured,
 }
 
 /// What a synthesis found, what it cost to find, and how it compares: the JSON of `synthesize`.
@@ -236,6 +238,7 @@ impl SynthesisReport {
             Costing::Unit => ("unit".to_owned(), CostSource::Unit),
             Costing::Uniform(_) => ("uniform".to_owned(), CostSource::Uniform),
             Costing::Spec { spec, .. } => (spec.name.clone(), CostSource::Spec),
+            Costing::Measured { file, .. } => (file.clone(), CostSource::Measured),
         };
         SynthesisReport {
             placement: problem.placement.name(),
@@ -344,6 +347,11 @@ pub fn synthesis_terms(
     match costing {
         Costing::Unit => Ok(None),
         Costing::Uniform(c) => Ok(Some((Box::new(*c), None))),
+        Costing::Measured { costs, .. } => {
+            let (model, _) = pipeweave_calibrate::MeasuredCosts::for_plan(costs, skeleton)
+                .map_err(|e| vec![Diagnostic::error(e)])?;
+            Ok(Some((Box::new(model), None)))
+        }
         Costing::Spec { spec, rule, .. } => {
             let terms = spec_terms(spec, *rule, skeleton, None)?;
             Ok(Some((Box::new(terms.costs), Some(terms.budget))))

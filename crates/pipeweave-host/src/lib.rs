@@ -231,6 +231,30 @@ fn weave_files(dir: &Path, warn: &Warn) -> Vec<FolderFile> {
     files
 }
 
+/// The first bytes of a gzip stream (RFC 1952).
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// The most bytes a gzipped trace may unzip to: 4 GiB, beyond any profiled step, so that a small
+/// file that unzips without end is refused rather than filling memory.
+pub const MAX_TRACE_BYTES: u64 = 4 << 30;
+
+/// The bytes a gzip stream holds (every member, as `gzip -d` reads them), at most
+/// [`MAX_TRACE_BYTES`].
+fn gunzip(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    flate2::read::MultiGzDecoder::new(bytes)
+        .take(MAX_TRACE_BYTES + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| std::io::Error::other(format!("not a whole gzip file: {e}")))?;
+    if out.len() as u64 > MAX_TRACE_BYTES {
+        return Err(std::io::Error::other(format!(
+            "it unzips to more than {} GiB, more than any profiled step",
+            MAX_TRACE_BYTES >> 30
+        )));
+    }
+    Ok(out)
+}
+
 /// The bytes of the regular file at `path`. Anything else (a FIFO, a device, a socket, a folder)
 /// is refused before a byte is read: reading a FIFO waits for a writer, a device may never end.
 /// The file is opened without blocking (so opening a FIFO returns at once) and its kind is asked
@@ -554,6 +578,23 @@ impl Host for FsHost {
             self.stdin = Some(text.clone());
         }
         Ok(text)
+    }
+
+    fn read_trace(&mut self, path: &str) -> Result<String, Failure> {
+        if path == STDIN || self.text(path).is_some() {
+            return self.read(path);
+        }
+        let name = pipeweave_source::shown_name(path);
+        let cannot =
+            |e: &dyn std::fmt::Display| Failure::invalid(format!("cannot read `{name}`: {e}"));
+        let bytes = read_regular(Path::new(path)).map_err(|e| cannot(&e))?;
+        let bytes = if bytes.starts_with(&GZIP_MAGIC) {
+            gunzip(&bytes).map_err(|e| cannot(&e))?
+        } else {
+            bytes
+        };
+        pipeweave_diagnostics::text_from_bytes(bytes, pipeweave_diagnostics::FileId(0))
+            .map_err(|d| cannot(&d.message))
     }
 
     fn has_plugin(&mut self, name: &str) -> bool {

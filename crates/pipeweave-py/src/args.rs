@@ -142,6 +142,8 @@ pub struct Costs {
     pub spec: Option<String>,
     pub costs: Option<String>,
     pub rule: SpecRule,
+    /// `costs_from=`: a measured-costs file.
+    pub costs_from: Option<String>,
 }
 
 impl Costs {
@@ -149,6 +151,7 @@ impl Costs {
     pub fn of(
         spec: Option<String>,
         costs: Option<&Bound<'_, PyAny>>,
+        costs_from: Option<String>,
         strict_spec: bool,
         keep_dp: bool,
         global_batch: bool,
@@ -157,6 +160,7 @@ impl Costs {
             spec,
             costs: costs_text(costs)?,
             rule: rule(strict_spec, keep_dp, global_batch),
+            costs_from,
         })
     }
 
@@ -172,6 +176,7 @@ impl Costs {
             uniform,
             spec: self.spec.clone(),
             rule: self.rule,
+            costs_from: self.costs_from.clone(),
         })
     }
 }

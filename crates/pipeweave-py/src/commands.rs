@@ -110,7 +110,7 @@ fn compare<'py>(
     clippy::too_many_arguments,
     reason = "the Python signature: every keyword is an argument"
 )]
-#[pyo3(signature = (schedules, over, *, metric="bubble", spec=None, costs=None, ranks=None, microbatches=None, stages_per_rank=None, strict_spec=false, keep_dp=false, global_batch=false, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
+#[pyo3(signature = (schedules, over, *, metric="bubble", spec=None, costs=None, costs_from=None, ranks=None, microbatches=None, stages_per_rank=None, strict_spec=false, keep_dp=false, global_batch=false, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
 fn sweep<'py>(
     py: Python<'py>,
     schedules: Vec<String>,
@@ -118,6 +118,7 @@ fn sweep<'py>(
     metric: &str,
     spec: Option<String>,
     costs: Option<&Bound<'py, PyAny>>,
+    costs_from: Option<String>,
     ranks: Option<Whole>,
     microbatches: Option<Whole>,
     stages_per_rank: Option<Whole>,
@@ -128,7 +129,7 @@ fn sweep<'py>(
     schedule_dirs: Vec<PathBuf>,
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let costs = Costs::of(spec, costs, strict_spec, keep_dp, global_batch)?;
+    let costs = Costs::of(spec, costs, costs_from, strict_spec, keep_dp, global_batch)?;
     let params = params(ranks, microbatches, stages_per_rank, kwargs)?;
     let metric = metric.to_owned();
     let dirs = Dirs {
@@ -156,12 +157,13 @@ fn sweep<'py>(
     clippy::too_many_arguments,
     reason = "the Python signature: every keyword is an argument"
 )]
-#[pyo3(signature = (schedules, *, spec=None, costs=None, ranks=None, microbatches=None, stages_per_rank=None, comms=false, start=None, end=None, strict_spec=false, keep_dp=false, global_batch=false, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
+#[pyo3(signature = (schedules, *, spec=None, costs=None, costs_from=None, ranks=None, microbatches=None, stages_per_rank=None, comms=false, start=None, end=None, strict_spec=false, keep_dp=false, global_batch=false, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
 fn render(
     py: Python<'_>,
     schedules: Vec<String>,
     spec: Option<String>,
     costs: Option<&Bound<'_, PyAny>>,
+    costs_from: Option<String>,
     ranks: Option<Whole>,
     microbatches: Option<Whole>,
     stages_per_rank: Option<Whole>,
@@ -175,7 +177,7 @@ fn render(
     schedule_dirs: Vec<PathBuf>,
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
-    let costs = Costs::of(spec, costs, strict_spec, keep_dp, global_batch)?;
+    let costs = Costs::of(spec, costs, costs_from, strict_spec, keep_dp, global_batch)?;
     let params = params(ranks, microbatches, stages_per_rank, kwargs)?;
     let dirs = Dirs {
         plugins: &plugin_dirs,
@@ -217,12 +219,13 @@ fn window(start: Option<f64>, end: Option<f64>) -> Result<TimeWindow, Failure> {
     clippy::too_many_arguments,
     reason = "the Python signature: every keyword is an argument"
 )]
-#[pyo3(signature = (schedules, *, spec=None, costs=None, ranks=None, microbatches=None, stages_per_rank=None, over=None, metric="bubble", comms=false, start=None, end=None, strict_spec=false, keep_dp=false, global_batch=false, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
+#[pyo3(signature = (schedules, *, spec=None, costs=None, costs_from=None, ranks=None, microbatches=None, stages_per_rank=None, over=None, metric="bubble", comms=false, start=None, end=None, strict_spec=false, keep_dp=false, global_batch=false, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
 fn report(
     py: Python<'_>,
     schedules: Vec<String>,
     spec: Option<String>,
     costs: Option<&Bound<'_, PyAny>>,
+    costs_from: Option<String>,
     ranks: Option<Whole>,
     microbatches: Option<Whole>,
     stages_per_rank: Option<Whole>,
@@ -238,7 +241,7 @@ fn report(
     schedule_dirs: Vec<PathBuf>,
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
-    let costs = Costs::of(spec, costs, strict_spec, keep_dp, global_batch)?;
+    let costs = Costs::of(spec, costs, costs_from, strict_spec, keep_dp, global_batch)?;
     let params = params(ranks, microbatches, stages_per_rank, kwargs)?;
     let metric = metric.to_owned();
     let dirs = Dirs {
@@ -287,7 +290,7 @@ fn recommend<'py>(
     clippy::too_many_arguments,
     reason = "the Python signature: every keyword is an argument"
 )]
-#[pyo3(signature = (*, ranks=None, microbatches=None, placement="loop", stages_per_rank=None, spec=None, costs=None, memory_limit=None, activations=None, library_memory=false, weight_split=true, pairs=true, time_limit=10.0, evaluations=None, exact_nodes=None, seed=None, strict_spec=false, keep_dp=false, global_batch=false, plugin_dirs=Vec::new(), schedule_dirs=Vec::new()))]
+#[pyo3(signature = (*, ranks=None, microbatches=None, placement="loop", stages_per_rank=None, spec=None, costs=None, costs_from=None, memory_limit=None, activations=None, library_memory=false, weight_split=true, pairs=true, time_limit=10.0, evaluations=None, exact_nodes=None, seed=None, strict_spec=false, keep_dp=false, global_batch=false, plugin_dirs=Vec::new(), schedule_dirs=Vec::new()))]
 fn synthesize<'py>(
     py: Python<'py>,
     ranks: Option<Whole>,
@@ -296,6 +299,7 @@ fn synthesize<'py>(
     stages_per_rank: Option<Whole>,
     spec: Option<String>,
     costs: Option<&Bound<'py, PyAny>>,
+    costs_from: Option<String>,
     memory_limit: Option<f64>,
     activations: Option<Whole>,
     library_memory: bool,
@@ -311,7 +315,7 @@ fn synthesize<'py>(
     plugin_dirs: Vec<PathBuf>,
     schedule_dirs: Vec<PathBuf>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let costs = Costs::of(spec, costs, strict_spec, keep_dp, global_batch)?;
+    let costs = Costs::of(spec, costs, costs_from, strict_spec, keep_dp, global_batch)?;
     let placement = placement.to_owned();
     let dirs = Dirs {
         plugins: &plugin_dirs,

@@ -196,17 +196,19 @@ impl Plan {
     /// shape is fitted to the plan, as the command line does (the result's `"fitted"` says how);
     /// `strict_spec`, `keep_dp` and `global_batch` are `--strict-spec`, `--keep-dp` and
     /// `--global-batch`.
-    #[pyo3(signature = (spec=None, costs=None, *, strict_spec=false, keep_dp=false, global_batch=false))]
+    #[pyo3(signature = (spec=None, costs=None, *, costs_from=None, strict_spec=false, keep_dp=false, global_batch=false))]
+    #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn simulate<'py>(
         &self,
         py: Python<'py>,
         spec: Option<String>,
         costs: Option<&Bound<'py, PyAny>>,
+        costs_from: Option<String>,
         strict_spec: bool,
         keep_dp: bool,
         global_batch: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let costs = Costs::of(spec, costs, strict_spec, keep_dp, global_batch)?;
+        let costs = Costs::of(spec, costs, costs_from, strict_spec, keep_dp, global_batch)?;
         let loaded = self.loaded.clone();
         let simulation = with_session(py, &Dirs::default(), |s| {
             Ok(pipeweave_app::simulate_loaded(s, loaded, &costs.arg()?)?.simulation)
@@ -284,33 +286,37 @@ impl Plan {
     /// The versioned JSON plan, as `pipeweave export --to json` writes it (with the simulated
     /// timeline when `spec` or `costs` is given, as `--spec` and `--costs` add it; the spec met
     /// by the rule `simulate` takes).
-    #[pyo3(signature = (spec=None, costs=None, *, strict_spec=false, keep_dp=false, global_batch=false))]
+    #[pyo3(signature = (spec=None, costs=None, *, costs_from=None, strict_spec=false, keep_dp=false, global_batch=false))]
+    #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn to_json(
         &self,
         py: Python<'_>,
         spec: Option<String>,
         costs: Option<&Bound<'_, PyAny>>,
+        costs_from: Option<String>,
         strict_spec: bool,
         keep_dp: bool,
         global_batch: bool,
     ) -> PyResult<String> {
-        let costs = Costs::of(spec, costs, strict_spec, keep_dp, global_batch)?;
+        let costs = Costs::of(spec, costs, costs_from, strict_spec, keep_dp, global_batch)?;
         self.export(py, &costs, ExportFormat::Json)
     }
 
     /// A Chrome / Perfetto trace of the simulated step, as `pipeweave export --to chrome-trace`
     /// writes it (on `spec`, or under `costs`; unit costs by default, 1 unit = 1 ms).
-    #[pyo3(signature = (spec=None, costs=None, *, strict_spec=false, keep_dp=false, global_batch=false))]
+    #[pyo3(signature = (spec=None, costs=None, *, costs_from=None, strict_spec=false, keep_dp=false, global_batch=false))]
+    #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn to_trace(
         &self,
         py: Python<'_>,
         spec: Option<String>,
         costs: Option<&Bound<'_, PyAny>>,
+        costs_from: Option<String>,
         strict_spec: bool,
         keep_dp: bool,
         global_batch: bool,
     ) -> PyResult<String> {
-        let costs = Costs::of(spec, costs, strict_spec, keep_dp, global_batch)?;
+        let costs = Costs::of(spec, costs, costs_from, strict_spec, keep_dp, global_batch)?;
         self.export(py, &costs, ExportFormat::ChromeTrace)
     }
 

@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 mod compare;
+mod diff;
 pub mod format;
 mod hardware;
 mod html;
@@ -27,6 +28,7 @@ pub use compare::{
     compare_title, figures_table, memory_table, tables as compare_tables, traits_table,
     volume_table,
 };
+pub use diff::diff_text;
 pub use format::{
     TimeFormat, format_time, gib, gib_number, gib_text, gpu_hours, percent, seconds, si,
 };
@@ -36,8 +38,13 @@ pub use json::json;
 pub use listing::{check_text, listing_text, validated_text};
 pub use pipeweave_eval::TimeUnit;
 pub use recommend::{candidate_label, recommend_json, recommend_markdown, recommend_text};
-pub use simulate::{costing_text, shape_text, simulation_json, simulation_text, step_report_text};
-pub use svg::{SvgWindow, TimelineChart, Transfer, timelines_svg, timelines_svg_window, transfers};
+pub use simulate::{
+    costing_text, measured_text, shape_text, simulation_json, simulation_text, step_report_text,
+};
+pub use svg::{
+    SvgWindow, TimelineChart, Transfer, plan_vs_actual_svg, timelines_svg, timelines_svg_window,
+    transfers,
+};
 pub use sweep::{
     SweepTable, sweep_csv, sweep_json, sweep_svg, sweep_table, sweep_text, sweep_title,
 };

@@ -36,6 +36,7 @@ pub fn costing_text(costing: &Costing) -> String {
             c.pair.map_or("F + B".to_owned(), sig),
             sig(c.transfer)
         ),
+        Costing::Measured { costs, file } => measured_text(costs, file),
         Costing::Spec {
             spec,
             default,
@@ -61,6 +62,32 @@ pub fn costing_text(costing: &Costing) -> String {
         ),
     };
     lines(text)
+}
+
+/// Where measured costs come from: the file, the run's traces, its plan and when it ran.
+pub fn measured_text(costs: &pipeweave_calibrate::Calibration, file: &str) -> String {
+    let m = &costs.measured;
+    let when = m
+        .when
+        .as_ref()
+        .map_or("at a time the traces do not give".to_owned(), |w| {
+            format!("on {w}")
+        });
+    format!(
+        "measured costs from {}: {} over {} step{} of {} on {} rank{} ({} part{}, {} micro-batches), {}, on the {} clock; times in seconds",
+        pipeweave_diagnostics::visible(file),
+        pipeweave_diagnostics::visible(&m.traces.join(", ")),
+        m.steps,
+        if m.steps == 1 { "" } else { "s" },
+        pipeweave_diagnostics::visible(&m.plan),
+        m.ranks,
+        if m.ranks == 1 { "" } else { "s" },
+        m.parts,
+        if m.parts == 1 { "" } else { "s" },
+        m.microbatches,
+        when,
+        pipeweave_diagnostics::visible(&m.clock),
+    )
 }
 
 /// The figures of a step on a spec: time, throughput, efficiency, bubbles, communication,

@@ -439,6 +439,35 @@ pub fn timelines_svg_window(
     id: &str,
     window: &SvgWindow,
 ) -> String {
+    draw(charts, unit, id, window, None)
+}
+
+/// A plan's predicted and measured steps on one time axis, each rank's planned row above its
+/// measured row, in the style of [`timelines_svg`]: what `pipeweave diff --svg` draws.
+pub fn plan_vs_actual_svg(
+    title: &str,
+    planned: TimelineChart,
+    measured: TimelineChart,
+    unit: TimeUnit,
+    id: &str,
+) -> String {
+    draw(
+        &[planned, measured],
+        unit,
+        id,
+        &SvgWindow::default(),
+        Some(title),
+    )
+}
+
+/// The document: `charts` stacked, or with `paired` (a heading) the two charts rank by rank.
+fn draw(
+    charts: &[TimelineChart],
+    unit: TimeUnit,
+    id: &str,
+    window: &SvgWindow,
+    paired: Option<&str>,
+) -> String {
     let lay = Layout::new(charts, window);
     let makespan = charts
         .iter()
@@ -446,8 +475,15 @@ pub fn timelines_svg_window(
         .fold(0.0f64, f64::max);
     let mut rows = Rows::new(id, unit, &lay);
     let mut y = TOP;
-    for chart in charts {
-        y = rows.chart(chart, y) + BLOCK_GAP;
+    match paired {
+        Some(title) if charts.len() == 2 => {
+            y = rows.paired(title, &charts[0], &charts[1], y) + BLOCK_GAP;
+        }
+        _ => {
+            for chart in charts {
+                y = rows.chart(chart, y) + BLOCK_GAP;
+            }
+        }
     }
     let (grid, axis, axis_y) = time_axis(&lay, unit, makespan, TOP, y - BLOCK_GAP);
     let items = legend_items(&rows.seen, id);

@@ -15,6 +15,10 @@ pub fn synthesis_text(r: &SynthesisReport) -> String {
         CostSource::Unit => "unit costs (F = I = W = 1, B = 2, F&B = 3)".to_owned(),
         CostSource::Uniform => "the costs of --costs".to_owned(),
         CostSource::Spec => format!("spec {}", r.costs),
+        CostSource::Measured => format!(
+            "the costs measured in {}",
+            pipeweave_diagnostics::visible(&r.costs)
+        ),
     };
     let mut t = String::new();
     let _ = writeln!(

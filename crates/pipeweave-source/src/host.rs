@@ -101,6 +101,12 @@ pub trait Host {
     /// names the file and says why it cannot be read (missing, not a regular file, not UTF-8).
     fn read(&mut self, path: &str) -> Result<String, Failure>;
 
+    /// The text of a profiler trace at `path`: as [`Host::read`] by default; a host that reads
+    /// files also unzips a gzipped one (`.json.gz`, told by its first bytes), within a bound.
+    fn read_trace(&mut self, path: &str) -> Result<String, Failure> {
+        self.read(path)
+    }
+
     /// Every `.weave` file of the user's schedule folders, in search order: folder by folder, by
     /// name within one. Of several files with one name, the first is the one the name means.
     /// None by default.

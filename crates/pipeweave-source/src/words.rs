@@ -35,6 +35,10 @@ pub enum Flag {
     GlobalBatch,
     /// Uniform costs.
     Costs,
+    /// A measured-costs file.
+    CostsFrom,
+    /// The plan a run's traces ran.
+    Plan,
     /// The start of a drawing's window.
     From,
     /// The end of a drawing's window.
@@ -86,6 +90,8 @@ impl FrontEnd {
                 Flag::KeepDp => "--keep-dp",
                 Flag::GlobalBatch => "--global-batch",
                 Flag::Costs => "--costs",
+                Flag::CostsFrom => "--costs-from",
+                Flag::Plan => "--plan",
                 Flag::From => "--from",
                 Flag::To => "--to",
                 Flag::MemoryLimit => "--memory-limit",
@@ -108,6 +114,8 @@ impl FrontEnd {
                 Flag::KeepDp => "keep_dp",
                 Flag::GlobalBatch => "global_batch",
                 Flag::Costs => "costs=",
+                Flag::CostsFrom => "costs_from=",
+                Flag::Plan => "plan=",
                 Flag::From => "start=",
                 Flag::To => "end=",
                 Flag::MemoryLimit => "memory_limit=",

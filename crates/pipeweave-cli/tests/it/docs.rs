@@ -6,7 +6,8 @@
 //! A command must exit with 0, unless its comment says `exit code N`. The files the examples call
 //! the user's own are made from the repository's: `my-plan.actions` (1F1B compiled),
 //! `my-schedule.weave` and `my-schedules/my-schedule.weave` (the library's 1F1B),
-//! `my-cluster.toml` (the built-in default spec). A command outside a shell block (a line starting
+//! `my-cluster.toml` (the built-in default spec), `rank0.json` and `rank1.json` (the hand-made
+//! traces of a 1F1B run, `tests/fixtures/traces/1f1b-p2-m4`). A command outside a shell block (a line starting
 //! with `pipeweave ` in a block of another kind) fails the test, so no example escapes it.
 
 use std::path::{Path, PathBuf};
@@ -112,6 +113,10 @@ fn folder(doc: &str) -> PathBuf {
     std::fs::write(dir.join("my-schedules/my-schedule.weave"), &schedule).expect("written");
     let spec = std::fs::read_to_string(repo().join("specs/dense-70b-h100-pp8.toml")).expect("spec");
     std::fs::write(dir.join("my-cluster.toml"), spec).expect("written");
+    for r in 0..2 {
+        let trace = repo().join(format!("tests/fixtures/traces/1f1b-p2-m4/rank{r}.json"));
+        std::fs::copy(trace, dir.join(format!("rank{r}.json"))).expect("a trace");
+    }
     let out = Command::new(env!("CARGO_BIN_EXE_pipeweave"))
         .args([
             "compile",

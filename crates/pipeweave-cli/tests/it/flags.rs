@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Every command with its own flags (`--help` and `--max-diagnostics` are everyone's).
-const COMMANDS: [&str; 14] = [
+const COMMANDS: [&str; 16] = [
     "validate",
     "simulate",
     "show",
@@ -23,12 +23,15 @@ const COMMANDS: [&str; 14] = [
     "synthesize",
     "export",
     "convert",
+    "calibrate",
+    "diff",
 ];
 
 /// (command, flag as `--help` names it, the run without it, what adding it adds). Paths are
 /// relative to the test's folder: `folder/` holds `mine.weave` (one activation per rank),
 /// `plugins/` the plugin `flagzz`, `broken/` a plugin that cannot load, `plan.txt` an actions
-/// plan, `two.actions` one of two pipelines, `out/` where files are written.
+/// plan, `two.actions` one of two pipelines, `out/` where files are written, `r0.json` and
+/// `r1.json` the hand-made traces of 1F1B (P = 2, M = 4) and `costs.toml` their calibration.
 type Row = (
     &'static str,
     &'static str,
@@ -63,6 +66,23 @@ const ROWS: &[Row] = &[
     ("simulate", "--keep-dp", ON_SPEC, &["--keep-dp"]),
     ("simulate", "--global-batch", &["simulate", "1f1b", "-p", "4", "--spec", "dense-70b-h100-pp8"], &["--global-batch"]),
     ("simulate", "--format", &["simulate", "1f1b", "-p", "2", "-m", "4"], &["--format", "json"]),
+    ("simulate", "--costs-from", &["simulate", "1f1b", "-p", "2", "-m", "4"], &["--costs-from", "costs.toml"]),
+    ("show", "--costs-from", &["show", "1f1b", "-p", "2", "-m", "4"], &["--costs-from", "costs.toml"]),
+    ("export", "--costs-from", &["export", "1f1b", "-p", "2", "-m", "4", "--to", "json"], &["--costs-from", "costs.toml"]),
+    ("render", "--costs-from", RENDER, &["--costs-from", "costs.toml"]),
+    ("sweep", "--costs-from", SWEEP, &["--costs-from", "costs.toml"]),
+    ("report", "--costs-from", REPORT, &["--costs-from", "costs.toml"]),
+    ("synthesize", "--costs-from", SYNTH, &["--costs-from", "costs.toml"]),
+    // Calibration of the hand-made traces.
+    ("calibrate", "--plan", CALIBRATE, &["--plan", "plan.txt"]),
+    ("calibrate", "--ranks", &["calibrate", "r0.json", "r1.json", "-o", "-", "--plan", "1f1b", "-m", "4"], &["-p", "2"]),
+    ("calibrate", "--microbatches", &["calibrate", "r0.json", "r1.json", "-o", "-", "--plan", "1f1b", "-p", "2"], &["-m", "4"]),
+    ("calibrate", "--output", &["calibrate", "r0.json", "r1.json"], &["-o", "out/costs.toml"]),
+    ("diff", "--ranks", &["diff", "1f1b", "r0.json", "r1.json", "-m", "4"], &["-p", "2"]),
+    ("diff", "--microbatches", &["diff", "1f1b", "r0.json", "r1.json", "-p", "2"], &["-m", "4"]),
+    ("diff", "--costs-from", DIFF, &["--costs-from", "costs.toml"]),
+    ("diff", "--format", DIFF, &["--format", "json"]),
+    ("diff", "--svg", DIFF, &["--svg", "out/d.svg"]),
     ("show", "--ranks", &["show", "1f1b", "-m", "4"], &["-p", "2"]),
     ("show", "--microbatches", &["show", "1f1b", "-p", "2"], &["-m", "4"]),
     ("show", "--stages-per-rank", &["show", "interleaved-1f1b", "-p", "2", "-m", "4"], &["-v", "3"]),
@@ -226,6 +246,8 @@ const ROWS: &[Row] = &[
 ];
 
 const SCHEDULE_V: &[&str] = &["validate", "interleaved-1f1b", "-p", "2", "-m", "4"];
+const CALIBRATE: &[&str] = &["calibrate", "r0.json", "r1.json", "-o", "-"];
+const DIFF: &[&str] = &["diff", "1f1b", "r0.json", "r1.json", "-p", "2", "-m", "4"];
 const TIGHT: &[&str] = &[
     "synthesize",
     "-p",
@@ -352,6 +374,16 @@ fn fixtures() -> PathBuf {
         "-o",
         "two.actions",
     ]);
+    let traces =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/traces/1f1b-p2-m4");
+    for r in 0..2 {
+        std::fs::copy(
+            traces.join(format!("rank{r}.json")),
+            dir.join(format!("r{r}.json")),
+        )
+        .unwrap();
+    }
+    run(&["calibrate", "r0.json", "r1.json", "-o", "costs.toml"]);
     dir
 }
 

@@ -454,3 +454,168 @@ fn budgets_are_checked_before_building() {
         text(&limited.stderr)
     );
 }
+
+/// The hand-made traces of 1F1B (P = 2, M = 4, `tests/fixtures/traces/1f1b-p2-m4`).
+fn fixture_trace(rank: u32) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+        "../../tests/fixtures/traces/1f1b-p2-m4/rank{rank}.json"
+    ));
+    std::fs::read_to_string(path).expect("the fixture")
+}
+
+/// Hostile traces, to `calibrate` and through `--costs-from`: each a located error in plain
+/// words, exit 1, bounded output, no panic, no costs file; events out of order are sorted.
+#[test]
+fn hostile_traces_are_located_errors() {
+    let dir = Scratch::new("hostile-traces");
+    let good0 = fixture_trace(0);
+    let good1 = fixture_trace(1);
+    dir.write("r1.json", &good1);
+    let first_ts = "\"ts\": 2000.0";
+    assert!(good0.contains(first_ts));
+    let deep = format!(
+        "{{\"traceEvents\": [{{\"args\": {}1{}}}]}}",
+        "[".repeat(200_000),
+        "]".repeat(200_000)
+    );
+    let million = {
+        let mut s = String::from("{\"traceEvents\": [");
+        for i in 0..1_000_000 {
+            s.push_str(&format!(
+                "{{\"ph\":\"X\",\"name\":\"a\",\"ts\":{i},\"dur\":1}},"
+            ));
+        }
+        s.push_str("{\"ph\":\"X\",\"name\":\"pw 9F0\",\"ts\":1,\"dur\":-1}]}");
+        s
+    };
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "truncated",
+            good0[..good0.len() / 3].to_owned(),
+            "the trace ends early",
+        ),
+        (
+            "wrong_type",
+            good0.replacen(first_ts, "\"ts\": \"2000\"", 1),
+            "`ts` must be a number",
+        ),
+        (
+            "huge_number",
+            good0.replacen(first_ts, "\"ts\": 1e300", 1),
+            "beyond any trace's clock",
+        ),
+        (
+            "nan",
+            good0.replacen(first_ts, "\"ts\": NaN", 1),
+            "invalid trace JSON",
+        ),
+        (
+            "negative_duration",
+            good0.replacen("\"dur\": 1000.0", "\"dur\": -1000.0", 1),
+            "is negative",
+        ),
+        ("rank_twice", good1.clone(), "two traces are rank 1"),
+        ("deep_nesting", deep, "no pipeline actions"),
+        ("a_million_events", million, "is negative"),
+    ];
+    let mut cases: Vec<(&str, Vec<u8>, &str)> = cases
+        .into_iter()
+        .map(|(name, text, expected)| (name, text.into_bytes(), expected))
+        .collect();
+    cases.push((
+        "not_gzip",
+        b"\x1f\x8bgarbage".to_vec(),
+        "not a whole gzip file",
+    ));
+    for (name, text, expected) in &cases {
+        let file = format!("{name}.json");
+        dir.write(&file, text);
+        let out = dir.run(&["calibrate", &file, "r1.json", "-o", "costs.toml"]);
+        let err = text_of(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        assert!(err.contains(expected), "{name}: {err}");
+        assert!(err.len() < 5_000, "{name}: {} bytes", err.len());
+        assert!(!err.contains("panicked"), "{name}: {err}");
+        assert!(!dir.path("costs.toml").exists(), "{name}");
+        let out = dir.run(&[
+            "diff", "1f1b", &file, "r1.json", "-p", "2", "-m", "4", "--svg", "d.svg",
+        ]);
+        let diff_err = text_of(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "diff {name}: {diff_err}");
+        assert!(
+            diff_err.len() < 5_000 && !diff_err.contains("panicked"),
+            "diff {name}: {diff_err}"
+        );
+        assert!(
+            out.stdout.is_empty() && !dir.path("d.svg").exists(),
+            "diff {name}"
+        );
+        if !matches!(*name, "rank_twice" | "not_gzip" | "a_million_events") {
+            assert!(
+                err.contains(&format!("{name}.json:")),
+                "{name} is located: {err}"
+            );
+        }
+    }
+    // A missing rank.
+    let out = dir.run(&["calibrate", "r1.json", "-o", "costs.toml"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text_of(&out.stderr).contains("no trace for rank 0: the traces name ranks 1"));
+    let out = dir.run(&[
+        "calibrate",
+        "r1.json",
+        "--plan",
+        "1f1b",
+        "-p",
+        "2",
+        "-m",
+        "4",
+        "-o",
+        "costs.toml",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text_of(&out.stderr).contains("no trace for rank 0 of the plan's 2"));
+    dir.write("r0.json", &good0);
+    let a = dir.run(&["calibrate", "r0.json", "r1.json", "-o", "-"]);
+    assert_eq!(a.status.code(), Some(0), "{}", text_of(&a.stderr));
+    // Usage: measured costs and another source of costs.
+    dir.write("costs.toml", &a.stdout);
+    let out = dir.run(&[
+        "simulate",
+        "1f1b",
+        "-p",
+        "2",
+        "-m",
+        "4",
+        "--costs-from",
+        "costs.toml",
+        "--costs",
+        "F=1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    // A broken costs file is located.
+    dir.write(
+        "bad.toml",
+        text_of(&a.stdout).replacen("version = 1", "version = \"one\"", 1),
+    );
+    let out = dir.run(&[
+        "simulate",
+        "1f1b",
+        "-p",
+        "2",
+        "-m",
+        "4",
+        "--costs-from",
+        "bad.toml",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text_of(&out.stderr).contains("bad.toml:"),
+        "{}",
+        text_of(&out.stderr)
+    );
+}
+
+fn text_of(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}

@@ -1,6 +1,7 @@
 //! The `pipeweave` command driven as a user would: output, exit codes and files.
 
 mod browser;
+mod calibrate;
 mod commands;
 mod compare;
 mod costs;

@@ -285,3 +285,24 @@ fn list_json_follows_its_schema() {
     check("pipeweave-list.v1.schema.json", &[l]);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn diff_json_follows_its_schema() {
+    let traces = crate_dir().join("../../tests/fixtures/traces/1f1b-p2-m4");
+    let doc = json(
+        &traces,
+        &[
+            "diff",
+            "1f1b",
+            "rank0.json",
+            "rank1.json",
+            "-p",
+            "2",
+            "-m",
+            "4",
+            "--format",
+            "json",
+        ],
+    );
+    check("pipeweave-diff.v1.schema.json", &[doc]);
+}

@@ -116,7 +116,7 @@ impl<'a> Rows<'a> {
         let ranks = plan.programs().len();
         let by_rank = chart.transfers.as_deref().map(|t| by_sender(t, ranks));
         for rank in 0..ranks {
-            self.rank_row(chart, &mut c, rank, y);
+            self.rank_row(chart, &mut c, rank, y, &format!("rank {rank}"));
             y += ROW_H;
             if let Some(by_rank) = &by_rank {
                 let sent = by_rank[rank].iter().copied();
@@ -142,14 +142,70 @@ impl<'a> Rows<'a> {
         y
     }
 
+    /// Two timelines of one plan drawn rank by rank, `planned`'s row of each rank above
+    /// `measured`'s, under one heading; returns the y below them.
+    pub fn paired(
+        &mut self,
+        title: &str,
+        planned: &TimelineChart,
+        measured: &TimelineChart,
+        mut y: f64,
+    ) -> f64 {
+        let plan = planned.plan;
+        let longest = plan
+            .pipelines()
+            .iter()
+            .map(|p| p.microbatches.len().saturating_sub(1).to_string().len())
+            .max()
+            .unwrap_or(1);
+        let label_w = longest as f64 * CHAR_W + 3.0;
+        let state = |t: &pipeweave_sim::Timeline| Chart {
+            plan,
+            shading: Shading::of(plan),
+            label_w,
+            dense: dense::is_dense(plan, &t.timing.intervals, self.lay, label_w),
+            looks: [[false; 2]; 2],
+        };
+        let mut a = state(planned.timeline);
+        let mut b = state(measured.timeline);
+        self.seen.bands |= a.dense || b.dense;
+        let _ = writeln!(
+            self.out,
+            r##"<text x="{}" y="{}" font-size="13" font-weight="bold">{}</text><text x="{}" y="{}" font-size="11" fill="#444" text-anchor="end">planned {}, measured {}</text>"##,
+            num(LEFT),
+            num(y + 16.0),
+            esc(title),
+            num(LEFT + self.lay.plot_w),
+            num(y + 16.0),
+            esc(&self.unit.format(planned.timeline.timing.makespan)),
+            esc(&self.unit.format(measured.timeline.timing.makespan)),
+        );
+        y += TITLE_H;
+        for rank in 0..plan.programs().len() {
+            self.rank_row(planned, &mut a, rank, y, &format!("rank {rank} plan"));
+            y += ROW_H;
+            self.rank_row(measured, &mut b, rank, y, &format!("rank {rank} run"));
+            y += ROW_H + ROW_GAP * 2.0;
+        }
+        y
+    }
+
     /// A rank's row at `row_y`: its name, the idle background, its actions and its idle time.
-    fn rank_row(&mut self, chart: &TimelineChart, c: &mut Chart, rank: usize, row_y: f64) {
+    fn rank_row(
+        &mut self,
+        chart: &TimelineChart,
+        c: &mut Chart,
+        rank: usize,
+        row_y: f64,
+        label: &str,
+    ) {
         let t = chart.timeline;
         let _ = write!(
             self.out,
-            r#"<text x="{}" y="{}" font-size="11" text-anchor="end" dominant-baseline="central">rank {rank}</text>"#,
+            r#"<text x="{}" y="{}" font-size="11" text-anchor="end" dominant-baseline="central">{}</text>"#,
             num(LEFT - 6.0),
             num(row_y + ROW_H / 2.0),
+            esc(label),
         );
         if let Some((x, w)) = self.lay.clip(0.0, t.timing.makespan) {
             let _ = write!(

@@ -1,0 +1,312 @@
+//! The costs file (`costs.toml`, `format = "pipeweave-costs"`, version 1): what `pipeweave
+//! calibrate` measured, as TOML. `docs/plan-vs-actual.md` documents every key.
+
+use crate::stats::Stats;
+use pipeweave_diagnostics::{Diagnostic, FileId, Span, visible};
+use serde::{Deserialize, Serialize};
+
+/// The value of `format`.
+pub const FORMAT_NAME: &str = "pipeweave-costs";
+/// The version this crate writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The most parts, pairs, links, ranks and saved-bytes rows a costs file may have.
+const MAX_ROWS: usize = 1 << 20;
+
+/// What a profiled run measured: the costs file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    /// [`FORMAT_NAME`].
+    pub format: String,
+    /// [`FORMAT_VERSION`].
+    pub version: u32,
+    /// Where and when, from what.
+    pub measured: Measured,
+    /// Each model part's compute, in part order (`[[part]]`).
+    #[serde(rename = "part")]
+    pub parts: Vec<Part>,
+    /// Each overlapped F&B pair measured (`[[pair]]`).
+    #[serde(rename = "pair", default, skip_serializing_if = "Vec::is_empty")]
+    pub pairs: Vec<PairCost>,
+    /// Each link's transfers (`[[link]]`).
+    #[serde(rename = "link", default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<Link>,
+    /// Each rank's step (`[[rank]]`).
+    #[serde(rename = "rank", default)]
+    pub ranks: Vec<RankMeasured>,
+    /// Saved-activation bytes per stage and micro-batch (`[[saved]]`), when the traces have them.
+    #[serde(rename = "saved", default, skip_serializing_if = "Vec::is_empty")]
+    pub saved: Vec<SavedBytes>,
+}
+
+/// Where and when the costs were measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Measured {
+    /// When the first profiled action ran, UTC (`2026-12-07T05:31:12Z`), from the traces' own
+    /// clock; absent when the traces do not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+    /// The trace files, as given.
+    pub traces: Vec<String>,
+    /// The plan the traces ran, as given.
+    pub plan: String,
+    /// Its ranks.
+    pub ranks: u32,
+    /// Its model parts (stages per pipeline): part q is the model's q-th of `parts` equal slices.
+    pub parts: u32,
+    /// Its micro-batches.
+    pub microbatches: u32,
+    /// How many steps were measured.
+    pub steps: u32,
+    /// Whose clock the durations are: `host` (the CPU thread's) or `gpu` (the device's).
+    pub clock: String,
+    /// Who named the actions: `pipeweave` (`pw <cell>`) or `pytorch` (`PP:<cell>`).
+    pub naming: String,
+    /// The step: from the first action's start on any rank to the last action's end on any rank,
+    /// seconds.
+    pub step_time: Stats,
+}
+
+/// One model part's compute: each kind the run measured, seconds per action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Part {
+    /// The part (stage position).
+    pub part: u32,
+    /// Forward.
+    pub f: Stats,
+    /// Full backward.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub b: Option<Stats>,
+    /// Backward for the inputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub i: Option<Stats>,
+    /// Backward for the weights.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub w: Option<Stats>,
+    /// Bytes a forward of this part leaves saved for its backward (the median over its micro-
+    /// batches and steps of the saved bytes' rise over the forward).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saved_bytes: Option<u64>,
+    /// The fraction of those bytes an I frees; the W after it frees the rest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freed_by_i: Option<f64>,
+}
+
+/// An overlapped F&B pair: its duration and its slowdown against its halves run alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairCost {
+    /// The forward's part.
+    pub f_part: u32,
+    /// The backward's part.
+    pub b_part: u32,
+    /// The backward's kind: `B` or `I`.
+    pub b_kind: String,
+    /// The pair, seconds.
+    pub duration: Stats,
+    /// The pair's median over the sum of its halves' medians run alone (1: no gain from the
+    /// overlap; below 1: the overlap hides some of the work).
+    pub slowdown: f64,
+}
+
+/// The transfers from one rank to another in one direction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    /// The sending rank.
+    pub from: u32,
+    /// The receiving rank.
+    pub to: u32,
+    /// `F` (activations) or `B` (gradients).
+    pub dir: String,
+    /// Seconds from the later of the send's and the receive's starts to the receive's end: the
+    /// time the data took once both sides were there.
+    pub transfer: Stats,
+}
+
+/// One rank's step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RankMeasured {
+    /// The rank.
+    pub rank: u32,
+    /// From its first action's start to its last action's end, seconds.
+    pub step_time: Stats,
+    /// Seconds its actions ran (the sum of their durations).
+    pub busy: Stats,
+    /// The most saved-activation bytes it held at once, when its trace records them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_saved_bytes: Option<u64>,
+}
+
+/// Saved-activation bytes a forward left for its backward.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SavedBytes {
+    /// The global stage.
+    pub stage: u32,
+    /// The micro-batch.
+    pub mb: u32,
+    /// The median over the steps.
+    pub bytes: u64,
+}
+
+/// The costs file as TOML, with a header saying what it is.
+pub fn write_costs(c: &Calibration) -> Result<String, String> {
+    let body = toml::to_string(c).map_err(|e| format!("cannot write the costs: {e}"))?;
+    Ok(format!(
+        "# Measured costs, written by `pipeweave calibrate` (docs/plan-vs-actual.md): seconds and bytes.\n{body}"
+    ))
+}
+
+/// Reads a costs file; every problem is a diagnostic in `file`.
+pub fn read_costs(text: &str, file: FileId) -> Result<Calibration, Vec<Diagnostic>> {
+    let c: Calibration = toml::from_str(text).map_err(|e| {
+        let range = e.span().unwrap_or(0..0);
+        let range = range.start.min(text.len())..range.end.min(text.len());
+        vec![
+            Diagnostic::error(format!(
+                "invalid costs file: {}",
+                visible(e.message().trim_end_matches('\n'))
+            ))
+            .with_span(Span::new(file, range)),
+        ]
+    })?;
+    let problems = check(&c);
+    if problems.is_empty() {
+        Ok(c)
+    } else {
+        let at = Span::new(file, 0..0);
+        Err(problems
+            .into_iter()
+            .map(|p| Diagnostic::error(p).with_span(at.clone()))
+            .collect())
+    }
+}
+
+/// What is wrong in a costs file that parsed, in words naming the key.
+fn check(c: &Calibration) -> Vec<String> {
+    let mut out = Vec::new();
+    if c.format != FORMAT_NAME {
+        out.push(format!(
+            "`format` is `{}`, expected `{FORMAT_NAME}`",
+            visible(&c.format)
+        ));
+        return out;
+    }
+    if c.version != FORMAT_VERSION {
+        out.push(format!(
+            "`version` {} is not one this pipeweave reads ({FORMAT_VERSION})",
+            c.version
+        ));
+        return out;
+    }
+    let m = &c.measured;
+    for (n, what) in [
+        (c.parts.len(), "parts"),
+        (c.pairs.len(), "pairs"),
+        (c.links.len(), "links"),
+        (c.ranks.len(), "ranks"),
+        (c.saved.len(), "saved rows"),
+    ] {
+        if n > MAX_ROWS {
+            out.push(format!("{n} {what} are more than any plan has"));
+            return out;
+        }
+    }
+    if m.parts == 0 || c.parts.len() != m.parts as usize {
+        out.push(format!(
+            "`measured.parts` is {} but the file has {} `[[part]]` tables",
+            m.parts,
+            c.parts.len()
+        ));
+    }
+    if !m.step_time.is_sound() {
+        out.push("`measured.step_time` is no sound statistic (finite, at least 0, min ≤ q1 ≤ median ≤ q3 ≤ max, samples ≥ 1)".to_owned());
+    }
+    for (q, p) in c.parts.iter().enumerate() {
+        if p.part as usize != q {
+            out.push(format!(
+                "`[[part]]` {q} says `part = {}`: parts go in order from 0",
+                p.part
+            ));
+        }
+        for (k, s) in [
+            ("f", Some(&p.f)),
+            ("b", p.b.as_ref()),
+            ("i", p.i.as_ref()),
+            ("w", p.w.as_ref()),
+        ] {
+            if let Some(s) = s
+                && !s.is_sound()
+            {
+                out.push(format!("part {q}: `{k}` is no sound statistic"));
+            }
+        }
+        if p.f.median <= 0.0 {
+            out.push(format!(
+                "part {q}: a forward takes some time, `f.median` is {}",
+                p.f.median
+            ));
+        }
+        if let Some(x) = p.freed_by_i
+            && !(0.0..=1.0).contains(&x)
+        {
+            out.push(format!(
+                "part {q}: `freed_by_i` {x} is no fraction from 0 to 1"
+            ));
+        }
+    }
+    for p in &c.pairs {
+        if p.f_part >= m.parts || p.b_part >= m.parts {
+            out.push(format!(
+                "a pair names part {} or {}, beyond the {} parts",
+                p.f_part, p.b_part, m.parts
+            ));
+        }
+        if !matches!(p.b_kind.as_str(), "B" | "I") {
+            out.push(format!(
+                "a pair's `b_kind` is `{}`, expected `B` or `I`",
+                visible(&p.b_kind)
+            ));
+        }
+        if !p.duration.is_sound() || !p.slowdown.is_finite() || p.slowdown <= 0.0 {
+            out.push(
+                "a pair's `duration` or `slowdown` is not a positive finite figure".to_owned(),
+            );
+        }
+    }
+    for l in &c.links {
+        if l.from >= m.ranks || l.to >= m.ranks || l.from == l.to {
+            out.push(format!(
+                "link {} → {} is no link between two of the {} ranks",
+                l.from, l.to, m.ranks
+            ));
+        }
+        if !matches!(l.dir.as_str(), "F" | "B") {
+            out.push(format!(
+                "a link's `dir` is `{}`, expected `F` or `B`",
+                visible(&l.dir)
+            ));
+        }
+        if !l.transfer.is_sound() {
+            out.push(format!(
+                "link {} → {}: `transfer` is no sound statistic",
+                l.from, l.to
+            ));
+        }
+    }
+    for r in &c.ranks {
+        if r.rank >= m.ranks || !r.step_time.is_sound() || !r.busy.is_sound() {
+            out.push(format!(
+                "`[[rank]]` {} is beyond the ranks or has no sound statistics",
+                r.rank
+            ));
+        }
+    }
+    out.truncate(20);
+    out
+}

@@ -1,0 +1,403 @@
+//! From a matched run to a [`Calibration`]: every figure a median of what the traces recorded.
+
+use crate::file::{
+    Calibration, FORMAT_NAME, FORMAT_VERSION, Link, Measured, PairCost, Part, RankMeasured,
+    SavedBytes,
+};
+use crate::stats::Stats;
+use pipeweave_plan::{Action, Dir, Kind, Plan, Step};
+use pipeweave_trace::{Clock, Naming, Run, Timed};
+use std::collections::{BTreeMap, HashMap};
+
+/// 2000-01-01 in microseconds since the epoch: a trace time past it, without a base time, is
+/// taken as a time since the epoch.
+const EPOCH_2000_US: f64 = 946_684_800e6;
+
+/// What to measure: the run matched against its plan, and the names the file records.
+#[derive(Debug, Clone, Copy)]
+pub struct MeasureInput<'a> {
+    /// The plan the traces ran.
+    pub plan: &'a Plan,
+    /// Its name, as given.
+    pub plan_name: &'a str,
+    /// The trace files, as given.
+    pub traces: &'a [String],
+    /// The run, matched against the plan.
+    pub run: &'a Run,
+}
+
+/// Measures a run: the calibration and notes on what it could not measure.
+pub fn measure(input: MeasureInput<'_>) -> Result<(Calibration, Vec<String>), String> {
+    let MeasureInput {
+        plan,
+        plan_name,
+        traces,
+        run,
+    } = input;
+    let parts = plan.stages_per_pipeline();
+    let mut notes = Vec::new();
+    // Durations by part and kind, pairs by (f part, b part, b kind).
+    let mut ops: BTreeMap<(u32, Kind), Vec<f64>> = BTreeMap::new();
+    let mut pairs: BTreeMap<(u32, u32, Kind), Vec<f64>> = BTreeMap::new();
+    for (rank, r) in run.ranks.iter().enumerate() {
+        let program = plan.program(rank as u32);
+        for step in &r.steps {
+            for (action, t) in program.iter().zip(&step.actions) {
+                match *action {
+                    Action::One(op) => ops
+                        .entry((plan.part(op.stage), op.kind))
+                        .or_default()
+                        .push(t.dur),
+                    Action::Pair { f, b } => pairs
+                        .entry((plan.part(f.stage), plan.part(b.stage), b.kind))
+                        .or_default()
+                        .push(t.dur),
+                }
+            }
+        }
+    }
+    let median = |part: u32, kind: Kind| {
+        ops.get(&(part, kind))
+            .and_then(|v| in_seconds(v))
+            .map(|s| s.median)
+    };
+    let saved = saved_bytes(plan, run);
+    let mut part_rows = Vec::with_capacity(parts as usize);
+    for q in 0..parts {
+        let stats = |kind| ops.get(&(q, kind)).and_then(|v| in_seconds(v));
+        let Some(f) = stats(Kind::F) else {
+            return Err(format!(
+                "the traces time no forward of part {q} alone, so its costs cannot be measured"
+            ));
+        };
+        part_rows.push(Part {
+            part: q,
+            f,
+            b: stats(Kind::B),
+            i: stats(Kind::I),
+            w: stats(Kind::W),
+            saved_bytes: saved.by_part.get(&q).and_then(|v| median_u64(v)),
+            freed_by_i: saved.freed_by_i(q),
+        });
+    }
+    let mut pair_rows = Vec::new();
+    for (&(fp, bp, kind), durs) in &pairs {
+        let Some(duration) = in_seconds(durs) else {
+            continue;
+        };
+        let halves = median(fp, Kind::F)
+            .zip(median(bp, kind))
+            .map(|(a, b)| a + b);
+        let Some(halves) = halves.filter(|h| *h > 0.0) else {
+            notes.push(format!(
+                "the pairs of part {fp}'s F with part {bp}'s {} have no halves run alone to compare with: their slowdown is not measured",
+                kind.letter()
+            ));
+            continue;
+        };
+        pair_rows.push(PairCost {
+            f_part: fp,
+            b_part: bp,
+            b_kind: kind.letter().to_string(),
+            duration,
+            slowdown: duration.median / halves,
+        });
+    }
+    let links = links(plan, run);
+    if links.is_empty() && plan.ranks() > 1 {
+        notes.push(
+            "the traces name no matched sends and receives: transfer times are not measured"
+                .to_owned(),
+        );
+    }
+    if !run.ranks.iter().any(|r| r.has_saved) {
+        notes.push("no saved-bytes records in these traces: memory is not measured".to_owned());
+    }
+    let (step_times, rank_rows) = steps(plan, run, &saved);
+    let step_time = in_seconds(&step_times).ok_or("the traces hold no step")?;
+    let first = run
+        .ranks
+        .iter()
+        .flat_map(|r| r.steps.first())
+        .flat_map(|s| s.actions.iter().map(|t| t.start))
+        .fold(f64::INFINITY, f64::min);
+    let when = match run.base_time_ns {
+        Some(base) => Some(base as f64 / 1000.0 + first),
+        None => (first >= EPOCH_2000_US).then_some(first),
+    }
+    .map(utc);
+    let calibration = Calibration {
+        format: FORMAT_NAME.to_owned(),
+        version: FORMAT_VERSION,
+        measured: Measured {
+            when,
+            traces: traces.to_vec(),
+            plan: plan_name.to_owned(),
+            ranks: plan.ranks(),
+            parts,
+            microbatches: plan.num_microbatches(),
+            steps: u32::try_from(run.steps).unwrap_or(u32::MAX),
+            clock: match run.clock {
+                Clock::Cpu => "host",
+                Clock::Gpu => "gpu",
+            }
+            .to_owned(),
+            naming: match run.naming {
+                Naming::Pipeweave => "pipeweave",
+                Naming::PyTorch => "pytorch",
+            }
+            .to_owned(),
+            step_time,
+        },
+        parts: part_rows,
+        pairs: pair_rows,
+        links,
+        ranks: rank_rows,
+        saved: saved.rows(),
+    };
+    Ok((calibration, notes))
+}
+
+/// The statistics of microseconds, in seconds: each figure divided once, so that a whole number
+/// of nanoseconds reads as written (1020 µs as 0.00102 s, not 0.0010199999999999999 s).
+fn in_seconds(us: &[f64]) -> Option<Stats> {
+    let s = Stats::of(us)?;
+    let to = |x: f64| (x * 1000.0).round() / 1e9;
+    Some(Stats {
+        median: to(s.median),
+        q1: to(s.q1),
+        q3: to(s.q3),
+        min: to(s.min),
+        max: to(s.max),
+        samples: s.samples,
+    })
+}
+
+/// The median of whole numbers (the lower middle one for an even count, so it stays whole).
+fn median_u64(v: &[u64]) -> Option<u64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut v = v.to_vec();
+    v.sort_unstable();
+    Some(v[(v.len() - 1) / 2])
+}
+
+/// What the saved-bytes records say.
+#[derive(Default)]
+struct SavedFigures {
+    /// The rise over each forward, by (stage, mb), one per step.
+    by_op: BTreeMap<(u32, u32), Vec<u64>>,
+    /// The same by part.
+    by_part: BTreeMap<u32, Vec<u64>>,
+    /// The fall over each I and its forward's rise, by part.
+    i_fall: BTreeMap<u32, Vec<(u64, u64)>>,
+    /// Each rank's peak.
+    peak: Vec<Option<u64>>,
+}
+
+impl SavedFigures {
+    fn freed_by_i(&self, part: u32) -> Option<f64> {
+        let v = self.i_fall.get(&part)?;
+        let fall: f64 = v.iter().map(|&(f, _)| f as f64).sum();
+        let rise: f64 = v.iter().map(|&(_, r)| r as f64).sum();
+        (rise > 0.0).then(|| (fall / rise).clamp(0.0, 1.0))
+    }
+
+    fn rows(&self) -> Vec<SavedBytes> {
+        self.by_op
+            .iter()
+            .filter_map(|(&(stage, mb), v)| {
+                median_u64(v).map(|bytes| SavedBytes { stage, mb, bytes })
+            })
+            .collect()
+    }
+}
+
+/// The saved bytes each forward leaves (its record's bytes less the record before it on the rank)
+/// and the part of them each I frees.
+fn saved_bytes(plan: &Plan, run: &Run) -> SavedFigures {
+    let mut out = SavedFigures::default();
+    for (rank, r) in run.ranks.iter().enumerate() {
+        let program = plan.program(rank as u32);
+        let mut peak: Option<u64> = None;
+        let mut before = 0u64;
+        for step in &r.steps {
+            let mut rose: HashMap<(u32, u32), u64> = HashMap::new();
+            for (action, saved) in program.iter().zip(&step.saved) {
+                let Some(s) = saved else { continue };
+                peak = Some(peak.map_or(s.peak, |p| p.max(s.peak)));
+                if let Action::One(op) = *action {
+                    match op.kind {
+                        Kind::F => {
+                            let rise = s.bytes.saturating_sub(before);
+                            rose.insert((op.stage, op.mb), rise);
+                            out.by_op.entry((op.stage, op.mb)).or_default().push(rise);
+                            out.by_part
+                                .entry(plan.part(op.stage))
+                                .or_default()
+                                .push(rise);
+                        }
+                        Kind::I => {
+                            if let Some(&rise) = rose.get(&(op.stage, op.mb)) {
+                                let fall = before.saturating_sub(s.bytes).min(rise);
+                                out.i_fall
+                                    .entry(plan.part(op.stage))
+                                    .or_default()
+                                    .push((fall, rise));
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                before = s.bytes;
+            }
+        }
+        out.peak.push(peak);
+    }
+    out
+}
+
+/// Each step's time over all ranks, and each rank's figures.
+fn steps(plan: &Plan, run: &Run, saved: &SavedFigures) -> (Vec<f64>, Vec<RankMeasured>) {
+    let span = |actions: &[Timed]| {
+        let start = actions
+            .iter()
+            .map(|t| t.start)
+            .fold(f64::INFINITY, f64::min);
+        let end = actions
+            .iter()
+            .map(Timed::end)
+            .fold(f64::NEG_INFINITY, f64::max);
+        (start, end)
+    };
+    let mut step_times = Vec::with_capacity(run.steps);
+    for k in 0..run.steps {
+        let (mut start, mut end) = (f64::INFINITY, f64::NEG_INFINITY);
+        for r in &run.ranks {
+            let s = &r.steps[k];
+            let (a, b) = span(&s.actions);
+            let others: Vec<Timed> = s.others.iter().map(|o| o.timed).collect();
+            let (c, d) = span(&others);
+            start = start.min(a).min(c);
+            end = end.max(b).max(d);
+        }
+        if end >= start {
+            step_times.push(end - start);
+        }
+    }
+    let mut rows = Vec::with_capacity(run.ranks.len());
+    for (rank, r) in run.ranks.iter().enumerate() {
+        let times: Vec<f64> = r
+            .steps
+            .iter()
+            .map(|s| {
+                let (a, b) = span(&s.actions);
+                (b - a).max(0.0)
+            })
+            .collect();
+        let busy: Vec<f64> = r
+            .steps
+            .iter()
+            .map(|s| s.actions.iter().map(|t| t.dur).sum::<f64>())
+            .collect();
+        let (Some(step_time), Some(busy)) = (in_seconds(&times), in_seconds(&busy)) else {
+            continue;
+        };
+        let _ = plan;
+        rows.push(RankMeasured {
+            rank: rank as u32,
+            step_time,
+            busy,
+            peak_saved_bytes: saved.peak.get(rank).copied().flatten(),
+        });
+    }
+    (step_times, rows)
+}
+
+/// Each link's transfer times: a send on one rank matched with the receive of the same data on
+/// its peer, in the same step.
+fn links(plan: &Plan, run: &Run) -> Vec<Link> {
+    // Receives by (dir, receiving stage, mb, step).
+    let mut recvs: HashMap<(Dir, u32, u32, usize), Timed> = HashMap::new();
+    for r in &run.ranks {
+        for (k, s) in r.steps.iter().enumerate() {
+            for o in &s.others {
+                if let Step::Recv { dir, stage, mb, .. } = o.step {
+                    recvs.insert((dir, stage, mb, k), o.timed);
+                }
+            }
+        }
+    }
+    let mut samples: BTreeMap<(u32, u32, bool), Vec<f64>> = BTreeMap::new();
+    for (rank, r) in run.ranks.iter().enumerate() {
+        for (k, s) in r.steps.iter().enumerate() {
+            for o in &s.others {
+                let Step::Send {
+                    dir,
+                    stage,
+                    mb,
+                    peer,
+                } = o.step
+                else {
+                    continue;
+                };
+                let Some(to_stage) = plan.receiving_stage(dir, stage) else {
+                    continue;
+                };
+                let Some(recv) = recvs.get(&(dir, to_stage, mb, k)) else {
+                    continue;
+                };
+                let took = recv.end() - o.timed.start.max(recv.start);
+                samples
+                    .entry((rank as u32, peer, dir == Dir::Fwd))
+                    .or_default()
+                    .push(took.max(0.0));
+            }
+        }
+    }
+    samples
+        .into_iter()
+        .filter_map(|((from, to, fwd), v)| {
+            in_seconds(&v).map(|transfer| Link {
+                from,
+                to,
+                dir: if fwd { "F" } else { "B" }.to_owned(),
+                transfer,
+            })
+        })
+        .collect()
+}
+
+/// Microseconds since the epoch as a UTC time to the second, `2026-12-07T05:31:12Z`.
+fn utc(us: f64) -> String {
+    let secs = (us / 1e6).floor() as i64;
+    let days = secs.div_euclid(86_400);
+    let rest = secs.rem_euclid(86_400);
+    // Days to a civil date (the proleptic Gregorian calendar), by eras of 400 years.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn utc_dates() {
+        assert_eq!(super::utc(0.0), "1970-01-01T00:00:00Z");
+        assert_eq!(super::utc(1_796_621_472e6), "2026-12-07T05:31:12Z");
+        assert_eq!(super::utc(951_782_400e6), "2000-02-29T00:00:00Z");
+    }
+}

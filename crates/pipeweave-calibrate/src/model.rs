@@ -1,0 +1,253 @@
+//! The simulator's costs for any plan from a calibration.
+//!
+//! A plan may cut the model into another number of parts than the measured one: part q of S'
+//! covers the model's slice [q/S', (q+1)/S'), and costs what the measured parts it overlaps cost
+//! for that share of them (each measured part's time spread evenly over its slice). The same
+//! number of parts gives the measured figures exactly.
+
+use crate::file::Calibration;
+use pipeweave_plan::{Kind, Op, Plan};
+use pipeweave_sim::CostModel;
+use std::collections::HashMap;
+
+/// Costs measured in a run, laid onto one plan: seconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeasuredCosts {
+    /// Per plan part: F, B, I, W.
+    parts: Vec<[f64; 4]>,
+    stages_per_pipeline: u32,
+    /// Pair slowdown by (F part, B part) of the plan, when measured on the same parts.
+    slowdown: HashMap<(u32, u32), f64>,
+    /// The slowdown of any other pair.
+    default_slowdown: f64,
+    /// Stage → rank.
+    hosts: Vec<u32>,
+    /// Transfer seconds by (from rank, to rank).
+    links: HashMap<(u32, u32), f64>,
+    /// The transfer of any other link.
+    default_link: f64,
+}
+
+fn index(kind: Kind) -> usize {
+    match kind {
+        Kind::F => 0,
+        Kind::B => 1,
+        Kind::I => 2,
+        Kind::W => 3,
+    }
+}
+
+impl MeasuredCosts {
+    /// The costs of `plan`'s actions from `c`, and notes saying what was derived rather than
+    /// measured. Fails when the plan needs a backward the run never timed.
+    pub fn for_plan(c: &Calibration, plan: &Plan) -> Result<(MeasuredCosts, Vec<String>), String> {
+        let mut notes = Vec::new();
+        let measured = c.measured.parts;
+        let mut per_part: Vec<[Option<f64>; 4]> = Vec::with_capacity(c.parts.len());
+        let mut split_assumed = false;
+        for p in &c.parts {
+            let f = p.f.median;
+            let (i, w) = (p.i.map(|s| s.median), p.w.map(|s| s.median));
+            let b = p.b.map(|s| s.median).or(i.zip(w).map(|(i, w)| i + w));
+            let (i, w) = match (i, w, b) {
+                (Some(i), Some(w), _) => (Some(i), Some(w)),
+                (Some(i), None, Some(b)) => (Some(i), Some((b - i).max(0.0))),
+                (None, Some(w), Some(b)) => (Some((b - w).max(0.0)), Some(w)),
+                (None, None, Some(b)) => {
+                    split_assumed = true;
+                    (Some(b / 2.0), Some(b / 2.0))
+                }
+                _ => (None, None),
+            };
+            per_part.push([Some(f), b, i, w]);
+        }
+        let has_backward = plan
+            .programs()
+            .iter()
+            .flatten()
+            .flat_map(|a| a.ops())
+            .any(|op| op.kind != Kind::F);
+        if has_backward && let Some(q) = per_part.iter().position(|p| p[1].is_none()) {
+            return Err(format!(
+                "the costs time no backward of part {q}, and the plan has backward actions"
+            ));
+        }
+        if split_assumed
+            && plan
+                .programs()
+                .iter()
+                .flatten()
+                .flat_map(|a| a.ops())
+                .any(|op| matches!(op.kind, Kind::I | Kind::W))
+        {
+            notes.push(
+                "the run timed no I and W apart: each is taken as half of its part's measured B"
+                    .to_owned(),
+            );
+        }
+        let target = plan.stages_per_pipeline();
+        if target != measured {
+            notes.push(format!(
+                "the plan cuts the model into {target} parts and the run into {measured}: each part costs the measured time of the share of the model it holds"
+            ));
+        }
+        let parts = (0..target)
+            .map(|q| {
+                let mut out = [0.0; 4];
+                for (k, slot) in out.iter_mut().enumerate() {
+                    *slot = share(q, target, measured, |m| {
+                        per_part[m as usize][k].unwrap_or(0.0)
+                    });
+                }
+                out
+            })
+            .collect();
+        let all: Vec<f64> = c.pairs.iter().map(|p| p.slowdown).collect();
+        let default_slowdown = if all.is_empty() {
+            if plan.programs().iter().flatten().any(|a| a.is_pair()) {
+                notes.push(
+                    "the run timed no overlapped F&B pair: a pair is taken to last its F plus its B"
+                        .to_owned(),
+                );
+            }
+            1.0
+        } else {
+            let mut v = all;
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let slowdown = if target == measured {
+            c.pairs
+                .iter()
+                .map(|p| ((p.f_part, p.b_part), p.slowdown))
+                .collect()
+        } else {
+            HashMap::new()
+        };
+        let mut by_link: HashMap<(u32, u32), Vec<f64>> = HashMap::new();
+        for l in &c.links {
+            by_link
+                .entry((l.from, l.to))
+                .or_default()
+                .push(l.transfer.median);
+        }
+        let links: HashMap<(u32, u32), f64> = by_link
+            .into_iter()
+            .map(|(k, v)| (k, v.iter().sum::<f64>() / v.len() as f64))
+            .collect();
+        let default_link = {
+            let mut v: Vec<f64> = links.values().copied().collect();
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied().unwrap_or(0.0)
+        };
+        let hosts = plan.hosts().to_vec();
+        let crosses = |from: u32, to: u32| links.contains_key(&(from, to));
+        let unmeasured = plan
+            .hosts()
+            .iter()
+            .enumerate()
+            .filter_map(|(s, &r)| {
+                let next = plan.next_stage(s as u32)?;
+                let to = plan.stage_rank(next)?;
+                (to != r && !crosses(r, to)).then_some(())
+            })
+            .count();
+        if unmeasured > 0 && plan.ranks() > 1 {
+            if links.is_empty() {
+                notes.push("the run timed no transfer: transfers take no time".to_owned());
+            } else {
+                notes.push(format!(
+                    "{unmeasured} of the plan's links between stages were not measured: each takes the median of the measured links, {}",
+                    seconds(default_link)
+                ));
+            }
+        }
+        Ok((
+            MeasuredCosts {
+                parts,
+                stages_per_pipeline: target,
+                slowdown,
+                default_slowdown,
+                hosts,
+                links,
+                default_link,
+            },
+            notes,
+        ))
+    }
+
+    fn part(&self, stage: u32) -> &[f64; 4] {
+        let q = stage % self.stages_per_pipeline.max(1);
+        &self.parts[q as usize % self.parts.len().max(1)]
+    }
+}
+
+/// Part q of `target`'s share of the measured parts' figures `of`.
+pub(crate) fn share(q: u32, target: u32, measured: u32, of: impl Fn(u32) -> f64) -> f64 {
+    if target == measured {
+        return of(q);
+    }
+    // In units of 1 / (target · measured) of the model, so every boundary is a whole number.
+    let (lo, hi) = (
+        u64::from(q) * u64::from(measured),
+        u64::from(q + 1) * u64::from(measured),
+    );
+    let mut total = 0.0;
+    for m in 0..measured {
+        let (a, b) = (
+            u64::from(m) * u64::from(target),
+            u64::from(m + 1) * u64::from(target),
+        );
+        let overlap = hi.min(b).saturating_sub(lo.max(a));
+        if overlap > 0 {
+            total += of(m) * overlap as f64 / f64::from(target);
+        }
+    }
+    total
+}
+
+/// Seconds as the notes write them.
+fn seconds(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.3} s")
+    } else if s >= 1e-3 {
+        format!("{:.3} ms", s * 1e3)
+    } else {
+        format!("{:.1} µs", s * 1e6)
+    }
+}
+
+impl CostModel for MeasuredCosts {
+    fn op(&self, op: Op) -> f64 {
+        self.part(op.stage)[index(op.kind)]
+    }
+
+    fn pair(&self, f: Op, b: Op) -> f64 {
+        let key = (
+            f.stage % self.stages_per_pipeline.max(1),
+            b.stage % self.stages_per_pipeline.max(1),
+        );
+        let slowdown = self
+            .slowdown
+            .get(&key)
+            .copied()
+            .unwrap_or(self.default_slowdown);
+        let (tf, tb) = (self.op(f), self.op(b));
+        // A pair runs both halves: never less than the longer of them.
+        (slowdown * (tf + tb)).max(tf.max(tb))
+    }
+
+    fn transfer(&self, from: u32, to: u32) -> f64 {
+        let (Some(&a), Some(&b)) = (self.hosts.get(from as usize), self.hosts.get(to as usize))
+        else {
+            return 0.0;
+        };
+        if a == b {
+            return 0.0;
+        }
+        self.links
+            .get(&(a, b))
+            .copied()
+            .unwrap_or(self.default_link)
+    }
+}

@@ -1,0 +1,210 @@
+//! Calibration of the hand-made traces of `tests/fixtures/traces/1f1b-p2-m4` (see the README
+//! there: made-up durations in the exact form `torch.profiler` writes), whose every figure is set
+//! by `make.py`: forwards of 1000 µs (part 0) and 1200 µs (part 1) plus 0 to 40 µs by step and
+//! micro-batch, backwards twice that, sends launched in 20 µs, 150 µs from both sides ready to
+//! received, 2 MiB and 1.5 MiB saved per forward.
+
+use super::*;
+use pipeweave_diagnostics::FileId;
+use pipeweave_plan::{Action, Kind, Op, Plan};
+use pipeweave_sim::CostModel;
+use pipeweave_trace::{match_plan, read_trace};
+
+const RANK0: &str = include_str!("../../../tests/fixtures/traces/1f1b-p2-m4/rank0.json");
+const RANK1: &str = include_str!("../../../tests/fixtures/traces/1f1b-p2-m4/rank1.json");
+
+fn op(stage: u32, kind: Kind, mb: u32) -> Action {
+    Action::One(Op::new(stage, kind, mb))
+}
+
+/// 1F1B, P = 2, M = 4.
+fn plan() -> Plan {
+    use Kind::{B, F};
+    Plan::single(
+        2,
+        vec![0, 1],
+        4,
+        vec![
+            vec![
+                op(0, F, 0),
+                op(0, F, 1),
+                op(0, B, 0),
+                op(0, F, 2),
+                op(0, B, 1),
+                op(0, F, 3),
+                op(0, B, 2),
+                op(0, B, 3),
+            ],
+            vec![
+                op(1, F, 0),
+                op(1, B, 0),
+                op(1, F, 1),
+                op(1, B, 1),
+                op(1, F, 2),
+                op(1, B, 2),
+                op(1, F, 3),
+                op(1, B, 3),
+            ],
+        ],
+    )
+    .expect("1F1B")
+}
+
+fn calibration() -> (Calibration, Vec<String>) {
+    let plan = plan();
+    let traces = vec![
+        read_trace(RANK0, FileId(0)).expect("rank 0 reads"),
+        read_trace(RANK1, FileId(1)).expect("rank 1 reads"),
+    ];
+    let run = match_plan(&plan, traces).expect("the run matches 1F1B");
+    let names = ["rank0.json".to_owned(), "rank1.json".to_owned()];
+    measure(MeasureInput {
+        plan: &plan,
+        plan_name: "1f1b",
+        traces: &names,
+        run: &run,
+    })
+    .expect("measured")
+}
+
+#[test]
+fn the_fixture_calibrates_to_its_made_up_figures() {
+    let (c, notes) = calibration();
+    assert!(notes.is_empty(), "{notes:?}");
+    // Forwards of part 0: 1000 µs plus ((7 mb + 3 step) mod 5) · 10 µs over 3 steps and 4
+    // micro-batches: 1000, 1020, 1040, 1010 | 1030, 1000, 1020, 1040 | 1010, 1030, 1000, 1020.
+    assert_eq!(c.parts[0].f.samples, 12);
+    assert!((c.parts[0].f.median - 1020e-6).abs() < 1e-12);
+    assert!((c.parts[0].f.min - 1000e-6).abs() < 1e-12);
+    assert!((c.parts[0].f.max - 1040e-6).abs() < 1e-12);
+    assert!((c.parts[1].b.expect("B").median - 2420e-6).abs() < 1e-12);
+    assert_eq!(c.parts[0].saved_bytes, Some(2_097_152));
+    assert_eq!(c.parts[1].saved_bytes, Some(1_572_864));
+    assert_eq!(c.ranks[0].peak_saved_bytes, Some(2 * 2_097_152));
+    assert_eq!(c.ranks[1].peak_saved_bytes, Some(1_572_864));
+    // Every transfer: 150 µs once both sides are there.
+    assert_eq!(c.links.len(), 2);
+    for l in &c.links {
+        assert!((l.transfer.median - 150e-6).abs() < 1e-9, "{l:?}");
+    }
+    assert_eq!(c.measured.when.as_deref(), Some("2026-12-07T05:31:12Z"));
+    assert_eq!(c.measured.steps, 3);
+    let text = write_costs(&c).expect("written");
+    insta::assert_snapshot!("costs_toml", text);
+    assert_eq!(read_costs(&text, FileId(0)).expect("reads back"), c);
+}
+
+#[test]
+fn measured_costs_are_the_medians_on_the_same_parts() {
+    let (c, _) = calibration();
+    let plan = plan();
+    let (costs, notes) = MeasuredCosts::for_plan(&c, &plan).expect("costs");
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(costs.op(Op::new(0, Kind::F, 0)), c.parts[0].f.median);
+    assert_eq!(
+        costs.op(Op::new(1, Kind::B, 2)),
+        c.parts[1].b.expect("B").median
+    );
+    assert!((costs.transfer(0, 1) - 150e-6).abs() < 1e-9);
+}
+
+#[test]
+fn other_cuts_of_the_model_take_their_share() {
+    let (c, _) = calibration();
+    // Interleaved on 2 ranks with 2 stages each: 4 parts, each half of a measured part, I and W.
+    use Kind::{F, I, W};
+    let programs = vec![
+        vec![
+            op(0, F, 0),
+            op(2, F, 0),
+            op(2, I, 0),
+            op(0, I, 0),
+            op(2, W, 0),
+            op(0, W, 0),
+        ],
+        vec![
+            op(1, F, 0),
+            op(3, F, 0),
+            op(3, I, 0),
+            op(1, I, 0),
+            op(3, W, 0),
+            op(1, W, 0),
+        ],
+    ];
+    let plan = Plan::single(2, vec![0, 1, 0, 1], 1, programs).expect("a plan");
+    let (costs, notes) = MeasuredCosts::for_plan(&c, &plan).expect("costs");
+    insta::assert_snapshot!("share_notes", notes.join("\n"));
+    let half0 = c.parts[0].f.median / 2.0;
+    let half1 = c.parts[1].f.median / 2.0;
+    assert!((costs.op(Op::new(0, F, 0)) - half0).abs() < 1e-15);
+    assert!((costs.op(Op::new(1, F, 0)) - half0).abs() < 1e-15);
+    assert!((costs.op(Op::new(2, F, 0)) - half1).abs() < 1e-15);
+    assert!((costs.op(Op::new(3, I, 0)) - c.parts[1].b.expect("B").median / 4.0).abs() < 1e-15);
+}
+
+#[test]
+fn broken_costs_files_are_located_errors() {
+    let (c, _) = calibration();
+    let good = write_costs(&c).expect("written");
+    let cases = [
+        ("syntax", good.replacen("version = 1", "version = ", 1)),
+        ("format", good.replacen("pipeweave-costs", "other", 1)),
+        ("version", good.replacen("version = 1", "version = 9", 1)),
+        (
+            "unknown_key",
+            good.replacen("[measured]", "[measured]\ncolour = 1", 1),
+        ),
+        ("negative", good.replacen("min = 0.001", "min = -0.001", 1)),
+        ("missing_part", good.replacen("parts = 2", "parts = 3", 1)),
+        ("empty", String::new()),
+    ];
+    let mut out = String::new();
+    for (name, text) in &cases {
+        let d = read_costs(text, FileId(0)).expect_err(name);
+        out.push_str(&format!("== {name}\n"));
+        for d in d {
+            let span = d.span.map(|s| s.range).unwrap_or(0..0);
+            assert!(span.end <= text.len());
+            out.push_str(&format!("{} {:?}\n", d.message, span));
+        }
+    }
+    insta::assert_snapshot!("broken", out);
+}
+
+#[test]
+fn saved_bytes_follow_the_schedule() {
+    let (c, _) = calibration();
+    // 1F1B as it ran: rank 0 holds two forwards of 2 MiB at once, rank 1 one of 1.5 MiB.
+    let (peaks, notes) = saved_peaks(&c, &plan()).expect("the run recorded saved bytes");
+    assert_eq!(peaks, [2 * 2_097_152, 1_572_864]);
+    assert!(notes.is_empty(), "{notes:?}");
+    // Deferred W: I frees 2/34 of a forward's bytes, W the 32/34 it kept.
+    use Kind::{F, I, W};
+    let programs = vec![
+        vec![
+            op(0, F, 0),
+            op(0, F, 1),
+            op(0, I, 0),
+            op(0, I, 1),
+            op(0, W, 0),
+            op(0, W, 1),
+        ],
+        vec![
+            op(1, F, 0),
+            op(1, I, 0),
+            op(1, F, 1),
+            op(1, I, 1),
+            op(1, W, 0),
+            op(1, W, 1),
+        ],
+    ];
+    let zb = Plan::single(2, vec![0, 1], 2, programs).expect("a plan");
+    let (peaks, notes) = saved_peaks(&c, &zb).expect("peaks");
+    let kept = (1_572_864.0 * (1.0 + ZB_KEPT_BY_W)).round() as u64;
+    assert_eq!(peaks, [2 * 2_097_152, kept]);
+    assert_eq!(notes.len(), 1);
+    // Without saved bytes, no prediction.
+    let mut none = c.clone();
+    none.parts[0].saved_bytes = None;
+    assert!(saved_peaks(&none, &zb).is_none());
+}

@@ -1,0 +1,560 @@
+//! The reader and the matcher on hand-made traces: small Chrome-trace JSON written here in the
+//! form `torch.profiler`'s `export_chrome_trace` gives (a `traceEvents` list of complete events
+//! with `ts` and `dur` in microseconds, and `distributedInfo`), with pipeweave's `pw <cell>` and
+//! `pw saved` names or PyTorch's `PP:<cell>`. They are not recordings of a run: each asserts what
+//! its few events determine.
+
+use super::*;
+use pipeweave_diagnostics::{Diagnostic, FileId};
+use pipeweave_plan::cell::StepCell;
+use pipeweave_plan::{Action, Kind, Op, Plan};
+use std::fmt::Write as _;
+
+fn op(stage: u32, kind: Kind, mb: u32) -> Action {
+    Action::One(Op::new(stage, kind, mb))
+}
+
+/// 1F1B on 2 ranks with 2 micro-batches. Lowered, rank 0 runs
+/// `0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B0 0B0 0WAIT_SEND_F0 0RECV_B1 0B1 0WAIT_SEND_F1 0REDUCE_GRAD
+/// 0WAIT_REDUCE_GRAD` and rank 1 `1RECV_F0 1F0 1RECV_F1 1B0 1SEND_B0 1F1 1B1 1SEND_B1 1REDUCE_GRAD
+/// 1WAIT_REDUCE_GRAD 1WAIT_SEND_B0 1WAIT_SEND_B1`.
+fn one_f_one_b() -> Plan {
+    Plan::single(
+        2,
+        vec![0, 1],
+        2,
+        vec![
+            vec![
+                op(0, Kind::F, 0),
+                op(0, Kind::F, 1),
+                op(0, Kind::B, 0),
+                op(0, Kind::B, 1),
+            ],
+            vec![
+                op(1, Kind::F, 0),
+                op(1, Kind::B, 0),
+                op(1, Kind::F, 1),
+                op(1, Kind::B, 1),
+            ],
+        ],
+    )
+    .expect("a plan")
+}
+
+/// A trace as `export_chrome_trace` writes it: `events` are the JSON objects of the list.
+fn trace(rank: Option<u32>, events: &[String]) -> String {
+    let mut out = String::from("{\n  \"schemaVersion\": 1,\n");
+    if let Some(r) = rank {
+        let _ = writeln!(
+            out,
+            "  \"distributedInfo\": {{\"backend\": \"gloo\", \"rank\": {r}, \"world_size\": 2}},"
+        );
+    }
+    out.push_str("  \"traceEvents\": [\n");
+    out.push_str(
+        "    {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 7, \"tid\": 7, \"ts\": 5.0, \"dur\": 1.0, \"args\": {\"External id\": 3}}",
+    );
+    for e in events {
+        out.push_str(",\n    ");
+        out.push_str(e);
+    }
+    out.push_str("\n  ],\n  \"traceName\": \"rank.json\"\n}\n");
+    out
+}
+
+/// A `pw` span.
+fn span(name: &str, ts: f64, dur: f64) -> String {
+    format!(
+        "{{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"{name}\", \"pid\": 7, \"tid\": 7, \"ts\": {ts:?}, \"dur\": {dur:?}}}"
+    )
+}
+
+/// A `pw saved` instant event.
+fn saved(action: &str, ts: f64, bytes: u64, peak: u64) -> String {
+    format!(
+        "{{\"ph\": \"i\", \"s\": \"t\", \"name\": \"pw saved\", \"pid\": 7, \"tid\": 7, \"ts\": {ts:?}, \"args\": {{\"action\": \"{action}\", \"bytes\": {bytes}, \"peak\": {peak}}}}}"
+    )
+}
+
+/// Rank 0 of 1F1B for `steps` steps of 100 µs from 1000 µs, with its transfers and saved bytes:
+/// F takes 10 µs, B 20 µs.
+fn rank0(steps: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in 0..steps {
+        let t = 1000.0 + 100.0 * s as f64;
+        out.push(span("pw 0F0", t, 10.0));
+        out.push(saved("0F0", t + 10.0, 4096, 4096));
+        out.push(span("pw 0SEND_F0", t + 10.0, 1.0));
+        out.push(span("pw 0F1", t + 11.0, 10.0));
+        out.push(saved("0F1", t + 21.0, 8192, 8192));
+        out.push(span("pw 0SEND_F1", t + 21.0, 1.0));
+        out.push(span("pw 0RECV_B0", t + 22.0, 18.0));
+        out.push(span("pw 0B0", t + 40.0, 20.0));
+        out.push(saved("0B0", t + 60.0, 4096, 8192));
+        out.push(span("pw 0RECV_B1", t + 60.0, 10.0));
+        out.push(span("pw 0B1", t + 70.0, 20.0));
+        out.push(saved("0B1", t + 90.0, 0, 8192));
+    }
+    out
+}
+
+/// Rank 1 of 1F1B, as [`rank0`], with no transfers named and no saved bytes.
+fn rank1(steps: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in 0..steps {
+        let t = 1000.0 + 100.0 * s as f64;
+        out.push(span("pw 1F0", t + 11.0, 10.0));
+        out.push(span("pw 1B0", t + 21.0, 20.0));
+        out.push(span("pw 1F1", t + 41.0, 10.0));
+        out.push(span("pw 1B1", t + 51.0, 20.0));
+    }
+    out
+}
+
+fn read(text: &str, file: u32) -> RankTrace {
+    match read_trace(text, FileId(file)) {
+        Ok(t) => t,
+        Err(d) => panic!("refused: {d:?}"),
+    }
+}
+
+/// Diagnostics as text: message, span, labels, notes and help.
+fn shown(diags: &[Diagnostic]) -> String {
+    let mut out = String::new();
+    for d in diags {
+        let _ = write!(out, "{:?}: {}", d.severity, d.message);
+        if let Some(s) = &d.span {
+            let _ = write!(out, " [file {} {:?}]", s.file.0, s.range);
+        }
+        out.push('\n');
+        for l in &d.labels {
+            let _ = writeln!(
+                out,
+                "  label [file {} {:?}] {}",
+                l.span.file.0, l.span.range, l.message
+            );
+        }
+        for n in &d.notes {
+            let _ = writeln!(out, "  note: {n}");
+        }
+        if let Some(h) = &d.help {
+            let _ = writeln!(out, "  help: {h}");
+        }
+    }
+    out
+}
+
+fn refused(text: &str) -> Vec<Diagnostic> {
+    match read_trace(text, FileId(0)) {
+        Ok(t) => panic!("accepted: {t:?}"),
+        Err(d) => {
+            assert!(!d.is_empty());
+            for x in &d {
+                if let Some(s) = &x.span {
+                    assert!(s.range.start <= s.range.end && s.range.end <= text.len());
+                }
+            }
+            d
+        }
+    }
+}
+
+fn unmatched(plan: &Plan, traces: Vec<RankTrace>) -> Vec<Diagnostic> {
+    match match_plan(plan, traces) {
+        Ok(run) => panic!("matched: {run:?}"),
+        Err(d) => d,
+    }
+}
+
+#[test]
+fn a_trace_reads_as_its_actions_in_time_order() {
+    let t = read(&trace(Some(0), &rank0(1)), 0);
+    assert_eq!(t.naming, Naming::Pipeweave);
+    assert_eq!(t.clock, Clock::Cpu);
+    assert_eq!(t.rank.as_ref().map(|r| r.value), Some(0));
+    assert_eq!(t.world_size.as_ref().map(|r| r.value), Some(2));
+    assert_eq!(t.events, 1 + 12);
+    let cells: Vec<String> = t.spans.iter().map(|s| s.cell.to_string()).collect();
+    assert_eq!(
+        cells,
+        [
+            "0F0", "0SEND_F0", "0F1", "0SEND_F1", "0RECV_B0", "0B0", "0RECV_B1", "0B1"
+        ]
+    );
+    assert_eq!(t.spans[5].start, 1040.0);
+    assert_eq!(t.spans[5].dur, 20.0);
+    assert_eq!(t.saved.len(), 4);
+    assert_eq!((t.saved[1].bytes, t.saved[1].peak), (8192, 8192));
+}
+
+#[test]
+fn a_run_matches_the_plan_step_by_step() {
+    let plan = one_f_one_b();
+    let traces = vec![
+        read(&trace(Some(1), &rank1(3)), 1),
+        read(&trace(Some(0), &rank0(3)), 0),
+    ];
+    let run = match match_plan(&plan, traces) {
+        Ok(run) => run,
+        Err(d) => panic!("{}", shown(&d)),
+    };
+    assert_eq!(run.steps, 3);
+    assert!(run.notes.is_empty(), "{:?}", run.notes);
+    assert_eq!(run.ranks[0].file, FileId(0));
+    assert_eq!(run.ranks[1].file, FileId(1));
+    let step = &run.ranks[0].steps[2];
+    assert_eq!(
+        step.actions[2],
+        Timed {
+            start: 1240.0,
+            dur: 20.0
+        }
+    );
+    let others: Vec<String> = step.others.iter().map(|o| o.step.to_string()).collect();
+    assert_eq!(others, ["0SEND_F0", "0SEND_F1", "0RECV_B0", "0RECV_B1"]);
+    assert_eq!(step.others[2].after, Some(1));
+    assert_eq!(step.others[2].timed.dur, 18.0);
+    assert_eq!(
+        step.saved[1],
+        Some(Saved {
+            bytes: 8192,
+            peak: 8192
+        })
+    );
+    assert!(run.ranks[0].has_saved);
+    assert!(!run.ranks[1].has_saved);
+    assert_eq!(
+        run.ranks[1].steps[1].actions[3],
+        Timed {
+            start: 1151.0,
+            dur: 20.0
+        }
+    );
+}
+
+#[test]
+fn without_ranks_the_order_given_is_said() {
+    let plan = one_f_one_b();
+    let traces = vec![
+        read(&trace(None, &rank0(1)), 0),
+        read(&trace(None, &rank1(1)), 1),
+    ];
+    let run = match_plan(&plan, traces).expect("matched");
+    insta::assert_snapshot!("order_note", run.notes.join("\n"));
+    // Swapped, the first file is taken as rank 0, and its actions are rank 1's.
+    let traces = vec![
+        read(&trace(None, &rank1(1)), 0),
+        read(&trace(None, &rank0(1)), 1),
+    ];
+    insta::assert_snapshot!("order_swapped", shown(&unmatched(&plan, traces)));
+}
+
+#[test]
+fn events_out_of_order_are_sorted() {
+    let mut events = rank1(2);
+    events.reverse();
+    let t = read(&trace(Some(1), &events), 1);
+    let starts: Vec<f64> = t.spans.iter().map(|s| s.start).collect();
+    let mut sorted = starts.clone();
+    sorted.sort_by(f64::total_cmp);
+    assert_eq!(starts, sorted);
+    let plan = one_f_one_b();
+    let run = match_plan(&plan, vec![read(&trace(Some(0), &rank0(2)), 0), t]).expect("matched");
+    assert_eq!(run.steps, 2);
+}
+
+#[test]
+fn a_trace_that_differs_names_the_rank_and_the_first_action() {
+    let plan = one_f_one_b();
+    let mut events = rank1(1);
+    // Step 2 runs 1F1 before 1B0.
+    events.extend([
+        span("pw 1F0", 1111.0, 10.0),
+        span("pw 1F1", 1121.0, 10.0),
+        span("pw 1B0", 1131.0, 20.0),
+        span("pw 1B1", 1151.0, 20.0),
+    ]);
+    let traces = vec![
+        read(&trace(Some(0), &rank0(2)), 0),
+        read(&trace(Some(1), &events), 1),
+    ];
+    insta::assert_snapshot!("differs", shown(&unmatched(&plan, traces)));
+}
+
+#[test]
+fn a_transfer_out_of_place_is_an_error() {
+    let plan = one_f_one_b();
+    let mut events = rank0(1);
+    events.push(span("pw 0RECV_F0", 1095.0, 1.0));
+    let traces = vec![
+        read(&trace(Some(0), &events), 0),
+        read(&trace(Some(1), &rank1(1)), 1),
+    ];
+    insta::assert_snapshot!("transfer_out_of_place", shown(&unmatched(&plan, traces)));
+}
+
+#[test]
+fn a_step_cut_short_is_an_error() {
+    let plan = one_f_one_b();
+    let mut events = rank1(2);
+    events.truncate(6);
+    let traces = vec![
+        read(&trace(Some(0), &rank0(2)), 0),
+        read(&trace(Some(1), &events), 1),
+    ];
+    insta::assert_snapshot!("cut_short", shown(&unmatched(&plan, traces)));
+}
+
+#[test]
+fn ranks_with_different_numbers_of_steps_are_an_error() {
+    let plan = one_f_one_b();
+    let traces = vec![
+        read(&trace(Some(0), &rank0(3)), 0),
+        read(&trace(Some(1), &rank1(2)), 1),
+    ];
+    insta::assert_snapshot!("steps_differ", shown(&unmatched(&plan, traces)));
+}
+
+#[test]
+fn a_rank_twice_and_a_missing_rank_are_errors() {
+    let plan = one_f_one_b();
+    let traces = vec![
+        read(&trace(Some(0), &rank0(1)), 0),
+        read(&trace(Some(0), &rank0(1)), 1),
+    ];
+    insta::assert_snapshot!("rank_twice", shown(&unmatched(&plan, traces)));
+    let traces = vec![read(&trace(Some(1), &rank1(1)), 0)];
+    insta::assert_snapshot!("rank_missing", shown(&unmatched(&plan, traces)));
+    let traces = vec![read(&trace(None, &rank0(1)), 0)];
+    insta::assert_snapshot!("rank_missing_unnamed", shown(&unmatched(&plan, traces)));
+    let traces = vec![
+        read(&trace(Some(0), &rank0(1)), 0),
+        read(&trace(None, &rank1(1)), 1),
+    ];
+    insta::assert_snapshot!("rank_unnamed_among_named", shown(&unmatched(&plan, traces)));
+}
+
+#[test]
+fn saved_records_of_another_rank_are_an_error() {
+    let plan = one_f_one_b();
+    let mut events = rank1(1);
+    events.push(saved("0F0", 1050.0, 1, 1));
+    let traces = vec![
+        read(&trace(Some(0), &rank0(1)), 0),
+        read(&trace(Some(1), &events), 1),
+    ];
+    insta::assert_snapshot!("saved_other_rank", shown(&unmatched(&plan, traces)));
+}
+
+#[test]
+fn pytorch_names_are_read() {
+    // PyTorch's runtime names every action of its lowered program `PP:<cell>`, FSDP's too.
+    let events = [
+        span("PP:1RECV_F0", 1000.0, 5.0),
+        span("PP:1UNSHARD", 1005.0, 1.0),
+        span("PP:1F0", 1006.0, 10.0),
+        span("PP:1RECV_F1", 1016.0, 1.0),
+        span("PP:1B0", 1017.0, 20.0),
+        span("PP:1SEND_B0", 1037.0, 1.0),
+        span("PP:1F1", 1038.0, 10.0),
+        span("PP:1B1", 1048.0, 20.0),
+        span("PP:1SEND_B1", 1068.0, 1.0),
+        span("PP:1REDUCE_GRAD", 1069.0, 1.0),
+    ];
+    let t = read(&trace(Some(1), &events), 1);
+    assert_eq!(t.naming, Naming::PyTorch);
+    assert!(t.saved.is_empty());
+    let r0: Vec<String> = rank0(1)
+        .iter()
+        .map(|e| e.replace("pw 0", "PP:0"))
+        .filter(|e| !e.contains("pw saved"))
+        .collect();
+    let plan = one_f_one_b();
+    let run = match_plan(&plan, vec![read(&trace(Some(0), &r0), 0), t]).expect("matched");
+    assert_eq!(run.naming, Naming::PyTorch);
+    assert_eq!(run.ranks[1].steps[0].others.len(), 5);
+    assert!(!run.ranks[1].has_saved);
+    insta::assert_snapshot!("pytorch_notes", run.notes.join("\n"));
+}
+
+#[test]
+fn gpu_annotations_are_the_clock_when_present() {
+    let mut events = rank1(1);
+    for e in rank1(1) {
+        events.push(
+            e.replace("user_annotation", "gpu_user_annotation")
+                .replace("\"dur\": 10.0", "\"dur\": 12.5"),
+        );
+    }
+    let t = read(&trace(Some(1), &events), 1);
+    assert_eq!(t.clock, Clock::Gpu);
+    assert_eq!(t.spans.len(), 4);
+    assert_eq!(t.spans[0].dur, 12.5);
+}
+
+#[test]
+fn pipeweave_names_win_over_pytorch_names() {
+    let mut events = rank1(1);
+    events.push(span("PP:1F0", 2000.0, 1.0));
+    let t = read(&trace(Some(1), &events), 1);
+    assert_eq!(t.naming, Naming::Pipeweave);
+    assert_eq!(t.spans.len(), 4);
+}
+
+#[test]
+fn hostile_traces_are_located_errors() {
+    let good = trace(Some(0), &rank0(1));
+    let cases: Vec<(&str, String)> = vec![
+        ("truncated", good[..good.len() / 2].to_owned()),
+        ("empty", String::new()),
+        ("not_an_object", "[1, 2, 3]".to_owned()),
+        ("no_events", "{\"schemaVersion\": 1}".to_owned()),
+        ("no_actions", trace(Some(0), &[])),
+        (
+            "events_not_a_list",
+            "{\"traceEvents\": {\"a\": 1}}".to_owned(),
+        ),
+        ("event_not_an_object", trace(Some(0), &["17".to_owned()])),
+        (
+            "ts_a_string",
+            trace(
+                Some(0),
+                &[span("pw 0F0", 1.0, 1.0).replace("\"ts\": 1.0", "\"ts\": \"1\"")],
+            ),
+        ),
+        (
+            "huge_ts",
+            trace(
+                Some(0),
+                &[span("pw 0F0", 1.0, 1.0).replace("\"ts\": 1.0", "\"ts\": 1e300")],
+            ),
+        ),
+        (
+            "out_of_range_number",
+            trace(
+                Some(0),
+                &[span("pw 0F0", 1.0, 1.0).replace("\"ts\": 1.0", "\"ts\": 1e400")],
+            ),
+        ),
+        (
+            "nan",
+            trace(
+                Some(0),
+                &[span("pw 0F0", 1.0, 1.0).replace("\"ts\": 1.0", "\"ts\": NaN")],
+            ),
+        ),
+        ("negative_dur", trace(Some(0), &[span("pw 0F0", 1.0, -3.0)])),
+        (
+            "missing_dur",
+            trace(
+                Some(0),
+                &["{\"ph\": \"X\", \"name\": \"pw 0F0\", \"ts\": 1}".to_owned()],
+            ),
+        ),
+        ("bad_cell", trace(Some(0), &[span("pw 0Q0", 1.0, 1.0)])),
+        (
+            "not_complete",
+            trace(
+                Some(0),
+                &[span("pw 0F0", 1.0, 1.0).replace("\"X\"", "\"B\"")],
+            ),
+        ),
+        (
+            "overlap",
+            trace(
+                Some(0),
+                &[span("pw 0F0", 1.0, 10.0), span("pw 0F1", 5.0, 10.0)],
+            ),
+        ),
+        (
+            "rank_a_string",
+            trace(Some(0), &rank0(1)).replace("\"rank\": 0", "\"rank\": \"0\""),
+        ),
+        (
+            "rank_outside_world",
+            trace(Some(0), &rank0(1)).replace("\"rank\": 0", "\"rank\": 5"),
+        ),
+        (
+            "saved_not_whole",
+            trace(
+                Some(0),
+                &[saved("0F0", 1.0, 1, 1).replace("\"bytes\": 1", "\"bytes\": 1.5")],
+            ),
+        ),
+        (
+            "saved_peak_below",
+            trace(Some(0), &[saved("0F0", 1.0, 9, 1)]),
+        ),
+        (
+            "saved_no_args",
+            trace(
+                Some(0),
+                &["{\"ph\": \"i\", \"name\": \"pw saved\", \"ts\": 1}".to_owned()],
+            ),
+        ),
+        (
+            "saved_transfer",
+            trace(Some(0), &[saved("0SEND_F0", 1.0, 1, 1)]),
+        ),
+        (
+            "deep_nesting",
+            format!(
+                "{{\"traceEvents\": [{{\"args\": {}1{}}}]}}",
+                "[".repeat(100_000),
+                "]".repeat(100_000)
+            ),
+        ),
+        ("trailing", format!("{good} x")),
+        (
+            "events_twice",
+            "{\"traceEvents\": [], \"traceEvents\": []}".to_owned(),
+        ),
+    ];
+    let mut out = String::new();
+    for (name, text) in &cases {
+        let _ = writeln!(out, "== {name}\n{}", shown(&refused(text)));
+    }
+    insta::assert_snapshot!("hostile", out);
+}
+
+#[test]
+fn many_problems_are_bounded() {
+    let events: Vec<String> = (0..1000)
+        .map(|i| span("pw 0Q0", f64::from(i), 1.0))
+        .collect();
+    let d = refused(&trace(Some(0), &events));
+    assert_eq!(d.len(), read::MAX_PROBLEMS);
+    assert_eq!(
+        d.last().map(|d| d.notes.clone()),
+        Some(vec![
+            "and 980 more problems in this file, not shown".to_owned()
+        ])
+    );
+}
+
+#[test]
+fn a_million_events_read_with_only_the_actions_kept() {
+    let mut events: Vec<String> = (0..1_000_000)
+        .map(|i| format!("{{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::add\", \"ts\": {i}, \"dur\": 0.5}}"))
+        .collect();
+    events.extend(rank0(1));
+    let t = read(&trace(Some(0), &events), 0);
+    assert_eq!(t.events, 1_000_000 + 1 + 12);
+    assert_eq!(t.spans.len(), 8);
+    assert!(t.spans.capacity() < 64);
+}
+
+#[test]
+fn cells_of_spans_are_the_plans() {
+    let t = read(
+        &trace(Some(0), &[span("pw (0F3;7B5)OVERLAP_F_B", 1.0, 2.0)]),
+        0,
+    );
+    assert_eq!(
+        t.spans[0].cell,
+        StepCell::Compute(Action::Pair {
+            f: Op::new(0, Kind::F, 3),
+            b: Op::new(7, Kind::B, 5)
+        })
+    );
+}
