@@ -60,6 +60,13 @@ use pipeweave_spec::{Recompute, Spec};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
+/// Seconds from a host synchronisation to the next kernel running: NVIDIA's "Getting Started
+/// with CUDA Graphs" (A. Gray, NVIDIA Technical Blog, 2019) times a 2.9 µs kernel at 9.6 µs per
+/// launch when the host synchronises after each, against 3.8 µs without (V100, CUDA 10.1), so
+/// 5.8 µs per synchronisation. Megatron-LM's blocking transfers end in `torch.cuda.synchronize()`
+/// ("to protect against race condition when using batch_isend_irecv()").
+pub const RESYNC_S: f64 = 5.8e-6;
+
 /// Bytes one GPU sends in one action, by kind.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Volume {
@@ -130,6 +137,10 @@ pub struct CostTable {
     stages_per_pipeline: u32,
     /// `stage_rank[stage]`: the pipeline rank of a global stage.
     stage_rank: Vec<u32>,
+    /// `neighbours[stage]`: the pipeline ranks of the next and the previous stage, if any.
+    neighbours: Vec<(Option<u32>, Option<u32>)>,
+    /// `training.p2p_blocking`: a sender holds its rank until its transfer has completed.
+    blocking: bool,
     /// Node of each pipeline rank (for its first data- and tensor-parallel GPU).
     rank_node: Vec<u64>,
     /// Bytes of one boundary activation a GPU sends to the next stage.
@@ -182,6 +193,7 @@ impl Rates {
             + w.attn_fwd / self.attn_fwd
             + w.attn_bwd / self.attn_bwd
             + w.bytes / self.hbm
+            + w.kernels * model::LAUNCH_GAP_S
     }
 }
 
@@ -429,6 +441,12 @@ impl CostTable {
         let stage_rank: Vec<u32> = (0..plan.num_stages())
             .map(|st| plan.stage_rank(st).unwrap_or(0))
             .collect();
+        let neighbours = (0..plan.num_stages())
+            .map(|st| {
+                let rank = |s: Option<u32>| s.and_then(|s| stage_rank.get(s as usize).copied());
+                (rank(plan.next_stage(st)), rank(plan.prev_stage(st)))
+            })
+            .collect();
         let gpn = u64::from(spec.cluster.gpus_per_node);
         let rank_node = (0..u64::from(spec.parallelism.pp))
             .map(|r| comm::gpu_index(spec, r, 0, 0) / gpn)
@@ -437,6 +455,8 @@ impl CostTable {
             parts,
             stages_per_pipeline: s,
             stage_rank,
+            neighbours,
+            blocking: t.p2p_blocking,
             rank_node,
             p2p_bytes: t.tokens_per_microbatch() * spec.model.hidden as f64 * act
                 / f64::from(spec.parallelism.tp),
@@ -458,12 +478,37 @@ impl CostTable {
             self.part_of(b.stage),
             b.kind == Kind::I,
         );
+        let hold = self.send_hold(f) + self.send_hold(b);
         if let Some(c) = self.pairs.borrow().get(&key) {
-            return *c;
+            return c.holding(hold);
         }
         let cost = self.pair_cost_uncached(f, b);
         self.pairs.borrow_mut().insert(key, cost);
-        cost
+        cost.holding(hold)
+    }
+
+    /// Seconds a blocking send holds `op`'s rank after its work (`training.p2p_blocking`): the
+    /// transfer of its output to a stage on another rank, then the host's synchronisation
+    /// ([`RESYNC_S`]); zero when sends do not block or the output stays on the rank.
+    pub fn send_hold(&self, op: Op) -> f64 {
+        if !self.blocking {
+            return 0.0;
+        }
+        let (Some(&from), Some(&(next, prev))) = (
+            self.stage_rank.get(op.stage as usize),
+            self.neighbours.get(op.stage as usize),
+        ) else {
+            return 0.0;
+        };
+        let to = match op.kind {
+            Kind::F => next,
+            Kind::B | Kind::I => prev,
+            Kind::W => None,
+        };
+        match to {
+            Some(r) if r != from => self.p2p(from, r) + RESYNC_S,
+            _ => 0.0,
+        }
     }
 
     fn pair_cost_uncached(&self, f: Op, b: Op) -> ActionCost {
@@ -490,6 +535,7 @@ impl CostTable {
                 slowdown: 0.0,
                 exposed_tp: 0.0,
                 exposed_all_to_all: (p - cost.compute).max(0.0),
+                p2p: 0.0,
             };
         }
         cost
@@ -504,6 +550,7 @@ impl CostTable {
                 Kind::I => p.i.cost,
                 Kind::W => p.w.cost,
             })
+            .holding(self.send_hold(op))
     }
 
     /// Bytes one GPU sends inside an action (tensor-parallel collectives, all-to-all).
@@ -567,6 +614,7 @@ impl Builder<'_> {
         let tokens = t.tokens_per_microbatch();
         let proj_work = Work {
             gemm: 2.0 * proj * tokens,
+            kernels: 1.0,
             ..Work::default()
         };
         let (mut f, mut i, mut bb) = (Pass::default(), Pass::default(), Pass::default());
@@ -624,6 +672,7 @@ impl Builder<'_> {
                         pass,
                         &Work {
                             gemm: proj_work.gemm * pw,
+                            kernels: pw,
                             ..Work::default()
                         },
                     );
@@ -681,6 +730,11 @@ impl CostModel for CostTable {
     }
 
     fn transfer(&self, from: u32, to: u32) -> f64 {
+        if self.blocking {
+            // the sender held its rank until the transfer completed: the data is there when the
+            // sending action ends
+            return 0.0;
+        }
         match (
             self.stage_rank.get(from as usize),
             self.stage_rank.get(to as usize),

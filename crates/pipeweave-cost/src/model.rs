@@ -22,6 +22,10 @@
 //!   forward's (each gradient reads and writes one more tensor); each weight gradient is
 //!   accumulated into the gradient buffer once per micro-batch (read and write in `grad_dtype`).
 //!
+//! - Every kernel launched costs [`LAUNCH_GAP_S`] on top of its work: the gap between two
+//!   kernels queued back to back on a stream. The kernels of each block are counted from its
+//!   operations ([`kernel_counts`]).
+//!
 //! Activation bytes are in [`crate::activation`].
 
 use crate::activation;
@@ -38,6 +42,8 @@ pub(crate) struct Work {
     pub attn_bwd: f64,
     /// Bytes element-wise kernels read and write.
     pub bytes: f64,
+    /// Kernels launched, each paying [`LAUNCH_GAP_S`] on top of its work.
+    pub kernels: f64,
 }
 
 impl Work {
@@ -48,6 +54,7 @@ impl Work {
             attn_fwd: self.attn_fwd * k,
             attn_bwd: self.attn_bwd * k,
             bytes: self.bytes * k,
+            kernels: self.kernels * k,
         }
     }
 
@@ -57,7 +64,71 @@ impl Work {
             attn_fwd: self.attn_fwd + o.attn_fwd,
             attn_bwd: self.attn_bwd + o.attn_bwd,
             bytes: self.bytes + o.bytes,
+            kernels: self.kernels + o.kernels,
         }
+    }
+}
+
+/// Seconds each kernel adds to its work when kernels are queued back to back on one stream:
+/// NVIDIA's "Getting Started with CUDA Graphs" (A. Gray, NVIDIA Technical Blog, 2019) times a
+/// 2.9 µs kernel at 3.8 µs per launch in a stream without host synchronisation (V100, CUDA 10.1),
+/// so 0.9 µs per kernel; the one measurement of the gap we found, taken for every GPU.
+pub const LAUNCH_GAP_S: f64 = 0.9e-6;
+
+/// Kernels one pass of a layer's two blocks launches, counted from the operations (Megatron-LM's
+/// fused kernels: LayerNorm or RMSNorm one kernel, bias with dropout and the residual add one,
+/// gate and up projections one GEMM, the scaled masked softmax one; FP8 quantisation fused into
+/// the kernel before it). Forward: attention block = norm, the projection GEMMs (MLA: query
+/// down and up, key-value down and up, output; else QKV and output), rotary embedding, MLA's two
+/// latent norms, the attention core (FlashAttention one kernel; standard attention two batched
+/// GEMMs, the softmax and dropout), the residual add; dense MLP = norm, two GEMMs, activation,
+/// residual add; MoE = norm, router GEMM, top-k, permute, two grouped expert GEMMs, activation,
+/// unpermute, residual add, and the shared experts' two GEMMs and activation. The input gradient
+/// launches one kernel per forward kernel (FlashAttention's backward three: preprocessing,
+/// main, the query gradient's conversion; standard attention's core five); the weight gradient
+/// one per GEMM.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct KernelCounts {
+    pub attn_f: f64,
+    pub attn_i: f64,
+    pub attn_w: f64,
+    pub mlp_f: f64,
+    pub mlp_i: f64,
+    pub mlp_w: f64,
+}
+
+pub(crate) fn kernel_counts(spec: &Spec, moe: Option<Moe>) -> KernelCounts {
+    let t = &spec.training;
+    let (proj_gemms, latent_norms) = if spec.model.mla.is_some() {
+        (5.0, 2.0)
+    } else {
+        (2.0, 0.0)
+    };
+    let dropout = if t.dropout > 0.0 { 1.0 } else { 0.0 };
+    let (core_f, core_b) = if t.attention.is_flash() {
+        (1.0, 3.0)
+    } else {
+        (3.0 + dropout, 5.0 + dropout)
+    };
+    let selective = t.recompute == pipeweave_spec::Recompute::Selective && !t.attention.is_flash();
+    // norm, rotary, residual add
+    let attn_ew = 3.0 + latent_norms;
+    let (mlp_gemms, mlp_ew) = match moe {
+        Some(m) => {
+            let shared = if m.shared_experts > 0 { 1.0 } else { 0.0 };
+            // router + two grouped GEMMs (+ the shared experts' two); norm, top-k, permute,
+            // activation, unpermute, residual add (+ the shared experts' activation)
+            (3.0 + 2.0 * shared, 6.0 + shared)
+        }
+        None => (2.0, 3.0),
+    };
+    KernelCounts {
+        attn_f: proj_gemms + attn_ew + core_f,
+        attn_i: proj_gemms + attn_ew + core_b + if selective { core_f } else { 0.0 },
+        attn_w: proj_gemms,
+        mlp_f: mlp_gemms + mlp_ew,
+        mlp_i: mlp_gemms + mlp_ew,
+        mlp_w: mlp_gemms,
     }
 }
 
@@ -275,6 +346,7 @@ pub(crate) fn layer(spec: &Spec, index: u64) -> Layer {
         }
     };
     let (ew_attn, ew_mlp) = elementwise(spec, moe, &shape);
+    let k = kernel_counts(spec, moe);
     let dense_params = (shape.weights + dense_mlp) / tp;
     let expert_params = expert_weights / tp;
     // the weight gradients accumulated into the gradient buffer (read, write) per micro-batch
@@ -285,16 +357,19 @@ pub(crate) fn layer(spec: &Spec, index: u64) -> Layer {
             attn_fwd: core_f / tp,
             attn_bwd: 0.0,
             bytes: ew_attn * tokens,
+            kernels: k.attn_f,
         },
         i: Work {
             gemm: (proj + up) / tp,
             attn_fwd: if selective { core_f / tp } else { 0.0 },
             attn_bwd: core_b / tp,
             bytes: 2.0 * ew_attn * tokens,
+            kernels: k.attn_i,
         },
         w: Work {
             gemm: proj / tp,
             bytes: accumulate(shape.weights / tp),
+            kernels: k.attn_w,
             ..Work::default()
         },
     };
@@ -303,17 +378,20 @@ pub(crate) fn layer(spec: &Spec, index: u64) -> Layer {
         f: Work {
             gemm: mlp_flops,
             bytes: ew_mlp * tokens,
+            kernels: k.mlp_f,
             ..Work::default()
         },
         i: Work {
             gemm: mlp_flops,
             bytes: 2.0 * ew_mlp * tokens,
+            kernels: k.mlp_i,
             ..Work::default()
         },
         w: Work {
             gemm: mlp_flops,
             // every weight of the GPU's experts gets a gradient from its share of the tokens
             bytes: accumulate(dense_mlp / tp + expert_params),
+            kernels: k.mlp_w,
             ..Work::default()
         },
     };
@@ -358,20 +436,26 @@ pub(crate) fn head(spec: &Spec) -> Head {
     let bytes = (2.0 * m.hidden as f64 * t.activation_dtype.bytes() / sp + 2.0 * vocab * 4.0)
         * tokens
         + quantise(spec) * m.hidden as f64 * tokens;
+    // final norm, the GEMM, the vocabulary-parallel cross-entropy (Megatron-LM: the logits'
+    // maximum, the softmax's sum, the loss, each one kernel); the backward one kernel each
+    let kernels = 5.0;
     Head {
         f: Work {
             gemm,
             bytes,
+            kernels,
             ..Work::default()
         },
         i: Work {
             gemm,
             bytes: 2.0 * bytes,
+            kernels,
             ..Work::default()
         },
         w: Work {
             gemm,
             bytes: 2.0 * w / tp * t.grad_dtype.bytes(),
+            kernels: 1.0,
             ..Work::default()
         },
         params: w / tp,

@@ -170,6 +170,11 @@ pub struct Training {
     pub grad_bucket_params: Option<f64>,
     /// Tensor-parallel collectives overlapped with the GEMMs (Megatron-LM's `tp_comm_overlap`).
     pub tp_comm_overlap: bool,
+    /// A rank waits for its boundary sends to complete before its next action, then synchronises
+    /// with the GPU (Megatron-LM's `_communicate` before the overlapped schedules: `req.wait()` on
+    /// every send and receive, then `torch.cuda.synchronize()`; DeepSpeed's pipeline engine sends
+    /// with blocking calls in instruction order). `false`: sends run beside the next action.
+    pub p2p_blocking: bool,
     /// SMs communication kernels take while they overlap compute (DeepSeek-V3: 20 of 132).
     pub comm_sms: f64,
     /// Share of the GPU's memory kept free: a plan fits when it needs at most (1 − headroom) of it.

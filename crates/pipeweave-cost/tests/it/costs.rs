@@ -26,6 +26,10 @@ fn unit_spec_forward_time_by_hand() {
     // backward 2.5 times that; element-wise bytes per token and layer: two norms (2h·2 each),
     // two residual adds (3h·2 each), rotary embedding of 8 query and 8 key heads of 128 (read,
     // write), GELU (read, write 4h) = 20h + 8192 + 4·4096·2.
+    // Kernels per layer, each 0.9 µs: forward 11 (attention: norm, QKV and output GEMMs, rotary,
+    // FlashAttention, residual add; MLP: norm, two GEMMs, GELU, residual add), input gradient 13
+    // (FlashAttention's backward three kernels), weight gradient 4 (one per GEMM).
+    let launch = pipeweave_cost::LAUNCH_GAP_S;
     let spec = load("unit.toml");
     let costs = CostTable::new(&spec, &one_f_one_b(4, 8)).expect("fits");
     let h = 1024.0f64;
@@ -33,10 +37,10 @@ fn unit_spec_forward_time_by_hand() {
     let linear = 2.0 * 12.0 * h * h * t;
     let core = t * 1024.0 * 8.0 * 256.0;
     let bytes = (20.0 * h + 2.0 * 2048.0 * 2.0 + 2.0 * 4096.0 * 2.0) * t;
-    let f = 2.0 * (linear / SPEED + core / SPEED + bytes / HBM);
-    let i = 2.0 * (linear / SPEED + 2.5 * core / SPEED + 2.0 * bytes / HBM);
+    let f = 2.0 * (linear / SPEED + core / SPEED + bytes / HBM + 11.0 * launch);
+    let i = 2.0 * (linear / SPEED + 2.5 * core / SPEED + 2.0 * bytes / HBM + 13.0 * launch);
     // W: the weight GEMMs, and each FP32 gradient read and written once per micro-batch
-    let w = 2.0 * (linear / SPEED + 2.0 * 12.0 * h * h * 4.0 / HBM);
+    let w = 2.0 * (linear / SPEED + 2.0 * 12.0 * h * h * 4.0 / HBM + 4.0 * launch);
     let part = &costs.parts[1];
     assert!(
         close(part.f.cost.duration, f),
@@ -55,11 +59,44 @@ fn unit_spec_forward_time_by_hand() {
     );
     assert!(close(part.b.cost.duration, i + w));
     // The last part adds the output head: 2·vocab·hidden·tokens forward, the final norm and the
-    // FP32 logits read and written by the loss.
-    let head = 2.0 * 32000.0 * h * t / SPEED + (2.0 * h * 2.0 + 2.0 * 32000.0 * 4.0) * t / HBM;
+    // FP32 logits read and written by the loss; five kernels (norm, GEMM, the loss's three).
+    let head = 2.0 * 32000.0 * h * t / SPEED
+        + (2.0 * h * 2.0 + 2.0 * 32000.0 * 4.0) * t / HBM
+        + 5.0 * launch;
     assert!(close(costs.parts[3].f.cost.duration, f + head));
     // Activation point-to-point inside the node: 1 µs + 1024·1024·2 bytes at 100 GB/s.
     assert!(close(costs.transfer(0, 1), 1e-6 + t * h * 2.0 / 100e9));
+}
+
+#[test]
+fn blocking_sends_hold_the_sender() {
+    // With `p2p_blocking` an action that sends to another rank holds its rank for the transfer
+    // (1 µs + 1024·1024·2 bytes at 100 GB/s) and the host's synchronisation; the receiver then
+    // has its input as the sender ends.
+    let mut spec = load("unit.toml");
+    let plan = one_f_one_b(4, 8);
+    let free = CostTable::new(&spec, &plan).expect("fits");
+    spec.training.p2p_blocking = true;
+    let blocking = CostTable::new(&spec, &plan).expect("fits");
+    let send = 1e-6 + 1024.0 * 1024.0 * 2.0 / 100e9 + pipeweave_cost::RESYNC_S;
+    let op = |stage, kind| Op { stage, kind, mb: 0 };
+    for (stage, kind, held) in [
+        (0, Kind::F, send),
+        (3, Kind::F, 0.0),
+        (3, Kind::B, send),
+        (0, Kind::B, 0.0),
+        (1, Kind::W, 0.0),
+    ] {
+        let (a, b) = (
+            free.op_cost(op(stage, kind)),
+            blocking.op_cost(op(stage, kind)),
+        );
+        assert!(close(b.duration, a.duration + held), "{stage}{kind:?}");
+        assert!(close(b.p2p, held));
+        assert!(close(b.exposed(), a.exposed() + held));
+    }
+    assert_eq!(blocking.transfer(0, 1), 0.0);
+    assert!(free.transfer(0, 1) > 0.0);
 }
 
 const MOE: &str = r#"

@@ -73,6 +73,7 @@ pub(super) fn read_training(
     let overlap_param = t.opt_bool(cx, "overlap_param_gather", true);
     let bucket = t.opt_num(cx, "grad_bucket_params", Bound::Within(1.0, 1e15));
     let tp_overlap = t.opt_bool(cx, "tp_comm_overlap", false);
+    let p2p_blocking = t.opt_bool(cx, "p2p_blocking", false);
     let comm_sms = t.opt_num(cx, "comm_sms", Bound::Within(0.0, 100_000.0));
     let headroom = t.opt_num(cx, "memory_headroom", Bound::Within(0.0, MAX_HEADROOM));
     let recompute = read_recompute(cx, &mut t);
@@ -106,6 +107,7 @@ pub(super) fn read_training(
         overlap_param_gather: overlap_param?,
         grad_bucket_params: bucket.ok()?,
         tp_comm_overlap: tp_overlap?,
+        p2p_blocking: p2p_blocking?,
         comm_sms: comm_sms.ok()?.unwrap_or(DEFAULT_COMM_SMS),
         memory_headroom: headroom.ok()?.unwrap_or(DEFAULT_HEADROOM),
         recompute: recompute?,
