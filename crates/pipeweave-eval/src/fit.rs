@@ -117,9 +117,13 @@ pub struct Fitted {
 }
 
 impl Fitted {
-    /// Every change in words.
+    /// Every change in words, then every default the spec relies on ([`Spec::assumed`]).
     pub fn notes(&self) -> Vec<String> {
-        self.changes.iter().map(ToString::to_string).collect()
+        self.changes
+            .iter()
+            .map(ToString::to_string)
+            .chain(self.spec.assumed())
+            .collect()
     }
 }
 

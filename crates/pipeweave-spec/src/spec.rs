@@ -420,6 +420,33 @@ impl Spec {
             && self.training.zero2_with_pipeline == Zero2Pipeline::Refuse
     }
 
+    /// The defaults the spec relies on that move its figures, each in words with why it was
+    /// taken: today the attention kernel, when the spec names none (the best the GPU runs, which
+    /// is wrong for a run older than the kernel). Empty when the spec names them all.
+    pub fn assumed(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.span_of("training.attention").is_none() {
+            let a = self.training.attention;
+            let why = match a {
+                Attention::Standard => "no FlashAttention kernel runs on it".to_owned(),
+                _ => format!(
+                    "the newest kernel it runs; a run from before {} names its own",
+                    if a == Attention::Flash3 {
+                        "FlashAttention-3 (2024)"
+                    } else {
+                        "FlashAttention (2022)"
+                    }
+                ),
+            };
+            out.push(format!(
+                "`training.attention` not given: `{}` assumed on the {} ({why})",
+                a.name(),
+                self.cluster.gpu_name()
+            ));
+        }
+        out
+    }
+
     /// The span of a key's value in the source, if the key was there.
     pub fn span_of(&self, path: &str) -> Option<Span> {
         self.spans

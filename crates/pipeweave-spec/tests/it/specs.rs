@@ -170,3 +170,37 @@ fn a_byte_order_mark_is_accepted() {
     assert_eq!(diags, []);
     assert_eq!(spec.map(|s| s.name), Some("unit".to_owned()));
 }
+
+#[test]
+fn a_spec_without_an_attention_kernel_says_which_it_assumed() {
+    // the unit spec names no kernel: the best its GPU runs is assumed, and said
+    let unit = load("unit.toml");
+    let assumed = unit.assumed();
+    assert_eq!(assumed.len(), 1, "{assumed:?}");
+    assert!(
+        assumed[0].starts_with(&format!(
+            "`training.attention` not given: `{}` assumed on the ",
+            unit.training.attention.name()
+        )),
+        "{assumed:?}"
+    );
+    // on an A100 that is FlashAttention-2, wrong for a run from before 2022
+    let a100 = source("unit.toml")
+        .replace("gpu = \"unit\"", "gpu = \"a100-sxm4-80gb\"")
+        .replace("[cluster]", "[cluster]\nnetwork = \"ib-hdr-200\"");
+    let (spec, diags) = parse(&a100, FileId(0));
+    assert!(diags.is_empty(), "{diags:?}");
+    let assumed = spec.expect("parses").assumed();
+    assert_eq!(
+        assumed,
+        vec![
+            "`training.attention` not given: `flash2` assumed on the A100 SXM4 80GB (the newest kernel it runs; a run from before FlashAttention (2022) names its own)"
+                .to_owned()
+        ]
+    );
+    // a spec that names its kernel relies on no default
+    let named = source("unit.toml").replace("[training]", "[training]\nattention = \"standard\"");
+    let (spec, diags) = parse(&named, FileId(0));
+    assert!(diags.is_empty(), "{diags:?}");
+    assert!(spec.expect("parses").assumed().is_empty());
+}
