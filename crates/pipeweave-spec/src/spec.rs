@@ -57,6 +57,38 @@ pub enum Mlp {
     Gated,
 }
 
+/// The framework that ran the step (`training.framework`): each value sets the defaults of the
+/// keys its documented behaviour decides (specs/README.md lists them with their sources).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framework {
+    /// Megatron-LM / Megatron-Core (the default): gradient buckets reduced under the backward,
+    /// sends beside the next action.
+    Megatron,
+    /// DeepSpeed's pipeline engine: blocking sends, gradients reduced after the last backward
+    /// (`ReduceGrads` before `OptimizerStep`), ZeRO-2 with a pipeline refused.
+    Deepspeed,
+    /// torchtitan (PyTorch's `torch.distributed.pipelining` with FSDP2): sends beside the next
+    /// action, reduce-scatters under the backward.
+    Torchtitan,
+    /// Plain PyTorch pipelining with DDP: as torchtitan.
+    Pytorch,
+    /// Another framework: the spec spells out `p2p_blocking` and `overlap_grad_reduce`.
+    Custom,
+}
+
+impl Framework {
+    /// The name a spec writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Framework::Megatron => "megatron",
+            Framework::Deepspeed => "deepspeed",
+            Framework::Torchtitan => "torchtitan",
+            Framework::Pytorch => "pytorch",
+            Framework::Custom => "custom",
+        }
+    }
+}
+
 /// Multi-head latent attention (DeepSeek-V2/V3): low-rank query and key-value projections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Mla {
@@ -170,6 +202,8 @@ pub struct Training {
     pub grad_bucket_params: Option<f64>,
     /// Tensor-parallel collectives overlapped with the GEMMs (Megatron-LM's `tp_comm_overlap`).
     pub tp_comm_overlap: bool,
+    /// The framework that ran the step; it set the defaults of the keys below it decides.
+    pub framework: Framework,
     /// A rank waits for its boundary sends to complete before its next action, then synchronises
     /// with the GPU (Megatron-LM's `_communicate` before the overlapped schedules: `req.wait()` on
     /// every send and receive, then `torch.cuda.synchronize()`; DeepSpeed's pipeline engine sends
