@@ -145,6 +145,13 @@ pub struct CostTable {
     rank_node: Vec<u64>,
     /// Bytes of one boundary activation a GPU sends to the next stage.
     pub p2p_bytes: f64,
+    /// With `model.tied_embeddings`: seconds of the all-reduce of the embedding's gradient
+    /// between the pipeline ranks of the first and the last part, after the backward (Megatron-LM's
+    /// `_allreduce_word_embedding_grads`, DeepSpeed's `ReduceTiedGrads`); zero when one rank holds
+    /// both or the embeddings are not tied.
+    pub tied_all_reduce: f64,
+    /// Bytes one GPU sends for it.
+    pub tied_bytes: f64,
     links: Links,
     /// The rate compute keeps while communication runs beside it.
     rate_shared: f64,
@@ -448,9 +455,38 @@ impl CostTable {
             })
             .collect();
         let gpn = u64::from(spec.cluster.gpus_per_node);
-        let rank_node = (0..u64::from(spec.parallelism.pp))
+        let rank_node: Vec<u64> = (0..u64::from(spec.parallelism.pp))
             .map(|r| comm::gpu_index(spec, r, 0, 0) / gpn)
             .collect();
+        // the tied embedding's gradient: one all-reduce of vocab·hidden/t gradients in the
+        // reduction's format between the first part's rank and the last part's (a ring of two:
+        // the whole gradient each way once, two latencies)
+        let (first, last) = (
+            stage_rank.first().copied(),
+            stage_rank.get(s.saturating_sub(1) as usize).copied(),
+        );
+        let (tied_all_reduce, tied_bytes) = match (first, last) {
+            (Some(a), Some(b)) if spec.model.tied_embeddings && a != b => {
+                let bytes = model::embedding_params(spec) * t.grad_reduce_dtype.bytes();
+                let same = rank_node.get(a as usize) == rank_node.get(b as usize);
+                let spread = if same {
+                    Spread {
+                        nodes: 1.0,
+                        per_node: 2.0,
+                    }
+                } else {
+                    Spread {
+                        nodes: 2.0,
+                        per_node: 1.0,
+                    }
+                };
+                (
+                    comm::all_reduce(&links, bytes, spread),
+                    2.0 * comm::ring_bytes(bytes, 2.0),
+                )
+            }
+            _ => (0.0, 0.0),
+        };
         Ok(CostTable {
             parts,
             stages_per_pipeline: s,
@@ -460,6 +496,8 @@ impl CostTable {
             rank_node,
             p2p_bytes: t.tokens_per_microbatch() * spec.model.hidden as f64 * act
                 / f64::from(spec.parallelism.tp),
+            tied_all_reduce,
+            tied_bytes,
             links,
             rate_shared,
             pairs: RefCell::new(BTreeMap::new()),

@@ -555,7 +555,13 @@ pub fn total_parameters(spec: &Spec) -> f64 {
     }
     let h = m.hidden as f64;
     n += m.mtp_depth as f64 * 2.0 * h * h;
-    n + embedding_params(spec) * tp + head(spec).params * tp
+    // tied embeddings: the head is the embedding, counted once
+    let head = if m.tied_embeddings {
+        0.0
+    } else {
+        head(spec).params * tp
+    };
+    n + embedding_params(spec) * tp + head
 }
 
 /// Parameters one token activates (forward), embedding lookup and multi-token prediction excluded.

@@ -17,6 +17,8 @@
 //!   holds too many to list); what runs after the rank's last action is exposed (all of it without `overlap_grad_reduce`); then the parameter
 //!   all-gather after the optimizer (its first bucket with `overlap_param_gather`, the slowest
 //!   rank's for the whole step);
+//!   with tied embeddings, the ranks of the first and the last part then all-reduce the
+//!   embedding's gradient once both are done ([`tied_embedding_sync`]);
 //! - the **optimizer** step of the rank's shards;
 //! - **bubble**: the rest of the step, the time the rank waits for other ranks.
 //!
@@ -213,6 +215,32 @@ fn sends(plan: &Plan, rank: u32, op: Op) -> bool {
         .is_some_and(|h| h != rank)
 }
 
+/// With tied embeddings, the ranks of the first and the last part all-reduce the embedding's
+/// gradient once both have reduced their data-parallel buckets (Megatron-LM's
+/// `finalize_model_grads`: the embedding all-reduce after the data-parallel one): each of the two
+/// ends that all-reduce after the later of them, counted as exposed DP.
+fn tied_embedding_sync(plan: &Plan, costs: &CostTable, ranks: &mut [RankStep]) {
+    if costs.tied_all_reduce <= 0.0 {
+        return;
+    }
+    let last = plan.stages_per_pipeline().saturating_sub(1);
+    let ends: Vec<usize> = [0, last]
+        .iter()
+        .filter_map(|&stage| plan.hosts().get(stage as usize).map(|&r| r as usize))
+        .collect();
+    let done = ends
+        .iter()
+        .filter_map(|&r| ranks.get(r))
+        .map(|rs| rs.end + rs.breakdown.exposed_dp_s)
+        .fold(0.0f64, f64::max);
+    for &r in &ends {
+        if let Some(rs) = ranks.get_mut(r) {
+            rs.breakdown.exposed_dp_s = done + costs.tied_all_reduce - rs.end;
+            rs.volumes.dp += costs.tied_bytes;
+        }
+    }
+}
+
 /// Takes the simulated step of `plan` (`timing`) apart on `spec`'s costs.
 pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Step {
     let ends = Ends::of(plan, timing);
@@ -318,6 +346,7 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
         });
         ranks.push(rs);
     }
+    tied_embedding_sync(plan, costs, &mut ranks);
     let synced = ranks
         .iter()
         .map(|r| r.end + r.breakdown.exposed_dp_s + r.breakdown.optimizer_s)

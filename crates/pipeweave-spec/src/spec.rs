@@ -151,6 +151,11 @@ pub struct Model {
     /// Multi-token prediction modules after the last layer (DeepSeek-V3: 1), each one more layer
     /// (like the last) and a pass through the shared output head, on the last part.
     pub mtp_depth: u64,
+    /// The output head shares the input embedding's weights (GPT-2, BLOOM; Megatron-LM's
+    /// `share_embeddings_and_output_weights`): one copy of the weights in the model's count, a
+    /// copy on each rank that holds either end, and their gradients all-reduced between the
+    /// first and the last pipeline rank after the backward.
+    pub tied_embeddings: bool,
 }
 
 /// The training run: batch shape, length, number formats and what is recomputed.

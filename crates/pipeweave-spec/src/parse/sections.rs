@@ -208,6 +208,7 @@ fn read_model(cx: &mut Cx, mut t: Table<'_, '_>) -> Option<Model> {
         Err(()) => None,
     };
     let mtp = t.opt_int(cx, "mtp_depth", 0);
+    let tied = t.opt_bool(cx, "tied_embeddings", false);
     t.finish(cx);
     let (heads_v, hidden_v) = (heads?, hidden?);
     let head_dim = match head_dim {
@@ -239,6 +240,7 @@ fn read_model(cx: &mut Cx, mut t: Table<'_, '_>) -> Option<Model> {
             Ok(d) => d.unwrap_or(0),
             Err(()) => return None,
         },
+        tied_embeddings: tied?,
     })
 }
 
