@@ -670,6 +670,14 @@ impl Builder<'_> {
                 activation_bytes += l.activation_bytes * n;
             }
         };
+        let embedding_norm = if q == 0 {
+            model::embedding_norm(spec)
+        } else {
+            None
+        };
+        if let Some((norm_f, _, _)) = embedding_norm {
+            self.compute(&mut f, &norm_f);
+        }
         for &(ref l, n) in layers {
             self.forward(&mut f, (l, n));
             w_work = w_work.plus(l.attn.w.times(n)).plus(l.mlp.w.times(n));
@@ -698,8 +706,10 @@ impl Builder<'_> {
             activation_bytes += head.logits_bytes * (1 + mtp.len()) as f64;
         }
         if q == 0 {
-            dense += model::embedding_params(spec);
+            dense += model::embedding_params(spec) + model::first_part_extra_params(spec);
         }
+        // the embedding norm's input, kept for its backward
+        activation_bytes += embedding_norm.map_or(0.0, |(_, _, kept)| kept);
         for (pass, weights) in [(&mut i, false), (&mut bb, true)] {
             if last {
                 for l in mtp.iter().rev() {
@@ -719,6 +729,9 @@ impl Builder<'_> {
             }
             for &(ref l, n) in layers.iter().rev() {
                 self.backward(pass, (l, n), weights);
+            }
+            if let Some((_, norm_i, _)) = embedding_norm {
+                self.compute(pass, &norm_i);
             }
         }
         let mut w = Pass::default();

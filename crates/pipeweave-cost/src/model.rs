@@ -29,7 +29,7 @@
 //! Activation bytes are in [`crate::activation`].
 
 use crate::activation;
-use pipeweave_spec::{Attention, Dtype, Mlp, Moe, Spec};
+use pipeweave_spec::{Attention, Dtype, Mlp, Moe, Positions, Spec};
 
 /// Work of one pass of a block on one GPU: what its compute time is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -79,7 +79,8 @@ pub const LAUNCH_GAP_S: f64 = 0.9e-6;
 /// fused kernels: LayerNorm or RMSNorm one kernel, bias with dropout and the residual add one,
 /// gate and up projections one GEMM, the scaled masked softmax one; FP8 quantisation fused into
 /// the kernel before it). Forward: attention block = norm, the projection GEMMs (MLA: query
-/// down and up, key-value down and up, output; else QKV and output), rotary embedding, MLA's two
+/// down and up, key-value down and up, output; else QKV and output), rotary embedding (MLA, or
+/// rotary positions), MLA's two
 /// latent norms, the attention core (FlashAttention one kernel; standard attention two batched
 /// GEMMs, the softmax and dropout), the residual add; dense MLP = norm, two GEMMs, activation,
 /// residual add; MoE = norm, router GEMM, top-k, permute, two grouped expert GEMMs, activation,
@@ -111,8 +112,13 @@ pub(crate) fn kernel_counts(spec: &Spec, moe: Option<Moe>) -> KernelCounts {
         (3.0 + dropout, 5.0 + dropout)
     };
     let selective = t.recompute == pipeweave_spec::Recompute::Selective && !t.attention.is_flash();
-    // norm, rotary, residual add
-    let attn_ew = 3.0 + latent_norms;
+    // norm, rotary (MLA always; else with rotary positions), residual add
+    let rotary = if spec.model.mla.is_some() || spec.model.positions == Positions::Rotary {
+        1.0
+    } else {
+        0.0
+    };
+    let attn_ew = 2.0 + rotary + latent_norms;
     let (mlp_gemms, mlp_ew) = match moe {
         Some(m) => {
             let shared = if m.shared_experts > 0 { 1.0 } else { 0.0 };
@@ -227,7 +233,12 @@ pub(crate) fn attention(spec: &Spec) -> AttnShape {
                 weights: h * heads * d * 2.0 + 2.0 * h * kv * d,
                 core: heads * 2.0 * d,
                 up: 0.0,
-                rope: (heads + kv) * d,
+                // learned positions and ALiBi touch no query or key
+                rope: if m.positions == Positions::Rotary {
+                    (heads + kv) * d
+                } else {
+                    0.0
+                },
                 gemm_inputs: h + heads * d,
                 latents: 0.0,
             }
@@ -468,6 +479,49 @@ pub(crate) fn embedding_params(spec: &Spec) -> f64 {
     (spec.model.vocab * spec.model.hidden) as f64 / f64::from(spec.parallelism.tp)
 }
 
+/// Weights of the first part besides the word embedding, on one GPU: a learned position table
+/// (`sequence_length × hidden`, Megatron-LM's `max_position_embeddings` at the run's length,
+/// whole on every tensor rank) and the embedding norm's scale and bias (`2·hidden`).
+pub(crate) fn first_part_extra_params(spec: &Spec) -> f64 {
+    let m = &spec.model;
+    let h = m.hidden as f64;
+    let positions = if m.positions == Positions::Learned {
+        spec.training.sequence_length as f64 * h
+    } else {
+        0.0
+    };
+    let norm = if m.embedding_norm { 2.0 * h } else { 0.0 };
+    positions + norm
+}
+
+/// The embedding norm on one GPU for one micro-batch (first part, `model.embedding_norm`): its
+/// forward reads and writes the activation (on the sequence-parallel shard), one kernel; the
+/// input gradient twice that; the input kept for the backward, in bytes. `None` without it.
+pub(crate) fn embedding_norm(spec: &Spec) -> Option<(Work, Work, f64)> {
+    if !spec.model.embedding_norm {
+        return None;
+    }
+    let t = &spec.training;
+    let sp = if spec.parallelism.sequence_parallel {
+        f64::from(spec.parallelism.tp)
+    } else {
+        1.0
+    };
+    let per_token = spec.model.hidden as f64 * t.activation_dtype.bytes() / sp;
+    let tokens = t.tokens_per_microbatch();
+    let f = Work {
+        bytes: 2.0 * per_token * tokens,
+        kernels: 1.0,
+        ..Work::default()
+    };
+    let i = Work {
+        bytes: 4.0 * per_token * tokens,
+        kernels: 1.0,
+        ..Work::default()
+    };
+    Some((f, i, per_token * tokens))
+}
+
 /// The layer range `[start, end)` of each part.
 pub(crate) fn part_layers(spec: &Spec) -> Vec<(u64, u64)> {
     let mut start = 0;
@@ -561,7 +615,7 @@ pub fn total_parameters(spec: &Spec) -> f64 {
     } else {
         head(spec).params * tp
     };
-    n + embedding_params(spec) * tp + head
+    n + embedding_params(spec) * tp + first_part_extra_params(spec) + head
 }
 
 /// Parameters one token activates (forward), embedding lookup and multi-token prediction excluded.

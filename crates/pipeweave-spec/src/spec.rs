@@ -57,6 +57,19 @@ pub enum Mlp {
     Gated,
 }
 
+/// How the model encodes positions (`model.positions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Positions {
+    /// Rotary embeddings of queries and keys (Llama, DeepSeek): an element-wise kernel per layer.
+    Rotary,
+    /// A learned table of positions added to the token embedding (GPT-2, GPT-3, Megatron-LM's
+    /// GPT): `sequence_length × hidden` weights on the first part, nothing per layer.
+    Learned,
+    /// ALiBi (BLOOM): a bias per head added to the attention scores, inside the attention kernel
+    /// (FlashAttention's `alibi_slopes`) or the score GEMM (`baddbmm`), nothing per layer beyond.
+    Alibi,
+}
+
 /// The framework that ran the step (`training.framework`): each value sets the defaults of the
 /// keys its documented behaviour decides (specs/README.md lists them with their sources).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,6 +169,11 @@ pub struct Model {
     /// copy on each rank that holds either end, and their gradients all-reduced between the
     /// first and the last pipeline rank after the backward.
     pub tied_embeddings: bool,
+    /// How positions are encoded.
+    pub positions: Positions,
+    /// A LayerNorm right after the embedding (BLOOM's `word_embeddings_layernorm`), on the first
+    /// part.
+    pub embedding_norm: bool,
 }
 
 /// The training run: batch shape, length, number formats and what is recomputed.

@@ -526,3 +526,52 @@ fn a_plan_that_does_not_fit_the_spec_has_no_costs() {
     assert!(CostTable::new(&spec, &one_f_one_b(2, 3)).is_err());
     assert!(CostTable::new(&spec, &one_f_one_b(4, 8)).is_ok());
 }
+
+#[test]
+fn learned_positions_drop_the_rotary_kernel_and_an_embedding_norm_costs_its_bytes() {
+    // Rotary embedding per layer and token: 8 query and 8 key heads of 128 read and written in
+    // BF16, 8,192 bytes, one kernel; the forward and the input gradient (twice the bytes) lose it
+    // with learned positions, which add a 1,024 × 1,024 position table to the first part.
+    let rotary = load("unit.toml");
+    let plan = one_f_one_b(4, 8);
+    let mut learned = rotary.clone();
+    learned.model.positions = pipeweave_spec::Positions::Learned;
+    let (a, b) = (
+        CostTable::new(&rotary, &plan).expect("fits"),
+        CostTable::new(&learned, &plan).expect("fits"),
+    );
+    let launch = pipeweave_cost::LAUNCH_GAP_S;
+    let rope = 8192.0 * 1024.0 / HBM;
+    let (pa, pb) = (&a.parts[1], &b.parts[1]);
+    assert!(close(
+        pa.f.cost.duration - pb.f.cost.duration,
+        2.0 * (rope + launch)
+    ));
+    assert!(close(
+        pa.i.cost.duration - pb.i.cost.duration,
+        2.0 * (2.0 * rope + launch)
+    ));
+    assert!(close(
+        b.parts[0].dense_params - a.parts[0].dense_params,
+        1024.0 * 1024.0
+    ));
+    // BLOOM's embedding LayerNorm on the first part: 1,024 tokens × 1,024 × 2 bytes read and
+    // written forward, twice that backward, one kernel each; its input kept
+    let mut normed = rotary.clone();
+    normed.model.embedding_norm = true;
+    let c = CostTable::new(&normed, &plan).expect("fits");
+    let x = 1024.0 * 1024.0 * 2.0;
+    let (p0, q0) = (&a.parts[0], &c.parts[0]);
+    assert!(close(
+        q0.f.cost.duration - p0.f.cost.duration,
+        2.0 * x / HBM + launch
+    ));
+    assert!(close(
+        q0.i.cost.duration - p0.i.cost.duration,
+        4.0 * x / HBM + launch
+    ));
+    assert!(close(q0.activation_bytes - p0.activation_bytes, x));
+    assert!(close(q0.dense_params - p0.dense_params, 2.0 * 1024.0));
+    // the other parts do not change
+    assert_eq!(a.parts[1], c.parts[1]);
+}

@@ -9,7 +9,8 @@ use super::table::{MAX_DURATION, Table, type_name, within_limit};
 use super::text::shown_text;
 use super::training::read_training;
 use crate::spec::{
-    Attention, Cluster, Dtype, Measured, Mla, Mlp, Model, Moe, Parallelism, PlacementOrder, Spec,
+    Attention, Cluster, Dtype, Measured, Mla, Mlp, Model, Moe, Parallelism, PlacementOrder,
+    Positions, Spec,
 };
 use pipeweave_diagnostics::Diagnostic;
 use std::ops::Range;
@@ -209,6 +210,17 @@ fn read_model(cx: &mut Cx, mut t: Table<'_, '_>) -> Option<Model> {
     };
     let mtp = t.opt_int(cx, "mtp_depth", 0);
     let tied = t.opt_bool(cx, "tied_embeddings", false);
+    let positions = t.choice(
+        cx,
+        "positions",
+        Positions::Rotary,
+        &[
+            ("rotary", Positions::Rotary),
+            ("learned", Positions::Learned),
+            ("alibi", Positions::Alibi),
+        ],
+    );
+    let embedding_norm = t.opt_bool(cx, "embedding_norm", false);
     t.finish(cx);
     let (heads_v, hidden_v) = (heads?, hidden?);
     let head_dim = match head_dim {
@@ -241,6 +253,8 @@ fn read_model(cx: &mut Cx, mut t: Table<'_, '_>) -> Option<Model> {
             Err(()) => return None,
         },
         tied_embeddings: tied?,
+        positions: positions?,
+        embedding_norm: embedding_norm?,
     })
 }
 
