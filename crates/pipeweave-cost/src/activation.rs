@@ -127,7 +127,13 @@ fn mlp_block_activation(spec: &Spec, moe: Option<Moe>) -> (f64, f64) {
     let m = &spec.model;
     let b = act_bytes(spec);
     let h = m.hidden as f64;
-    let around = h * b.plain + h * b.norm_out + h * b.mask;
+    // parallel blocks share the attention block's input and norm output: only the mask is the
+    // MLP's own
+    let around = if m.parallel_blocks {
+        h * b.mask
+    } else {
+        h * b.plain + h * b.norm_out + h * b.mask
+    };
     match moe {
         Some(moe) => {
             let e = moe.expert_ffn as f64;

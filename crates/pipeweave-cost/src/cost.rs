@@ -320,6 +320,8 @@ struct Builder<'a> {
     a2a: [(f64, f64); 4],
     overlap_tp: bool,
     full: bool,
+    /// `model.parallel_blocks`: one tensor-parallel block per layer.
+    parallel_blocks: bool,
     spec: &'a Spec,
 }
 
@@ -360,8 +362,7 @@ impl Builder<'_> {
     /// The forward of `times` layers alike `l` (a chunk of them, [`model::layer_chunks`]: one task
     /// of each kind where each layer has one, `times` as long).
     fn forward(&self, pass: &mut Pass, (l, times): (&model::Layer, f64)) {
-        self.tp_block(pass, times, |b, p| b.compute(p, &l.attn.f.times(times)));
-        self.tp_block(pass, times, |b, p| {
+        let mlp = |b: &Self, p: &mut Pass| {
             if l.moe {
                 b.a2a(p, 0, times);
                 b.compute(p, &l.mlp.f.times(times));
@@ -369,7 +370,17 @@ impl Builder<'_> {
             } else {
                 b.compute(p, &l.mlp.f.times(times));
             }
-        });
+        };
+        if self.parallel_blocks {
+            // one gather of the shared input, one reduction of the summed outputs
+            self.tp_block(pass, times, |b, p| {
+                b.compute(p, &l.attn.f.times(times));
+                mlp(b, p);
+            });
+        } else {
+            self.tp_block(pass, times, |b, p| b.compute(p, &l.attn.f.times(times)));
+            self.tp_block(pass, times, mlp);
+        }
     }
 
     /// The backward of `times` layers alike `l`: with `weights`, B (I and W together), else I.
@@ -380,7 +391,7 @@ impl Builder<'_> {
         }
         let work =
             |blk: &model::Block| if weights { blk.i.plus(blk.w) } else { blk.i }.times(times);
-        self.tp_block(pass, times, |b, p| {
+        let mlp = |b: &Self, p: &mut Pass| {
             if l.moe {
                 b.a2a(p, 2, times);
                 b.compute(p, &work(&l.mlp));
@@ -388,8 +399,16 @@ impl Builder<'_> {
             } else {
                 b.compute(p, &work(&l.mlp));
             }
-        });
-        self.tp_block(pass, times, |b, p| b.compute(p, &work(&l.attn)));
+        };
+        if self.parallel_blocks {
+            self.tp_block(pass, times, |b, p| {
+                mlp(b, p);
+                b.compute(p, &work(&l.attn));
+            });
+        } else {
+            self.tp_block(pass, times, mlp);
+            self.tp_block(pass, times, |b, p| b.compute(p, &work(&l.attn)));
+        }
     }
 
     fn finish(&self, mut pass: Pass) -> Pass {
@@ -424,6 +443,7 @@ impl CostTable {
             a2a: [a2a(dispatch), a2a(act), a2a(dispatch), a2a(act)],
             overlap_tp: t.tp_comm_overlap,
             full: t.recompute == Recompute::Full,
+            parallel_blocks: spec.model.parallel_blocks,
             spec,
         };
         let head = model::head(spec);

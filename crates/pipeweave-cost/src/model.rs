@@ -128,6 +128,12 @@ pub(crate) fn kernel_counts(spec: &Spec, moe: Option<Moe>) -> KernelCounts {
         }
         None => (2.0, 3.0),
     };
+    // parallel blocks: the MLP launches no norm and no residual add of its own
+    let mlp_ew = if spec.model.parallel_blocks {
+        mlp_ew - 2.0
+    } else {
+        mlp_ew
+    };
     KernelCounts {
         attn_f: proj_gemms + attn_ew + core_f,
         attn_i: proj_gemms + attn_ew + core_b + if selective { core_f } else { 0.0 },
@@ -277,6 +283,13 @@ fn elementwise(spec: &Spec, moe: Option<Moe>, shape: &AttnShape) -> (f64, f64) {
         0.0
     };
     let around = (2.0 * h * a + 3.0 * h * a + dropout) / sp;
+    // parallel blocks: the MLP reads the attention's norm output, and one add of three reads
+    // (the input, both outputs) writes the residual: the MLP's norm and add become one more read
+    let mlp_around = if m.parallel_blocks {
+        (h * a + dropout) / sp
+    } else {
+        around
+    };
     // rotary embedding of queries and keys (read, write); MLA's latent norms
     let mut attn = around + (2.0 * shape.rope * a + 2.0 * shape.latents * a) / tp;
     if t.attention == Attention::Standard {
@@ -301,11 +314,11 @@ fn elementwise(spec: &Spec, moe: Option<Moe>, shape: &AttnShape) -> (f64, f64) {
             // permute into the dispatch layout (read, write), unpermute and weigh the combined
             // copies (read k, write one)
             let permute = 2.0 * k * h * dispatch + k * h * a + h * a;
-            around + (permute + copies * act(e) + q * (h + copies * e)) / tp
+            mlp_around + (permute + copies * act(e) + q * (h + copies * e)) / tp
         }
         None => {
             let f = m.ffn as f64;
-            around + (act(f) + q * (h + f)) / tp
+            mlp_around + (act(f) + q * (h + f)) / tp
         }
     };
     (attn, mlp)

@@ -174,6 +174,11 @@ pub struct Model {
     /// A LayerNorm right after the embedding (BLOOM's `word_embeddings_layernorm`), on the first
     /// part.
     pub embedding_norm: bool,
+    /// Attention and MLP side by side on one normalised input, their outputs added to the
+    /// residual once (GPT-J; PaLM §2 "Parallel Layers"): one norm and one residual add per layer,
+    /// and with tensor parallelism one gather of the input and one reduction of the summed
+    /// outputs per layer instead of two.
+    pub parallel_blocks: bool,
 }
 
 /// The training run: batch shape, length, number formats and what is recomputed.

@@ -575,3 +575,50 @@ fn learned_positions_drop_the_rotary_kernel_and_an_embedding_norm_costs_its_byte
     // the other parts do not change
     assert_eq!(a.parts[1], c.parts[1]);
 }
+
+#[test]
+fn parallel_blocks_share_one_norm_one_add_and_one_tensor_parallel_block() {
+    // GPT-J / PaLM parallel layers on the unit spec: per layer and token the MLP's norm (2h·2
+    // bytes) and residual add (3h·2) go, the one add reads one more input (h·2): 8,192 bytes
+    // less each forward, twice that backward, two kernels fewer each; the MLP keeps neither the
+    // layer input nor the norm output of its own (4h bytes per token less)
+    let base = load("unit.toml");
+    let plan = one_f_one_b(4, 8);
+    let mut par = base.clone();
+    par.model.parallel_blocks = true;
+    let (a, b) = (
+        CostTable::new(&base, &plan).expect("fits"),
+        CostTable::new(&par, &plan).expect("fits"),
+    );
+    let launch = pipeweave_cost::LAUNCH_GAP_S;
+    let bytes = 8192.0 * 1024.0 / HBM;
+    let (pa, pb) = (&a.parts[1], &b.parts[1]);
+    assert!(close(
+        pa.f.cost.duration - pb.f.cost.duration,
+        2.0 * (bytes + 2.0 * launch)
+    ));
+    assert!(close(
+        pa.i.cost.duration - pb.i.cost.duration,
+        2.0 * (2.0 * bytes + 2.0 * launch)
+    ));
+    assert!(close(
+        pa.activation_bytes - pb.activation_bytes,
+        2.0 * 4.0 * 1024.0 * 1024.0
+    ));
+    // with tensor parallelism: one gather and one reduction per layer instead of two
+    let (mut base2, mut par2) = (base.clone(), par.clone());
+    for s in [&mut base2, &mut par2] {
+        s.parallelism.tp = 2;
+        s.cluster.gpus_per_node = 8;
+        s.parallelism.sequence_parallel = true;
+    }
+    let (a2, b2) = (
+        CostTable::new(&base2, &plan).expect("fits"),
+        CostTable::new(&par2, &plan).expect("fits"),
+    );
+    assert!(a2.parts[1].f.volume.tp > 0.0);
+    assert!(close(
+        b2.parts[1].f.volume.tp,
+        a2.parts[1].f.volume.tp / 2.0
+    ));
+}

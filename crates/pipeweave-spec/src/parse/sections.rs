@@ -221,6 +221,7 @@ fn read_model(cx: &mut Cx, mut t: Table<'_, '_>) -> Option<Model> {
         ],
     );
     let embedding_norm = t.opt_bool(cx, "embedding_norm", false);
+    let parallel_blocks = t.opt_bool(cx, "parallel_blocks", false);
     t.finish(cx);
     let (heads_v, hidden_v) = (heads?, hidden?);
     let head_dim = match head_dim {
@@ -255,6 +256,7 @@ fn read_model(cx: &mut Cx, mut t: Table<'_, '_>) -> Option<Model> {
         tied_embeddings: tied?,
         positions: positions?,
         embedding_norm: embedding_norm?,
+        parallel_blocks: parallel_blocks?,
     })
 }
 
