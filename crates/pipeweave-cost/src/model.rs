@@ -177,7 +177,7 @@ pub(crate) struct Layer {
 
 fn mlp_weights(mlp: Mlp, hidden: f64, ffn: f64) -> f64 {
     match mlp {
-        Mlp::Plain => 2.0 * hidden * ffn,
+        Mlp::Plain | Mlp::SquaredRelu => 2.0 * hidden * ffn,
         Mlp::Gated => 3.0 * hidden * ffn,
     }
 }
@@ -303,7 +303,7 @@ fn elementwise(spec: &Spec, moe: Option<Moe>, shape: &AttnShape) -> (f64, f64) {
     attn += q * shape.gemm_inputs / tp;
     let act = |ffn: f64| match m.mlp {
         Mlp::Gated => 3.0 * ffn * a,
-        Mlp::Plain => 2.0 * ffn * a,
+        Mlp::Plain | Mlp::SquaredRelu => 2.0 * ffn * a,
     };
     let mlp = match moe {
         Some(moe) => {

@@ -55,6 +55,9 @@ pub enum Mlp {
     Plain,
     /// Gated (SwiGLU, Llama and DeepSeek): `3·hidden·ffn` parameters.
     Gated,
+    /// Two matrices with a squared ReLU between (Primer, So et al. 2021; Nemotron-4): costed as
+    /// `Plain`, an element-wise activation that reads its input and writes its output.
+    SquaredRelu,
 }
 
 /// How the model encodes positions (`model.positions`).

@@ -622,3 +622,17 @@ fn parallel_blocks_share_one_norm_one_add_and_one_tensor_parallel_block() {
         a2.parts[1].f.volume.tp / 2.0
     ));
 }
+
+#[test]
+fn a_squared_relu_mlp_costs_what_a_gelu_mlp_costs() {
+    // both are two matrices and one element-wise activation that reads and writes ffn values
+    let gelu = load("unit.toml");
+    let mut relu2 = gelu.clone();
+    relu2.model.mlp = pipeweave_spec::Mlp::SquaredRelu;
+    let plan = one_f_one_b(4, 8);
+    let (a, b) = (
+        CostTable::new(&gelu, &plan).expect("fits"),
+        CostTable::new(&relu2, &plan).expect("fits"),
+    );
+    assert_eq!(a.parts, b.parts);
+}

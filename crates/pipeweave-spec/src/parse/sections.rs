@@ -140,7 +140,11 @@ fn read_model(cx: &mut Cx, mut t: Table<'_, '_>) -> Option<Model> {
         cx,
         "mlp",
         Mlp::Gated,
-        &[("gated", Mlp::Gated), ("plain", Mlp::Plain)],
+        &[
+            ("gated", Mlp::Gated),
+            ("plain", Mlp::Plain),
+            ("squared_relu", Mlp::SquaredRelu),
+        ],
     );
     let mla = match t.sub(cx, "mla") {
         Ok(Some(mut m)) => {
