@@ -232,7 +232,7 @@ class Simulation(_SimulationRequired, total=False):
     """Present with --spec: every time is in seconds. Absent: abstract units (F = I = W = 1 unless --costs says otherwise)."""
     spec: SimulationSpec
     fitted: list[str]
-    """With --spec: how the spec was fitted to the plan's shape, one sentence per change (the pipeline degree with the data parallelism or the GPUs, the cut of the model into parts, the micro-batches, the micro-batch size); empty when the plan has the spec's shape."""
+    """With --spec: how the spec was fitted to the plan's shape, one sentence per change (the pipeline degree with the data parallelism or the GPUs, the cut of the model into parts, the micro-batches, the micro-batch size), then one per default the spec relies on that moves its figures (the attention kernel, when it names none); empty when the plan has the spec's shape and the spec names them all."""
 
 ComparisonMemory = SimulationMemory
 

@@ -67,8 +67,8 @@ fn mlp_activation(spec: &Spec, ffn: f64, expert: bool) -> f64 {
     };
     let input = if expert { b.linear_input } else { b.plain };
     match spec.model.mlp {
-        // the first linear's output (GELU's input), then GELU's output
-        Mlp::Plain => ffn * input + act_out,
+        // the first linear's output (GELU's or the squared ReLU's input), then its output
+        Mlp::Plain | Mlp::SquaredRelu => ffn * input + act_out,
         // gate and up outputs (SwiGLU's inputs), then their product; SiLU's own output is
         // recomputed in the fused SwiGLU backward (§3.3.3 caches the experts' SwiGLU inputs in FP8)
         Mlp::Gated => 2.0 * ffn * input + act_out,
@@ -127,7 +127,13 @@ fn mlp_block_activation(spec: &Spec, moe: Option<Moe>) -> (f64, f64) {
     let m = &spec.model;
     let b = act_bytes(spec);
     let h = m.hidden as f64;
-    let around = h * b.plain + h * b.norm_out + h * b.mask;
+    // parallel blocks share the attention block's input and norm output: only the mask is the
+    // MLP's own
+    let around = if m.parallel_blocks {
+        h * b.mask
+    } else {
+        h * b.plain + h * b.norm_out + h * b.mask
+    };
     match moe {
         Some(moe) => {
             let e = moe.expert_ffn as f64;

@@ -60,6 +60,13 @@ use pipeweave_spec::{Recompute, Spec};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
+/// Seconds from a host synchronisation to the next kernel running: NVIDIA's "Getting Started
+/// with CUDA Graphs" (A. Gray, NVIDIA Technical Blog, 2019) times a 2.9 µs kernel at 9.6 µs per
+/// launch when the host synchronises after each, against 3.8 µs without (V100, CUDA 10.1), so
+/// 5.8 µs per synchronisation. Megatron-LM's blocking transfers end in `torch.cuda.synchronize()`
+/// ("to protect against race condition when using batch_isend_irecv()").
+pub const RESYNC_S: f64 = 5.8e-6;
+
 /// Bytes one GPU sends in one action, by kind.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Volume {
@@ -130,10 +137,21 @@ pub struct CostTable {
     stages_per_pipeline: u32,
     /// `stage_rank[stage]`: the pipeline rank of a global stage.
     stage_rank: Vec<u32>,
+    /// `neighbours[stage]`: the pipeline ranks of the next and the previous stage, if any.
+    neighbours: Vec<(Option<u32>, Option<u32>)>,
+    /// `training.p2p_blocking`: a sender holds its rank until its transfer has completed.
+    blocking: bool,
     /// Node of each pipeline rank (for its first data- and tensor-parallel GPU).
     rank_node: Vec<u64>,
     /// Bytes of one boundary activation a GPU sends to the next stage.
     pub p2p_bytes: f64,
+    /// With `model.tied_embeddings`: seconds of the all-reduce of the embedding's gradient
+    /// between the pipeline ranks of the first and the last part, after the backward (Megatron-LM's
+    /// `_allreduce_word_embedding_grads`, DeepSpeed's `ReduceTiedGrads`); zero when one rank holds
+    /// both or the embeddings are not tied.
+    pub tied_all_reduce: f64,
+    /// Bytes one GPU sends for it.
+    pub tied_bytes: f64,
     links: Links,
     /// The rate compute keeps while communication runs beside it.
     rate_shared: f64,
@@ -182,6 +200,7 @@ impl Rates {
             + w.attn_fwd / self.attn_fwd
             + w.attn_bwd / self.attn_bwd
             + w.bytes / self.hbm
+            + w.kernels * model::LAUNCH_GAP_S
     }
 }
 
@@ -301,6 +320,8 @@ struct Builder<'a> {
     a2a: [(f64, f64); 4],
     overlap_tp: bool,
     full: bool,
+    /// `model.parallel_blocks`: one tensor-parallel block per layer.
+    parallel_blocks: bool,
     spec: &'a Spec,
 }
 
@@ -341,8 +362,7 @@ impl Builder<'_> {
     /// The forward of `times` layers alike `l` (a chunk of them, [`model::layer_chunks`]: one task
     /// of each kind where each layer has one, `times` as long).
     fn forward(&self, pass: &mut Pass, (l, times): (&model::Layer, f64)) {
-        self.tp_block(pass, times, |b, p| b.compute(p, &l.attn.f.times(times)));
-        self.tp_block(pass, times, |b, p| {
+        let mlp = |b: &Self, p: &mut Pass| {
             if l.moe {
                 b.a2a(p, 0, times);
                 b.compute(p, &l.mlp.f.times(times));
@@ -350,7 +370,17 @@ impl Builder<'_> {
             } else {
                 b.compute(p, &l.mlp.f.times(times));
             }
-        });
+        };
+        if self.parallel_blocks {
+            // one gather of the shared input, one reduction of the summed outputs
+            self.tp_block(pass, times, |b, p| {
+                b.compute(p, &l.attn.f.times(times));
+                mlp(b, p);
+            });
+        } else {
+            self.tp_block(pass, times, |b, p| b.compute(p, &l.attn.f.times(times)));
+            self.tp_block(pass, times, mlp);
+        }
     }
 
     /// The backward of `times` layers alike `l`: with `weights`, B (I and W together), else I.
@@ -361,7 +391,7 @@ impl Builder<'_> {
         }
         let work =
             |blk: &model::Block| if weights { blk.i.plus(blk.w) } else { blk.i }.times(times);
-        self.tp_block(pass, times, |b, p| {
+        let mlp = |b: &Self, p: &mut Pass| {
             if l.moe {
                 b.a2a(p, 2, times);
                 b.compute(p, &work(&l.mlp));
@@ -369,8 +399,16 @@ impl Builder<'_> {
             } else {
                 b.compute(p, &work(&l.mlp));
             }
-        });
-        self.tp_block(pass, times, |b, p| b.compute(p, &work(&l.attn)));
+        };
+        if self.parallel_blocks {
+            self.tp_block(pass, times, |b, p| {
+                mlp(b, p);
+                b.compute(p, &work(&l.attn));
+            });
+        } else {
+            self.tp_block(pass, times, mlp);
+            self.tp_block(pass, times, |b, p| b.compute(p, &work(&l.attn)));
+        }
     }
 
     fn finish(&self, mut pass: Pass) -> Pass {
@@ -405,6 +443,7 @@ impl CostTable {
             a2a: [a2a(dispatch), a2a(act), a2a(dispatch), a2a(act)],
             overlap_tp: t.tp_comm_overlap,
             full: t.recompute == Recompute::Full,
+            parallel_blocks: spec.model.parallel_blocks,
             spec,
         };
         let head = model::head(spec);
@@ -429,17 +468,56 @@ impl CostTable {
         let stage_rank: Vec<u32> = (0..plan.num_stages())
             .map(|st| plan.stage_rank(st).unwrap_or(0))
             .collect();
+        let neighbours = (0..plan.num_stages())
+            .map(|st| {
+                let rank = |s: Option<u32>| s.and_then(|s| stage_rank.get(s as usize).copied());
+                (rank(plan.next_stage(st)), rank(plan.prev_stage(st)))
+            })
+            .collect();
         let gpn = u64::from(spec.cluster.gpus_per_node);
-        let rank_node = (0..u64::from(spec.parallelism.pp))
+        let rank_node: Vec<u64> = (0..u64::from(spec.parallelism.pp))
             .map(|r| comm::gpu_index(spec, r, 0, 0) / gpn)
             .collect();
+        // the tied embedding's gradient: one all-reduce of vocab·hidden/t gradients in the
+        // reduction's format between the first part's rank and the last part's (a ring of two:
+        // the whole gradient each way once, two latencies)
+        let (first, last) = (
+            stage_rank.first().copied(),
+            stage_rank.get(s.saturating_sub(1) as usize).copied(),
+        );
+        let (tied_all_reduce, tied_bytes) = match (first, last) {
+            (Some(a), Some(b)) if spec.model.tied_embeddings && a != b => {
+                let bytes = model::embedding_params(spec) * t.grad_reduce_dtype.bytes();
+                let same = rank_node.get(a as usize) == rank_node.get(b as usize);
+                let spread = if same {
+                    Spread {
+                        nodes: 1.0,
+                        per_node: 2.0,
+                    }
+                } else {
+                    Spread {
+                        nodes: 2.0,
+                        per_node: 1.0,
+                    }
+                };
+                (
+                    comm::all_reduce(&links, bytes, spread),
+                    2.0 * comm::ring_bytes(bytes, 2.0),
+                )
+            }
+            _ => (0.0, 0.0),
+        };
         Ok(CostTable {
             parts,
             stages_per_pipeline: s,
             stage_rank,
+            neighbours,
+            blocking: t.p2p_blocking,
             rank_node,
             p2p_bytes: t.tokens_per_microbatch() * spec.model.hidden as f64 * act
                 / f64::from(spec.parallelism.tp),
+            tied_all_reduce,
+            tied_bytes,
             links,
             rate_shared,
             pairs: RefCell::new(BTreeMap::new()),
@@ -458,12 +536,37 @@ impl CostTable {
             self.part_of(b.stage),
             b.kind == Kind::I,
         );
+        let hold = self.send_hold(f) + self.send_hold(b);
         if let Some(c) = self.pairs.borrow().get(&key) {
-            return *c;
+            return c.holding(hold);
         }
         let cost = self.pair_cost_uncached(f, b);
         self.pairs.borrow_mut().insert(key, cost);
-        cost
+        cost.holding(hold)
+    }
+
+    /// Seconds a blocking send holds `op`'s rank after its work (`training.p2p_blocking`): the
+    /// transfer of its output to a stage on another rank, then the host's synchronisation
+    /// ([`RESYNC_S`]); zero when sends do not block or the output stays on the rank.
+    pub fn send_hold(&self, op: Op) -> f64 {
+        if !self.blocking {
+            return 0.0;
+        }
+        let (Some(&from), Some(&(next, prev))) = (
+            self.stage_rank.get(op.stage as usize),
+            self.neighbours.get(op.stage as usize),
+        ) else {
+            return 0.0;
+        };
+        let to = match op.kind {
+            Kind::F => next,
+            Kind::B | Kind::I => prev,
+            Kind::W => None,
+        };
+        match to {
+            Some(r) if r != from => self.p2p(from, r) + RESYNC_S,
+            _ => 0.0,
+        }
     }
 
     fn pair_cost_uncached(&self, f: Op, b: Op) -> ActionCost {
@@ -490,6 +593,7 @@ impl CostTable {
                 slowdown: 0.0,
                 exposed_tp: 0.0,
                 exposed_all_to_all: (p - cost.compute).max(0.0),
+                p2p: 0.0,
             };
         }
         cost
@@ -504,6 +608,7 @@ impl CostTable {
                 Kind::I => p.i.cost,
                 Kind::W => p.w.cost,
             })
+            .holding(self.send_hold(op))
     }
 
     /// Bytes one GPU sends inside an action (tensor-parallel collectives, all-to-all).
@@ -567,6 +672,7 @@ impl Builder<'_> {
         let tokens = t.tokens_per_microbatch();
         let proj_work = Work {
             gemm: 2.0 * proj * tokens,
+            kernels: 1.0,
             ..Work::default()
         };
         let (mut f, mut i, mut bb) = (Pass::default(), Pass::default(), Pass::default());
@@ -584,6 +690,14 @@ impl Builder<'_> {
                 activation_bytes += l.activation_bytes * n;
             }
         };
+        let embedding_norm = if q == 0 {
+            model::embedding_norm(spec)
+        } else {
+            None
+        };
+        if let Some((norm_f, _, _)) = embedding_norm {
+            self.compute(&mut f, &norm_f);
+        }
         for &(ref l, n) in layers {
             self.forward(&mut f, (l, n));
             w_work = w_work.plus(l.attn.w.times(n)).plus(l.mlp.w.times(n));
@@ -612,8 +726,10 @@ impl Builder<'_> {
             activation_bytes += head.logits_bytes * (1 + mtp.len()) as f64;
         }
         if q == 0 {
-            dense += model::embedding_params(spec);
+            dense += model::embedding_params(spec) + model::first_part_extra_params(spec);
         }
+        // the embedding norm's input, kept for its backward
+        activation_bytes += embedding_norm.map_or(0.0, |(_, _, kept)| kept);
         for (pass, weights) in [(&mut i, false), (&mut bb, true)] {
             if last {
                 for l in mtp.iter().rev() {
@@ -624,6 +740,7 @@ impl Builder<'_> {
                         pass,
                         &Work {
                             gemm: proj_work.gemm * pw,
+                            kernels: pw,
                             ..Work::default()
                         },
                     );
@@ -632,6 +749,9 @@ impl Builder<'_> {
             }
             for &(ref l, n) in layers.iter().rev() {
                 self.backward(pass, (l, n), weights);
+            }
+            if let Some((_, norm_i, _)) = embedding_norm {
+                self.compute(pass, &norm_i);
             }
         }
         let mut w = Pass::default();
@@ -681,6 +801,11 @@ impl CostModel for CostTable {
     }
 
     fn transfer(&self, from: u32, to: u32) -> f64 {
+        if self.blocking {
+            // the sender held its rank until the transfer completed: the data is there when the
+            // sending action ends
+            return 0.0;
+        }
         match (
             self.stage_rank.get(from as usize),
             self.stage_rank.get(to as usize),

@@ -19,11 +19,13 @@ mod model;
 mod schedule;
 mod sync;
 
-pub use cost::{CostTable, PartCosts, Pass, Volume};
+pub use cost::{CostTable, PartCosts, Pass, RESYNC_S, Volume};
 pub use memory::{
     MemoryUse, rank_activation_unit, rank_activation_working, rank_buffers, rank_memory,
     rank_state, rank_weights,
 };
-pub use model::{active_parameters, costed_layers, flops_per_token, total_parameters};
+pub use model::{
+    LAUNCH_GAP_S, active_parameters, costed_layers, flops_per_token, total_parameters,
+};
 pub use schedule::{ActionCost, Task, TaskKind};
 pub use sync::{BUCKETS_ONE_BY_ONE, Buckets, GradSync, StageBuckets, channel_end};

@@ -22,10 +22,14 @@
 //!   forward's (each gradient reads and writes one more tensor); each weight gradient is
 //!   accumulated into the gradient buffer once per micro-batch (read and write in `grad_dtype`).
 //!
+//! - Every kernel launched costs [`LAUNCH_GAP_S`] on top of its work: the gap between two
+//!   kernels queued back to back on a stream. The kernels of each block are counted from its
+//!   operations ([`kernel_counts`]).
+//!
 //! Activation bytes are in [`crate::activation`].
 
 use crate::activation;
-use pipeweave_spec::{Attention, Dtype, Mlp, Moe, Spec};
+use pipeweave_spec::{Attention, Dtype, Mlp, Moe, Positions, Spec};
 
 /// Work of one pass of a block on one GPU: what its compute time is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -38,6 +42,8 @@ pub(crate) struct Work {
     pub attn_bwd: f64,
     /// Bytes element-wise kernels read and write.
     pub bytes: f64,
+    /// Kernels launched, each paying [`LAUNCH_GAP_S`] on top of its work.
+    pub kernels: f64,
 }
 
 impl Work {
@@ -48,6 +54,7 @@ impl Work {
             attn_fwd: self.attn_fwd * k,
             attn_bwd: self.attn_bwd * k,
             bytes: self.bytes * k,
+            kernels: self.kernels * k,
         }
     }
 
@@ -57,7 +64,83 @@ impl Work {
             attn_fwd: self.attn_fwd + o.attn_fwd,
             attn_bwd: self.attn_bwd + o.attn_bwd,
             bytes: self.bytes + o.bytes,
+            kernels: self.kernels + o.kernels,
         }
+    }
+}
+
+/// Seconds each kernel adds to its work when kernels are queued back to back on one stream:
+/// NVIDIA's "Getting Started with CUDA Graphs" (A. Gray, NVIDIA Technical Blog, 2019) times a
+/// 2.9 µs kernel at 3.8 µs per launch in a stream without host synchronisation (V100, CUDA 10.1),
+/// so 0.9 µs per kernel; the one measurement of the gap we found, taken for every GPU.
+pub const LAUNCH_GAP_S: f64 = 0.9e-6;
+
+/// Kernels one pass of a layer's two blocks launches, counted from the operations (Megatron-LM's
+/// fused kernels: LayerNorm or RMSNorm one kernel, bias with dropout and the residual add one,
+/// gate and up projections one GEMM, the scaled masked softmax one; FP8 quantisation fused into
+/// the kernel before it). Forward: attention block = norm, the projection GEMMs (MLA: query
+/// down and up, key-value down and up, output; else QKV and output), rotary embedding (MLA, or
+/// rotary positions), MLA's two
+/// latent norms, the attention core (FlashAttention one kernel; standard attention two batched
+/// GEMMs, the softmax and dropout), the residual add; dense MLP = norm, two GEMMs, activation,
+/// residual add; MoE = norm, router GEMM, top-k, permute, two grouped expert GEMMs, activation,
+/// unpermute, residual add, and the shared experts' two GEMMs and activation. The input gradient
+/// launches one kernel per forward kernel (FlashAttention's backward three: preprocessing,
+/// main, the query gradient's conversion; standard attention's core five); the weight gradient
+/// one per GEMM.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct KernelCounts {
+    pub attn_f: f64,
+    pub attn_i: f64,
+    pub attn_w: f64,
+    pub mlp_f: f64,
+    pub mlp_i: f64,
+    pub mlp_w: f64,
+}
+
+pub(crate) fn kernel_counts(spec: &Spec, moe: Option<Moe>) -> KernelCounts {
+    let t = &spec.training;
+    let (proj_gemms, latent_norms) = if spec.model.mla.is_some() {
+        (5.0, 2.0)
+    } else {
+        (2.0, 0.0)
+    };
+    let dropout = if t.dropout > 0.0 { 1.0 } else { 0.0 };
+    let (core_f, core_b) = if t.attention.is_flash() {
+        (1.0, 3.0)
+    } else {
+        (3.0 + dropout, 5.0 + dropout)
+    };
+    let selective = t.recompute == pipeweave_spec::Recompute::Selective && !t.attention.is_flash();
+    // norm, rotary (MLA always; else with rotary positions), residual add
+    let rotary = if spec.model.mla.is_some() || spec.model.positions == Positions::Rotary {
+        1.0
+    } else {
+        0.0
+    };
+    let attn_ew = 2.0 + rotary + latent_norms;
+    let (mlp_gemms, mlp_ew) = match moe {
+        Some(m) => {
+            let shared = if m.shared_experts > 0 { 1.0 } else { 0.0 };
+            // router + two grouped GEMMs (+ the shared experts' two); norm, top-k, permute,
+            // activation, unpermute, residual add (+ the shared experts' activation)
+            (3.0 + 2.0 * shared, 6.0 + shared)
+        }
+        None => (2.0, 3.0),
+    };
+    // parallel blocks: the MLP launches no norm and no residual add of its own
+    let mlp_ew = if spec.model.parallel_blocks {
+        mlp_ew - 2.0
+    } else {
+        mlp_ew
+    };
+    KernelCounts {
+        attn_f: proj_gemms + attn_ew + core_f,
+        attn_i: proj_gemms + attn_ew + core_b + if selective { core_f } else { 0.0 },
+        attn_w: proj_gemms,
+        mlp_f: mlp_gemms + mlp_ew,
+        mlp_i: mlp_gemms + mlp_ew,
+        mlp_w: mlp_gemms,
     }
 }
 
@@ -94,7 +177,7 @@ pub(crate) struct Layer {
 
 fn mlp_weights(mlp: Mlp, hidden: f64, ffn: f64) -> f64 {
     match mlp {
-        Mlp::Plain => 2.0 * hidden * ffn,
+        Mlp::Plain | Mlp::SquaredRelu => 2.0 * hidden * ffn,
         Mlp::Gated => 3.0 * hidden * ffn,
     }
 }
@@ -156,7 +239,12 @@ pub(crate) fn attention(spec: &Spec) -> AttnShape {
                 weights: h * heads * d * 2.0 + 2.0 * h * kv * d,
                 core: heads * 2.0 * d,
                 up: 0.0,
-                rope: (heads + kv) * d,
+                // learned positions and ALiBi touch no query or key
+                rope: if m.positions == Positions::Rotary {
+                    (heads + kv) * d
+                } else {
+                    0.0
+                },
                 gemm_inputs: h + heads * d,
                 latents: 0.0,
             }
@@ -195,6 +283,13 @@ fn elementwise(spec: &Spec, moe: Option<Moe>, shape: &AttnShape) -> (f64, f64) {
         0.0
     };
     let around = (2.0 * h * a + 3.0 * h * a + dropout) / sp;
+    // parallel blocks: the MLP reads the attention's norm output, and one add of three reads
+    // (the input, both outputs) writes the residual: the MLP's norm and add become one more read
+    let mlp_around = if m.parallel_blocks {
+        (h * a + dropout) / sp
+    } else {
+        around
+    };
     // rotary embedding of queries and keys (read, write); MLA's latent norms
     let mut attn = around + (2.0 * shape.rope * a + 2.0 * shape.latents * a) / tp;
     if t.attention == Attention::Standard {
@@ -208,7 +303,7 @@ fn elementwise(spec: &Spec, moe: Option<Moe>, shape: &AttnShape) -> (f64, f64) {
     attn += q * shape.gemm_inputs / tp;
     let act = |ffn: f64| match m.mlp {
         Mlp::Gated => 3.0 * ffn * a,
-        Mlp::Plain => 2.0 * ffn * a,
+        Mlp::Plain | Mlp::SquaredRelu => 2.0 * ffn * a,
     };
     let mlp = match moe {
         Some(moe) => {
@@ -219,11 +314,11 @@ fn elementwise(spec: &Spec, moe: Option<Moe>, shape: &AttnShape) -> (f64, f64) {
             // permute into the dispatch layout (read, write), unpermute and weigh the combined
             // copies (read k, write one)
             let permute = 2.0 * k * h * dispatch + k * h * a + h * a;
-            around + (permute + copies * act(e) + q * (h + copies * e)) / tp
+            mlp_around + (permute + copies * act(e) + q * (h + copies * e)) / tp
         }
         None => {
             let f = m.ffn as f64;
-            around + (act(f) + q * (h + f)) / tp
+            mlp_around + (act(f) + q * (h + f)) / tp
         }
     };
     (attn, mlp)
@@ -275,6 +370,7 @@ pub(crate) fn layer(spec: &Spec, index: u64) -> Layer {
         }
     };
     let (ew_attn, ew_mlp) = elementwise(spec, moe, &shape);
+    let k = kernel_counts(spec, moe);
     let dense_params = (shape.weights + dense_mlp) / tp;
     let expert_params = expert_weights / tp;
     // the weight gradients accumulated into the gradient buffer (read, write) per micro-batch
@@ -285,16 +381,19 @@ pub(crate) fn layer(spec: &Spec, index: u64) -> Layer {
             attn_fwd: core_f / tp,
             attn_bwd: 0.0,
             bytes: ew_attn * tokens,
+            kernels: k.attn_f,
         },
         i: Work {
             gemm: (proj + up) / tp,
             attn_fwd: if selective { core_f / tp } else { 0.0 },
             attn_bwd: core_b / tp,
             bytes: 2.0 * ew_attn * tokens,
+            kernels: k.attn_i,
         },
         w: Work {
             gemm: proj / tp,
             bytes: accumulate(shape.weights / tp),
+            kernels: k.attn_w,
             ..Work::default()
         },
     };
@@ -303,17 +402,20 @@ pub(crate) fn layer(spec: &Spec, index: u64) -> Layer {
         f: Work {
             gemm: mlp_flops,
             bytes: ew_mlp * tokens,
+            kernels: k.mlp_f,
             ..Work::default()
         },
         i: Work {
             gemm: mlp_flops,
             bytes: 2.0 * ew_mlp * tokens,
+            kernels: k.mlp_i,
             ..Work::default()
         },
         w: Work {
             gemm: mlp_flops,
             // every weight of the GPU's experts gets a gradient from its share of the tokens
             bytes: accumulate(dense_mlp / tp + expert_params),
+            kernels: k.mlp_w,
             ..Work::default()
         },
     };
@@ -358,20 +460,26 @@ pub(crate) fn head(spec: &Spec) -> Head {
     let bytes = (2.0 * m.hidden as f64 * t.activation_dtype.bytes() / sp + 2.0 * vocab * 4.0)
         * tokens
         + quantise(spec) * m.hidden as f64 * tokens;
+    // final norm, the GEMM, the vocabulary-parallel cross-entropy (Megatron-LM: the logits'
+    // maximum, the softmax's sum, the loss, each one kernel); the backward one kernel each
+    let kernels = 5.0;
     Head {
         f: Work {
             gemm,
             bytes,
+            kernels,
             ..Work::default()
         },
         i: Work {
             gemm,
             bytes: 2.0 * bytes,
+            kernels,
             ..Work::default()
         },
         w: Work {
             gemm,
             bytes: 2.0 * w / tp * t.grad_dtype.bytes(),
+            kernels: 1.0,
             ..Work::default()
         },
         params: w / tp,
@@ -382,6 +490,49 @@ pub(crate) fn head(spec: &Spec) -> Head {
 /// Embedding weights on one GPU (first part).
 pub(crate) fn embedding_params(spec: &Spec) -> f64 {
     (spec.model.vocab * spec.model.hidden) as f64 / f64::from(spec.parallelism.tp)
+}
+
+/// Weights of the first part besides the word embedding, on one GPU: a learned position table
+/// (`sequence_length × hidden`, Megatron-LM's `max_position_embeddings` at the run's length,
+/// whole on every tensor rank) and the embedding norm's scale and bias (`2·hidden`).
+pub(crate) fn first_part_extra_params(spec: &Spec) -> f64 {
+    let m = &spec.model;
+    let h = m.hidden as f64;
+    let positions = if m.positions == Positions::Learned {
+        spec.training.sequence_length as f64 * h
+    } else {
+        0.0
+    };
+    let norm = if m.embedding_norm { 2.0 * h } else { 0.0 };
+    positions + norm
+}
+
+/// The embedding norm on one GPU for one micro-batch (first part, `model.embedding_norm`): its
+/// forward reads and writes the activation (on the sequence-parallel shard), one kernel; the
+/// input gradient twice that; the input kept for the backward, in bytes. `None` without it.
+pub(crate) fn embedding_norm(spec: &Spec) -> Option<(Work, Work, f64)> {
+    if !spec.model.embedding_norm {
+        return None;
+    }
+    let t = &spec.training;
+    let sp = if spec.parallelism.sequence_parallel {
+        f64::from(spec.parallelism.tp)
+    } else {
+        1.0
+    };
+    let per_token = spec.model.hidden as f64 * t.activation_dtype.bytes() / sp;
+    let tokens = t.tokens_per_microbatch();
+    let f = Work {
+        bytes: 2.0 * per_token * tokens,
+        kernels: 1.0,
+        ..Work::default()
+    };
+    let i = Work {
+        bytes: 4.0 * per_token * tokens,
+        kernels: 1.0,
+        ..Work::default()
+    };
+    Some((f, i, per_token * tokens))
 }
 
 /// The layer range `[start, end)` of each part.
@@ -471,7 +622,13 @@ pub fn total_parameters(spec: &Spec) -> f64 {
     }
     let h = m.hidden as f64;
     n += m.mtp_depth as f64 * 2.0 * h * h;
-    n + embedding_params(spec) * tp + head(spec).params * tp
+    // tied embeddings: the head is the embedding, counted once
+    let head = if m.tied_embeddings {
+        0.0
+    } else {
+        head(spec).params * tp
+    };
+    n + embedding_params(spec) * tp + first_part_extra_params(spec) + head
 }
 
 /// Parameters one token activates (forward), embedding lookup and multi-token prediction excluded.

@@ -50,7 +50,7 @@ impl Task {
 }
 
 /// An action's duration and what it is made of: `duration = compute + slowdown + exposed_tp +
-/// exposed_all_to_all`.
+/// exposed_all_to_all + p2p`.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ActionCost {
     /// Seconds from the action's start to its end.
@@ -63,12 +63,22 @@ pub struct ActionCost {
     pub exposed_tp: f64,
     /// Time an expert dispatch or combine ran and no compute did.
     pub exposed_all_to_all: f64,
+    /// Time the action held its rank for its own boundary sends (`training.p2p_blocking`): the
+    /// transfer and the host's synchronisation after it.
+    pub p2p: f64,
 }
 
 impl ActionCost {
     /// Communication inside the action that no compute hides.
     pub fn exposed(&self) -> f64 {
-        self.exposed_tp + self.exposed_all_to_all
+        self.exposed_tp + self.exposed_all_to_all + self.p2p
+    }
+
+    /// The action holding its rank `secs` longer for its sends.
+    pub fn holding(mut self, secs: f64) -> ActionCost {
+        self.duration += secs;
+        self.p2p += secs;
+        self
     }
 }
 

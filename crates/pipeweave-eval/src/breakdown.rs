@@ -8,7 +8,8 @@
 //!   expert all-to-all;
 //! - **exposed point-to-point**: for each action, the time it started after its inputs were
 //!   computed and its rank was free, waiting for a transfer from another rank: `start − max(rank
-//!   free, local inputs, remote inputs' end)`;
+//!   free, local inputs, remote inputs' end)`; with `training.p2p_blocking`, the time an action
+//!   held its own rank for its sends instead (transfers then arrive as the sender ends);
 //! - **exposed data-parallel communication**: the gradient buckets of every stage the rank hosts
 //!   are complete along the stage's last gradient-producing action (its last W, or B, or pair
 //!   with a B); they queue in order on the rank's data-parallel channel
@@ -16,6 +17,8 @@
 //!   holds too many to list); what runs after the rank's last action is exposed (all of it without `overlap_grad_reduce`); then the parameter
 //!   all-gather after the optimizer (its first bucket with `overlap_param_gather`, the slowest
 //!   rank's for the whole step);
+//!   with tied embeddings, the ranks of the first and the last part then all-reduce the
+//!   embedding's gradient once both are done ([`tied_embedding_sync`]);
 //! - the **optimizer** step of the rank's shards;
 //! - **bubble**: the rest of the step, the time the rank waits for other ranks.
 //!
@@ -212,6 +215,32 @@ fn sends(plan: &Plan, rank: u32, op: Op) -> bool {
         .is_some_and(|h| h != rank)
 }
 
+/// With tied embeddings, the ranks of the first and the last part all-reduce the embedding's
+/// gradient once both have reduced their data-parallel buckets (Megatron-LM's
+/// `finalize_model_grads`: the embedding all-reduce after the data-parallel one): each of the two
+/// ends that all-reduce after the later of them, counted as exposed DP.
+fn tied_embedding_sync(plan: &Plan, costs: &CostTable, ranks: &mut [RankStep]) {
+    if costs.tied_all_reduce <= 0.0 {
+        return;
+    }
+    let last = plan.stages_per_pipeline().saturating_sub(1);
+    let ends: Vec<usize> = [0, last]
+        .iter()
+        .filter_map(|&stage| plan.hosts().get(stage as usize).map(|&r| r as usize))
+        .collect();
+    let done = ends
+        .iter()
+        .filter_map(|&r| ranks.get(r))
+        .map(|rs| rs.end + rs.breakdown.exposed_dp_s)
+        .fold(0.0f64, f64::max);
+    for &r in &ends {
+        if let Some(rs) = ranks.get_mut(r) {
+            rs.breakdown.exposed_dp_s = done + costs.tied_all_reduce - rs.end;
+            rs.volumes.dp += costs.tied_bytes;
+        }
+    }
+}
+
 /// Takes the simulated step of `plan` (`timing`) apart on `spec`'s costs.
 pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Step {
     let ends = Ends::of(plan, timing);
@@ -245,6 +274,8 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
             bd.overlap_slowdown_s += cost.slowdown;
             bd.exposed_tp_s += cost.exposed_tp;
             bd.exposed_all_to_all_s += cost.exposed_all_to_all;
+            // a blocking send holds the sender: exposed point-to-point time of its own
+            bd.exposed_p2p_s += cost.p2p;
             let (mut local, mut computed, mut arrived) = (0.0f64, 0.0f64, 0.0f64);
             for op in a.ops() {
                 let (l, c, ar) = inputs(plan, costs, &ends, r, op);
@@ -315,6 +346,7 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
         });
         ranks.push(rs);
     }
+    tied_embedding_sync(plan, costs, &mut ranks);
     let synced = ranks
         .iter()
         .map(|r| r.end + r.breakdown.exposed_dp_s + r.breakdown.optimizer_s)

@@ -117,9 +117,13 @@ pub struct Fitted {
 }
 
 impl Fitted {
-    /// Every change in words.
+    /// Every change in words, then every default the spec relies on ([`Spec::assumed`]).
     pub fn notes(&self) -> Vec<String> {
-        self.changes.iter().map(ToString::to_string).collect()
+        self.changes
+            .iter()
+            .map(ToString::to_string)
+            .chain(self.spec.assumed())
+            .collect()
     }
 }
 
@@ -159,7 +163,9 @@ pub fn fit_spec(spec: &Spec, plan: &Plan) -> Result<(Spec, Vec<String>), Diagnos
 fn replicas(spec: &Spec, pp: u32, rule: SpecRule) -> Result<(u32, u64), Diagnostic> {
     let par = &spec.parallelism;
     let gpus = spec.cluster.gpus();
-    if pp == par.pp {
+    // the spec's own shape keeps its dp; a tensor-parallel degree changed at the same pp (the
+    // recommend search's candidates) leaves as many replicas as the GPUs hold
+    if pp == par.pp && u64::from(pp) * u64::from(par.tp) * u64::from(par.dp) == gpus {
         return Ok((par.dp, gpus));
     }
     if rule.keep_dp {
@@ -247,7 +253,7 @@ fn fit_shape(spec: &Spec, plan: &Plan, rule: SpecRule) -> Result<Fitted, Diagnos
     }
     let (dp, gpus) = replicas(spec, pp, rule)?;
     let par = &mut out.parallelism;
-    if pp != par.pp {
+    if pp != par.pp || dp != par.dp {
         if spec.model.moe.is_some() && !dp.is_multiple_of(par.ep) {
             return Err(error(format!(
                 "expert parallelism {} does not divide the data parallelism {dp} left by pp {pp}",

@@ -14,8 +14,8 @@ mod spec;
 
 pub use parse::parse;
 pub use spec::{
-    Attention, Cluster, Dtype, Fp8Kernel, Measured, MicrobatchRule, Mla, Mlp, Model, Moe,
-    Parallelism, PlacementOrder, Recompute, Spec, Training, Zero2Pipeline,
+    Attention, Cluster, Dtype, Fp8Kernel, Framework, Measured, MicrobatchRule, Mla, Mlp, Model,
+    Moe, Parallelism, PlacementOrder, Positions, Recompute, Spec, Training, Zero2Pipeline,
 };
 
 /// The spec every command uses without `--spec`: a dense 70B model (Llama 3 70B's shape) at PP 8

@@ -55,6 +55,54 @@ pub enum Mlp {
     Plain,
     /// Gated (SwiGLU, Llama and DeepSeek): `3·hidden·ffn` parameters.
     Gated,
+    /// Two matrices with a squared ReLU between (Primer, So et al. 2021; Nemotron-4): costed as
+    /// `Plain`, an element-wise activation that reads its input and writes its output.
+    SquaredRelu,
+}
+
+/// How the model encodes positions (`model.positions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Positions {
+    /// Rotary embeddings of queries and keys (Llama, DeepSeek): an element-wise kernel per layer.
+    Rotary,
+    /// A learned table of positions added to the token embedding (GPT-2, GPT-3, Megatron-LM's
+    /// GPT): `sequence_length × hidden` weights on the first part, nothing per layer.
+    Learned,
+    /// ALiBi (BLOOM): a bias per head added to the attention scores, inside the attention kernel
+    /// (FlashAttention's `alibi_slopes`) or the score GEMM (`baddbmm`), nothing per layer beyond.
+    Alibi,
+}
+
+/// The framework that ran the step (`training.framework`): each value sets the defaults of the
+/// keys its documented behaviour decides (specs/README.md lists them with their sources).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framework {
+    /// Megatron-LM / Megatron-Core (the default): gradient buckets reduced under the backward,
+    /// sends beside the next action.
+    Megatron,
+    /// DeepSpeed's pipeline engine: blocking sends, gradients reduced after the last backward
+    /// (`ReduceGrads` before `OptimizerStep`), ZeRO-2 with a pipeline refused.
+    Deepspeed,
+    /// torchtitan (PyTorch's `torch.distributed.pipelining` with FSDP2): sends beside the next
+    /// action, reduce-scatters under the backward.
+    Torchtitan,
+    /// Plain PyTorch pipelining with DDP: as torchtitan.
+    Pytorch,
+    /// Another framework: the spec spells out `p2p_blocking` and `overlap_grad_reduce`.
+    Custom,
+}
+
+impl Framework {
+    /// The name a spec writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Framework::Megatron => "megatron",
+            Framework::Deepspeed => "deepspeed",
+            Framework::Torchtitan => "torchtitan",
+            Framework::Pytorch => "pytorch",
+            Framework::Custom => "custom",
+        }
+    }
 }
 
 /// Multi-head latent attention (DeepSeek-V2/V3): low-rank query and key-value projections.
@@ -119,6 +167,21 @@ pub struct Model {
     /// Multi-token prediction modules after the last layer (DeepSeek-V3: 1), each one more layer
     /// (like the last) and a pass through the shared output head, on the last part.
     pub mtp_depth: u64,
+    /// The output head shares the input embedding's weights (GPT-2, BLOOM; Megatron-LM's
+    /// `share_embeddings_and_output_weights`): one copy of the weights in the model's count, a
+    /// copy on each rank that holds either end, and their gradients all-reduced between the
+    /// first and the last pipeline rank after the backward.
+    pub tied_embeddings: bool,
+    /// How positions are encoded.
+    pub positions: Positions,
+    /// A LayerNorm right after the embedding (BLOOM's `word_embeddings_layernorm`), on the first
+    /// part.
+    pub embedding_norm: bool,
+    /// Attention and MLP side by side on one normalised input, their outputs added to the
+    /// residual once (GPT-J; PaLM §2 "Parallel Layers"): one norm and one residual add per layer,
+    /// and with tensor parallelism one gather of the input and one reduction of the summed
+    /// outputs per layer instead of two.
+    pub parallel_blocks: bool,
 }
 
 /// The training run: batch shape, length, number formats and what is recomputed.
@@ -170,6 +233,13 @@ pub struct Training {
     pub grad_bucket_params: Option<f64>,
     /// Tensor-parallel collectives overlapped with the GEMMs (Megatron-LM's `tp_comm_overlap`).
     pub tp_comm_overlap: bool,
+    /// The framework that ran the step; it set the defaults of the keys below it decides.
+    pub framework: Framework,
+    /// A rank waits for its boundary sends to complete before its next action, then synchronises
+    /// with the GPU (Megatron-LM's `_communicate` before the overlapped schedules: `req.wait()` on
+    /// every send and receive, then `torch.cuda.synchronize()`; DeepSpeed's pipeline engine sends
+    /// with blocking calls in instruction order). `false`: sends run beside the next action.
+    pub p2p_blocking: bool,
     /// SMs communication kernels take while they overlap compute (DeepSeek-V3: 20 of 132).
     pub comm_sms: f64,
     /// Share of the GPU's memory kept free: a plan fits when it needs at most (1 − headroom) of it.
@@ -413,6 +483,33 @@ impl Spec {
         self.training.zero_stage >= 2
             && pp > 1
             && self.training.zero2_with_pipeline == Zero2Pipeline::Refuse
+    }
+
+    /// The defaults the spec relies on that move its figures, each in words with why it was
+    /// taken: today the attention kernel, when the spec names none (the best the GPU runs, which
+    /// is wrong for a run older than the kernel). Empty when the spec names them all.
+    pub fn assumed(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.span_of("training.attention").is_none() {
+            let a = self.training.attention;
+            let why = match a {
+                Attention::Standard => "no FlashAttention kernel runs on it".to_owned(),
+                _ => format!(
+                    "the newest kernel it runs; a run from before {} names its own",
+                    if a == Attention::Flash3 {
+                        "FlashAttention-3 (2024)"
+                    } else {
+                        "FlashAttention (2022)"
+                    }
+                ),
+            };
+            out.push(format!(
+                "`training.attention` not given: `{}` assumed on the {} ({why})",
+                a.name(),
+                self.cluster.gpu_name()
+            ));
+        }
+        out
     }
 
     /// The span of a key's value in the source, if the key was there.

@@ -80,14 +80,17 @@ fn simulate_json_follows_its_schema() {
             "simulate", "zb-v", "--spec", "unit", "-m", "4", "--format", "json",
         ],
     );
+    // the unit spec names no attention kernel: which one was assumed is said last
+    let assumed = "`training.attention` not given: `flash2` assumed on the unit GPU (the newest kernel it runs; a run from before FlashAttention (2022) names its own)";
     assert_eq!(
         fitted["fitted"],
         serde_json::json!([
             "the model cut into 8 parts (2 per rank): 1 layer each",
-            "4 micro-batches instead of the spec's 8"
+            "4 micro-batches instead of the spec's 8",
+            assumed
         ])
     );
-    assert_eq!(spec["fitted"], serde_json::json!([]));
+    assert_eq!(spec["fitted"], serde_json::json!([assumed]));
     check(
         "pipeweave-simulate.v2.schema.json",
         &[unit.clone(), spec.clone(), costs, fitted],

@@ -26,6 +26,10 @@ fn unit_spec_forward_time_by_hand() {
     // backward 2.5 times that; element-wise bytes per token and layer: two norms (2h·2 each),
     // two residual adds (3h·2 each), rotary embedding of 8 query and 8 key heads of 128 (read,
     // write), GELU (read, write 4h) = 20h + 8192 + 4·4096·2.
+    // Kernels per layer, each 0.9 µs: forward 11 (attention: norm, QKV and output GEMMs, rotary,
+    // FlashAttention, residual add; MLP: norm, two GEMMs, GELU, residual add), input gradient 13
+    // (FlashAttention's backward three kernels), weight gradient 4 (one per GEMM).
+    let launch = pipeweave_cost::LAUNCH_GAP_S;
     let spec = load("unit.toml");
     let costs = CostTable::new(&spec, &one_f_one_b(4, 8)).expect("fits");
     let h = 1024.0f64;
@@ -33,10 +37,10 @@ fn unit_spec_forward_time_by_hand() {
     let linear = 2.0 * 12.0 * h * h * t;
     let core = t * 1024.0 * 8.0 * 256.0;
     let bytes = (20.0 * h + 2.0 * 2048.0 * 2.0 + 2.0 * 4096.0 * 2.0) * t;
-    let f = 2.0 * (linear / SPEED + core / SPEED + bytes / HBM);
-    let i = 2.0 * (linear / SPEED + 2.5 * core / SPEED + 2.0 * bytes / HBM);
+    let f = 2.0 * (linear / SPEED + core / SPEED + bytes / HBM + 11.0 * launch);
+    let i = 2.0 * (linear / SPEED + 2.5 * core / SPEED + 2.0 * bytes / HBM + 13.0 * launch);
     // W: the weight GEMMs, and each FP32 gradient read and written once per micro-batch
-    let w = 2.0 * (linear / SPEED + 2.0 * 12.0 * h * h * 4.0 / HBM);
+    let w = 2.0 * (linear / SPEED + 2.0 * 12.0 * h * h * 4.0 / HBM + 4.0 * launch);
     let part = &costs.parts[1];
     assert!(
         close(part.f.cost.duration, f),
@@ -55,11 +59,44 @@ fn unit_spec_forward_time_by_hand() {
     );
     assert!(close(part.b.cost.duration, i + w));
     // The last part adds the output head: 2·vocab·hidden·tokens forward, the final norm and the
-    // FP32 logits read and written by the loss.
-    let head = 2.0 * 32000.0 * h * t / SPEED + (2.0 * h * 2.0 + 2.0 * 32000.0 * 4.0) * t / HBM;
+    // FP32 logits read and written by the loss; five kernels (norm, GEMM, the loss's three).
+    let head = 2.0 * 32000.0 * h * t / SPEED
+        + (2.0 * h * 2.0 + 2.0 * 32000.0 * 4.0) * t / HBM
+        + 5.0 * launch;
     assert!(close(costs.parts[3].f.cost.duration, f + head));
     // Activation point-to-point inside the node: 1 µs + 1024·1024·2 bytes at 100 GB/s.
     assert!(close(costs.transfer(0, 1), 1e-6 + t * h * 2.0 / 100e9));
+}
+
+#[test]
+fn blocking_sends_hold_the_sender() {
+    // With `p2p_blocking` an action that sends to another rank holds its rank for the transfer
+    // (1 µs + 1024·1024·2 bytes at 100 GB/s) and the host's synchronisation; the receiver then
+    // has its input as the sender ends.
+    let mut spec = load("unit.toml");
+    let plan = one_f_one_b(4, 8);
+    let free = CostTable::new(&spec, &plan).expect("fits");
+    spec.training.p2p_blocking = true;
+    let blocking = CostTable::new(&spec, &plan).expect("fits");
+    let send = 1e-6 + 1024.0 * 1024.0 * 2.0 / 100e9 + pipeweave_cost::RESYNC_S;
+    let op = |stage, kind| Op { stage, kind, mb: 0 };
+    for (stage, kind, held) in [
+        (0, Kind::F, send),
+        (3, Kind::F, 0.0),
+        (3, Kind::B, send),
+        (0, Kind::B, 0.0),
+        (1, Kind::W, 0.0),
+    ] {
+        let (a, b) = (
+            free.op_cost(op(stage, kind)),
+            blocking.op_cost(op(stage, kind)),
+        );
+        assert!(close(b.duration, a.duration + held), "{stage}{kind:?}");
+        assert!(close(b.p2p, held));
+        assert!(close(b.exposed(), a.exposed() + held));
+    }
+    assert_eq!(blocking.transfer(0, 1), 0.0);
+    assert!(free.transfer(0, 1) > 0.0);
 }
 
 const MOE: &str = r#"
@@ -488,4 +525,114 @@ fn a_plan_that_does_not_fit_the_spec_has_no_costs() {
     let spec = load("unit.toml");
     assert!(CostTable::new(&spec, &one_f_one_b(2, 3)).is_err());
     assert!(CostTable::new(&spec, &one_f_one_b(4, 8)).is_ok());
+}
+
+#[test]
+fn learned_positions_drop_the_rotary_kernel_and_an_embedding_norm_costs_its_bytes() {
+    // Rotary embedding per layer and token: 8 query and 8 key heads of 128 read and written in
+    // BF16, 8,192 bytes, one kernel; the forward and the input gradient (twice the bytes) lose it
+    // with learned positions, which add a 1,024 × 1,024 position table to the first part.
+    let rotary = load("unit.toml");
+    let plan = one_f_one_b(4, 8);
+    let mut learned = rotary.clone();
+    learned.model.positions = pipeweave_spec::Positions::Learned;
+    let (a, b) = (
+        CostTable::new(&rotary, &plan).expect("fits"),
+        CostTable::new(&learned, &plan).expect("fits"),
+    );
+    let launch = pipeweave_cost::LAUNCH_GAP_S;
+    let rope = 8192.0 * 1024.0 / HBM;
+    let (pa, pb) = (&a.parts[1], &b.parts[1]);
+    assert!(close(
+        pa.f.cost.duration - pb.f.cost.duration,
+        2.0 * (rope + launch)
+    ));
+    assert!(close(
+        pa.i.cost.duration - pb.i.cost.duration,
+        2.0 * (2.0 * rope + launch)
+    ));
+    assert!(close(
+        b.parts[0].dense_params - a.parts[0].dense_params,
+        1024.0 * 1024.0
+    ));
+    // BLOOM's embedding LayerNorm on the first part: 1,024 tokens × 1,024 × 2 bytes read and
+    // written forward, twice that backward, one kernel each; its input kept
+    let mut normed = rotary.clone();
+    normed.model.embedding_norm = true;
+    let c = CostTable::new(&normed, &plan).expect("fits");
+    let x = 1024.0 * 1024.0 * 2.0;
+    let (p0, q0) = (&a.parts[0], &c.parts[0]);
+    assert!(close(
+        q0.f.cost.duration - p0.f.cost.duration,
+        2.0 * x / HBM + launch
+    ));
+    assert!(close(
+        q0.i.cost.duration - p0.i.cost.duration,
+        4.0 * x / HBM + launch
+    ));
+    assert!(close(q0.activation_bytes - p0.activation_bytes, x));
+    assert!(close(q0.dense_params - p0.dense_params, 2.0 * 1024.0));
+    // the other parts do not change
+    assert_eq!(a.parts[1], c.parts[1]);
+}
+
+#[test]
+fn parallel_blocks_share_one_norm_one_add_and_one_tensor_parallel_block() {
+    // GPT-J / PaLM parallel layers on the unit spec: per layer and token the MLP's norm (2h·2
+    // bytes) and residual add (3h·2) go, the one add reads one more input (h·2): 8,192 bytes
+    // less each forward, twice that backward, two kernels fewer each; the MLP keeps neither the
+    // layer input nor the norm output of its own (4h bytes per token less)
+    let base = load("unit.toml");
+    let plan = one_f_one_b(4, 8);
+    let mut par = base.clone();
+    par.model.parallel_blocks = true;
+    let (a, b) = (
+        CostTable::new(&base, &plan).expect("fits"),
+        CostTable::new(&par, &plan).expect("fits"),
+    );
+    let launch = pipeweave_cost::LAUNCH_GAP_S;
+    let bytes = 8192.0 * 1024.0 / HBM;
+    let (pa, pb) = (&a.parts[1], &b.parts[1]);
+    assert!(close(
+        pa.f.cost.duration - pb.f.cost.duration,
+        2.0 * (bytes + 2.0 * launch)
+    ));
+    assert!(close(
+        pa.i.cost.duration - pb.i.cost.duration,
+        2.0 * (2.0 * bytes + 2.0 * launch)
+    ));
+    assert!(close(
+        pa.activation_bytes - pb.activation_bytes,
+        2.0 * 4.0 * 1024.0 * 1024.0
+    ));
+    // with tensor parallelism: one gather and one reduction per layer instead of two
+    let (mut base2, mut par2) = (base.clone(), par.clone());
+    for s in [&mut base2, &mut par2] {
+        s.parallelism.tp = 2;
+        s.cluster.gpus_per_node = 8;
+        s.parallelism.sequence_parallel = true;
+    }
+    let (a2, b2) = (
+        CostTable::new(&base2, &plan).expect("fits"),
+        CostTable::new(&par2, &plan).expect("fits"),
+    );
+    assert!(a2.parts[1].f.volume.tp > 0.0);
+    assert!(close(
+        b2.parts[1].f.volume.tp,
+        a2.parts[1].f.volume.tp / 2.0
+    ));
+}
+
+#[test]
+fn a_squared_relu_mlp_costs_what_a_gelu_mlp_costs() {
+    // both are two matrices and one element-wise activation that reads and writes ffn values
+    let gelu = load("unit.toml");
+    let mut relu2 = gelu.clone();
+    relu2.model.mlp = pipeweave_spec::Mlp::SquaredRelu;
+    let plan = one_f_one_b(4, 8);
+    let (a, b) = (
+        CostTable::new(&gelu, &plan).expect("fits"),
+        CostTable::new(&relu2, &plan).expect("fits"),
+    );
+    assert_eq!(a.parts, b.parts);
 }

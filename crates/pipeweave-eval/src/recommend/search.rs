@@ -487,6 +487,8 @@ fn search<P: Planner + ?Sized>(
                         let mut base = spec.clone();
                         base.training.micro_batch_size = shape.per_replica / m;
                         base.parallelism.tp = tp as u32;
+                        // the replicas the GPUs hold at this pp and tp, not the spec's dp
+                        base.parallelism.dp = (spec.cluster.gpus() / (pp * tp)) as u32;
                         climb(&base, (&fam.name, fam.v, &fam.texts), &plan)
                     }
                     Err(Unbuilt::Refused(reason)) => Err(reason),

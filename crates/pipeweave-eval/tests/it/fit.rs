@@ -31,6 +31,24 @@ fn fit_spec_adapts_ranks_parts_and_microbatches() {
 }
 
 #[test]
+fn another_tp_at_the_specs_pp_recomputes_dp() {
+    // recommend's candidates change tp at the spec's pp: 1,024 GPUs at pp 8 · tp 4 hold 32
+    // replicas, not the spec's 16 (which would price 512 GPUs and half the global batch)
+    let mut spec = load("dense-70b-h100-pp8");
+    assert_eq!(
+        (
+            spec.parallelism.pp,
+            spec.parallelism.tp,
+            spec.parallelism.dp
+        ),
+        (8, 8, 16)
+    );
+    spec.parallelism.tp = 4;
+    let (fitted, _) = fit_spec(&spec, &library("1f1b", 8, 16).expect("builds")).expect("fits");
+    assert_eq!(fitted.parallelism.dp, 32);
+}
+
+#[test]
 fn layers_split_evenly_with_light_ends() {
     assert_eq!(split_layers(8, 4), vec![2, 2, 2, 2]);
     assert_eq!(split_layers(10, 4), vec![2, 3, 3, 2]);

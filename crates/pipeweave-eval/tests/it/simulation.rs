@@ -95,3 +95,35 @@ fn on_a_spec_times_are_seconds_with_the_spec_and_memory() {
         ]
     );
 }
+
+#[test]
+fn tied_embeddings_all_reduce_their_gradient_between_the_two_ends() {
+    // the unit spec (one node of 4 GPUs, 100 GB/s and 1 µs between them) with the head tied to
+    // the embedding: 32,000 × 1,024 FP32 gradients all-reduced between ranks 0 and 3, a ring of
+    // two: the whole gradient once each way at 100 GB/s, and two latencies
+    let plan = library("1f1b", 4, 8).expect("builds");
+    let free = load("unit");
+    let mut tied = free.clone();
+    tied.model.tied_embeddings = true;
+    let (a, b) = (
+        evaluate(&free, &plan).expect("evaluates"),
+        evaluate(&tied, &plan).expect("evaluates"),
+    );
+    let bytes = 32000.0 * 1024.0 * 4.0;
+    let want = bytes / 100e9 + 2.0 * 1e-6;
+    assert!((b.costs.tied_all_reduce - want).abs() < 1e-12 * want.max(1.0));
+    assert_eq!(a.costs.tied_all_reduce, 0.0);
+    // rank 0 ends the 1F1B step last: it waits for nobody, then all-reduces
+    let dp = |e: &pipeweave_eval::Evaluation, r: usize| e.report.ranks[r].breakdown.exposed_dp_s;
+    assert!((dp(&b, 0) - dp(&a, 0) - want).abs() < 1e-12);
+    assert!(dp(&b, 3) >= want);
+    assert_eq!(dp(&b, 1), dp(&a, 1));
+    assert!(b.report.step_time_s >= a.report.step_time_s + want - 1e-12);
+    // the model counts the shared weights once
+    let shared = 32000.0 * 1024.0;
+    let (na, nb) = (
+        pipeweave_cost::total_parameters(&free),
+        pipeweave_cost::total_parameters(&tied),
+    );
+    assert!((na - nb - shared).abs() < 1e-6);
+}

@@ -9,7 +9,8 @@ use super::table::{MAX_DURATION, Table, type_name, within_limit};
 use super::text::shown_text;
 use super::training::read_training;
 use crate::spec::{
-    Attention, Cluster, Dtype, Measured, Mla, Mlp, Model, Moe, Parallelism, PlacementOrder, Spec,
+    Attention, Cluster, Dtype, Measured, Mla, Mlp, Model, Moe, Parallelism, PlacementOrder,
+    Positions, Spec,
 };
 use pipeweave_diagnostics::Diagnostic;
 use std::ops::Range;
@@ -139,7 +140,11 @@ fn read_model(cx: &mut Cx, mut t: Table<'_, '_>) -> Option<Model> {
         cx,
         "mlp",
         Mlp::Gated,
-        &[("gated", Mlp::Gated), ("plain", Mlp::Plain)],
+        &[
+            ("gated", Mlp::Gated),
+            ("plain", Mlp::Plain),
+            ("squared_relu", Mlp::SquaredRelu),
+        ],
     );
     let mla = match t.sub(cx, "mla") {
         Ok(Some(mut m)) => {
@@ -208,6 +213,19 @@ fn read_model(cx: &mut Cx, mut t: Table<'_, '_>) -> Option<Model> {
         Err(()) => None,
     };
     let mtp = t.opt_int(cx, "mtp_depth", 0);
+    let tied = t.opt_bool(cx, "tied_embeddings", false);
+    let positions = t.choice(
+        cx,
+        "positions",
+        Positions::Rotary,
+        &[
+            ("rotary", Positions::Rotary),
+            ("learned", Positions::Learned),
+            ("alibi", Positions::Alibi),
+        ],
+    );
+    let embedding_norm = t.opt_bool(cx, "embedding_norm", false);
+    let parallel_blocks = t.opt_bool(cx, "parallel_blocks", false);
     t.finish(cx);
     let (heads_v, hidden_v) = (heads?, hidden?);
     let head_dim = match head_dim {
@@ -239,6 +257,10 @@ fn read_model(cx: &mut Cx, mut t: Table<'_, '_>) -> Option<Model> {
             Ok(d) => d.unwrap_or(0),
             Err(()) => return None,
         },
+        tied_embeddings: tied?,
+        positions: positions?,
+        embedding_norm: embedding_norm?,
+        parallel_blocks: parallel_blocks?,
     })
 }
 

@@ -3,7 +3,7 @@
 
 use super::Cx;
 use super::table::{Bound, TOKENS, Table};
-use crate::spec::{Attention, Dtype, Fp8Kernel, Recompute, Training, Zero2Pipeline};
+use crate::spec::{Attention, Dtype, Fp8Kernel, Framework, Recompute, Training, Zero2Pipeline};
 use pipeweave_diagnostics::{Diagnostic, visible};
 
 /// The largest share of memory a spec may keep free.
@@ -58,10 +58,28 @@ pub(super) fn read_training(
     };
     let dropout = t.opt_num(cx, "dropout", Bound::Within(0.0, 0.9));
     let zero = read_zero(cx, &mut t);
+    let framework = t.choice(
+        cx,
+        "framework",
+        Framework::Megatron,
+        &[
+            ("megatron", Framework::Megatron),
+            ("deepspeed", Framework::Deepspeed),
+            ("torchtitan", Framework::Torchtitan),
+            ("pytorch", Framework::Pytorch),
+            ("custom", Framework::Custom),
+        ],
+    );
+    let fw = framework.unwrap_or(Framework::Megatron);
+    let deepspeed = fw == Framework::Deepspeed;
     let zero2 = t.choice(
         cx,
         "zero2_with_pipeline",
-        Zero2Pipeline::Accumulate,
+        if deepspeed {
+            Zero2Pipeline::Refuse
+        } else {
+            Zero2Pipeline::Accumulate
+        },
         &[
             ("accumulate", Zero2Pipeline::Accumulate),
             ("refuse", Zero2Pipeline::Refuse),
@@ -69,10 +87,23 @@ pub(super) fn read_training(
     );
     let shared = t.opt_bool(cx, "optimizer_shared_across_copies", true);
     let reduce = opt_dtype(cx, &mut t, "grad_reduce_dtype");
-    let overlap_grad = t.opt_bool(cx, "overlap_grad_reduce", true);
+    let overlap_grad = t.opt_bool(cx, "overlap_grad_reduce", !deepspeed);
     let overlap_param = t.opt_bool(cx, "overlap_param_gather", true);
     let bucket = t.opt_num(cx, "grad_bucket_params", Bound::Within(1.0, 1e15));
     let tp_overlap = t.opt_bool(cx, "tp_comm_overlap", false);
+    let p2p_blocking = t.opt_bool(cx, "p2p_blocking", deepspeed);
+    if fw == Framework::Custom {
+        for key in ["p2p_blocking", "overlap_grad_reduce"] {
+            if !cx.spans.contains_key(&format!("training.{key}")) {
+                let span = cx.spans.get("training.framework").cloned().unwrap_or(0..0);
+                cx.error(
+                    &span,
+                    format!("`training.framework = \"custom\"` needs `training.{key}`"),
+                    "a custom framework spells out its behaviour",
+                );
+            }
+        }
+    }
     let comm_sms = t.opt_num(cx, "comm_sms", Bound::Within(0.0, 100_000.0));
     let headroom = t.opt_num(cx, "memory_headroom", Bound::Within(0.0, MAX_HEADROOM));
     let recompute = read_recompute(cx, &mut t);
@@ -106,6 +137,8 @@ pub(super) fn read_training(
         overlap_param_gather: overlap_param?,
         grad_bucket_params: bucket.ok()?,
         tp_comm_overlap: tp_overlap?,
+        framework: framework?,
+        p2p_blocking: p2p_blocking?,
         comm_sms: comm_sms.ok()?.unwrap_or(DEFAULT_COMM_SMS),
         memory_headroom: headroom.ok()?.unwrap_or(DEFAULT_HEADROOM),
         recompute: recompute?,

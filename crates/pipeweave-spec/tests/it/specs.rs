@@ -170,3 +170,84 @@ fn a_byte_order_mark_is_accepted() {
     assert_eq!(diags, []);
     assert_eq!(spec.map(|s| s.name), Some("unit".to_owned()));
 }
+
+#[test]
+fn a_spec_without_an_attention_kernel_says_which_it_assumed() {
+    // the unit spec names no kernel: the best its GPU runs is assumed, and said
+    let unit = load("unit.toml");
+    let assumed = unit.assumed();
+    assert_eq!(assumed.len(), 1, "{assumed:?}");
+    assert!(
+        assumed[0].starts_with(&format!(
+            "`training.attention` not given: `{}` assumed on the ",
+            unit.training.attention.name()
+        )),
+        "{assumed:?}"
+    );
+    // on an A100 that is FlashAttention-2, wrong for a run from before 2022
+    let a100 = source("unit.toml")
+        .replace("gpu = \"unit\"", "gpu = \"a100-sxm4-80gb\"")
+        .replace("[cluster]", "[cluster]\nnetwork = \"ib-hdr-200\"");
+    let (spec, diags) = parse(&a100, FileId(0));
+    assert!(diags.is_empty(), "{diags:?}");
+    let assumed = spec.expect("parses").assumed();
+    assert_eq!(
+        assumed,
+        vec![
+            "`training.attention` not given: `flash2` assumed on the A100 SXM4 80GB (the newest kernel it runs; a run from before FlashAttention (2022) names its own)"
+                .to_owned()
+        ]
+    );
+    // a spec that names its kernel relies on no default
+    let named = source("unit.toml").replace("[training]", "[training]\nattention = \"standard\"");
+    let (spec, diags) = parse(&named, FileId(0));
+    assert!(diags.is_empty(), "{diags:?}");
+    assert!(spec.expect("parses").assumed().is_empty());
+}
+
+#[test]
+fn the_framework_sets_the_defaults_of_its_documented_behaviour() {
+    use pipeweave_spec::{Framework, Zero2Pipeline};
+    let with = |lines: &str| {
+        let text = source("unit.toml").replace("[training]", &format!("[training]\n{lines}"));
+        let (spec, diags) = parse(&text, FileId(0));
+        (spec, describe(&text, &diags))
+    };
+    // Megatron-LM, the default: buckets under the backward, sends beside the next action
+    let (spec, diags) = with("");
+    assert_eq!(diags, "");
+    let t = spec.expect("parses").training;
+    assert_eq!(t.framework, Framework::Megatron);
+    assert!(t.overlap_grad_reduce && !t.p2p_blocking);
+    assert_eq!(t.zero2_with_pipeline, Zero2Pipeline::Accumulate);
+    // DeepSpeed's pipeline engine: blocking sends, ReduceGrads after the last backward, ZeRO-2
+    // with a pipeline refused; a key the spec gives still wins
+    let (spec, _) = with("framework = \"deepspeed\"");
+    let t = spec.expect("parses").training;
+    assert!(!t.overlap_grad_reduce && t.p2p_blocking);
+    assert_eq!(t.zero2_with_pipeline, Zero2Pipeline::Refuse);
+    let (spec, _) = with("framework = \"deepspeed\"\np2p_blocking = false");
+    assert!(!spec.expect("parses").training.p2p_blocking);
+    // torchtitan and PyTorch: as Megatron-LM for these keys
+    for name in ["torchtitan", "pytorch"] {
+        let (spec, _) = with(&format!("framework = \"{name}\""));
+        let t = spec.expect("parses").training;
+        assert!(t.overlap_grad_reduce && !t.p2p_blocking, "{name}");
+    }
+    // custom spells its behaviour out, each missing key an error at the framework
+    let (spec, diags) = with("framework = \"custom\"\np2p_blocking = true");
+    assert!(spec.is_none());
+    assert!(
+        diags.contains("`training.framework = \"custom\"` needs `training.overlap_grad_reduce`"),
+        "{diags}"
+    );
+    assert!(!diags.contains("needs `training.p2p_blocking`"), "{diags}");
+    let (spec, diags) =
+        with("framework = \"custom\"\np2p_blocking = true\noverlap_grad_reduce = false");
+    assert_eq!(diags, "");
+    assert_eq!(spec.expect("parses").training.framework, Framework::Custom);
+    // an unknown framework is named
+    let (spec, diags) = with("framework = \"jax\"");
+    assert!(spec.is_none());
+    assert!(diags.contains("framework"), "{diags}");
+}
