@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// The single-pipeline schedules PyTorch's runtime runs from the exported CSVs, from the library.
-const SINGLE: [&str; 7] = [
+const SINGLE: [&str; 9] = [
     "gpipe",
     "1f1b",
     "interleaved-1f1b",
@@ -30,6 +30,8 @@ const SINGLE: [&str; 7] = [
     "zb-h1",
     "zb-v",
     "dualpipev",
+    "megatron-interleaved",
+    "megatron-a2a-overlap",
 ];
 
 /// Two pipelines on the same ranks: every rank hosts each of its parts twice and holds one copy of
@@ -67,7 +69,7 @@ fn source_plan(name: &str, source: &str, ranks: u32, microbatches: u32) -> Resul
 }
 
 /// Every library schedule `PlanRunner` trains with, at the micro-batch counts of [`library_counts`].
-const RUNNER: [&str; 9] = [
+const RUNNER: [&str; 11] = [
     "gpipe",
     "1f1b",
     "interleaved-1f1b",
@@ -77,6 +79,8 @@ const RUNNER: [&str; 9] = [
     "zb-v",
     "interleaved-zb",
     "dualpipev",
+    "megatron-interleaved",
+    "megatron-a2a-overlap",
 ];
 
 /// Chimera's shapes: (ranks, pipelines, forward doubling, micro-batch counts). Four pipelines need
@@ -91,10 +95,14 @@ const CHIMERA: [(u32, u32, bool, &[u32]); 6] = [
     (4, 4, true, &[8]),
 ];
 
-/// An odd and an even M for a library schedule at P ranks (DualPipeV needs M >= 2P).
+/// An odd and an even M for a library schedule at P ranks (DualPipeV needs M >= 2P); two
+/// multiples of P for Megatron-Core's schedules, whose default group of P micro-batches leaves no
+/// smaller last group.
 fn library_counts(name: &str, p: u32) -> [u32; 2] {
     if name == "dualpipev" {
         [2 * p + 1, 2 * p]
+    } else if name.starts_with("megatron-") {
+        [2 * p, 3 * p]
     } else {
         [2 * p - 1, 2 * p]
     }

@@ -187,10 +187,12 @@ fn compare_formats_on_the_unit_spec() {
 /// that cannot run its reason. DualPipeV's schedule and plugin build the same plans: one row.
 #[test]
 fn compare_every_schedule_on_every_shipped_spec() {
-    const ALL: [&str; 12] = [
+    const ALL: [&str; 14] = [
         "gpipe",
         "1f1b",
         "interleaved-1f1b",
+        "megatron-interleaved",
+        "megatron-a2a-overlap",
         "interleaved-zb",
         "looped-bfs",
         "zb-h1",
@@ -215,9 +217,10 @@ fn compare_every_schedule_on_every_shipped_spec() {
         assert_eq!((code, err.as_str()), (0, ""), "{}", shipped.name);
         // Each schedule has its rows, or a line with the reason it did not run; DualPipeV and
         // its twin plugin are one.
-        let shown = ALL[..8]
-            .iter()
-            .chain(&["chimera", "dualpipe", "dualpipev = plugin:dualpipev"]);
+        let shown =
+            ALL[..10]
+                .iter()
+                .chain(&["chimera", "dualpipe", "dualpipev = plugin:dualpipev"]);
         for s in shown {
             assert!(
                 out.lines().any(|l| l.starts_with(&format!("{s} ")))

@@ -192,6 +192,8 @@ fn check_compiles_and_validates_on_a_grid() {
         "interleaved-1f1b",
         "interleaved-zb",
         "looped-bfs",
+        "megatron-a2a-overlap",
+        "megatron-interleaved",
         "zb-h1",
         "zb-h2",
         "zb-v",

@@ -123,7 +123,7 @@ proptest! {
     /// plan can be exported to converts back to the same bytes and to the same actions.
     #[test]
     fn every_export_reads_back_to_the_same_plan(
-        which in 0usize..12,
+        which in 0usize..14,
         half in 1u32..=4,
         odd: bool,
         rounds in 1u32..=3,
@@ -132,7 +132,7 @@ proptest! {
         choices in proptest::collection::vec(0usize..2, 2),
     ) {
         let all = schedules();
-        prop_assert_eq!(all.len(), 12);
+        prop_assert_eq!(all.len(), 14);
         let (name, sets) = &all[which];
         // P = 2 to 8, odd for the library's schedules now and then (the plugins want it even); M
         // a multiple of 2P (as most schedules and the plugins want), sometimes a little more.
@@ -140,8 +140,10 @@ proptest! {
         let m = 2 * p * rounds + extra;
         let (p, m) = (p.to_string(), m.to_string());
         let mut shape = args(&[name, "-p", &p, "-m", &m]);
-        if name.starts_with("interleaved") || name == "looped-bfs" {
+        if name.starts_with("interleaved") || name == "looped-bfs" || name == "megatron-a2a-overlap" {
             shape.extend(args(&["-v", &v.to_string()]));
+        } else if name == "megatron-interleaved" {
+            shape.extend(args(&["-v", &(v + 1).to_string()]));
         }
         for ((param, values), &c) in sets.iter().zip(&choices) {
             shape.extend(args(&["--set", &format!("{param}={}", values[c])]));

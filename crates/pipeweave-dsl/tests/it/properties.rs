@@ -9,7 +9,10 @@ use proptest::prelude::*;
 fn args_for(name: &str, p: u32, m: u32, v: i64, flags: (bool, bool)) -> Args {
     let args = Args::new(p, m);
     match name {
-        "interleaved-1f1b" | "interleaved-zb" | "looped-bfs" => args.with("v", v),
+        "interleaved-1f1b" | "interleaved-zb" | "looped-bfs" | "megatron-a2a-overlap" => {
+            args.with("v", v)
+        }
+        "megatron-interleaved" => args.with("v", v.max(2)),
         "dualpipev" => args.with("weight_split", flags.0).with("overlap", flags.1),
         _ => args,
     }

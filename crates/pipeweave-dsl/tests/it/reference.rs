@@ -194,3 +194,106 @@ fn gpipe_and_1f1b_equal_the_textbook() {
         .plan;
     assert_eq!(program_lines(&plan), expected);
 }
+
+/// (P, M, v, G) → one line per rank, from a file recorded from Megatron-Core by
+/// tests/data/reference/megatron/record.py.
+fn recorded_megatron(file: &str) -> BTreeMap<(u32, u32, i64, i64), Vec<String>> {
+    let text = data(&format!("../../tests/data/reference/megatron/{file}"));
+    let mut out: BTreeMap<(u32, u32, i64, i64), Vec<String>> = BTreeMap::new();
+    let mut current = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# P=") {
+            let fields: Vec<&str> = rest.split(' ').collect();
+            let value = |i: usize, key: &str| {
+                fields[i]
+                    .strip_prefix(key)
+                    .unwrap_or_else(|| panic!("{file}: `{line}` lacks {key}"))
+                    .to_owned()
+            };
+            let key = (
+                fields[0].parse().expect("P"),
+                value(1, "M=").parse().expect("M"),
+                value(2, "v=").parse().expect("v"),
+                value(3, "G=").parse().expect("G"),
+            );
+            out.insert(key, Vec::new());
+            current = Some(key);
+        } else if !line.starts_with('#') {
+            let key = current.expect("a header before rows");
+            out.get_mut(&key).expect("inserted").push(line.to_owned());
+        }
+    }
+    out
+}
+
+/// Compares every configuration Megatron-Core's order functions were recorded at.
+fn compare_megatron(schedule: &str, file: &str) {
+    let expected = recorded_megatron(file);
+    assert!(expected.len() > 100, "{file} holds too few configurations");
+    let mut failures = Vec::new();
+    for (&(p, m, v, g), rows) in &expected {
+        let args = Args::new(p, m).with("v", v).with("group", g);
+        match compile_library(schedule, &args) {
+            Err(e) => failures.push(format!("P={p} M={m} v={v} G={g}: does not compile: {e}")),
+            Ok(c) => {
+                let got = program_lines(&c.plan);
+                if &got != rows {
+                    let r = got.iter().zip(rows).position(|(a, b)| a != b).unwrap_or(0);
+                    failures.push(format!(
+                        "P={p} M={m} v={v} G={g} rank {r}:\n  expected {}\n  got      {}",
+                        rows.get(r).map_or("", String::as_str),
+                        got.get(r).map_or("", String::as_str)
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{schedule} differs from {file} in {} of {} configurations:\n{}",
+        failures.len(),
+        expected.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn megatron_interleaved_equals_megatron_core_with_every_group_size() {
+    for v in [2, 3, 4] {
+        compare_megatron("megatron-interleaved", &format!("Interleaved_v{v}.txt"));
+    }
+}
+
+#[test]
+fn megatron_a2a_overlap_equals_megatron_core_combined_1f1b() {
+    for v in [1, 2, 3] {
+        compare_megatron(
+            "megatron-a2a-overlap",
+            &format!("InterleavedA2AOverlap_v{v}.txt"),
+        );
+    }
+}
+
+/// Megatron-Core refuses a group outside P..=M and a last group smaller than P; so do these.
+#[test]
+fn megatron_schedules_refuse_what_megatron_core_refuses() {
+    for schedule in ["megatron-interleaved", "megatron-a2a-overlap"] {
+        for (p, m, g) in [(4, 8, 3), (4, 8, 9), (4, 10, 4)] {
+            let args = Args::new(p, m).with("group", g);
+            assert!(
+                compile_library(schedule, &args).is_err(),
+                "{schedule} P={p} M={m} G={g} compiles"
+            );
+        }
+    }
+}
+
+/// At Llama 3 405B's shape (P 16, v 8, M 32) Megatron-Core's default group (P) gives PyTorch's
+/// interleaved order action for action: the order is not why the run fits (docs/cost-model.md).
+#[test]
+fn megatron_interleaved_at_llama3_shape_is_pytorchs_order() {
+    let args = Args::new(16, 32).with("v", 8);
+    let megatron = compile_library("megatron-interleaved", &args).expect("compiles");
+    let pytorch = compile_library("interleaved-1f1b", &args).expect("compiles");
+    assert_eq!(program_lines(&megatron.plan), program_lines(&pytorch.plan));
+}

@@ -10,6 +10,8 @@ fn variants(name: &str) -> Vec<Vec<(&'static str, Value)>> {
         "interleaved-1f1b" | "interleaved-zb" | "looped-bfs" => {
             (1..=4).map(|v| vec![("v", Value::Int(v))]).collect()
         }
+        "megatron-interleaved" => (2..=4).map(|v| vec![("v", Value::Int(v))]).collect(),
+        "megatron-a2a-overlap" => (1..=3).map(|v| vec![("v", Value::Int(v))]).collect(),
         "dualpipev" => vec![
             vec![],
             vec![("weight_split", Value::Bool(false))],

@@ -197,14 +197,31 @@ fn recommend_on_eight_hundred_layers_takes_the_smallest_shapes() {
     let (r, planner) = search(&spec);
     assert!(planner.ops <= SEARCH_BUDGET);
     assert!(bounded(&r) > 0);
-    let choice = r.choice.expect("a 700B model fits at some shape");
-    // what was left out are the largest pipelines of each tensor-parallel degree
-    for left in r
+    let choice = r.choice.as_ref().expect("a 700B model fits at some shape");
+    // what was left out are the largest pipelines of each tensor-parallel degree: every shape
+    // searched (the choice, the runners-up, each family's best and least memory) with the same
+    // tensor-parallel degree has a smaller pipeline
+    let mut searched = vec![choice];
+    searched.extend(&r.runners_up);
+    for v in &r.verdicts {
+        searched.extend(v.best.iter().chain(&v.least_memory));
+    }
+    let left_out: Vec<_> = r
         .rejected_shapes
         .iter()
         .filter(|s| s.reason.contains("bounded"))
-    {
-        assert!(left.pp.is_some_and(|pp| pp > choice.pp), "{left:?}");
+        .collect();
+    assert!(!left_out.is_empty());
+    for left in left_out {
+        let pp = left.pp.expect("a bounded shape has its pipeline degree");
+        for c in searched.iter().filter(|c| c.tp == left.tp) {
+            assert!(
+                c.pp < pp,
+                "{left:?} left out, but PP {} at TP {} searched",
+                c.pp,
+                c.tp
+            );
+        }
     }
 }
 

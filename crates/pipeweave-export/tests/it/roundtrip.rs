@@ -52,6 +52,10 @@ fn schedule(name: &str, p: u32, m: u32, flags: u32) -> Option<Plan> {
             let info = pipeweave_dsl::info(entry.source);
             for param in &info.params {
                 args = match param.name.as_str() {
+                    // megatron-interleaved takes v from 2 (one chunk per rank is not interleaving)
+                    "v" if name == "megatron-interleaved" => {
+                        args.with("v", i64::from(2 + flags % 3))
+                    }
                     "v" => args.with("v", i64::from(1 + flags % 3)),
                     "weight_split" => args.with("weight_split", flags & 1 == 0),
                     "overlap" => args.with("overlap", flags & 2 == 0),
