@@ -239,20 +239,40 @@ const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 pub const MAX_TRACE_BYTES: u64 = 4 << 30;
 
 /// The bytes a gzip stream holds (every member, as `gzip -d` reads them), at most
-/// [`MAX_TRACE_BYTES`].
+/// [`MAX_TRACE_BYTES`]. Unzipped a piece at a time, each piece checked for the control characters
+/// JSON never holds (anything below a space but tab, line feed and carriage return), so a small
+/// file that unzips to gigabytes of zeros is refused at its first byte instead of after them.
 fn gunzip(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut decoder = flate2::read::MultiGzDecoder::new(bytes);
     let mut out = Vec::new();
-    flate2::read::MultiGzDecoder::new(bytes)
-        .take(MAX_TRACE_BYTES + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| std::io::Error::other(format!("not a whole gzip file: {e}")))?;
-    if out.len() as u64 > MAX_TRACE_BYTES {
-        return Err(std::io::Error::other(format!(
-            "it unzips to more than {} GiB, more than any profiled step",
-            MAX_TRACE_BYTES >> 30
-        )));
+    let mut piece = vec![0u8; 1 << 16];
+    loop {
+        let n = match decoder.read(&mut piece) {
+            Ok(0) => return Ok(out),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(std::io::Error::other(format!("not a whole gzip file: {e}"))),
+        };
+        let piece = &piece[..n];
+        if let Some(at) = piece
+            .iter()
+            .position(|&b| b < b' ' && !matches!(b, b'\t' | b'\n' | b'\r'))
+        {
+            return Err(std::io::Error::other(format!(
+                "it unzips to no JSON text: byte {} of the unzipped text is 0x{:02x}, a control \
+                 character JSON never holds",
+                out.len() + at,
+                piece[at]
+            )));
+        }
+        if (out.len() + n) as u64 > MAX_TRACE_BYTES {
+            return Err(std::io::Error::other(format!(
+                "it unzips to more than {} GiB, more than any profiled step",
+                MAX_TRACE_BYTES >> 30
+            )));
+        }
+        out.extend_from_slice(piece);
     }
-    Ok(out)
 }
 
 /// The bytes of the regular file at `path`. Anything else (a FIFO, a device, a socket, a folder)

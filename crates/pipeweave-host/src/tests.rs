@@ -181,3 +181,36 @@ fn plugin_paths_that_are_no_regular_files_are_refused_before_a_worker_starts() {
     assert!(host.loaded.is_empty());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(bytes).expect("written");
+    encoder.finish().expect("finished")
+}
+
+#[test]
+fn a_gzipped_trace_unzips_whole_and_a_bomb_of_zeros_is_refused_at_its_first_byte() {
+    let text = b"{\"traceEvents\": [\n\t{\"name\": \"pw 0F0\"}\r\n]}";
+    assert_eq!(gunzip(&gzip(text)).expect("unzipped"), text);
+    // 64 MiB of zeros in about 64 KiB: refused at byte 0, before the rest is unzipped.
+    let bomb = gzip(&vec![0u8; 64 << 20]);
+    assert!(bomb.len() < 1 << 20);
+    let error = gunzip(&bomb).expect_err("refused").to_string();
+    assert_eq!(
+        error,
+        "it unzips to no JSON text: byte 0 of the unzipped text is 0x00, a control character JSON \
+         never holds"
+    );
+    let late = [b"{\"a\": 1}".as_slice(), &[0x07]].concat();
+    let error = gunzip(&gzip(&late)).expect_err("refused").to_string();
+    assert!(
+        error.contains("byte 8 of the unzipped text is 0x07"),
+        "{error}"
+    );
+    let cut = gzip(text);
+    let error = gunzip(&cut[..cut.len() - 9])
+        .expect_err("refused")
+        .to_string();
+    assert!(error.starts_with("not a whole gzip file"), "{error}");
+}
