@@ -42,20 +42,7 @@ fn compare(schedule: &str, file: &str, extra: &[(&str, i64)]) {
         for &(n, v) in extra {
             args = args.with(n, v);
         }
-        match compile_library(schedule, &args) {
-            Err(e) => failures.push(format!("P={p} M={m}: does not compile: {e}")),
-            Ok(c) => {
-                let got = program_lines(&c.plan);
-                if &got != rows {
-                    let r = got.iter().zip(rows).position(|(a, b)| a != b).unwrap_or(0);
-                    failures.push(format!(
-                        "P={p} M={m} rank {r}:\n  expected {}\n  got      {}",
-                        rows.get(r).map_or("", String::as_str),
-                        got.get(r).map_or("", String::as_str)
-                    ));
-                }
-            }
-        }
+        failures.extend(differs(schedule, &args, rows, &format!("P={p} M={m}")));
     }
     assert!(
         failures.is_empty(),
@@ -226,6 +213,25 @@ fn recorded_megatron(file: &str) -> BTreeMap<(u32, u32, i64, i64), Vec<String>> 
     out
 }
 
+/// How the library schedule's plan for `args` differs from a recorded order (one program line
+/// per rank): that it does not compile, or the first rank whose program differs.
+fn differs(schedule: &str, args: &Args, rows: &[String], at: &str) -> Option<String> {
+    match compile_library(schedule, args) {
+        Err(e) => Some(format!("{at}: does not compile: {e}")),
+        Ok(c) => {
+            let got = program_lines(&c.plan);
+            (got != rows).then(|| {
+                let r = got.iter().zip(rows).position(|(a, b)| a != b).unwrap_or(0);
+                format!(
+                    "{at} rank {r}:\n  expected {}\n  got      {}",
+                    rows.get(r).map_or("", String::as_str),
+                    got.get(r).map_or("", String::as_str)
+                )
+            })
+        }
+    }
+}
+
 /// Compares every configuration Megatron-Core's order functions were recorded at.
 fn compare_megatron(schedule: &str, file: &str) {
     let expected = recorded_megatron(file);
@@ -233,20 +239,12 @@ fn compare_megatron(schedule: &str, file: &str) {
     let mut failures = Vec::new();
     for (&(p, m, v, g), rows) in &expected {
         let args = Args::new(p, m).with("v", v).with("group", g);
-        match compile_library(schedule, &args) {
-            Err(e) => failures.push(format!("P={p} M={m} v={v} G={g}: does not compile: {e}")),
-            Ok(c) => {
-                let got = program_lines(&c.plan);
-                if &got != rows {
-                    let r = got.iter().zip(rows).position(|(a, b)| a != b).unwrap_or(0);
-                    failures.push(format!(
-                        "P={p} M={m} v={v} G={g} rank {r}:\n  expected {}\n  got      {}",
-                        rows.get(r).map_or("", String::as_str),
-                        got.get(r).map_or("", String::as_str)
-                    ));
-                }
-            }
-        }
+        failures.extend(differs(
+            schedule,
+            &args,
+            rows,
+            &format!("P={p} M={m} v={v} G={g}"),
+        ));
     }
     assert!(
         failures.is_empty(),
