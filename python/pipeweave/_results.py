@@ -194,6 +194,8 @@ class _SimulationRankRequired(TypedDict):
 class SimulationRank(_SimulationRankRequired, total=False):
     breakdown_s: SimulationBreakdown
     """With --spec: where the rank's step goes."""
+    peak_saved_bytes: int
+    """With --costs-from costs that recorded saved bytes: the rank's predicted peak of saved-activation bytes in the step, from the bytes measured per stage and micro-batch (a deferred W keeping its share until it runs); absent otherwise."""
     memory: SimulationRankMemory
     """With --spec: the bytes one GPU of the rank holds."""
 
