@@ -165,6 +165,51 @@ fn the_measured_costs_predict_every_schedule_with_its_saved_bytes() {
         ));
     }
     insta::assert_snapshot!("recorded_1f1b_predicts", predicted);
+    // compare prices every row with them too: the same makespans and the largest rank's peak.
+    let compared = json(&run(&[
+        "compare",
+        "1f1b",
+        "gpipe",
+        "zb-h1",
+        "zb-v",
+        "dualpipev",
+        "interleaved-1f1b",
+        "-p",
+        "2",
+        "-m",
+        "8",
+        "--costs-from",
+        costs,
+        "--format",
+        "json",
+    ]));
+    assert_eq!(compared["costs_from"], costs);
+    let rows: Vec<String> = compared["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            format!(
+                "{}: {} | {}",
+                r["schedule"],
+                r["figures"]["measured"],
+                r["notes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|n| n.as_str().filter(|n| n.starts_with("measured costs")))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )
+        })
+        .collect();
+    let first = &compared["rows"][0]["figures"]["measured"];
+    assert_eq!(first["makespan_s"], sim["makespan"]);
+    assert_eq!(
+        first["peak_saved_bytes"].as_u64(),
+        peaks.iter().copied().max()
+    );
+    insta::assert_snapshot!("recorded_1f1b_compare", rows.join("\n"));
     let _ = std::fs::remove_file(costs);
 }
 
