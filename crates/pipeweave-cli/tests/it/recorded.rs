@@ -226,6 +226,16 @@ fn diff_sets_each_recorded_run_beside_its_plan() {
         args.extend(files.iter().map(String::as_str));
         args.extend(["--format", "json"]);
         let diff = json(&run(&args));
+        if folder != "zb-h1" {
+            // Its own costs predict each rank's measured peak exactly (a pair's forward saved
+            // before its backward frees); ZB-H1's rank 1 peaks 10 KiB above its prediction.
+            for r in diff["ranks"].as_array().unwrap() {
+                assert_eq!(
+                    r["predicted_peak_saved_bytes"], r["measured_peak_saved_bytes"],
+                    "{folder}"
+                );
+            }
+        }
         let name = folder.replace('-', "_");
         insta::assert_json_snapshot!(format!("recorded_{name}_diff"), diff);
     }
