@@ -9,9 +9,11 @@ line's command through the same application layer:
 - `load(path)` reads a plan file, `validate(text_or_path)` checks a plan given as text or a path;
 - `list_schedules()` lists every schedule by name, with its parameters; `check(path)` checks a
   `.weave` file as `pipeweave check` does;
-- `compare`, `sweep`, `recommend` and `synthesize` return what the command line prints with
-  `--format json`, as typed dicts (`Comparison`, `Sweep`, `Recommendation`, `SynthesisReport`;
-  `Plan.simulate()` a `Simulation`); `render` the SVG and `report` the HTML page;
+- `compare`, `sweep`, `recommend`, `synthesize` and `diff` return what the command line prints
+  with `--format json`, as typed dicts (`Comparison`, `Sweep`, `Recommendation`,
+  `SynthesisReport`, `PlanDiff`; `Plan.simulate()` a `Simulation`); `render` the SVG and `report`
+  the HTML page; `calibrate(traces, plan=None)` the text of the costs file a run's profiler
+  traces measure (what `costs_from=` reads);
 - every failure is a `pipeweave.Error`: `UsageError`, `PlanError` or `SpecError`, whose text is
   what the command line prints.
 
@@ -27,6 +29,7 @@ from ._records import CheckResult, Synthesis
 from ._results import (
     Comparison,
     ComparisonRow,
+    PlanDiff,
     Recommendation,
     ScheduleListingSchedule,
     Simulation,
@@ -40,9 +43,11 @@ _NATIVE = (
     "PlanError",
     "SpecError",
     "UsageError",
+    "calibrate",
     "check",
     "compare",
     "compile",
+    "diff",
     "list_schedules",
     "load",
     "recommend",
@@ -57,6 +62,7 @@ _TYPES = (
     "CheckResult",
     "Comparison",
     "ComparisonRow",
+    "PlanDiff",
     "Recommendation",
     "ScheduleListingSchedule",
     "Simulation",

@@ -1,6 +1,7 @@
 """Type stubs of the native extension (crates/pipeweave-py)."""
 
 import os
+from collections.abc import Sequence
 from typing import ClassVar, Literal, final
 
 from ._plan import Action, Step
@@ -8,6 +9,7 @@ from ._records import CheckResult, Synthesis
 from ._results import (
     Comparison,
     ComparisonRow,
+    PlanDiff,
     Recommendation,
     ScheduleListingSchedule,
     Simulation,
@@ -31,6 +33,8 @@ __all__ = [
     "report",
     "recommend",
     "synthesize",
+    "calibrate",
+    "diff",
     "_serve_worker",
 ]
 
@@ -170,6 +174,7 @@ def compare(
     stages_per_rank: int | None = None,
     units: bool = False,
     costs: _Costs | None = None,
+    costs_from: str | None = None,
     strict_spec: bool = False,
     keep_dp: bool = False,
     global_batch: bool = False,
@@ -245,6 +250,33 @@ def report(
 
 def recommend(spec: str | None = None, *, plugin_dirs: list[_Path] = ..., schedule_dirs: list[_Path] = ...) -> Recommendation:
     """`pipeweave recommend --format json`: the search on a spec."""
+
+def calibrate(
+    traces: Sequence[_Path],
+    plan: _Path | None = None,
+    *,
+    ranks: int | None = None,
+    microbatches: int | None = None,
+    stages_per_rank: int | None = None,
+    plugin_dirs: list[_Path] = ...,
+    schedule_dirs: list[_Path] = ...,
+    **params: _Param,
+) -> str:
+    """`pipeweave calibrate`: the costs measured in a run's traces, as the costs file's text."""
+
+def diff(
+    plan: _Path,
+    traces: Sequence[_Path],
+    *,
+    ranks: int | None = None,
+    microbatches: int | None = None,
+    stages_per_rank: int | None = None,
+    costs_from: _Path | None = None,
+    plugin_dirs: list[_Path] = ...,
+    schedule_dirs: list[_Path] = ...,
+    **params: _Param,
+) -> PlanDiff:
+    """`pipeweave diff --format json`: a plan set beside the traces of a run of it."""
 
 def synthesize(
     *,

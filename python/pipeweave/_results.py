@@ -17,6 +17,7 @@ __all__ = [
     "SimulationRankMemory",
     "SimulationRank",
     "Simulation",
+    "ComparisonFiguresMeasured",
     "ComparisonMemory",
     "ComparisonBreakdown",
     "ComparisonVolumes",
@@ -194,6 +195,8 @@ class _SimulationRankRequired(TypedDict):
 class SimulationRank(_SimulationRankRequired, total=False):
     breakdown_s: SimulationBreakdown
     """With --spec: where the rank's step goes."""
+    peak_saved_bytes: int
+    """With --costs-from costs that recorded saved bytes: the rank's predicted peak of saved-activation bytes in the step, from the bytes measured per stage and micro-batch (a deferred W keeping its share until it runs); absent otherwise."""
     memory: SimulationRankMemory
     """With --spec: the bytes one GPU of the rank holds."""
 
@@ -234,6 +237,15 @@ class Simulation(_SimulationRequired, total=False):
     fitted: list[str]
     """With --spec: how the spec was fitted to the plan's shape, one sentence per change (the pipeline degree with the data parallelism or the GPUs, the cut of the model into parts, the micro-batches, the micro-batch size), then one per default the spec relies on that moves its figures (the attention kernel, when it names none); empty when the plan has the spec's shape and the spec names them all."""
 
+
+class ComparisonFiguresMeasured(TypedDict):
+    """With --costs-from: what the measured costs predict for this plan (absent when they cannot price it; the row's notes say why)."""
+
+    makespan_s: float
+    """The simulated makespan under the measured costs, in seconds."""
+    peak_saved_bytes: int | None
+    """The largest predicted peak of saved-activation bytes of any rank, from the bytes measured per stage and micro-batch; null when the run recorded none."""
+
 ComparisonMemory = SimulationMemory
 
 ComparisonBreakdown = SimulationBreakdown
@@ -241,9 +253,7 @@ ComparisonBreakdown = SimulationBreakdown
 ComparisonVolumes = SimulationVolumes
 
 
-class ComparisonFigures(TypedDict):
-    """The step on the spec adapted to the plan; per rank figures are the mean, the worst or the best over the pipeline ranks as named; totals are named as totals."""
-
+class _ComparisonFiguresRequired(TypedDict):
     step_time_s: float
     """The step: the simulated pipeline, then the data-parallel synchronisation and the optimizer."""
     makespan_units: float | None
@@ -285,6 +295,13 @@ class ComparisonFigures(TypedDict):
     bubble_gpu_hours_per_million_tokens: float
 
 
+class ComparisonFigures(_ComparisonFiguresRequired, total=False):
+    """The step on the spec adapted to the plan; per rank figures are the mean, the worst or the best over the pipeline ranks as named; totals are named as totals."""
+
+    measured: ComparisonFiguresMeasured
+    """With --costs-from: what the measured costs predict for this plan (absent when they cannot price it; the row's notes say why)."""
+
+
 class ComparisonTraits(TypedDict):
     """What the schedule is, read from its plan (present whenever a plan was built)."""
 
@@ -314,9 +331,7 @@ class ComparisonRow(_ComparisonRowRequired, total=False):
     traits: ComparisonTraits
 
 
-class Comparison(TypedDict):
-    """pipeweave compare --format json, version 2"""
-
+class _ComparisonRequired(TypedDict):
     spec: str
     """The spec's name."""
     default_spec: bool
@@ -333,6 +348,13 @@ class Comparison(TypedDict):
     """The spec's own micro-batches per step."""
     rows: list[ComparisonRow]
     """One row per schedule, in the order given."""
+
+
+class Comparison(_ComparisonRequired, total=False):
+    """pipeweave compare --format json, version 2"""
+
+    costs_from: str
+    """With --costs-from: the file of measured costs every row is also priced with."""
 
 
 class SweepFit(TypedDict):

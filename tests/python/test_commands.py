@@ -73,6 +73,29 @@ def raised(call):
     return info.value
 
 
+def test_calibrate_and_diff_are_the_command_lines(cli, tmp_path):
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    folder = os.path.join(root, "tests", "data", "traces", "1f1b")
+    traces = [os.path.join(folder, f"rank{r}.pt.trace.json.gz") for r in range(2)]
+    costs = pw.calibrate(traces)
+    assert costs == cli.out("calibrate", *traces, "-o", "-")
+    assert pw.calibrate(traces, "1f1b", ranks=2, microbatches=8) == cli.out("calibrate", *traces, "--plan", "1f1b", "-p", 2, "-m", 8, "-o", "-")
+    got = pw.diff("1f1b", traces, ranks=2, microbatches=8)
+    assert got == cli.json("diff", "1f1b", "-p", 2, "-m", 8, *traces, "--format", "json")
+    assert [r["measured_peak_saved_bytes"] for r in got["ranks"]] == [r["predicted_peak_saved_bytes"] for r in got["ranks"]]
+    path = tmp_path / "costs.toml"
+    path.write_text(costs)
+    measured = pw.diff("gpipe", [os.path.join(root, "tests", "data", "traces", "gpipe", f"rank{r}.pt.trace.json.gz") for r in range(2)], ranks=2, microbatches=8, costs_from=path)
+    assert measured["costs"] == f"measured, from {path}"
+    compared = pw.compare(["1f1b", "zb-h1"], ranks=2, microbatches=8, costs_from=str(path))
+    assert compared == cli.json("compare", "1f1b", "zb-h1", "-p", 2, "-m", 8, "--costs-from", path, "--format", "json")
+    assert compared["rows"][0]["figures"]["measured"]["peak_saved_bytes"] == max(r["measured_peak_saved_bytes"] for r in got["ranks"])
+    with pytest.raises(pw.PlanError, match="differs from the plan"):
+        pw.calibrate(traces, "gpipe", ranks=2, microbatches=8)
+
+
 def test_bad_arguments_are_the_command_lines_errors_in_pythons_words(cli):
     e = raised(lambda: pw.synthesize(spec="unit", memory_limit=1e308))
     assert type(e) is pw.UsageError and "memory_limit=1e308 is not a memory size" in str(e)

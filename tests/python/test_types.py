@@ -2,6 +2,8 @@
 dicts of `simulate`, `compare` and `list_schedules` describe exactly what those return (mypy
 checks the same from a user's side: tests/python/typed_usage.py, run by tests/python/run.py)."""
 
+import os
+import tempfile
 import types
 import typing
 
@@ -101,8 +103,19 @@ def test_what_lacks_a_member_of_the_protocol_is_no_plan(tmp_path):
     assert not isinstance(pw.Step("compute", action=0), pw.ActionProtocol)
 
 
+def measured_costs():
+    """The costs measured in the recorded 1F1B run (tests/data/traces/1f1b), in a file."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    traces = [os.path.join(root, "tests", "data", "traces", "1f1b", f"rank{r}.pt.trace.json.gz") for r in range(2)]
+    path = os.path.join(tempfile.mkdtemp(prefix="pipeweave-types-"), "costs.toml")
+    with open(path, "w") as f:
+        f.write(pw.calibrate(traces))
+    return path
+
+
 def simulations():
     yield pw.compile("zb-v", ranks=4, microbatches=8).simulate()
+    yield pw.compile("zb-h1", ranks=2, microbatches=8).simulate(costs_from=measured_costs())
     yield pw.compile("1f1b", ranks=4, microbatches=8).simulate(costs={"F": 1, "B": 2.5})
     yield pw.compile("dualpipe", ranks=16, microbatches=120).simulate(spec="deepseek-v3-h800-pp16-ep64")
     yield pw.compile("1f1b", ranks=4, microbatches=10).simulate(spec="deepseek-v3-h800-pp16-ep64")
@@ -111,6 +124,7 @@ def simulations():
 def comparisons():
     yield pw.compile("1f1b", ranks=8, microbatches=16).compare(["zb-v", "dualpipe"], spec="dense-70b-h100-pp8")
     yield pw.compile("1f1b", ranks=4, microbatches=7).compare(["dualpipe", "zb-v"], units=True)
+    yield pw.compare(["1f1b", "dualpipev"], ranks=2, microbatches=8, costs_from=measured_costs())["rows"]
 
 
 @pytest.mark.parametrize(

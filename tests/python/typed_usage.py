@@ -109,6 +109,21 @@ def typed_results(plan: pw.Plan) -> float:
     return seconds
 
 
+def plan_against_actual(traces: list[str]) -> int | None:
+    costs = pw.calibrate(traces, "1f1b", ranks=2, microbatches=8)
+    assert_type(costs, str)
+    diffed = pw.diff("1f1b", traces, ranks=2, microbatches=8, costs_from="costs.toml")
+    assert_type(diffed, pw.PlanDiff)
+    assert_type(diffed["ranks"][0]["measured_peak_saved_bytes"], int | None)
+    pw.diff("1f1b", traces, costs_from=3)  # type: ignore[arg-type]
+    simulated = pw.compile("zb-h1", ranks=2, microbatches=8).simulate(costs_from="costs.toml")
+    compared = pw.compare(["1f1b"], ranks=2, microbatches=8, costs_from="costs.toml")
+    figures = compared["rows"][0].get("figures")
+    if figures is not None and "measured" in figures:
+        assert_type(figures["measured"]["makespan_s"], float)
+    return simulated["ranks"][0].get("peak_saved_bytes")
+
+
 def train(path: str, rank: int) -> torch.Tensor | None:
     plan = JsonPlan.load(path)
     parts = {q: torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU()) for q in pwt.parts_of(plan, rank)}

@@ -9,7 +9,7 @@ use crate::request::Loaded;
 use crate::session::Session;
 use pipeweave_eval::{Comparison, SpecRule};
 use pipeweave_sim::UniformCosts;
-use pipeweave_source::{Failure, Params};
+use pipeweave_source::{Failure, Flag, Params};
 
 /// What `compare` compares, and on what.
 #[derive(Debug, Clone, Default)]
@@ -24,6 +24,9 @@ pub struct CompareRequest {
     pub rule: SpecRule,
     /// A makespan column under these costs (`--units`: unit costs, or `--costs`).
     pub units: Option<UniformCosts>,
+    /// Measured costs (`--costs-from`, a file `calibrate` wrote) every plan is also priced with:
+    /// its makespan and its peak saved-activation bytes under them.
+    pub costs_from: Option<String>,
 }
 
 /// The comparison of `request`'s schedules, after `first` when a front end holds its plan already
@@ -34,6 +37,22 @@ pub fn compare(
     request: &CompareRequest,
     first: Option<Loaded>,
 ) -> Result<Partial<Comparison>, Failure> {
+    let measured = match &request.costs_from {
+        Some(file) => {
+            if request.units.is_some() {
+                return Err(Failure::usage(format!(
+                    "give {} (a makespan under measured costs) or a makespan under uniform costs ({} or units), not both",
+                    session.front.flag(Flag::CostsFrom),
+                    session.front.flag(Flag::Costs)
+                )));
+            }
+            match session.measured_costing(file)? {
+                pipeweave_eval::Costing::Measured { costs, file } => Some((file, costs)),
+                _ => None,
+            }
+        }
+        None => None,
+    };
     let costing = session.spec_costing(request.spec.as_deref(), request.rule)?;
     // A synthesized schedule is searched on the spec the comparison is on.
     session.set_costing(&costing);
@@ -46,6 +65,7 @@ pub fn compare(
         default: *default,
         rule: request.rule,
         units: request.units,
+        measured: measured.as_ref().map(|(f, c)| (f.as_str(), c.as_ref())),
     };
     let c = many.compare(&on, &many.given(), None, session)?;
     let c = finished("compare", c)?;

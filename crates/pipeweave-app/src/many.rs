@@ -23,6 +23,8 @@ pub(crate) struct CompareOn<'a> {
     pub rule: SpecRule,
     /// The makespan column's costs (unit costs or `--costs`), when it is shown.
     pub units: Option<UniformCosts>,
+    /// Measured costs (`--costs-from`: the file and its costs) every plan is also priced with.
+    pub measured: Option<(&'a str, &'a pipeweave_calibrate::Calibration)>,
 }
 
 /// One schedule of several: a name resolved, or a plan a front end already holds.
@@ -313,6 +315,10 @@ impl Many {
         let mut c = Comparison::new(spec, on.default, ranks, microbatches, on.units.is_some());
         c.costs = on.units;
         c.rule = on.rule;
+        if let Some((file, costs)) = on.measured {
+            c.costs_from = Some(file.to_owned());
+            c.measured = Some(Box::new(costs.clone()));
+        }
         for (i, member) in self.members.iter().enumerate() {
             if merged[i] {
                 continue;

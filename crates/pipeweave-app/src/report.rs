@@ -204,6 +204,7 @@ pub fn report(session: &mut Session<'_>, request: &ReportRequest) -> Result<Stri
         default,
         rule,
         units,
+        measured: None,
     };
     // The plans built for the timelines serve the comparison when it has the same P and M.
     let compared = many.compare(&on, &many.given(), Some((&shape, &built[..])), session)?;

@@ -54,6 +54,7 @@ pub fn run(built: &Built, costing: &Costing, front: FrontEnd) -> Result<Run, Fai
                 fitted: fitted.notes(),
                 derived: Vec::new(),
                 report: Some(e.report),
+                saved_peaks: None,
             })
         }
         Costing::Unit | Costing::Uniform(_) | Costing::Measured { .. } => {

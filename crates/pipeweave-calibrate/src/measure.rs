@@ -110,6 +110,12 @@ pub fn measure(input: MeasureInput<'_>) -> Result<(Calibration, Vec<String>), St
                 .to_owned(),
         );
     }
+    if !links.is_empty() && run.naming == Naming::Pipeweave {
+        notes.push(
+            "link times are from the receives' waits (PlanRunner times the wait for the data right before the action that consumes it): each is the time from the later of the send's start and the wait's start to the wait's end, the transfer when the receiver waited from before the send, near zero when the data came before the wait (a wait, not a transfer)"
+                .to_owned(),
+        );
+    }
     if !run.ranks.iter().any(|r| r.has_saved) {
         notes.push("no saved-bytes records in these traces: memory is not measured".to_owned());
     }

@@ -85,8 +85,10 @@ pub fn saved_peaks(c: &Calibration, plan: &Plan) -> Option<(Vec<u64>, Vec<String
                         Kind::I => -b * freed[q],
                         Kind::W => -b * (1.0 - freed[q]),
                     };
+                    // After each half of a pair too: its forward's bytes are saved before its
+                    // backward frees its own (PlanRunner runs the F half first).
+                    peak = peak.max(live);
                 }
-                peak = peak.max(live);
             }
             peak.round().max(0.0) as u64
         })

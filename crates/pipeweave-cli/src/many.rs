@@ -40,6 +40,10 @@ pub struct CompareArgs {
         value_parser = parse_costs
     )]
     pub costs: Option<UniformCosts>,
+    /// Also price every plan with the costs measured in a profiled run (a file `pipeweave
+    /// calibrate` wrote): its makespan in seconds and its peak saved-activation bytes
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["units", "costs"])]
+    pub costs_from: Option<String>,
     /// Output format
     #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
     pub format: CompareFormat,
@@ -63,6 +67,7 @@ pub fn compare(session: &mut Session<'_>, args: &CompareArgs) -> Result<(), Fail
         units: args
             .costs
             .or_else(|| args.units.then(UniformCosts::default)),
+        costs_from: args.costs_from.clone(),
     };
     let compared = pipeweave_app::compare(session, &request, None)?;
     emit_partial(compared, |c| match args.format {

@@ -7,6 +7,7 @@
 use crate::breakdown::{Breakdown, Volumes};
 use crate::fit::{Change, SpecRule, fit};
 use crate::step::{MemoryBreakdown, RankReport, StepReport, evaluate};
+use pipeweave_calibrate::MeasuredCosts;
 use pipeweave_check::ValidPlan;
 use pipeweave_plan::{Action, Kind, Plan};
 use pipeweave_sim::UniformCosts;
@@ -60,6 +61,19 @@ pub struct Figures {
     pub gpu_hours_per_million_tokens: f64,
     /// The part of them the bubbles cost.
     pub bubble_gpu_hours_per_million_tokens: f64,
+    /// Under measured costs (`--costs-from`), what they predict for this plan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measured: Option<MeasuredFigures>,
+}
+
+/// A plan's step under the costs measured in a profiled run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MeasuredFigures {
+    /// The simulated makespan under those costs, in seconds.
+    pub makespan_s: f64,
+    /// The largest predicted peak of saved-activation bytes of any rank, when the run recorded
+    /// saved bytes.
+    pub peak_saved_bytes: Option<u64>,
 }
 
 impl Figures {
@@ -100,6 +114,7 @@ impl Figures {
             tokens_per_s: report.tokens_per_s,
             gpu_hours_per_million_tokens: report.gpu_hours_per_million_tokens,
             bubble_gpu_hours_per_million_tokens: report.bubble_gpu_hours_per_million_tokens,
+            measured: None,
         }
     }
 }
@@ -197,6 +212,12 @@ pub struct Comparison {
     /// How the spec meets each plan.
     #[serde(skip)]
     pub rule: SpecRule,
+    /// The file of the measured costs every row is also priced with (`--costs-from`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub costs_from: Option<String>,
+    /// Those costs.
+    #[serde(skip)]
+    pub measured: Option<Box<pipeweave_calibrate::Calibration>>,
     /// One row per schedule, in the order given.
     pub rows: Vec<Row>,
 }
@@ -221,6 +242,8 @@ impl Comparison {
             units,
             costs: None,
             rule: SpecRule::default(),
+            costs_from: None,
+            measured: None,
             rows: Vec::new(),
         }
     }
@@ -240,7 +263,26 @@ impl Comparison {
         plan: Result<&ValidPlan, String>,
     ) {
         let units = self.units.then_some(self.costs.unwrap_or_default());
-        let row = row(spec, self.rule, schedule, requires, plan, units.as_ref());
+        let valid = plan.as_ref().ok().copied();
+        let mut row = row(spec, self.rule, schedule, requires, plan, units.as_ref());
+        if let (Some(costs), Some(plan), Ok(figures)) = (&self.measured, valid, &mut row.outcome) {
+            match MeasuredCosts::for_plan(costs, plan) {
+                Ok((model, notes)) => {
+                    if let Ok(t) = pipeweave_sim::simulate(plan, &model) {
+                        figures.measured = Some(MeasuredFigures {
+                            makespan_s: t.timing.makespan,
+                            peak_saved_bytes: pipeweave_calibrate::saved_peaks(costs, plan)
+                                .and_then(|(peaks, _)| peaks.into_iter().max()),
+                        });
+                    }
+                    row.notes
+                        .extend(notes.into_iter().map(|n| format!("measured costs: {n}")));
+                }
+                Err(reason) => row.notes.push(format!(
+                    "the measured costs cannot price this plan: {reason}"
+                )),
+            }
+        }
         self.rows.push(row);
     }
 }

@@ -69,6 +69,9 @@ pub struct Run {
     pub derived: Vec<String>,
     /// On a spec, the step's figures.
     pub report: Option<StepReport>,
+    /// On measured costs that recorded saved bytes, each rank's predicted peak of
+    /// saved-activation bytes.
+    pub saved_peaks: Option<Vec<u64>>,
 }
 
 impl std::fmt::Debug for Run {
@@ -134,6 +137,7 @@ impl Costing {
                 fitted: Vec::new(),
                 derived: Vec::new(),
                 report: None,
+                saved_peaks: None,
             })
         };
         match self {
@@ -145,6 +149,7 @@ impl Costing {
                 if let Some((peaks, notes)) = pipeweave_calibrate::saved_peaks(costs, plan) {
                     run.derived.extend(notes);
                     run.derived.push(peaks_note(&peaks));
+                    run.saved_peaks = Some(peaks);
                 }
                 Ok(run)
             }
@@ -160,6 +165,7 @@ impl Costing {
                     fitted: fitted.notes(),
                     derived: Vec::new(),
                     report: Some(e.report),
+                    saved_peaks: None,
                 })
             }
         }

@@ -99,6 +99,10 @@ pub struct RankTimes {
     /// Memory on a spec.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<RankMemory>,
+    /// Under measured costs that recorded saved bytes: the rank's predicted peak of
+    /// saved-activation bytes in the step (from the bytes measured per stage and micro-batch).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_saved_bytes: Option<u64>,
 }
 
 /// A simulated step of one plan, under unit or uniform costs or on a spec.
@@ -167,6 +171,7 @@ impl Simulation {
                     exposed_comm: spec_rank.map_or(m.exposed_comm, RankReport::exposed_comm_s),
                     breakdown_s: spec_rank.map(|x| x.breakdown),
                     memory: spec_rank.map(RankMemory::of),
+                    peak_saved_bytes: None,
                 }
             })
             .collect();
@@ -198,6 +203,11 @@ impl Run {
         let mut sim = Simulation::new(name, plan, &self.timeline, self.report.as_ref());
         if self.report.is_some() {
             sim.fitted = Some(self.fitted.clone());
+        }
+        if let Some(peaks) = &self.saved_peaks {
+            for (rank, &peak) in sim.ranks.iter_mut().zip(peaks) {
+                rank.peak_saved_bytes = Some(peak);
+            }
         }
         sim
     }

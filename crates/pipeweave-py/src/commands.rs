@@ -7,8 +7,8 @@ use crate::args::{Costs, Count, Whole, costs_text, rule, settings, to_python, wh
 use crate::context::{Dirs, with_session};
 use crate::plan::Plan;
 use pipeweave_app::{
-    CompareRequest, Loaded, OverArg, PlacementArg, RenderRequest, ReportRequest, SweepRequest,
-    SynthesizeRequest, TimeWindow,
+    CalibrateRequest, CompareRequest, DiffRequest, Loaded, OverArg, PlacementArg, RenderRequest,
+    ReportRequest, SweepRequest, SynthesizeRequest, TimeWindow,
 };
 use pipeweave_eval::Metric;
 use pipeweave_sim::UniformCosts;
@@ -54,14 +54,15 @@ fn params(
 /// `schedules` compared on a spec (the built-in default unless `spec` names one), as
 /// `pipeweave compare --format json` prints it: P and M (the spec's where not given), `v` and
 /// the schedules' own parameters as keyword arguments; `units=True` or `costs=` add the makespan
-/// under those costs. A schedule and its twin plugin share a row when their plans are equal; a
+/// under those costs, `costs_from=` (a file `calibrate` wrote) the makespan and peak saved bytes
+/// under measured costs. A schedule and its twin plugin share a row when their plans are equal; a
 /// schedule that cannot be built keeps its row with the reason.
 #[pyfunction]
 #[allow(
     clippy::too_many_arguments,
     reason = "the Python signature: every keyword is an argument"
 )]
-#[pyo3(signature = (schedules, *, spec=None, ranks=None, microbatches=None, stages_per_rank=None, units=false, costs=None, strict_spec=false, keep_dp=false, global_batch=false, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
+#[pyo3(signature = (schedules, *, spec=None, ranks=None, microbatches=None, stages_per_rank=None, units=false, costs=None, costs_from=None, strict_spec=false, keep_dp=false, global_batch=false, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
 fn compare<'py>(
     py: Python<'py>,
     schedules: Vec<String>,
@@ -71,6 +72,7 @@ fn compare<'py>(
     stages_per_rank: Option<Whole>,
     units: bool,
     costs: Option<&Bound<'py, PyAny>>,
+    costs_from: Option<String>,
     strict_spec: bool,
     keep_dp: bool,
     global_batch: bool,
@@ -96,6 +98,7 @@ fn compare<'py>(
             spec,
             rule: rule(strict_spec, keep_dp, global_batch),
             units,
+            costs_from,
         };
         pipeweave_app::compare(s, &request, None::<Loaded>)
     })?;
@@ -263,6 +266,82 @@ fn report(
     })
 }
 
+/// The costs measured in the profiler traces of a run, one file per rank (`.json` or `.json.gz`),
+/// as `pipeweave calibrate` measures them: the text of the costs file (`pipeweave-costs` v1, TOML,
+/// what `costs_from=` reads once written to a file). `plan` is the plan that ran (a schedule with
+/// `ranks=` and `microbatches=`, or a plan file; `None`: the one-pipeline plan the traces show);
+/// what could not be measured is told as warnings.
+#[pyfunction]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the Python signature: every keyword is an argument"
+)]
+#[pyo3(signature = (traces, plan=None, *, ranks=None, microbatches=None, stages_per_rank=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
+fn calibrate(
+    py: Python<'_>,
+    traces: Vec<PathBuf>,
+    plan: Option<PathBuf>,
+    ranks: Option<Whole>,
+    microbatches: Option<Whole>,
+    stages_per_rank: Option<Whole>,
+    plugin_dirs: Vec<PathBuf>,
+    schedule_dirs: Vec<PathBuf>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<String> {
+    let params = params(ranks, microbatches, stages_per_rank, kwargs)?;
+    let dirs = Dirs {
+        plugins: &plugin_dirs,
+        schedules: &schedule_dirs,
+        texts: &[],
+    };
+    let request = CalibrateRequest {
+        traces: traces.iter().map(|t| t.display().to_string()).collect(),
+        plan: plan.map(|p| p.display().to_string()),
+        params,
+    };
+    with_session(py, &dirs, |s| {
+        pipeweave_app::calibrate(s, &request).map(|c| c.toml)
+    })
+}
+
+/// A plan set beside the profiler traces of a run of it, as `pipeweave diff --format json` prints
+/// it: predicted and measured step time per rank, each action's start and duration, the waits the
+/// plan did not predict and on whom, the slowest rank and action. The prediction uses the costs
+/// measured in the traces themselves, or those of `costs_from=` (a file `calibrate` wrote).
+#[pyfunction]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the Python signature: every keyword is an argument"
+)]
+#[pyo3(signature = (plan, traces, *, ranks=None, microbatches=None, stages_per_rank=None, costs_from=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
+fn diff<'py>(
+    py: Python<'py>,
+    plan: PathBuf,
+    traces: Vec<PathBuf>,
+    ranks: Option<Whole>,
+    microbatches: Option<Whole>,
+    stages_per_rank: Option<Whole>,
+    costs_from: Option<PathBuf>,
+    plugin_dirs: Vec<PathBuf>,
+    schedule_dirs: Vec<PathBuf>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let params = params(ranks, microbatches, stages_per_rank, kwargs)?;
+    let dirs = Dirs {
+        plugins: &plugin_dirs,
+        schedules: &schedule_dirs,
+        texts: &[],
+    };
+    let request = DiffRequest {
+        plan: plan.display().to_string(),
+        params,
+        traces: traces.iter().map(|t| t.display().to_string()).collect(),
+        costs_from: costs_from.map(|c| c.display().to_string()),
+    };
+    let d = with_session(py, &dirs, |s| pipeweave_app::diff(s, &request))?;
+    to_python(py, &d.diff)
+}
+
 /// The recommend search on `spec` (the built-in default when `None`), as
 /// `pipeweave recommend --format json` prints it.
 #[pyfunction]
@@ -384,6 +463,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(render, m)?)?;
     m.add_function(wrap_pyfunction!(report, m)?)?;
     m.add_function(wrap_pyfunction!(recommend, m)?)?;
+    m.add_function(wrap_pyfunction!(calibrate, m)?)?;
+    m.add_function(wrap_pyfunction!(diff, m)?)?;
     m.add_function(wrap_pyfunction!(synthesize, m)?)?;
     Ok(())
 }

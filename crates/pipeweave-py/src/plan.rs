@@ -250,6 +250,7 @@ impl Plan {
             spec: spec.clone(),
             rule: rule(strict_spec, keep_dp, global_batch),
             units,
+            costs_from: None,
         };
         let dirs = Dirs {
             plugins: &plugin_dirs,

@@ -48,13 +48,24 @@ fn yes_no(b: bool) -> String {
 }
 
 /// The figure cells of one row (after the schedule's name).
-fn figure_cells(f: &Figures, units: bool) -> Vec<String> {
+fn figure_cells(f: &Figures, units: bool, measured: bool) -> Vec<String> {
     let mut cells = vec![seconds(f.step_time_s)];
     if units {
         cells.push(
             f.makespan_units
                 .map_or_else(|| NONE.to_owned(), format_time),
         );
+    }
+    if measured {
+        cells.push(f.measured.map_or_else(
+            || NONE.to_owned(),
+            |m| {
+                let saved = m
+                    .peak_saved_bytes
+                    .map_or_else(|| NONE.to_owned(), |b| crate::format::mib_text(b as f64));
+                format!("{} · {saved}", seconds(m.makespan_s))
+            },
+        ));
     }
     cells.extend([
         percent(f.bubble_fraction, 1),
@@ -79,6 +90,9 @@ pub fn figures_table(c: &Comparison) -> Table {
     if c.units {
         header.push("makespan (units)".to_owned());
     }
+    if c.measured.is_some() {
+        header.push("measured costs: makespan · peak saved".to_owned());
+    }
     header.extend(
         [
             "bubble",
@@ -96,7 +110,7 @@ pub fn figures_table(c: &Comparison) -> Table {
         c,
         format!("figures per step ({})", compare_title(c)),
         header,
-        |f| figure_cells(f, c.units),
+        |f| figure_cells(f, c.units, c.measured.is_some()),
     )
 }
 
@@ -414,6 +428,9 @@ const CSV_COLUMNS: &[&str] = &[
 /// traits side by side; `error` holds the reason a schedule did not run.
 pub fn compare_csv(c: &Comparison) -> String {
     let mut out = CSV_COLUMNS.join(",");
+    if c.measured.is_some() {
+        out.push_str(",measured_makespan_s,measured_peak_saved_bytes");
+    }
     out.push('\n');
     for row in &c.rows {
         let mut cells = vec![
@@ -486,6 +503,15 @@ pub fn compare_csv(c: &Comparison) -> String {
         }
         cells.push(row.requires.clone());
         cells.push(row.outcome.as_ref().err().cloned().unwrap_or_default());
+        if c.measured.is_some() {
+            let m = row.outcome.as_ref().ok().and_then(|f| f.measured);
+            cells.push(m.map(|m| num(m.makespan_s)).unwrap_or_default());
+            cells.push(
+                m.and_then(|m| m.peak_saved_bytes)
+                    .map(|b| b.to_string())
+                    .unwrap_or_default(),
+            );
+        }
         let cells: Vec<String> = cells.iter().map(|s| csv_field(s)).collect();
         out.push_str(&cells.join(","));
         out.push('\n');

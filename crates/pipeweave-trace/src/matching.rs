@@ -5,13 +5,18 @@
 //!
 //! A trace may hold several steps (a profiler's active steps): each is the rank's program again.
 //! Transfers, waits and reductions are optional in a trace (a runner may not name them), but those
-//! named must be steps of the rank's lowered program, in its order.
+//! named must be steps of the rank's lowered program, in its order, except receives: a receive's
+//! span may stand anywhere from its posting to the action that consumes its data. PyTorch's runtime
+//! names the posting (`PP:1RECV_F1` at the program's position); pipeweave's PlanRunner names the
+//! wait for the data, right before the consuming action (for a pair, F's receive first), and does
+//! not time the posting.
 
 use crate::read::{Clock, Naming, RankTrace, TraceSpan};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_plan::cell::StepCell;
 use pipeweave_plan::{Action, Plan, Step, try_lower};
-use std::collections::HashMap;
+use pipeweave_plan::{Dir, Kind};
+use std::collections::{HashMap, HashSet};
 
 /// A run: every rank's steps, matched against the plan.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,7 +53,8 @@ pub struct RankRun {
 pub struct RankStep {
     /// The timing of the program's action i at index i, in the trace's microseconds.
     pub actions: Vec<Timed>,
-    /// The transfers, waits and reductions the trace names, in program order.
+    /// The transfers, waits and reductions the trace names, in the trace's order (the program's,
+    /// but for receives, which stand between their posting and their consumer).
     pub others: Vec<TimedStep>,
     /// The saved-bytes record after action i at index i, when the trace has one.
     pub saved: Vec<Option<Saved>>,
@@ -367,6 +373,7 @@ fn match_rank(
         }
     }
     let next_compute = |from: usize| (from..program.len()).find(|&q| action_at[q].is_some());
+    let receives = Receives::of(program);
     let new_step = || RankStep {
         actions: vec![
             Timed {
@@ -382,6 +389,8 @@ fn match_rank(
     let mut p = 0;
     let mut last: Option<&TraceSpan> = None;
     let mut last_action: Option<usize> = None;
+    // The receives of the current step whose spans were seen, by their index in the program.
+    let mut received: HashSet<usize> = HashSet::new();
     for span in &trace.spans {
         if matches!(
             span.cell,
@@ -402,6 +411,39 @@ fn match_rank(
             Some(q) => (false, Some(q)),
             None => (true, next_compute(0)),
         };
+        if let StepCell::Recv { dir, stage, mb } = span.cell {
+            // A receive's span may stand anywhere between its posting and the action that
+            // consumes its data (PlanRunner times the wait for the data right before that action).
+            let next = q.unwrap_or(program.len());
+            if wrap {
+                steps.push(new_step());
+                received.clear();
+                last_action = None;
+            }
+            let i = place_recv(
+                &receives,
+                (plan, rank, trace, span),
+                program,
+                &action_at,
+                next,
+                (dir, stage, mb),
+                &received,
+                steps.len(),
+            )?;
+            received.insert(i);
+            if let Some(step) = steps.last_mut() {
+                step.others.push(TimedStep {
+                    step: program[i],
+                    after: last_action,
+                    timed,
+                });
+            }
+            if wrap {
+                p = 0;
+            }
+            last = Some(span);
+            continue;
+        }
         let found = if is_compute {
             q.filter(|&q| same(&span.cell, &program[q]))
                 .map(|q| (wrap, q))
@@ -439,6 +481,7 @@ fn match_rank(
         };
         if wrapped {
             steps.push(new_step());
+            received.clear();
             last_action = None;
         }
         let Some(step) = steps.last_mut() else {
@@ -481,6 +524,115 @@ fn match_rank(
         steps,
         has_saved,
     })
+}
+
+/// Each receive of a program: where it is posted and where the action that consumes its data is.
+struct Receives {
+    /// By (direction, receiving stage, micro-batch): the receive's index in the program and the
+    /// index of its consumer, when one follows it.
+    at: HashMap<(Dir, u32, u32), (usize, Option<usize>)>,
+}
+
+impl Receives {
+    fn of(program: &[Step]) -> Receives {
+        // The first compute step that consumes each (direction, stage, micro-batch).
+        let mut consumers: HashMap<(Dir, u32, u32), Vec<usize>> = HashMap::new();
+        for (q, step) in program.iter().enumerate() {
+            if let Step::Compute(action) = step {
+                for op in action.ops() {
+                    let dir = match op.kind {
+                        Kind::F => Dir::Fwd,
+                        Kind::B | Kind::I => Dir::Bwd,
+                        Kind::W => continue,
+                    };
+                    consumers.entry((dir, op.stage, op.mb)).or_default().push(q);
+                }
+            }
+        }
+        let mut at = HashMap::new();
+        for (i, step) in program.iter().enumerate() {
+            if let Step::Recv { dir, stage, mb, .. } = *step {
+                let consumer = consumers
+                    .get(&(dir, stage, mb))
+                    .and_then(|v| v.iter().copied().find(|&q| q > i));
+                at.entry((dir, stage, mb)).or_insert((i, consumer));
+            }
+        }
+        Receives { at }
+    }
+}
+
+/// Where a receive's span goes in the program: its receive, when that is posted before the next
+/// compute action (`next`, an index in the program) and consumed by it or a later one, and not
+/// yet received in this step.
+#[allow(clippy::too_many_arguments)]
+fn place_recv(
+    receives: &Receives,
+    (plan, rank, trace, span): (&Plan, u32, &RankTrace, &TraceSpan),
+    program: &[Step],
+    action_at: &[Option<usize>],
+    next: usize,
+    key: (Dir, u32, u32),
+    received: &HashSet<usize>,
+    step: usize,
+) -> Result<usize, Diagnostic> {
+    let at = Span::new(trace.file, span.at.clone());
+    let cell = span.cell;
+    let number = |q: usize| action_at.get(q).copied().flatten().map_or(0, |a| a + 1);
+    let Some(&(i, consumer)) = receives.at.get(&key) else {
+        let mut d = Diagnostic::error(format!(
+            "rank {rank}'s trace receives `{cell}` in step {step}, which rank {rank}'s lowered program never receives"
+        ))
+        .with_span_label(at, "this receive")
+        .with_note(format!(
+            "`pipeweave export --to pytorch-comms` writes rank {rank}'s lowered program"
+        ));
+        if plan.stage_rank(key.1).is_some_and(|r| r != rank) {
+            d = d.with_help(
+                "is this file another rank's trace? (`distributedInfo.rank` gives a file's rank)",
+            );
+        }
+        return Err(d);
+    };
+    let Some(c) = consumer else {
+        return Err(Diagnostic::error(format!(
+            "rank {rank}'s trace receives `{cell}` in step {step}, data no later action of the plan consumes"
+        ))
+        .with_span_label(at, "this receive"));
+    };
+    if received.contains(&i) {
+        return Err(Diagnostic::error(format!(
+            "rank {rank}'s trace receives `{cell}` twice in step {step}"
+        ))
+        .with_span_label(at, "the second time"));
+    }
+    if c < next {
+        return Err(Diagnostic::error(format!(
+            "rank {rank}'s trace receives `{cell}` in step {step} after action {} `{}`, which consumes that data, has run",
+            number(c),
+            program[c]
+        ))
+        .with_span_label(at, "this receive")
+        .with_note(
+            "a receive's span stands between its posting and the action that consumes its data",
+        ));
+    }
+    if let Some(posted) = (0..i).rev().find(|&q| action_at[q].is_some())
+        && i > next
+    {
+        return Err(Diagnostic::error(format!(
+            "rank {rank}'s trace receives `{cell}` in step {step} before action {} `{}`, but the plan posts that receive only after action {} `{}`",
+            number(next),
+            program.get(next).map_or_else(String::new, ToString::to_string),
+            number(posted),
+            program[posted],
+        ))
+        .with_span_label(at, "this receive")
+        .with_note(
+            "a receive's span stands between its posting and the action that consumes its data",
+        ));
+    }
+    Ok(i)
 }
 
 /// The error for the first span that differs from the program.

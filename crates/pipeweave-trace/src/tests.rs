@@ -558,3 +558,81 @@ fn cells_of_spans_are_the_plans() {
         })
     );
 }
+
+/// Rank 1 of 1F1B as PlanRunner times it: each receive's wait right before the action that
+/// consumes its data (`1RECV_F1` before `1F1`, where the program posts it before `1B0`).
+fn rank1_waits(steps: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in 0..steps {
+        let t = 1000.0 + 100.0 * s as f64;
+        out.push(span("pw 1RECV_F0", t + 1.0, 10.0));
+        out.push(span("pw 1F0", t + 11.0, 10.0));
+        out.push(span("pw 1B0", t + 21.0, 20.0));
+        out.push(span("pw 1SEND_B0", t + 41.0, 1.0));
+        out.push(span("pw 1RECV_F1", t + 42.0, 0.5));
+        out.push(span("pw 1F1", t + 42.5, 10.0));
+        out.push(span("pw 1B1", t + 52.5, 20.0));
+    }
+    out
+}
+
+#[test]
+fn a_receive_waits_anywhere_from_its_posting_to_its_consumer() {
+    let plan = one_f_one_b();
+    let traces = vec![
+        read(&trace(Some(0), &rank0(2)), 0),
+        read(&trace(Some(1), &rank1_waits(2)), 1),
+    ];
+    let run = match match_plan(&plan, traces) {
+        Ok(run) => run,
+        Err(d) => panic!("{}", shown(&d)),
+    };
+    assert_eq!(run.steps, 2);
+    let step = &run.ranks[1].steps[1];
+    let others: Vec<(String, Option<usize>)> = step
+        .others
+        .iter()
+        .map(|o| (o.step.to_string(), o.after))
+        .collect();
+    assert_eq!(
+        others,
+        [
+            ("1RECV_F0".to_owned(), None),
+            ("1SEND_B0".to_owned(), Some(1)),
+            ("1RECV_F1".to_owned(), Some(1)),
+        ]
+    );
+    assert_eq!(step.others[2].timed.start, 1142.0);
+    assert_eq!(step.actions[2].start, 1142.5);
+}
+
+#[test]
+fn a_receive_out_of_its_window_is_an_error() {
+    let plan = one_f_one_b();
+    let rank1 = || read(&trace(Some(1), &rank1_waits(1)), 1);
+    let with = |events: Vec<String>| {
+        let traces = vec![read(&trace(Some(0), &events), 0), rank1()];
+        shown(&unmatched(&plan, traces))
+    };
+    let mut out = String::new();
+    // After the action that consumes it: 0RECV_B0 after 0B0 (and no 0RECV_B1).
+    let mut events = rank0(1);
+    events.remove(9);
+    events[6] = span("pw 0RECV_B0", 1065.0, 1.0);
+    out.push_str(&with(events));
+    // Before its posting: the program posts 0RECV_B1 after 0B0.
+    let mut events = rank0(1);
+    events[6] = span("pw 0RECV_B0", 1022.0, 5.0);
+    events[9] = span("pw 0RECV_B1", 1030.0, 5.0);
+    out.push_str(&with(events));
+    // Twice.
+    let mut events = rank0(1);
+    events[9] = span("pw 0RECV_B1", 1062.0, 8.0);
+    events.insert(9, span("pw 0RECV_B1", 1060.0, 1.0));
+    out.push_str(&with(events));
+    // Data rank 0 never receives.
+    let mut events = rank0(1);
+    events.insert(0, span("pw 0RECV_F0", 990.0, 1.0));
+    out.push_str(&with(events));
+    insta::assert_snapshot!("receive_out_of_window", out);
+}

@@ -73,6 +73,7 @@ const ROWS: &[Row] = &[
     ("sweep", "--costs-from", SWEEP, &["--costs-from", "costs.toml"]),
     ("report", "--costs-from", REPORT, &["--costs-from", "costs.toml"]),
     ("synthesize", "--costs-from", SYNTH, &["--costs-from", "costs.toml"]),
+    ("compare", "--costs-from", &["compare", "1f1b", "-p", "2", "-m", "4"], &["--costs-from", "costs.toml"]),
     // Calibration of the hand-made traces.
     ("calibrate", "--plan", CALIBRATE, &["--plan", "plan.txt"]),
     ("calibrate", "--ranks", &["calibrate", "r0.json", "r1.json", "-o", "-", "--plan", "1f1b", "-m", "4"], &["-p", "2"]),

@@ -18,6 +18,7 @@ mod lsp;
 mod playground;
 mod plugin_workers;
 mod plugins;
+mod recorded;
 mod report;
 mod roundtrip;
 mod schemas;

@@ -1,0 +1,242 @@
+//! `pipeweave calibrate`, `simulate --costs-from` and `pipeweave diff` on the recorded traces of
+//! real runs in `tests/data/traces` (PlanRunner's and PyTorch's runtime at P = 2, M = 8; how each
+//! was made: the README there). The traces are fixed files, so every figure they determine is
+//! exact: the costs each writes, the prediction under them and the diff against the run.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `pipeweave ARGS` run from the repository's root, so that the trace paths the outputs name are
+/// the same on every machine.
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pipeweave"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("pipeweave runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The folder's trace files, relative to the root, rank 0 first.
+fn traces(folder: &str) -> Vec<String> {
+    let dir = root().join("tests/data/traces").join(folder);
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .expect("the folder")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|f| f.ends_with(".pt.trace.json.gz"))
+        .map(|f| format!("tests/data/traces/{folder}/{f}"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 2, "{folder}: {files:?}");
+    files
+}
+
+/// Each folder with the plan it ran: read from the traces (none given), or a plugin schedule's,
+/// whose two pipelines the traces alone do not tell apart.
+const RECORDED: &[(&str, &[&str])] = &[
+    ("1f1b", &[]),
+    ("1f1b-operators", &[]),
+    ("gpipe", &[]),
+    ("zb-h1", &[]),
+    ("interleaved-1f1b", &[]),
+    ("dualpipev", &[]),
+    ("dualpipe", &["--plan", "dualpipe", "-p", "2", "-m", "8"]),
+    ("chimera", &["--plan", "chimera", "-p", "2", "-m", "8"]),
+    ("pytorch-1f1b", &[]),
+    ("pytorch-dualpipev", &[]),
+];
+
+fn calibrate(folder: &str, plan: &[&str]) -> Output {
+    let files = traces(folder);
+    let mut args = vec!["calibrate"];
+    args.extend(files.iter().map(String::as_str));
+    args.extend(plan);
+    args.extend(["-o", "-"]);
+    run(&args)
+}
+
+#[test]
+fn every_recorded_run_calibrates_against_its_plan() {
+    for &(folder, plan) in RECORDED {
+        let out = calibrate(folder, plan);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{folder}: {}",
+            text(&out.stderr)
+        );
+        let name = folder.replace('-', "_");
+        insta::assert_snapshot!(format!("recorded_{name}_costs"), text(&out.stdout));
+        insta::assert_snapshot!(format!("recorded_{name}_notes"), text(&out.stderr));
+    }
+}
+
+/// The 1F1B run's costs, written to a file of the test's own.
+fn costs_file(folder: &str, plan: &[&str]) -> PathBuf {
+    let out = calibrate(folder, plan);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let path = std::env::temp_dir().join(format!(
+        "pipeweave-recorded-{folder}-{}.toml",
+        std::process::id()
+    ));
+    std::fs::write(&path, &out.stdout).unwrap();
+    path
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+#[test]
+fn the_measured_costs_predict_every_schedule_with_its_saved_bytes() {
+    let costs = costs_file("1f1b", &[]);
+    let costs = costs.to_str().unwrap();
+    // The run's own plan: the peak saved bytes the model predicts are the ones the run measured
+    // (each forward's rise, summed while alive), rank by rank.
+    let sim = json(&run(&[
+        "simulate",
+        "1f1b",
+        "-p",
+        "2",
+        "-m",
+        "8",
+        "--costs-from",
+        costs,
+        "--format",
+        "json",
+    ]));
+    let peaks: Vec<u64> = sim["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["peak_saved_bytes"].as_u64().expect("a peak"))
+        .collect();
+    let files = traces("1f1b");
+    let mut args = vec!["diff", "1f1b", "-p", "2", "-m", "8"];
+    args.extend(files.iter().map(String::as_str));
+    args.extend(["--format", "json"]);
+    let diff = json(&run(&args));
+    let measured: Vec<u64> = diff["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["measured_peak_saved_bytes"].as_u64().expect("measured"))
+        .collect();
+    assert_eq!(peaks, measured);
+    insta::assert_json_snapshot!("recorded_1f1b_simulate", sim);
+    // Other schedules of the same shape, priced by the same costs.
+    let mut predicted = String::new();
+    for schedule in ["gpipe", "zb-h1", "zb-v", "dualpipev"] {
+        let sim = json(&run(&[
+            "simulate",
+            schedule,
+            "-p",
+            "2",
+            "-m",
+            "8",
+            "--costs-from",
+            costs,
+            "--format",
+            "json",
+        ]));
+        let peaks: Vec<String> = sim["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["peak_saved_bytes"].to_string())
+            .collect();
+        predicted.push_str(&format!(
+            "{schedule}: makespan {} s, peak saved bytes {}\n",
+            sim["makespan"],
+            peaks.join(", ")
+        ));
+    }
+    insta::assert_snapshot!("recorded_1f1b_predicts", predicted);
+    // compare prices every row with them too: the same makespans and the largest rank's peak.
+    let compared = json(&run(&[
+        "compare",
+        "1f1b",
+        "gpipe",
+        "zb-h1",
+        "zb-v",
+        "dualpipev",
+        "interleaved-1f1b",
+        "-p",
+        "2",
+        "-m",
+        "8",
+        "--costs-from",
+        costs,
+        "--format",
+        "json",
+    ]));
+    assert_eq!(compared["costs_from"], costs);
+    let rows: Vec<String> = compared["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            format!(
+                "{}: {} | {}",
+                r["schedule"],
+                r["figures"]["measured"],
+                r["notes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|n| n.as_str().filter(|n| n.starts_with("measured costs")))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )
+        })
+        .collect();
+    let first = &compared["rows"][0]["figures"]["measured"];
+    assert_eq!(first["makespan_s"], sim["makespan"]);
+    assert_eq!(
+        first["peak_saved_bytes"].as_u64(),
+        peaks.iter().copied().max()
+    );
+    insta::assert_snapshot!("recorded_1f1b_compare", rows.join("\n"));
+    let _ = std::fs::remove_file(costs);
+}
+
+#[test]
+fn diff_sets_each_recorded_run_beside_its_plan() {
+    for (folder, plan) in [
+        ("1f1b", ["1f1b", "-p", "2", "-m", "8"]),
+        ("zb-h1", ["zb-h1", "-p", "2", "-m", "8"]),
+        ("dualpipev", ["dualpipev", "-p", "2", "-m", "8"]),
+    ] {
+        let files = traces(folder);
+        let mut args = vec!["diff"];
+        args.extend(plan);
+        args.extend(files.iter().map(String::as_str));
+        args.extend(["--format", "json"]);
+        let diff = json(&run(&args));
+        if folder != "zb-h1" {
+            // Its own costs predict each rank's measured peak exactly (a pair's forward saved
+            // before its backward frees); ZB-H1's rank 1 peaks 10 KiB above its prediction.
+            for r in diff["ranks"].as_array().unwrap() {
+                assert_eq!(
+                    r["predicted_peak_saved_bytes"], r["measured_peak_saved_bytes"],
+                    "{folder}"
+                );
+            }
+        }
+        let name = folder.replace('-', "_");
+        insta::assert_json_snapshot!(format!("recorded_{name}_diff"), diff);
+    }
+}
