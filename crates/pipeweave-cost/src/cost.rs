@@ -141,6 +141,9 @@ pub struct CostTable {
     neighbours: Vec<(Option<u32>, Option<u32>)>,
     /// `training.p2p_blocking`: a sender holds its rank until its transfer has completed.
     blocking: bool,
+    /// Blocking sends that wait for their receiver to post (one stage per rank; see
+    /// [`CostModel::rendezvous`]).
+    rendezvous: bool,
     /// Node of each pipeline rank (for its first data- and tensor-parallel GPU).
     rank_node: Vec<u64>,
     /// Bytes of one boundary activation a GPU sends to the next stage.
@@ -245,6 +248,16 @@ fn fit_all_to_all(chain: &mut Vec<Task>, target: f64) {
         chain.insert(0, half);
         chain.push(half);
     }
+}
+
+/// True for a plan of lone F and B actions, one stage per rank: the plans whose blocking
+/// exchanges the frameworks document.
+fn plain_one_stage_per_rank(plan: &Plan) -> bool {
+    plan.num_stages() == plan.ranks()
+        && plan.programs().iter().flatten().all(|a| match a {
+            pipeweave_plan::Action::One(op) => matches!(op.kind, Kind::F | Kind::B),
+            pipeweave_plan::Action::Pair { .. } => false,
+        })
 }
 
 /// Why a spec and a plan cannot be costed together.
@@ -513,6 +526,15 @@ impl CostTable {
             stage_rank,
             neighbours,
             blocking: t.p2p_blocking,
+            // The frameworks' blocking exchanges are known for plans of F and B with one stage
+            // per rank (Megatron-LM's 1F1B: `send_forward_recv_backward` after a forward,
+            // `send_backward_recv_forward` after a backward; DeepSpeed's pipeline engine runs no
+            // other schedule): each rank posts the receive of its next action's input with its
+            // own send. Megatron-LM's interleaved schedule sends a forward's output only after
+            // the next backward, with that backward's receive posted early, and no framework
+            // runs split or overlapped backwards with blocking sends; for those a send holds its
+            // rank for its transfer only.
+            rendezvous: t.p2p_blocking && plain_one_stage_per_rank(plan),
             rank_node,
             p2p_bytes: t.tokens_per_microbatch() * spec.model.hidden as f64 * act
                 / f64::from(spec.parallelism.tp),
@@ -670,8 +692,16 @@ impl Builder<'_> {
         let last = q + 1 == spec.parallelism.layers_per_stage.len();
         let proj = model::mtp_projection_params(spec);
         let tokens = t.tokens_per_microbatch();
+        // the projection's GEMM (2h inputs, h/t outputs) at its shape's share of the rate; its
+        // gradients taken at the forward's share
+        let [proj_factor, _, _] =
+            crate::gemm::Roof::of(spec).factors(&[crate::gemm::Gemm::linear(
+                tokens,
+                spec.model.hidden as f64 / f64::from(spec.parallelism.tp),
+                2.0 * spec.model.hidden as f64,
+            )]);
         let proj_work = Work {
-            gemm: 2.0 * proj * tokens,
+            gemm: 2.0 * proj * tokens * proj_factor,
             kernels: 1.0,
             ..Work::default()
         };
@@ -817,6 +847,18 @@ impl CostModel for CostTable {
 
     fn exposed_op(&self, op: Op) -> f64 {
         self.op_cost(op).exposed()
+    }
+
+    fn rendezvous(&self, op: Op) -> Option<f64> {
+        if !self.rendezvous {
+            return None;
+        }
+        let hold = self.send_hold(op);
+        (hold > 0.0).then_some(hold)
+    }
+
+    fn blocking_sends(&self) -> bool {
+        self.rendezvous
     }
 
     fn exposed_pair(&self, f: Op, b: Op) -> f64 {

@@ -64,6 +64,20 @@ pub trait CostModel {
     fn exposed_pair(&self, _f: Op, _b: Op) -> f64 {
         0.0
     }
+
+    /// With blocking sends: the seconds at the end of `op`'s duration ([`CostModel::op`], or its
+    /// half of a pair's) that it holds its rank for its send to another rank, which starts only
+    /// once the receiver has posted its receive (NCCL's send completes only after the matching
+    /// receive is posted). `None` (the default): sends do not block, nothing waits for a peer.
+    fn rendezvous(&self, _op: Op) -> Option<f64> {
+        None
+    }
+
+    /// Whether any send blocks ([`CostModel::rendezvous`]): the simulator keeps the state of
+    /// blocked senders only then.
+    fn blocking_sends(&self) -> bool {
+        false
+    }
 }
 
 /// Unit costs: F = I = W = 1, B = 2, pair = F + B (or F + I), no transfer time.

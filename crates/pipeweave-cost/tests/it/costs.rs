@@ -29,18 +29,29 @@ fn unit_spec_forward_time_by_hand() {
     // Kernels per layer, each 0.9 µs: forward 11 (attention: norm, QKV and output GEMMs, rotary,
     // FlashAttention, residual add; MLP: norm, two GEMMs, GELU, residual add), input gradient 13
     // (FlashAttention's backward three kernels), weight gradient 4 (one per GEMM).
+    //
+    // Each GEMM runs at the rate's share its tiles and waves over the unit GPU's 100 SMs leave
+    // it (the best of 256×128, 128×256 and 128×128 tiles): an output of 1,024 × 3,072 is 96
+    // tiles of 256×128 in one wave, 0.96; 1,024 × 1,024 is 64 tiles of 128×128 in one wave,
+    // 0.64; 1,024 × 4,096 is 256 tiles of 128×128 in three waves, 256/300. The input gradient
+    // of a layer of n outputs and k inputs has an output of T × k, the weight gradient k × n.
     let launch = pipeweave_cost::LAUNCH_GAP_S;
     let spec = load("unit.toml");
     let costs = CostTable::new(&spec, &one_f_one_b(4, 8)).expect("fits");
     let h = 1024.0f64;
     let t = 1024.0f64;
-    let linear = 2.0 * 12.0 * h * h * t;
+    let (wide, square, mlp) = (0.96, 0.64, 256.0 / 300.0);
+    let gemm = |weights: f64, share: f64| 2.0 * weights * h * h * t / share;
+    // QKV (3h² weights) and the output projection (h²); the MLP's two layers (4h² each)
+    let linear_f = gemm(3.0, wide) + gemm(1.0, square) + gemm(4.0, mlp) + gemm(4.0, square);
+    let linear_i = gemm(3.0, square) + gemm(1.0, square) + gemm(4.0, square) + gemm(4.0, mlp);
+    let linear_w = gemm(3.0, wide) + gemm(1.0, square) + gemm(4.0, mlp) + gemm(4.0, mlp);
     let core = t * 1024.0 * 8.0 * 256.0;
     let bytes = (20.0 * h + 2.0 * 2048.0 * 2.0 + 2.0 * 4096.0 * 2.0) * t;
-    let f = 2.0 * (linear / SPEED + core / SPEED + bytes / HBM + 11.0 * launch);
-    let i = 2.0 * (linear / SPEED + 2.5 * core / SPEED + 2.0 * bytes / HBM + 13.0 * launch);
+    let f = 2.0 * (linear_f / SPEED + core / SPEED + bytes / HBM + 11.0 * launch);
+    let i = 2.0 * (linear_i / SPEED + 2.5 * core / SPEED + 2.0 * bytes / HBM + 13.0 * launch);
     // W: the weight GEMMs, and each FP32 gradient read and written once per micro-batch
-    let w = 2.0 * (linear / SPEED + 2.0 * 12.0 * h * h * 4.0 / HBM + 4.0 * launch);
+    let w = 2.0 * (linear_w / SPEED + 2.0 * 12.0 * h * h * 4.0 / HBM + 4.0 * launch);
     let part = &costs.parts[1];
     assert!(
         close(part.f.cost.duration, f),
@@ -362,9 +373,12 @@ fn mla_up_projection_recompute_costs_its_flops_in_the_backward() {
     let a = CostTable::new(&on, &plan).expect("fits");
     let b = CostTable::new(&off, &plan).expect("fits");
     // 4 layers of 4,096 tokens: 2·T·(1536·128·192 + 512·128·256) FP8 FLOPs each, at the 2024
-    // CUTLASS kernels' 0.50 of the H800's 1,978.9 TFLOP/s.
-    let up = 1536.0 * 128.0 * 192.0 + 512.0 * 128.0 * 256.0;
-    let extra = 4.0 * 2.0 * 4096.0 * up / (1978.9e12 * 0.5);
+    // CUTLASS kernels' 0.50 of the H800's 1,978.9 TFLOP/s, each GEMM at the share its tiles
+    // leave over 132 SMs: the query's 4,096 × 24,576 output is 6,144 tiles of 128×128 in 47
+    // waves, the key-value one's 4,096 × 32,768 8,192 tiles in 63.
+    let q_up = 2.0 * 4096.0 * 1536.0 * 128.0 * 192.0 / (6144.0 / (47.0 * 132.0));
+    let kv_up = 2.0 * 4096.0 * 512.0 * 128.0 * 256.0 / (8192.0 / (63.0 * 132.0));
+    let extra = 4.0 * (q_up + kv_up) / (1978.9e12 * 0.5);
     assert!(close(
         a.parts[1].i.cost.compute,
         b.parts[1].i.cost.compute + extra
