@@ -273,7 +273,6 @@ pub(crate) fn attention_gemms(spec: &Spec, m: f64) -> Vec<Gemm> {
             let ql = a.q_lora_rank as f64;
             let kvl = a.kv_lora_rank as f64;
             let rope = a.qk_rope_head_dim as f64;
-            let nope = a.qk_nope_head_dim as f64;
             let mut g = Vec::with_capacity(5);
             if a.q_lora_rank > 0 {
                 g.push(Gemm::linear(m, ql / t, h));
