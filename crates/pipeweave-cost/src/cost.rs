@@ -144,6 +144,9 @@ pub struct CostTable {
     /// Blocking sends that wait for their receiver to post (one stage per rank; see
     /// [`CostModel::rendezvous`]).
     rendezvous: bool,
+    /// Blocking sends with several stages per rank: a forward followed by a backward sends its
+    /// output with the backward's, after it (see [`CostModel::sends_after_next`]).
+    defer: bool,
     /// Node of each pipeline rank (for its first data- and tensor-parallel GPU).
     rank_node: Vec<u64>,
     /// Bytes of one boundary activation a GPU sends to the next stage.
@@ -535,6 +538,12 @@ impl CostTable {
             // runs split or overlapped backwards with blocking sends; for those a send holds its
             // rank for its transfer only.
             rendezvous: t.p2p_blocking && plain_one_stage_per_rank(plan),
+            // Megatron-LM's interleaved schedule without overlapped communication
+            // (`--no-overlap-p2p-communication`, which its zero-bubble runtime requires too):
+            // in the steady state a forward and the backward after it exchange together,
+            // `send_forward_backward_recv_forward_backward`, so the forward's output leaves
+            // only once that backward has run.
+            defer: t.p2p_blocking && plan.num_stages() > plan.ranks(),
             rank_node,
             p2p_bytes: t.tokens_per_microbatch() * spec.model.hidden as f64 * act
                 / f64::from(spec.parallelism.tp),
@@ -859,6 +868,14 @@ impl CostModel for CostTable {
 
     fn blocking_sends(&self) -> bool {
         self.rendezvous
+    }
+
+    fn sends_after_next(&self, op: Op, next: Op) -> bool {
+        self.defer && matches!(next.kind, Kind::B | Kind::I) && self.send_hold(op) > 0.0
+    }
+
+    fn defers_sends(&self) -> bool {
+        self.defer
     }
 
     fn exposed_pair(&self, f: Op, b: Op) -> f64 {

@@ -78,6 +78,19 @@ pub trait CostModel {
     fn blocking_sends(&self) -> bool {
         false
     }
+
+    /// Whether forward `op`, run right before `next` on its rank, sends its output only with
+    /// `next`'s, once `next` has run (Megatron-LM's interleaved schedule without overlapped
+    /// communication: `send_forward_backward_recv_forward_backward` after each forward and
+    /// backward of the steady state). `false` by default.
+    fn sends_after_next(&self, _op: Op, _next: Op) -> bool {
+        false
+    }
+
+    /// Whether any forward sends after the next action ([`CostModel::sends_after_next`]).
+    fn defers_sends(&self) -> bool {
+        false
+    }
 }
 
 /// Unit costs: F = I = W = 1, B = 2, pair = F + B (or F + I), no transfer time.

@@ -491,6 +491,11 @@ fn run<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Run, OutOfMemory
     } else {
         None
     };
+    // Forwards whose output leaves with the next action's: per rank, the op, its slot and its
+    // own end; only when the cost model defers sends.
+    let mut held: Option<Vec<Option<(Op, usize, f64)>>> = costs
+        .defers_sends()
+        .then(|| vec![None; plan.ranks() as usize]);
     // The ranks to run, the next one last.
     let mut runnable: Vec<u32> = (0..plan.ranks()).rev().collect();
     loop {
@@ -568,20 +573,46 @@ fn run<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Run, OutOfMemory
                     }
                 }
                 let [x0, x1] = p.slots;
-                let mut done = |op: Op, x: usize, end: f64| {
+                // A forward held back by the previous action leaves now, with this one's sends.
+                let before = held.as_mut().and_then(|h| h[r as usize].take());
+                // This forward's output leaves with the next action's, if the costs say so.
+                let defer = match (&held, *a, program.get(ran.len() + 1)) {
+                    (Some(_), Action::One(op), Some(Action::One(next))) => {
+                        // only an output that leaves the rank: its own backward needs it here
+                        let link = ends.links.get(op.stage as usize);
+                        op.kind == Kind::F
+                            && link.is_some_and(|l| l.next != NO_STAGE && l.next_host != r)
+                            && costs.sends_after_next(op, *next)
+                    }
+                    _ => false,
+                };
+                let mut done = |op: Op, x: usize, end: f64, counted: bool| {
                     if let Some((key, live)) = ends.finish(op, x, end) {
-                        rn.live += live;
+                        if !counted {
+                            rn.live += live;
+                        }
                         waiting.wake(key, &mut runnable);
                     }
                 };
+                if let Some((f, x, _)) = before {
+                    done(f, x, end, true);
+                }
                 let exposed = match *a {
+                    Action::One(op) if defer => {
+                        // its activation is live from now; its output is sent later
+                        rn.live += 1;
+                        if let Some(h) = held.as_mut() {
+                            h[r as usize] = Some((op, x0, end));
+                        }
+                        costs.exposed_op(op)
+                    }
                     Action::One(op) => {
-                        done(op, x0, end);
+                        done(op, x0, end, false);
                         costs.exposed_op(op)
                     }
                     Action::Pair { f, b } => {
-                        done(f, x0, end);
-                        done(b, x1, end);
+                        done(f, x0, end, false);
+                        done(b, x1, end, false);
                         costs.exposed_pair(f, b)
                     }
                 };
@@ -594,7 +625,22 @@ fn run<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Run, OutOfMemory
                 rn.record(p.start, end, exposed);
             }
         }
-        // Every rank left waits. A rank waiting for a receiver to post, when the receiver can
+        // Every rank left waits. A forward held back for the next action's sends, when that
+        // action waits for what the forward feeds (an order the framework's exchanges avoid),
+        // sends at its own end: every such forward, then the run goes on.
+        if let Some(h) = held.as_mut()
+            && h.iter().any(Option::is_some)
+        {
+            for slot in h.iter_mut() {
+                if let Some((f, x, end)) = slot.take()
+                    && let Some((key, _)) = ends.finish(f, x, end)
+                {
+                    waiting.wake(key, &mut runnable);
+                }
+            }
+            continue;
+        }
+        // A rank waiting for a receiver to post, when the receiver can
         // only post after the send completes (an order the framework's exchanges avoid), takes
         // what has been posted and goes on: the one whose work ended first, then the lowest.
         let Some(m) = meet.as_mut() else { break };

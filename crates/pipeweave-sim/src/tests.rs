@@ -387,3 +387,61 @@ fn a_blocking_send_waits_for_its_receiver_to_post() {
     assert_eq!(met.ranks[0].exposed_comm, 2.0);
     assert_eq!(met.timing.makespan, held.timing.makespan);
 }
+
+/// Unit costs; every forward sends its output with the backward run after it on its rank.
+struct Deferring;
+
+impl CostModel for Deferring {
+    fn op(&self, op: Op) -> f64 {
+        StageCosts::UNIT.of(op.kind)
+    }
+
+    fn sends_after_next(&self, _op: Op, next: Op) -> bool {
+        matches!(next.kind, Kind::B | Kind::I)
+    }
+
+    fn defers_sends(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn a_forward_sent_with_the_next_backward_arrives_after_it() {
+    let plan = Plan::single(
+        2,
+        vec![0, 1],
+        2,
+        vec![ops("0F0,0F1,0B0,0B1"), ops("1F0,1B0,1F1,1B1")],
+    )
+    .expect("structure");
+    let t = simulate(&valid(&plan), &Deferring).expect("runs");
+    // 0F1 [1, 2] leaves with 0B0, which waits for 1B0 [2, 4] and ends at 6: 1F1 starts at 6
+    // (at 4 with UnitCosts), 1B1 ends at 9, 0B1 runs [9, 11].
+    assert_eq!(t.timing.intervals[1][2].start, 6.0);
+    assert_eq!(t.timing.makespan, 11.0);
+    assert_eq!(
+        simulate(&valid(&plan), &UnitCosts)
+            .expect("runs")
+            .timing
+            .makespan,
+        9.0
+    );
+    // a held-back forward's activation is live from its end, as any forward's
+    assert_eq!(t.ranks[0].peak_activations, 2);
+}
+
+#[test]
+fn a_forward_whose_next_backward_needs_it_sends_at_its_own_end() {
+    // Two chunks per rank: 2F0 feeds 3F0 on rank 1, whose backward 2B0 (next on rank 0) needs;
+    // holding 2F0's output for 2B0 would wait forever, so it leaves at its own end.
+    let plan = Plan::single(
+        2,
+        vec![0, 1, 0, 1],
+        1,
+        vec![ops("0F0,2F0,2B0,0B0"), ops("1F0,3F0,3B0,1B0")],
+    )
+    .expect("structure");
+    let t = simulate(&valid(&plan), &Deferring).expect("runs");
+    let u = simulate(&valid(&plan), &UnitCosts).expect("runs");
+    assert_eq!(t.timing, u.timing);
+}

@@ -60,9 +60,11 @@ const SLINGSHOT_LAT: &str = "assumption: no NCCL latency found for Slingshot; In
 const EFA_P4D: &str = "AWS EC2 P4d (p4d.24xlarge): eight A100 with 400 Gbps of EFA networking (four 100 Gb/s adapters): 50 Gb/s = 6.25 GB/s per GPU and direction";
 const EFA_P5: &str = "AWS EC2 P5 (p5.48xlarge): eight H100 with 3,200 Gbps of EFA networking: 400 Gb/s = 50 GB/s per GPU and direction";
 const EFA_LAT: &str = "assumption: no NCCL latency found for EFA; RoCE's cross-leaf 5.6 us (arXiv 2505.09343, Table 5) taken, EFA's SRD transport also running over Ethernet";
-const ROCE_200: &str = "RoCE at 200 Gb/s per GPU (one ConnectX-6 200GbE port per GPU): 25 GB/s per direction";
+const ROCE_200: &str =
+    "RoCE at 200 Gb/s per GPU (one ConnectX-6 200GbE port per GPU): 25 GB/s per direction";
 const ROCE_200_LAT: &str = "assumption: RoCE 400G's cross-leaf 5.6 us (arXiv 2505.09343, Table 5) taken for RoCE at 200 Gb/s";
-const EDR: &str = "InfiniBand EDR: 100 Gb/s per port, 12.5 GB/s per direction; one port per GPU here";
+const EDR: &str =
+    "InfiniBand EDR: 100 Gb/s per port, 12.5 GB/s per direction; one port per GPU here";
 const EDR_LAT: &str = "assumption: no NCCL measurement found; InfiniBand NDR's cross-leaf 3.7 us (arXiv 2505.09343, Table 5) taken";
 const EDR_EFF: &str = "assumption: HDR's 24 of 25 GB/s (S. Jeaugey, NVIDIA/nccl#412) taken for the previous InfiniBand generation, 0.96";
 const NET_EFF: &str = "assumption: no maintainer figure for this network; 0.90 taken, between HDR's 0.96 (NVIDIA/nccl#412) and DeepSeek's all-to-all planning share of 0.80 (arXiv 2505.09343 4.3)";
