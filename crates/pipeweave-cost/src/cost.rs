@@ -11,7 +11,7 @@
 //! compute only.
 //!
 //! **Compute from the operations** ([`crate::model`]): a compute task takes `GEMM FLOPs / (peak of
-//! gemm_dtype × its GEMM efficiency) + attention FLOPs / (16-bit peak × the kernel's efficiency,
+//! gemm_dtype × its GEMM efficiency × each GEMM's shape's share of it, [`crate::gemm`]) + attention FLOPs / (16-bit peak × the kernel's efficiency,
 //! forward or backward) + element-wise bytes / (HBM bandwidth × its efficiency)`, every figure
 //! from the GPU table. Standard attention's batched GEMMs run at the GEMM efficiency of the
 //! activation format.

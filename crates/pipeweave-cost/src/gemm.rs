@@ -12,6 +12,11 @@
 //! bounds): its time is at least those bytes at the HBM bandwidth element-wise kernels reach, so a
 //! small GEMM is bound by memory.
 //!
+//! FlashAttention's kernels are cut the same way (FlashAttention-2, Dao 2023, §3.2: one thread
+//! block per block of 128 query rows, head and sequence of the micro-batch, forward; per block
+//! of keys, backward): [`Roof::waves`] of their blocks scales the table's attention efficiency,
+//! measured on grids of many waves.
+//!
 //! Everything is expressed as "FLOPs at the large-GEMM rate": a GEMM whose shape wastes a fifth
 //! of its last wave counts as that many more FLOPs, so the rest of the cost model keeps one rate.
 
@@ -114,6 +119,16 @@ impl Roof {
         best.clamp(1e-6, 1.0)
     }
 
+    /// The share of a kernel's rate its `blocks` thread blocks of equal work leave it, in waves
+    /// of one block per SM: `blocks / (⌈blocks / SMs⌉ · SMs)`.
+    pub fn waves(&self, blocks: f64) -> f64 {
+        if !(blocks >= 1.0) {
+            return 1.0;
+        }
+        let blocks = blocks.ceil();
+        (blocks / ((blocks / self.sms).ceil() * self.sms)).clamp(1e-6, 1.0)
+    }
+
     /// The GEMM's FLOPs at the large-GEMM rate: its FLOPs over its quantization, or the FLOPs
     /// that rate does in the time its bytes take at the HBM rate, whichever is more.
     pub fn equivalent(&self, g: &Gemm) -> f64 {
@@ -193,6 +208,14 @@ mod tests {
         let bytes = (132.0 * 128.0 * 16.0 + 16.0 * 8192.0 + 132.0 * 128.0 * 8192.0) * 2.0;
         assert!((r.equivalent(&g) - bytes * r.flops_per_byte).abs() / r.equivalent(&g) < 1e-12);
         assert!(r.equivalent(&g) > 10.0 * g.flops());
+    }
+
+    #[test]
+    fn a_partial_wave_of_attention_blocks_costs_a_whole_one() {
+        // 8 blocks of 128 queries, 8 heads: 64 blocks on 132 SMs, one wave half full
+        assert!((h100().waves(64.0) - 64.0 / 132.0).abs() < 1e-12);
+        assert_eq!(h100().waves(264.0), 1.0);
+        assert!((h100().waves(265.0) - 265.0 / 396.0).abs() < 1e-12);
     }
 
     #[test]

@@ -75,6 +75,11 @@ impl Work {
     }
 }
 
+/// Rows of queries (forward) or keys (backward) one FlashAttention thread block takes:
+/// FlashAttention-2 (Dao 2023) §3.3 tunes block sizes of 64 or 128 by head dimension, 128 at
+/// the head dimensions of the calibration runs; FlashAttention-3 uses 128-row blocks too.
+const FLASH_BLOCK_ROWS: f64 = 128.0;
+
 /// Seconds each kernel adds to its work when kernels are queued back to back on one stream:
 /// NVIDIA's "Getting Started with CUDA Graphs" (A. Gray, NVIDIA Technical Blog, 2019) times a
 /// 2.9 µs kernel at 3.8 µs per launch in a stream without host synchronisation (V100, CUDA 10.1),
@@ -457,10 +462,26 @@ pub(crate) fn layer(spec: &Spec, index: u64) -> Layer {
     let shape = attention(spec);
     // causal core FLOPs (what FlashAttention executes forward, and the model-FLOPs convention)
     let causal = tokens * s * shape.core;
-    let (core_f, core_b) = if t.attention.is_flash() {
-        (causal, 2.5 * causal)
+    // the attention kernel's grid against the SMs: FlashAttention's blocks of 128 query (or
+    // key) rows per head and sequence; standard attention's batched score GEMMs (s × s over
+    // the head dimension, one per head and sequence)
+    let roof = Roof::of(spec);
+    let heads_here = (m.heads as f64 / tp).max(1.0);
+    let sequences = t.micro_batch_size as f64;
+    let grid = if t.attention.is_flash() {
+        roof.waves((s / FLASH_BLOCK_ROWS).ceil() * heads_here * sequences)
     } else {
-        (2.0 * causal, 4.0 * causal)
+        roof.quantization(&Gemm {
+            m: s,
+            n: s,
+            k: shape.core / m.heads.max(1) as f64 / 2.0,
+            count: heads_here * sequences,
+        })
+    };
+    let (core_f, core_b) = if t.attention.is_flash() {
+        (causal / grid, 2.5 * causal / grid)
+    } else {
+        (2.0 * causal / grid, 4.0 * causal / grid)
     };
     let proj = 2.0 * shape.weights * tokens;
     let up = if t.recompute_mla_up_projection {
@@ -490,7 +511,6 @@ pub(crate) fn layer(spec: &Spec, index: u64) -> Layer {
     };
     let (ew_attn, ew_mlp) = elementwise(spec, moe, &shape);
     let k = kernel_counts(spec, moe);
-    let roof = Roof::of(spec);
     let [af, ai, aw] = roof.factors(&attention_gemms(spec, tokens));
     let [mf, mi, mw] = roof.factors(&mlp_block_gemms(spec, moe, tokens));
     let [upf, _, _] = roof.factors(&mla_up_gemms(spec, tokens));

@@ -46,7 +46,8 @@ fn unit_spec_forward_time_by_hand() {
     let linear_f = gemm(3.0, wide) + gemm(1.0, square) + gemm(4.0, mlp) + gemm(4.0, square);
     let linear_i = gemm(3.0, square) + gemm(1.0, square) + gemm(4.0, square) + gemm(4.0, mlp);
     let linear_w = gemm(3.0, wide) + gemm(1.0, square) + gemm(4.0, mlp) + gemm(4.0, mlp);
-    let core = t * 1024.0 * 8.0 * 256.0;
+    // FlashAttention's grid: 8 blocks of 128 queries for each of 8 heads, 64 blocks on 100 SMs
+    let core = t * 1024.0 * 8.0 * 256.0 / 0.64;
     let bytes = (20.0 * h + 2.0 * 2048.0 * 2.0 + 2.0 * 4096.0 * 2.0) * t;
     let f = 2.0 * (linear_f / SPEED + core / SPEED + bytes / HBM + 11.0 * launch);
     let i = 2.0 * (linear_i / SPEED + 2.5 * core / SPEED + 2.0 * bytes / HBM + 13.0 * launch);
