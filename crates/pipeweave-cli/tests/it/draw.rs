@@ -273,8 +273,8 @@ fn render_and_sweep_on_a_spec() {
     );
     assert_eq!((code, err.as_str()), (0, ""));
     insta::assert_snapshot!(out, @r"
-    chimera: makespan 27.442 s, bubble fraction 27.77%
-    dualpipe: makespan 18.489 s, bubble fraction 11.79%
+    chimera: makespan 27.855 s, bubble fraction 27.80%
+    dualpipe: makespan 18.801 s, bubble fraction 11.63%
     wrote ds.svg
     ");
     let svg = read(&dir.join("ds.svg"));
