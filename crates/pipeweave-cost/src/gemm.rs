@@ -106,7 +106,7 @@ impl Roof {
     /// The share of the large-GEMM rate a GEMM's tiles and waves leave it: the best tile's
     /// `M·N / (waves · SMs · tile_m · tile_n)`, at most 1.
     pub fn quantization(&self, g: &Gemm) -> f64 {
-        if !(g.m >= 1.0 && g.n >= 1.0) {
+        if g.m.is_nan() || g.n.is_nan() || g.m < 1.0 || g.n < 1.0 {
             return 1.0;
         }
         let mut best: f64 = 0.0;
@@ -122,7 +122,7 @@ impl Roof {
     /// The share of a kernel's rate its `blocks` thread blocks of equal work leave it, in waves
     /// of one block per SM: `blocks / (⌈blocks / SMs⌉ · SMs)`.
     pub fn waves(&self, blocks: f64) -> f64 {
-        if !(blocks >= 1.0) {
+        if blocks.is_nan() || blocks < 1.0 {
             return 1.0;
         }
         let blocks = blocks.ceil();
