@@ -18,8 +18,8 @@ use pipeweave_plan::Plan;
 use pipeweave_spec::{Spec, parse};
 use std::fmt::Write as _;
 
-/// Every published figure must come out within this share of itself.
-const TOLERANCE: f64 = 0.15;
+/// Every published figure must come out within this share of itself, but a known miss.
+const TOLERANCE: f64 = 0.12;
 
 fn parsed(name: &str, source: &str) -> Spec {
     let (spec, diags) = parse(source, pipeweave_diagnostics::FileId(0));
@@ -79,6 +79,10 @@ struct Point {
     published: f64,
     ours: f64,
     source: &'static str,
+    /// A row the model misses today: the band its error is held in (lower, upper), so that the
+    /// miss stays visible and a change that moves it fails the test; docs/cost-model.md says why
+    /// under "Where the model is known to disagree".
+    miss: Option<(f64, f64)>,
 }
 
 impl Point {
@@ -115,6 +119,7 @@ fn deepseek_points() -> Vec<Point> {
             published: 180e3,
             ours: gpu_hours_per_t,
             source: "DeepSeek-V3 report (arXiv 2412.19437), Table 1: 180K",
+            miss: None,
         },
         Point {
             run: "DeepSeek-V3, 2,048 H800, DualPipe PP 16, EP 64".into(),
@@ -122,6 +127,7 @@ fn deepseek_points() -> Vec<Point> {
             published: 19.926,
             ours: r.step_time_s,
             source: "Insights into DeepSeek-V3 (arXiv 2505.09343), Table 4: 19.926 s",
+            miss: None,
         },
         Point {
             run: "DeepSeek-V3, 2,048 H800, DualPipe PP 16, EP 64".into(),
@@ -129,6 +135,7 @@ fn deepseek_points() -> Vec<Point> {
             published: 1.0,
             ours: chunk.compute / chunk.exposed_all_to_all,
             source: "DeepSeek-V3 report 3.2.1: \"approximately 1:1\" for cross-node expert parallelism",
+            miss: None,
         },
     ]
 }
@@ -153,6 +160,7 @@ fn llama_points() -> Vec<Point> {
             published: 430.0,
             ours: tflops(&r8),
             source: "The Llama 3 Herd of Models (arXiv 2407.21783), Table 4: 430 (43% MFU)",
+            miss: None,
         },
         Point {
             run: "Llama 3 405B, 16,384 H100, TP 8 · PP 16 · DP 128".into(),
@@ -160,6 +168,7 @@ fn llama_points() -> Vec<Point> {
             published: 400.0,
             ours: tflops(&r16),
             source: "The Llama 3 Herd of Models (arXiv 2407.21783), Table 4: 400 (41% MFU)",
+            miss: None,
         },
     ]
 }
@@ -185,6 +194,7 @@ fn narayanan_points() -> Vec<Point> {
             published,
             ours: flops / (r.gpus as f64 * r.step_time_s) / 1e12,
             source: "Efficient Large-Scale Language Model Training on GPU Clusters (arXiv 2104.04473), Table 1",
+            miss: None,
         }
     })
     .collect()
@@ -213,9 +223,109 @@ fn korthikanti_points() -> Vec<Point> {
                 "6.3" => "Reducing Activation Recomputation in Large Transformer Models (arXiv 2205.05198), 6.3",
                 _ => "Reducing Activation Recomputation in Large Transformer Models (arXiv 2205.05198), Table 5",
             },
+            miss: None,
         }
     })
     .collect()
+}
+
+/// The plan `pipeweave synthesize` finds for a spec's costs at the plain placement (one stage per
+/// rank) with at most `limit` activations per rank, starting from `start`: the Zero Bubble
+/// paper's automatic schedules are searched under such a limit (ZB-1p: p·M_B, ZB-2p: 2p·M_B).
+/// The search is bounded by evaluations, not time, so it finds the same plan on every machine.
+fn searched(spec: &Spec, limit: u32, start: &ValidPlan) -> ValidPlan {
+    let (p, m) = (spec.parallelism.pp, spec.training.microbatches);
+    let problem = pipeweave_synth::Problem {
+        ranks: p,
+        microbatches: m,
+        placement: pipeweave_synth::Placement::Loop { v: 1 },
+        weight_split: true,
+        pairs: false,
+        limits: vec![limit; p as usize],
+        weights: Vec::new(),
+    };
+    let skeleton = pipeweave_synth::placement_plan(&problem).expect("a placement");
+    let costs = CostTable::new(spec, &skeleton).expect("costs");
+    let options = pipeweave_synth::Options {
+        evaluations: 500,
+        ..pipeweave_synth::Options::default()
+    };
+    pipeweave_synth::synthesize_from(&problem, &costs, &options, &[&**start], &mut |_| true)
+        .expect("a plan within the limit")
+        .plan
+}
+
+/// Qi et al. 2023 ("Zero Bubble Pipeline Parallelism", arXiv 2401.10241, the ICLR 2024 version),
+/// Table 4 at each model's fewest micro-batches: throughput over 1F1B's of ZB-1p and ZB-2p (the
+/// paper's automatic schedules, searched here under the same activation limits, p and 2p
+/// stage-micro-batches) and of interleaved 1F1B with one layer per chunk ("1F1B-I", §5.1;
+/// Megatron-LM's order, the library's `megatron-interleaved`).
+fn qi_zb(name: &str, label: &str, v: u32, published: [f64; 4]) -> Vec<Point> {
+    let spec = held_out(name);
+    let (p, m) = (spec.parallelism.pp, spec.training.microbatches);
+    let base = report(&spec, &library("1f1b", p, m, None)).step_time_s;
+    let speedup = |plan: &ValidPlan, spec: &Spec| base / report(spec, plan).step_time_s;
+    let one = searched(&spec, p, &library("zb-h1", p, m, None));
+    let two = searched(&spec, 2 * p, &library("zb-h2", p, m, None));
+    // One layer per chunk: the first chunk holds only the embedding, the last only the head (the
+    // first and last stages have one layer fewer, §5.1).
+    let mut chunks = spec.clone();
+    chunks.parallelism.stages_per_rank = v;
+    let mut layers = vec![1; (p * v) as usize];
+    layers[0] = 0;
+    layers[(p * v - 1) as usize] = 0;
+    chunks.parallelism.layers_per_stage = layers;
+    let interleaved = library("megatron-interleaved", p, m, Some(v));
+    let run = format!("Qi et al. 2023, {label}, {p} A100, M {m}");
+    let source =
+        "Zero Bubble Pipeline Parallelism (arXiv 2401.10241), Table 4 (samples per GPU per second)";
+    let [zb1, zb2, i, one_f_one_b] = published;
+    vec![
+        Point {
+            run: run.clone(),
+            figure: "ZB-1p throughput over 1F1B (searched, p activations)",
+            published: zb1 / one_f_one_b,
+            ours: speedup(&one, &spec),
+            source,
+            miss: None,
+        },
+        Point {
+            run: run.clone(),
+            figure: "ZB-2p throughput over 1F1B (searched, 2p activations)",
+            published: zb2 / one_f_one_b,
+            ours: speedup(&two, &spec),
+            source,
+            miss: None,
+        },
+        Point {
+            run,
+            figure: "interleaved 1F1B throughput over 1F1B (one layer per chunk)",
+            published: i / one_f_one_b,
+            ours: speedup(&interleaved, &chunks),
+            source,
+            miss: None,
+        },
+    ]
+}
+
+/// Table 4's 1.5B columns at 24 micro-batches: ZB-1p 12.9, ZB-2p 14.5, 1F1B-I 13.1, 1F1B 11.8.
+fn qi_zb_1_5b() -> Vec<Point> {
+    qi_zb("qi-zb-1.5b", "1.5B", 3, [12.9, 14.5, 13.1, 11.8])
+}
+
+/// Table 4's 6.2B columns at 24 micro-batches: ZB-1p 3.88, ZB-2p 4.32, 1F1B-I 4.01, 1F1B 3.50.
+fn qi_zb_6_2b() -> Vec<Point> {
+    qi_zb("qi-zb-6.2b", "6.2B", 4, [3.88, 4.32, 4.01, 3.50])
+}
+
+/// Table 4's 14.6B columns at 48 micro-batches: ZB-1p 1.61, ZB-2p 1.81, 1F1B-I 1.54, 1F1B 1.40.
+fn qi_zb_14_6b() -> Vec<Point> {
+    qi_zb("qi-zb-14.6b", "14.6B", 3, [1.61, 1.81, 1.54, 1.40])
+}
+
+/// Table 4's 28.3B columns at 96 micro-batches: ZB-1p 0.87, ZB-2p 0.99, 1F1B-I 0.82, 1F1B 0.76.
+fn qi_zb_28_3b() -> Vec<Point> {
+    qi_zb("qi-zb-28.3b", "28.3B", 2, [0.87, 0.99, 0.82, 0.76])
 }
 
 /// Checks that docs/cost-model.md holds `text` as computed: the block of lines starting with the
@@ -254,17 +364,39 @@ fn regenerated(what: &str, start: &str, text: &str) {
 
 fn check(points: &[Point]) {
     for p in points {
-        assert!(
-            p.error().abs() <= TOLERANCE,
-            "{} {}: pipeweave {:.4} against {} published ({}), {:+.1}% is outside ±{:.0}%",
-            p.run,
-            p.figure,
-            p.ours,
-            p.published,
-            p.source,
-            100.0 * p.error(),
-            100.0 * TOLERANCE
-        );
+        let e = p.error();
+        match p.miss {
+            None => assert!(
+                e.abs() <= TOLERANCE,
+                "{} {}: pipeweave {:.4} against {} published ({}), {:+.1}% is outside ±{:.0}%",
+                p.run,
+                p.figure,
+                p.ours,
+                p.published,
+                p.source,
+                100.0 * e,
+                100.0 * TOLERANCE
+            ),
+            Some((low, high)) => {
+                assert!(
+                    e.abs() > TOLERANCE,
+                    "{} {}: {:+.1}% is within ±{:.0}% now: it is no longer a known miss, drop its band",
+                    p.run,
+                    p.figure,
+                    100.0 * e,
+                    100.0 * TOLERANCE
+                );
+                assert!(
+                    (low..=high).contains(&e),
+                    "{} {}: the known miss moved to {:+.1}%, outside its band {:+.0}%…{:+.0}% (docs/cost-model.md says why it misses)",
+                    p.run,
+                    p.figure,
+                    100.0 * e,
+                    100.0 * low,
+                    100.0 * high
+                );
+            }
+        }
     }
 }
 
@@ -296,6 +428,18 @@ rows! {
     korthikanti_530b: korthikanti_points[1];
     korthikanti_1t: korthikanti_points[2];
     korthikanti_530b_dp8: korthikanti_points[3];
+    qi_zb_1_5b_zb1p: qi_zb_1_5b[0];
+    qi_zb_1_5b_zb2p: qi_zb_1_5b[1];
+    qi_zb_1_5b_interleaved: qi_zb_1_5b[2];
+    qi_zb_6_2b_zb1p: qi_zb_6_2b[0];
+    qi_zb_6_2b_zb2p: qi_zb_6_2b[1];
+    qi_zb_6_2b_interleaved: qi_zb_6_2b[2];
+    qi_zb_14_6b_zb1p: qi_zb_14_6b[0];
+    qi_zb_14_6b_zb2p: qi_zb_14_6b[1];
+    qi_zb_14_6b_interleaved: qi_zb_14_6b[2];
+    qi_zb_28_3b_zb1p: qi_zb_28_3b[0];
+    qi_zb_28_3b_zb2p: qi_zb_28_3b[1];
+    qi_zb_28_3b_interleaved: qi_zb_28_3b[2];
 }
 
 /// Every run in one table: what docs/cost-model.md shows.
@@ -305,6 +449,10 @@ fn calibration_table() {
     points.extend(llama_points());
     points.extend(narayanan_points());
     points.extend(korthikanti_points());
+    points.extend(qi_zb_1_5b());
+    points.extend(qi_zb_6_2b());
+    points.extend(qi_zb_14_6b());
+    points.extend(qi_zb_28_3b());
     assert_eq!(
         points.len(),
         ROW_TESTS.len(),
@@ -319,19 +467,29 @@ fn calibration_table() {
                 format!("{:.0}K", x / 1e3)
             } else if x >= 100.0 {
                 format!("{x:.0}")
-            } else {
+            } else if x >= 10.0 {
                 format!("{x:.2}")
+            } else {
+                format!("{x:.3}")
             }
+        };
+        let tolerance = match p.miss {
+            None => format!("±{:.0}%", 100.0 * TOLERANCE),
+            Some((low, high)) => format!(
+                "known miss, held in {:+.0}%…{:+.0}%",
+                100.0 * low,
+                100.0 * high
+            ),
         };
         let _ = writeln!(
             t,
-            "| {} | {} | {} | {} | {:+.1}% | ±{:.0}% | {} |",
+            "| {} | {} | {} | {} | {:+.1}% | {} | {} |",
             p.run,
             p.figure,
             fmt(p.published),
             fmt(p.ours),
             100.0 * p.error(),
-            100.0 * TOLERANCE,
+            tolerance,
             p.source
         );
     }
