@@ -229,6 +229,31 @@ fn korthikanti_points() -> Vec<Point> {
     .collect()
 }
 
+/// Smith et al. 2022 (MT-NLG 530B, arXiv 2201.11990) §2.4: seconds per iteration of batch 1920 on
+/// DeepSpeed's pipeline engine (1F1B, its `TrainSchedule`) at 280, 350 and 420 DGX A100 servers.
+/// Known misses, all too fast: docs/cost-model.md says why.
+fn smith_points() -> Vec<Point> {
+    [
+        (280, "2,240", 60.1, (-0.21, -0.12)),
+        (350, "2,800", 50.2, (-0.22, -0.12)),
+        (420, "3,360", 44.4, (-0.24, -0.12)),
+    ]
+    .into_iter()
+    .map(|(nodes, gpus, published, band)| {
+        let spec = held_out(&format!("smith-mtnlg-530b-{nodes}n"));
+        let r = report(&spec, &megatron_plan(&spec));
+        Point {
+            run: format!("Smith et al. 2022, MT-NLG 530B, {gpus} A100, DeepSpeed"),
+            figure: "iteration time (s)",
+            published,
+            ours: r.step_time_s,
+            source: "Using DeepSpeed and Megatron to Train Megatron-Turing NLG 530B (arXiv 2201.11990), 2.4",
+            miss: Some(band),
+        }
+    })
+    .collect()
+}
+
 /// The plan `pipeweave synthesize` finds for a spec's costs at the plain placement (one stage per
 /// rank) with at most `limit` activations per rank, starting from `start`: the Zero Bubble
 /// paper's automatic schedules are searched under such a limit (ZB-1p: p·M_B, ZB-2p: 2p·M_B).
@@ -260,10 +285,23 @@ fn searched(spec: &Spec, limit: u32, start: &ValidPlan) -> ValidPlan {
 /// paper's automatic schedules, searched here under the same activation limits, p and 2p
 /// stage-micro-batches) and of interleaved 1F1B with one layer per chunk ("1F1B-I", §5.1;
 /// Megatron-LM's order, the library's `megatron-interleaved`).
-fn qi_zb(name: &str, label: &str, v: u32, published: [f64; 4]) -> Vec<Point> {
+fn qi_zb(
+    name: &str,
+    label: &str,
+    v: u32,
+    published: [f64; 4],
+    profiled: f64,
+    memory: f64,
+) -> Vec<Point> {
     let spec = held_out(name);
     let (p, m) = (spec.parallelism.pp, spec.training.microbatches);
-    let base = report(&spec, &library("1f1b", p, m, None)).step_time_s;
+    let plain = library("1f1b", p, m, None);
+    let one_f_one_b_report = report(&spec, &plain);
+    let base = one_f_one_b_report.step_time_s;
+    // A middle stage's forward, input-gradient and weight-gradient backward of one micro-batch.
+    let costs = CostTable::new(&spec, &plain).expect("costs");
+    let middle = &costs.parts[1];
+    let passes = (middle.f.cost.compute + middle.i.cost.compute + middle.w.cost.compute) * 1e3;
     let speedup = |plan: &ValidPlan, spec: &Spec| base / report(spec, plan).step_time_s;
     let one = searched(&spec, p, &library("zb-h1", p, m, None));
     let two = searched(&spec, 2 * p, &library("zb-h2", p, m, None));
@@ -298,34 +336,82 @@ fn qi_zb(name: &str, label: &str, v: u32, published: [f64; 4]) -> Vec<Point> {
             miss: None,
         },
         Point {
-            run,
+            run: run.clone(),
             figure: "interleaved 1F1B throughput over 1F1B (one layer per chunk)",
             published: i / one_f_one_b,
             ours: speedup(&interleaved, &chunks),
             source,
             miss: None,
         },
+        Point {
+            run: run.clone(),
+            figure: "F + B + W of a middle stage, one micro-batch (ms)",
+            published: profiled,
+            ours: passes,
+            source: "Zero Bubble Pipeline Parallelism (arXiv 2401.10241), Appendix D, Table 6 (profiled T_F + T_B + T_W)",
+            miss: None,
+        },
+        Point {
+            run,
+            figure: "1F1B memory of the most loaded GPU (GB)",
+            published: memory,
+            ours: one_f_one_b_report.memory_per_gpu.total_bytes / 1e9,
+            source: "Zero Bubble Pipeline Parallelism (arXiv 2401.10241), Table 4 (Memory, 1F1B)",
+            miss: None,
+        },
     ]
 }
 
-/// Table 4's 1.5B columns at 24 micro-batches: ZB-1p 12.9, ZB-2p 14.5, 1F1B-I 13.1, 1F1B 11.8.
+/// Table 4's 1.5B columns at 24 micro-batches: ZB-1p 12.9, ZB-2p 14.5, 1F1B-I 13.1, 1F1B 11.8, and
+/// 1F1B's 30 GB; Table 6: T_F 18.522, T_B 18.086, T_W 9.337 ms.
 fn qi_zb_1_5b() -> Vec<Point> {
-    qi_zb("qi-zb-1.5b", "1.5B", 3, [12.9, 14.5, 13.1, 11.8])
+    qi_zb(
+        "qi-zb-1.5b",
+        "1.5B",
+        3,
+        [12.9, 14.5, 13.1, 11.8],
+        18.522 + 18.086 + 9.337,
+        30.0,
+    )
 }
 
-/// Table 4's 6.2B columns at 24 micro-batches: ZB-1p 3.88, ZB-2p 4.32, 1F1B-I 4.01, 1F1B 3.50.
+/// Table 4's 6.2B columns at 24 micro-batches: ZB-1p 3.88, ZB-2p 4.32, 1F1B-I 4.01, 1F1B 3.50, and
+/// 1F1B's 39 GB; Table 6: T_F 29.718, T_B 29.444, T_W 19.927 ms.
 fn qi_zb_6_2b() -> Vec<Point> {
-    qi_zb("qi-zb-6.2b", "6.2B", 4, [3.88, 4.32, 4.01, 3.50])
+    qi_zb(
+        "qi-zb-6.2b",
+        "6.2B",
+        4,
+        [3.88, 4.32, 4.01, 3.50],
+        29.718 + 29.444 + 19.927,
+        39.0,
+    )
 }
 
-/// Table 4's 14.6B columns at 48 micro-batches: ZB-1p 1.61, ZB-2p 1.81, 1F1B-I 1.54, 1F1B 1.40.
+/// Table 4's 14.6B columns at 48 micro-batches: ZB-1p 1.61, ZB-2p 1.81, 1F1B-I 1.54, 1F1B 1.40, and
+/// 1F1B's 32 GB; Table 6: T_F 11.347, T_B 11.248, T_W 8.132 ms.
 fn qi_zb_14_6b() -> Vec<Point> {
-    qi_zb("qi-zb-14.6b", "14.6B", 3, [1.61, 1.81, 1.54, 1.40])
+    qi_zb(
+        "qi-zb-14.6b",
+        "14.6B",
+        3,
+        [1.61, 1.81, 1.54, 1.40],
+        11.347 + 11.248 + 8.132,
+        32.0,
+    )
 }
 
-/// Table 4's 28.3B columns at 96 micro-batches: ZB-1p 0.87, ZB-2p 0.99, 1F1B-I 0.82, 1F1B 0.76.
+/// Table 4's 28.3B columns at 96 micro-batches: ZB-1p 0.87, ZB-2p 0.99, 1F1B-I 0.82, 1F1B 0.76, and
+/// 1F1B's 43 GB; Table 6: T_F 10.419, T_B 10.207, T_W 7.715 ms.
 fn qi_zb_28_3b() -> Vec<Point> {
-    qi_zb("qi-zb-28.3b", "28.3B", 2, [0.87, 0.99, 0.82, 0.76])
+    qi_zb(
+        "qi-zb-28.3b",
+        "28.3B",
+        2,
+        [0.87, 0.99, 0.82, 0.76],
+        10.419 + 10.207 + 7.715,
+        43.0,
+    )
 }
 
 /// Checks that docs/cost-model.md holds `text` as computed: the block of lines starting with the
@@ -428,18 +514,29 @@ rows! {
     korthikanti_530b: korthikanti_points[1];
     korthikanti_1t: korthikanti_points[2];
     korthikanti_530b_dp8: korthikanti_points[3];
+    smith_mtnlg_530b_280_nodes: smith_points[0];
+    smith_mtnlg_530b_350_nodes: smith_points[1];
+    smith_mtnlg_530b_420_nodes: smith_points[2];
     qi_zb_1_5b_zb1p: qi_zb_1_5b[0];
     qi_zb_1_5b_zb2p: qi_zb_1_5b[1];
     qi_zb_1_5b_interleaved: qi_zb_1_5b[2];
+    qi_zb_1_5b_profiled_passes: qi_zb_1_5b[3];
+    qi_zb_1_5b_memory: qi_zb_1_5b[4];
     qi_zb_6_2b_zb1p: qi_zb_6_2b[0];
     qi_zb_6_2b_zb2p: qi_zb_6_2b[1];
     qi_zb_6_2b_interleaved: qi_zb_6_2b[2];
+    qi_zb_6_2b_profiled_passes: qi_zb_6_2b[3];
+    qi_zb_6_2b_memory: qi_zb_6_2b[4];
     qi_zb_14_6b_zb1p: qi_zb_14_6b[0];
     qi_zb_14_6b_zb2p: qi_zb_14_6b[1];
     qi_zb_14_6b_interleaved: qi_zb_14_6b[2];
+    qi_zb_14_6b_profiled_passes: qi_zb_14_6b[3];
+    qi_zb_14_6b_memory: qi_zb_14_6b[4];
     qi_zb_28_3b_zb1p: qi_zb_28_3b[0];
     qi_zb_28_3b_zb2p: qi_zb_28_3b[1];
     qi_zb_28_3b_interleaved: qi_zb_28_3b[2];
+    qi_zb_28_3b_profiled_passes: qi_zb_28_3b[3];
+    qi_zb_28_3b_memory: qi_zb_28_3b[4];
 }
 
 /// Every run in one table: what docs/cost-model.md shows.
@@ -449,6 +546,7 @@ fn calibration_table() {
     points.extend(llama_points());
     points.extend(narayanan_points());
     points.extend(korthikanti_points());
+    points.extend(smith_points());
     points.extend(qi_zb_1_5b());
     points.extend(qi_zb_6_2b());
     points.extend(qi_zb_14_6b());
