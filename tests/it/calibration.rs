@@ -254,6 +254,37 @@ fn smith_points() -> Vec<Point> {
     .collect()
 }
 
+/// Nemotron-4 340B in BF16 on H100 with Megatron-Core (NVIDIA/dgxc-benchmarking,
+/// `nemotron/README_340b.md`, the 24.11 BF16 table): seconds per step at TP 8 · PP 8 with 12
+/// one-layer chunks per rank and 16 micro-batches per replica, in Megatron-Core's interleaved order.
+/// Known misses, all too fast: docs/cost-model.md says why.
+fn nemotron_points() -> Vec<Point> {
+    [
+        (128, 4.61, (-0.17, -0.12)),
+        (512, 4.70, (-0.19, -0.12)),
+        (2048, 4.84, (-0.21, -0.12)),
+    ]
+    .into_iter()
+    .map(|(gpus, published, band)| {
+        let spec = held_out(&format!("nemotron4-340b-h100-{gpus}"));
+        let (p, m, v) = (
+            spec.parallelism.pp,
+            spec.training.microbatches,
+            spec.parallelism.stages_per_rank,
+        );
+        let r = report(&spec, &library("megatron-interleaved", p, m, Some(v)));
+        Point {
+            run: format!("Nemotron-4 340B, {gpus} H100, TP 8 · PP 8 · V 12, Megatron-Core"),
+            figure: "step time (s)",
+            published,
+            ours: r.step_time_s,
+            source: "NVIDIA/dgxc-benchmarking, nemotron/README_340b.md, Nemotron4 340b 24.11 BF16",
+            miss: Some(band),
+        }
+    })
+    .collect()
+}
+
 /// The plan `pipeweave synthesize` finds for a spec's costs at the plain placement (one stage per
 /// rank) with at most `limit` activations per rank, starting from `start`: the Zero Bubble
 /// paper's automatic schedules are searched under such a limit (ZB-1p: p·M_B, ZB-2p: 2p·M_B).
@@ -560,6 +591,9 @@ rows! {
     smith_mtnlg_530b_280_nodes: smith_points[0];
     smith_mtnlg_530b_350_nodes: smith_points[1];
     smith_mtnlg_530b_420_nodes: smith_points[2];
+    nemotron4_340b_128_h100: nemotron_points[0];
+    nemotron4_340b_512_h100: nemotron_points[1];
+    nemotron4_340b_2048_h100: nemotron_points[2];
     qi_zb_1_5b_zb1p: qi_zb_1_5b[0];
     qi_zb_1_5b_zb2p: qi_zb_1_5b[1];
     qi_zb_1_5b_interleaved: qi_zb_1_5b[2];
@@ -597,6 +631,7 @@ fn calibration_table() {
     points.extend(narayanan_points());
     points.extend(korthikanti_points());
     points.extend(smith_points());
+    points.extend(nemotron_points());
     points.extend(qi_zb_1_5b());
     points.extend(qi_zb_6_2b());
     points.extend(qi_zb_14_6b());
