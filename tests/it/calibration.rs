@@ -260,29 +260,48 @@ fn smith_points() -> Vec<Point> {
 /// Known misses, all too fast: docs/cost-model.md says why.
 fn nemotron_points() -> Vec<Point> {
     [
-        (128, 4.61, (-0.17, -0.12)),
-        (512, 4.70, (-0.19, -0.12)),
-        (2048, 4.84, (-0.21, -0.12)),
+        (128, 4.61, Some((-0.17, -0.12))),
+        (512, 4.70, Some((-0.19, -0.12))),
+        (2048, 4.84, Some((-0.21, -0.12))),
     ]
     .into_iter()
-    .map(|(gpus, published, band)| {
-        let spec = held_out(&format!("nemotron4-340b-h100-{gpus}"));
-        let (p, m, v) = (
-            spec.parallelism.pp,
-            spec.training.microbatches,
-            spec.parallelism.stages_per_rank,
-        );
-        let r = report(&spec, &library("megatron-interleaved", p, m, Some(v)));
-        Point {
-            run: format!("Nemotron-4 340B, {gpus} H100, TP 8 · PP 8 · V 12, Megatron-Core"),
-            figure: "step time (s)",
-            published,
-            ours: r.step_time_s,
-            source: "NVIDIA/dgxc-benchmarking, nemotron/README_340b.md, Nemotron4 340b 24.11 BF16",
-            miss: Some(band),
-        }
+    .map(|(gpus, published, miss)| Point {
+        run: format!("Nemotron-4 340B, {gpus} H100, TP 8 · PP 8 · V 12, Megatron-Core"),
+        figure: "step time (s)",
+        published,
+        ours: interleaved_step(&format!("nemotron4-340b-h100-{gpus}")),
+        source: "NVIDIA/dgxc-benchmarking, nemotron/README_340b.md, Nemotron4 340b 24.11 BF16",
+        miss,
     })
     .collect()
+}
+
+/// GPT-3 175B in BF16 on H100 with Megatron-Core (NVIDIA/dgxc-benchmarking,
+/// `nemo_megatron/README_175b.md`, the BF16 table): seconds per step at TP 4 · PP 8 with 12
+/// chunks of one layer per rank and 64 micro-batches per replica.
+fn gpt3_points() -> Vec<Point> {
+    [(128, 8.309), (512, 8.42), (2048, 8.49)]
+        .into_iter()
+        .map(|(gpus, published)| Point {
+            run: format!("GPT-3 175B, {gpus} H100, TP 4 · PP 8 · V 12, Megatron-Core"),
+            figure: "step time (s)",
+            published,
+            ours: interleaved_step(&format!("gpt3-175b-h100-{gpus}")),
+            source: "NVIDIA/dgxc-benchmarking, nemo_megatron/README_175b.md, NeMo Megatron BF16",
+            miss: None,
+        })
+        .collect()
+}
+
+/// A held-out spec's step time in Megatron-Core's interleaved order with its stages per rank.
+fn interleaved_step(name: &str) -> f64 {
+    let spec = held_out(name);
+    let (p, m, v) = (
+        spec.parallelism.pp,
+        spec.training.microbatches,
+        spec.parallelism.stages_per_rank,
+    );
+    report(&spec, &library("megatron-interleaved", p, m, Some(v))).step_time_s
 }
 
 /// The plan `pipeweave synthesize` finds for a spec's costs at the plain placement (one stage per
@@ -594,6 +613,9 @@ rows! {
     nemotron4_340b_128_h100: nemotron_points[0];
     nemotron4_340b_512_h100: nemotron_points[1];
     nemotron4_340b_2048_h100: nemotron_points[2];
+    gpt3_175b_128_h100: gpt3_points[0];
+    gpt3_175b_512_h100: gpt3_points[1];
+    gpt3_175b_2048_h100: gpt3_points[2];
     qi_zb_1_5b_zb1p: qi_zb_1_5b[0];
     qi_zb_1_5b_zb2p: qi_zb_1_5b[1];
     qi_zb_1_5b_interleaved: qi_zb_1_5b[2];
@@ -632,6 +654,7 @@ fn calibration_table() {
     points.extend(korthikanti_points());
     points.extend(smith_points());
     points.extend(nemotron_points());
+    points.extend(gpt3_points());
     points.extend(qi_zb_1_5b());
     points.extend(qi_zb_6_2b());
     points.extend(qi_zb_14_6b());
