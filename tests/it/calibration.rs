@@ -513,6 +513,39 @@ fn qi_zb_28_3b() -> Vec<Point> {
     )
 }
 
+/// Qi et al. 2023, the arXiv version's §6.1, Table 6 at each model's fewest micro-batches: ZB-V
+/// over 1F1B at the same memory (the library's `zb-v`, the V of Figure 8: 2p chunks, the first
+/// holding only the embedding and the last only the head, both on worker 0).
+fn qi_zbv_points() -> Vec<Point> {
+    [
+        ("6.2b", "6.2B", 4.15, 3.38),
+        ("14.6b", "14.6B", 1.85, 1.52),
+        ("28.3b", "28.3B", 1.01, 0.82),
+    ]
+    .into_iter()
+    .map(|(name, label, zbv, one_f_one_b)| {
+        let spec = held_out(&format!("qi-zbv-{name}"));
+        let (p, m) = (spec.parallelism.pp, spec.training.microbatches);
+        let base = report(&spec, &library("1f1b", p, m, None)).step_time_s;
+        let mut v = spec.clone();
+        v.parallelism.stages_per_rank = 2;
+        let mut layers = vec![1; (2 * p) as usize];
+        layers[0] = 0;
+        layers[(2 * p - 1) as usize] = 0;
+        v.parallelism.layers_per_stage = layers;
+        let ours = base / report(&v, &library("zb-v", p, m, None)).step_time_s;
+        Point {
+            run: format!("Qi et al. 2023, {label}, {p} A100, M {m}"),
+            figure: "ZB-V throughput over 1F1B",
+            published: zbv / one_f_one_b,
+            ours,
+            source: "Zero Bubble Pipeline Parallelism (arXiv 2401.10241), Table 6 (samples per GPU per second)",
+            miss: None,
+        }
+    })
+    .collect()
+}
+
 /// Checks that docs/cost-model.md holds `text` as computed: the block of lines starting with the
 /// line that begins with `start` and running to the first blank line (or, for a one-line text,
 /// the clause from `start` to the parenthesis before its colon). With `PIPEWEAVE_BLESS=1` the test
@@ -649,6 +682,9 @@ rows! {
     qi_zb_1_5b_m_equals_p: qi_zb_m_equals_p[0];
     qi_zb_6_2b_m_equals_p: qi_zb_m_equals_p[1];
     qi_zb_14_6b_m_equals_p: qi_zb_m_equals_p[2];
+    qi_zbv_6_2b: qi_zbv_points[0];
+    qi_zbv_14_6b: qi_zbv_points[1];
+    qi_zbv_28_3b: qi_zbv_points[2];
 }
 
 /// Every run in one table: what docs/cost-model.md shows.
@@ -666,6 +702,7 @@ fn calibration_table() {
     points.extend(qi_zb_14_6b());
     points.extend(qi_zb_28_3b());
     points.extend(qi_zb_m_equals_p());
+    points.extend(qi_zbv_points());
     assert_eq!(
         points.len(),
         ROW_TESTS.len(),
