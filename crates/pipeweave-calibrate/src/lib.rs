@@ -18,7 +18,7 @@ mod model;
 mod stats;
 
 pub use file::{
-    Calibration, FORMAT_NAME, FORMAT_VERSION, Link, Measured, PairCost, Part, RankMeasured,
+    Calibration, FORMAT_NAME, FORMAT_VERSION, Gaps, Link, Overhead, Measured, PairCost, Part, RankMeasured,
     SavedBytes, read_costs, write_costs,
 };
 pub use measure::{MeasureInput, measure};
