@@ -38,6 +38,9 @@ __all__ = [
     "RecommendationVerdict",
     "RecommendationRejectedShape",
     "Recommendation",
+    "MeasuredRecommendationCandidate",
+    "MeasuredRecommendationUnmetItem",
+    "MeasuredRecommendation",
     "SynthesisReportExact",
     "SynthesisReportLibrary",
     "SynthesisReport",
@@ -568,6 +571,55 @@ class Recommendation(TypedDict):
     """Candidates that fit in memory in no way (not simulated)."""
     unmet: int
     """Configurations that could not be built or costed."""
+
+
+class MeasuredRecommendationCandidate(TypedDict):
+    """One schedule family priced with the measured costs."""
+
+    schedule: str
+    """The schedule family: its name with its v and settings (interleaved-1f1b (v 4))."""
+    name: str
+    """The schedule's name."""
+    settings: list[str]
+    """Its settings besides the defaults, NAME=VALUE."""
+    v: int | None
+    """v as given to the schedule; null for its default."""
+    stages_per_rank: int
+    """Stages per rank and model copy, from the plan."""
+    step_time_s: float
+    """The predicted step: the makespan and the run's time before its first action and after its last (overhead.head and overhead.tail of the costs file), seconds."""
+    makespan_s: float
+    """The simulated makespan under the measured costs, seconds."""
+    peak_saved_bytes: int | None
+    """The largest predicted peak of saved-activation bytes of any rank; null when the run recorded none."""
+    notes: list[str]
+    """How the measured costs were carried to this plan, one sentence each."""
+
+
+class MeasuredRecommendationUnmetItem(TypedDict):
+    schedule: str
+    """The schedule family: its name with its v and settings."""
+    reason: str
+    """Why, in words."""
+
+
+class MeasuredRecommendation(TypedDict):
+    """pipeweave recommend --costs-from FILE --format json, version 1"""
+
+    costs_from: str
+    """The costs file, as given."""
+    measured_when: str | None
+    """When the costs were measured (UTC, from the traces' clock); null when the traces did not say."""
+    ranks: int
+    """The profiled run's ranks P, kept."""
+    microbatches: int
+    """The profiled run's micro-batches M, kept."""
+    choice: MeasuredRecommendationCandidate | None
+    """The fastest candidate; null when none could be priced."""
+    candidates: list[MeasuredRecommendationCandidate]
+    """Every candidate priced, fastest first (the choice first)."""
+    unmet: list[MeasuredRecommendationUnmetItem]
+    """The schedule families that could not be built or priced at this shape."""
 
 
 class SynthesisReportExact(TypedDict):

@@ -386,7 +386,10 @@ fn overhead(plan: &Plan, run: &Run, notes: &mut Vec<String>) -> Overhead {
         let bounds: Option<Vec<Timed>> = run.ranks.iter().map(|r| r.steps[k].bounds).collect();
         let Some(bounds) = bounds else { continue };
         let start = bounds.iter().map(|t| t.start).fold(f64::INFINITY, f64::min);
-        let end = bounds.iter().map(Timed::end).fold(f64::NEG_INFINITY, f64::max);
+        let end = bounds
+            .iter()
+            .map(Timed::end)
+            .fold(f64::NEG_INFINITY, f64::max);
         let computes = run.ranks.iter().flat_map(|r| r.steps[k].actions.iter());
         let (first, last) = computes.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), t| {
             (a.min(t.start), b.max(t.end()))

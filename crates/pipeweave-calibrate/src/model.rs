@@ -207,7 +207,12 @@ impl MeasuredCosts {
 fn outside(c: &Calibration, plan: &Plan, notes: &mut Vec<String>) -> ([f64; 5], f64, f64) {
     let o = &c.overhead;
     let typical = |s: &crate::stats::Stats| s.mean.unwrap_or(s.median);
-    let measured: Vec<f64> = o.gap.all().iter().filter_map(|(_, s)| s.as_ref().map(typical)).collect();
+    let measured: Vec<f64> = o
+        .gap
+        .all()
+        .iter()
+        .filter_map(|(_, s)| s.as_ref().map(typical))
+        .collect();
     let fallback = {
         let mut v = measured.clone();
         v.sort_by(f64::total_cmp);

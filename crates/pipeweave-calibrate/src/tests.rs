@@ -79,7 +79,10 @@ fn the_fixture_calibrates_to_its_made_up_figures() {
     // The host's gap before a forward: the 20 µs send of the one before (the receive's wait is
     // not host time), every time.
     let f = c.overhead.gap.f.expect("gaps before forwards");
-    assert!((f.median - 20e-6).abs() < 1e-12 && (f.max - 20e-6).abs() < 1e-12, "{f:?}");
+    assert!(
+        (f.median - 20e-6).abs() < 1e-12 && (f.max - 20e-6).abs() < 1e-12,
+        "{f:?}"
+    );
     assert!(c.overhead.step.is_none() && c.overhead.head.is_none());
     // Forwards of part 0: 1000 µs plus ((7 mb + 3 step) mod 5) · 10 µs over 3 steps and 4
     // micro-batches: 1000, 1020, 1040, 1010 | 1030, 1000, 1020, 1040 | 1010, 1030, 1000, 1020.
@@ -111,7 +114,9 @@ fn measured_costs_are_the_medians_on_the_same_parts() {
     let (costs, notes) = MeasuredCosts::for_plan(&c, &plan).expect("costs");
     assert_eq!(
         notes,
-        ["the run did not time its steps whole (no profiler step spans): the predicted step is the actions' alone"]
+        [
+            "the run did not time its steps whole (no profiler step spans): the predicted step is the actions' alone"
+        ]
     );
     assert_eq!(costs.op(Op::new(0, Kind::F, 0)), c.parts[0].f.median);
     // The host's time before an action is its gaps' mean.
@@ -177,11 +182,17 @@ fn broken_costs_files_are_located_errors() {
         ),
         (
             "overhead_negative_gap",
-            good.replacen("[overhead.gap.f]\nmedian = 0.00002", "[overhead.gap.f]\nmedian = -0.00002", 1),
+            good.replacen(
+                "[overhead.gap.f]\nmedian = 0.00002",
+                "[overhead.gap.f]\nmedian = -0.00002",
+                1,
+            ),
         ),
         (
             "overhead_head_and_tail_beyond_the_step",
-            format!("{good}\n[overhead.step]\nmedian = 0.01\nq1 = 0.01\nq3 = 0.01\nmin = 0.01\nmax = 0.01\nsamples = 1\n\n[overhead.head]\nmedian = 0.008\nq1 = 0.008\nq3 = 0.008\nmin = 0.008\nmax = 0.008\nsamples = 1\n\n[overhead.tail]\nmedian = 0.008\nq1 = 0.008\nq3 = 0.008\nmin = 0.008\nmax = 0.008\nsamples = 1\n"),
+            format!(
+                "{good}\n[overhead.step]\nmedian = 0.01\nq1 = 0.01\nq3 = 0.01\nmin = 0.01\nmax = 0.01\nsamples = 1\n\n[overhead.head]\nmedian = 0.008\nq1 = 0.008\nq3 = 0.008\nmin = 0.008\nmax = 0.008\nsamples = 1\n\n[overhead.tail]\nmedian = 0.008\nq1 = 0.008\nq3 = 0.008\nmin = 0.008\nmax = 0.008\nsamples = 1\n"
+            ),
         ),
         (
             "overhead_mean_outside_the_extremes",

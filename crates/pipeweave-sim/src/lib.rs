@@ -392,9 +392,8 @@ fn run<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Run, OutOfMemory
             };
             let inputs = match *a {
                 Action::One(op) => input(op).map(|(t, x)| (free.max(t), [x, 0])),
-                Action::Pair { f, b } => input(f).and_then(|(tf, xf)| {
-                    input(b).map(|(tb, xb)| (free.max(tf).max(tb), [xf, xb]))
-                }),
+                Action::Pair { f, b } => input(f)
+                    .and_then(|(tf, xf)| input(b).map(|(tb, xb)| (free.max(tf).max(tb), [xf, xb]))),
             };
             let (start, [x0, x1]) = match inputs {
                 Ok(ready) => ready,

@@ -254,7 +254,9 @@ fn a_run_predicted_from_its_own_costs_comes_out_at_its_measured_step() {
         let costs = costs_file(folder, plan);
         let text = std::fs::read_to_string(&costs).unwrap();
         // `[overhead.step]`'s median: the profiler's step, first rank's start to last rank's end.
-        let table_at = text.find("[overhead.step]").expect("the steps were timed whole");
+        let table_at = text
+            .find("[overhead.step]")
+            .expect("the steps were timed whole");
         let step: f64 = text[table_at..]
             .lines()
             .find_map(|l| l.strip_prefix("median = "))
@@ -278,8 +280,18 @@ fn a_run_predicted_from_its_own_costs_comes_out_at_its_measured_step() {
         if folder == "interleaved-1f1b" {
             let path = plan_file.to_str().unwrap();
             let out = run(&[
-                "export", schedule, "-p", "2", "-m", m, "--stages-per-rank", "2", "--to", "json",
-                "-o", path,
+                "export",
+                schedule,
+                "-p",
+                "2",
+                "-m",
+                m,
+                "--stages-per-rank",
+                "2",
+                "--to",
+                "json",
+                "-o",
+                path,
             ]);
             assert_eq!(out.status.code(), Some(0), "{}", words(&out.stderr));
             args.push(path);
@@ -304,4 +316,56 @@ fn a_run_predicted_from_its_own_costs_comes_out_at_its_measured_step() {
         }
     }
     insta::assert_snapshot!("recorded_self_predicted", table);
+}
+
+/// `recommend --costs-from`: every schedule at the run's P and M priced with the 1F1B run's
+/// costs, fastest first, each row the step `simulate --costs-from` predicts for it.
+#[test]
+fn recommend_prices_every_schedule_with_the_measured_costs() {
+    let costs = costs_file("1f1b", &[]);
+    let path = costs.to_str().unwrap();
+    let out = run(&["recommend", "--costs-from", path, "--format", "json"]);
+    let r = json(&out);
+    let candidates = r["candidates"].as_array().unwrap();
+    let times: Vec<f64> = candidates
+        .iter()
+        .map(|c| c["step_time_s"].as_f64().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    assert_eq!(r["choice"], candidates[0]);
+    for schedule in ["1f1b", "zb-h1", "zb-v"] {
+        let c = candidates
+            .iter()
+            .find(|c| {
+                c["name"] == schedule
+                    && c["settings"].as_array().unwrap().is_empty()
+                    && c["v"].is_null()
+            })
+            .unwrap_or_else(|| panic!("{schedule} is priced"));
+        let sim = json(&run(&[
+            "simulate",
+            schedule,
+            "-p",
+            "2",
+            "-m",
+            "8",
+            "--costs-from",
+            path,
+            "--format",
+            "json",
+        ]));
+        assert_eq!(c["step_time_s"], sim["step_time"], "{schedule}");
+    }
+    let text = run(&["recommend", "--costs-from", path]);
+    assert_eq!(text.status.code(), Some(0));
+    let shown = text_of_stdout(&text.stdout).replace(path, "COSTS");
+    insta::assert_snapshot!("recorded_1f1b_recommend", shown);
+    // A spec and measured costs: a usage error.
+    let both = run(&["recommend", "--costs-from", path, "--spec", "default"]);
+    assert_eq!(both.status.code(), Some(2));
+    std::fs::remove_file(&costs).ok();
+}
+
+fn text_of_stdout(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
 }
