@@ -548,7 +548,8 @@ fn place_bounds(trace: &RankTrace, shift: f64, steps: &mut [RankStep]) {
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), t| {
                 (a.min(t.start), b.max(t.end()))
             });
-        if !(first <= last) {
+        // A step with no timed span (none is: every step has its actions) has no bounds.
+        if first.partial_cmp(&last).is_none_or(|o| o.is_gt()) {
             continue;
         }
         // Spans are sorted by start, and so are the steps: the candidate is the last span that
