@@ -29,6 +29,7 @@ from ._records import CheckResult, Synthesis
 from ._results import (
     Comparison,
     ComparisonRow,
+    MeasuredRecommendation,
     PlanDiff,
     Recommendation,
     ScheduleListingSchedule,
@@ -62,6 +63,7 @@ _TYPES = (
     "CheckResult",
     "Comparison",
     "ComparisonRow",
+    "MeasuredRecommendation",
     "PlanDiff",
     "Recommendation",
     "ScheduleListingSchedule",

@@ -30,6 +30,7 @@ from ._records import CheckResult as CheckResult, Synthesis as Synthesis
 from ._results import (
     Comparison as Comparison,
     ComparisonRow as ComparisonRow,
+    MeasuredRecommendation as MeasuredRecommendation,
     PlanDiff as PlanDiff,
     Recommendation as Recommendation,
     ScheduleListingSchedule as ScheduleListingSchedule,
@@ -46,6 +47,7 @@ __all__ = [
     "ComparisonRow",
     "Error",
     "JsonPlan",
+    "MeasuredRecommendation",
     "Plan",
     "PlanError",
     "PlanDiff",

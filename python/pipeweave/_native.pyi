@@ -2,13 +2,14 @@
 
 import os
 from collections.abc import Sequence
-from typing import ClassVar, Literal, final
+from typing import ClassVar, Literal, final, overload
 
 from ._plan import Action, Step
 from ._records import CheckResult, Synthesis
 from ._results import (
     Comparison,
     ComparisonRow,
+    MeasuredRecommendation,
     PlanDiff,
     Recommendation,
     ScheduleListingSchedule,
@@ -248,8 +249,13 @@ def report(
 ) -> str:
     """`pipeweave report`: one self-contained HTML page."""
 
-def recommend(spec: str | None = None, *, plugin_dirs: list[_Path] = ..., schedule_dirs: list[_Path] = ...) -> Recommendation:
+@overload
+def recommend(spec: str | None = None, *, costs_from: None = None, plugin_dirs: list[_Path] = ..., schedule_dirs: list[_Path] = ...) -> Recommendation:
     """`pipeweave recommend --format json`: the search on a spec."""
+
+@overload
+def recommend(spec: None = None, *, costs_from: str, plugin_dirs: list[_Path] = ..., schedule_dirs: list[_Path] = ...) -> MeasuredRecommendation:
+    """`pipeweave recommend --costs-from FILE --format json`: every schedule priced with measured costs."""
 
 def calibrate(
     traces: Sequence[_Path],

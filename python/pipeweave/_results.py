@@ -38,6 +38,9 @@ __all__ = [
     "RecommendationVerdict",
     "RecommendationRejectedShape",
     "Recommendation",
+    "MeasuredRecommendationCandidate",
+    "MeasuredRecommendationUnmetItem",
+    "MeasuredRecommendation",
     "SynthesisReportExact",
     "SynthesisReportLibrary",
     "SynthesisReport",
@@ -233,6 +236,8 @@ class Simulation(_SimulationRequired, total=False):
 
     time_unit: Literal["s"]
     """Present with --spec: every time is in seconds. Absent: abstract units (F = I = W = 1 unless --costs says otherwise)."""
+    step_time: float
+    """With --costs-from: the predicted step, in seconds: the makespan and the profiled run's time before its first action and after its last (overhead.head and overhead.tail of the costs file)."""
     spec: SimulationSpec
     fitted: list[str]
     """With --spec: how the spec was fitted to the plan's shape, one sentence per change (the pipeline degree with the data parallelism or the GPUs, the cut of the model into parts, the micro-batches, the micro-batch size), then one per default the spec relies on that moves its figures (the attention kernel, when it names none); empty when the plan has the spec's shape and the spec names them all."""
@@ -243,6 +248,8 @@ class ComparisonFiguresMeasured(TypedDict):
 
     makespan_s: float
     """The simulated makespan under the measured costs, in seconds."""
+    step_time_s: float
+    """The predicted step under the measured costs: the makespan and the profiled run's time before its first action and after its last (overhead.head and overhead.tail of the costs file), in seconds."""
     peak_saved_bytes: int | None
     """The largest predicted peak of saved-activation bytes of any rank, from the bytes measured per stage and micro-batch; null when the run recorded none."""
 
@@ -566,6 +573,55 @@ class Recommendation(TypedDict):
     """Configurations that could not be built or costed."""
 
 
+class MeasuredRecommendationCandidate(TypedDict):
+    """One schedule family priced with the measured costs."""
+
+    schedule: str
+    """The schedule family: its name with its v and settings (interleaved-1f1b (v 4))."""
+    name: str
+    """The schedule's name."""
+    settings: list[str]
+    """Its settings besides the defaults, NAME=VALUE."""
+    v: int | None
+    """v as given to the schedule; null for its default."""
+    stages_per_rank: int
+    """Stages per rank and model copy, from the plan."""
+    step_time_s: float
+    """The predicted step: the makespan and the run's time before its first action and after its last (overhead.head and overhead.tail of the costs file), seconds."""
+    makespan_s: float
+    """The simulated makespan under the measured costs, seconds."""
+    peak_saved_bytes: int | None
+    """The largest predicted peak of saved-activation bytes of any rank; null when the run recorded none."""
+    notes: list[str]
+    """How the measured costs were carried to this plan, one sentence each."""
+
+
+class MeasuredRecommendationUnmetItem(TypedDict):
+    schedule: str
+    """The schedule family: its name with its v and settings."""
+    reason: str
+    """Why, in words."""
+
+
+class MeasuredRecommendation(TypedDict):
+    """pipeweave recommend --costs-from FILE --format json, version 1"""
+
+    costs_from: str
+    """The costs file, as given."""
+    measured_when: str | None
+    """When the costs were measured (UTC, from the traces' clock); null when the traces did not say."""
+    ranks: int
+    """The profiled run's ranks P, kept."""
+    microbatches: int
+    """The profiled run's micro-batches M, kept."""
+    choice: MeasuredRecommendationCandidate | None
+    """The fastest candidate; null when none could be priced."""
+    candidates: list[MeasuredRecommendationCandidate]
+    """Every candidate priced, fastest first (the choice first)."""
+    unmet: list[MeasuredRecommendationUnmetItem]
+    """The schedule families that could not be built or priced at this shape."""
+
+
 class SynthesisReportExact(TypedDict):
     nodes: int
     proved: bool
@@ -733,6 +789,10 @@ class PlanDiff(TypedDict):
     """The predicted step: the simulated makespan, seconds."""
     measured: float
     """The measured step: the first action's start on any rank to the last action's end on any rank, seconds."""
+    predicted_step: float
+    """The predicted whole step: the makespan and the profiled run's time before its first action and after its last (overhead.head and overhead.tail of the costs), seconds."""
+    measured_step: float | None
+    """The measured whole step: the earliest start of a profiler step span (ProfilerStep#N) on any rank to the latest end of one, seconds; null when the traces have none."""
     error: float
     """(measured − predicted) / predicted, a fraction."""
     ranks: list[PlanDiffRank]

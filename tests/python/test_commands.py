@@ -92,6 +92,14 @@ def test_calibrate_and_diff_are_the_command_lines(cli, tmp_path):
     compared = pw.compare(["1f1b", "zb-h1"], ranks=2, microbatches=8, costs_from=str(path))
     assert compared == cli.json("compare", "1f1b", "zb-h1", "-p", 2, "-m", 8, "--costs-from", path, "--format", "json")
     assert compared["rows"][0]["figures"]["measured"]["peak_saved_bytes"] == max(r["measured_peak_saved_bytes"] for r in got["ranks"])
+    recommended = pw.recommend(costs_from=str(path))
+    assert recommended == cli.json("recommend", "--costs-from", path, "--format", "json")
+    times = [c["step_time_s"] for c in recommended["candidates"]]
+    assert times == sorted(times) and recommended["choice"] == recommended["candidates"][0]
+    one = next(c for c in recommended["candidates"] if c["schedule"] == "1f1b")
+    assert one["step_time_s"] == pw.compile("1f1b", ranks=2, microbatches=8).simulate(costs_from=str(path))["step_time"]
+    with pytest.raises(TypeError, match="not both"):
+        pw.recommend("default", costs_from=str(path))
     with pytest.raises(pw.PlanError, match="differs from the plan"):
         pw.calibrate(traces, "gpipe", ranks=2, microbatches=8)
 

@@ -11,11 +11,15 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 /// The schemas typed, with the name of the document's type.
-const DOCUMENTS: [(&str, &str); 7] = [
+const DOCUMENTS: [(&str, &str); 8] = [
     ("pipeweave-simulate.v2.schema.json", "Simulation"),
     ("pipeweave-compare.v2.schema.json", "Comparison"),
     ("pipeweave-sweep.v2.schema.json", "Sweep"),
     ("pipeweave-recommend.v2.schema.json", "Recommendation"),
+    (
+        "pipeweave-recommend-measured.v1.schema.json",
+        "MeasuredRecommendation",
+    ),
     ("pipeweave-synthesize.v1.schema.json", "SynthesisReport"),
     ("pipeweave-list.v1.schema.json", "ScheduleListing"),
     ("pipeweave-diff.v1.schema.json", "PlanDiff"),

@@ -89,6 +89,7 @@ pub fn diff(session: &mut Session<'_>, request: &DiffRequest) -> Result<Diffed, 
         &costs,
         built.plan.plan(),
         &predicted.timeline,
+        predicted.step_time,
         peaks.as_deref(),
         &run,
     );

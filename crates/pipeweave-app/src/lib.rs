@@ -39,7 +39,7 @@ pub use draw::{Drawn, RenderRequest, Rendered, TimeWindow, render};
 pub use finished::Partial;
 pub use over::{ArgError, OverArg, parse_over};
 pub use pipeweave_source::{Flag, FrontEnd};
-pub use recommend::recommend;
+pub use recommend::{recommend, recommend_measured};
 pub use report::{ReportRequest, report};
 pub use request::{CostsArg, Loaded};
 pub use session::{Events, Quiet, Session, Told};

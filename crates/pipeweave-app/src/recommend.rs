@@ -5,7 +5,7 @@
 use crate::catalog::{Schedules, named_schedules, tell_errors};
 use crate::finished::finished;
 use crate::session::Session;
-use pipeweave_eval::{Recommendation, SearchSchedule};
+use pipeweave_eval::{MeasuredRecommendation, Recommendation, SearchSchedule};
 use pipeweave_param::ParamType;
 use pipeweave_source::{Catalog, Declared, Failure};
 
@@ -53,20 +53,46 @@ fn variants(declared: &Declared) -> Vec<Vec<(String, String)>> {
     out
 }
 
-/// `pipeweave recommend`: the plan the search finds on the spec `spec` names (the built-in default
-/// when `None`); plugins that fail to load are told as warnings.
-pub fn recommend(session: &mut Session<'_>, spec: Option<&str>) -> Result<Recommendation, Failure> {
-    let spec = session.spec(spec)?;
-    let catalog = Catalog::read(session.host());
-    let named = named_schedules(&catalog);
-    let search: Vec<SearchSchedule> = named
+/// The schedules the search tries: every named one, with its variants.
+fn searched(named: &[crate::catalog::Named]) -> Vec<SearchSchedule> {
+    named
         .iter()
         .map(|n| SearchSchedule {
             name: n.shown.clone(),
             takes_v: n.declared.takes("v"),
             variants: variants(&n.declared),
         })
-        .collect();
+        .collect()
+}
+
+/// `pipeweave recommend --costs-from FILE`: every schedule the search knows, with its `v` and its
+/// variants, at the profiled run's ranks and micro-batches, priced with the costs measured in it
+/// (`pipeweave_eval::recommend_measured`), fastest first.
+pub fn recommend_measured(
+    session: &mut Session<'_>,
+    costs_from: &str,
+) -> Result<MeasuredRecommendation, Failure> {
+    let costs = session.measured_costs(costs_from)?;
+    let file = costs_from.to_owned();
+    let catalog = Catalog::read(session.host());
+    let named = named_schedules(&catalog);
+    let search = searched(&named);
+    let mut planner = Schedules::new(session, &named);
+    let r = match pipeweave_eval::recommend_measured(&costs, &file, &search, &mut planner) {
+        Ok(r) => r,
+        Err(never) => match never {},
+    };
+    tell_errors(session, &catalog);
+    finished("recommend", r)
+}
+
+/// `pipeweave recommend`: the plan the search finds on the spec `spec` names (the built-in default
+/// when `None`); plugins that fail to load are told as warnings.
+pub fn recommend(session: &mut Session<'_>, spec: Option<&str>) -> Result<Recommendation, Failure> {
+    let spec = session.spec(spec)?;
+    let catalog = Catalog::read(session.host());
+    let named = named_schedules(&catalog);
+    let search = searched(&named);
     let mut planner = Schedules::new(session, &named);
     let r = match pipeweave_eval::recommend(&spec.spec, spec.default, &search, &mut planner) {
         Ok(r) => r,

@@ -195,20 +195,26 @@ impl<'a> Session<'a> {
     /// The costing of the measured-costs file at `path`; a note says where and when they were
     /// measured.
     pub(crate) fn measured_costing(&mut self, path: &str) -> Result<Costing, Failure> {
+        let costs = self.measured_costs(path)?;
+        Ok(Costing::Measured {
+            costs: Box::new(costs),
+            file: path.to_owned(),
+        })
+    }
+
+    /// The costs file at `path`, read and checked; a note says where and when they were measured.
+    pub(crate) fn measured_costs(
+        &mut self,
+        path: &str,
+    ) -> Result<pipeweave_calibrate::Calibration, Failure> {
         self.claim_stdin(path, "measured costs")?;
         let text = self.host.read(path)?;
         let file = self.files.add(path, text.clone());
         let costs =
             pipeweave_calibrate::read_costs(&text, file).map_err(Failure::from_diagnostics)?;
-        let costing = Costing::Measured {
-            costs: Box::new(costs),
-            file: path.to_owned(),
-        };
-        if let Costing::Measured { costs, file } = &costing {
-            let note = pipeweave_report::measured_text(costs, file);
-            self.note(&note);
-        }
-        Ok(costing)
+        let note = pipeweave_report::measured_text(&costs, path);
+        self.note(&note);
+        Ok(costs)
     }
 
     /// The costing of a spec `arg` names, met by `rule`.

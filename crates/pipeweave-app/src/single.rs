@@ -55,6 +55,7 @@ pub fn run(built: &Built, costing: &Costing, front: FrontEnd) -> Result<Run, Fai
                 derived: Vec::new(),
                 report: Some(e.report),
                 saved_peaks: None,
+                measured: false,
             })
         }
         Costing::Unit | Costing::Uniform(_) | Costing::Measured { .. } => {

@@ -1,5 +1,6 @@
-//! The costs file (`costs.toml`, `format = "pipeweave-costs"`, version 1): what `pipeweave
-//! calibrate` measured, as TOML. `docs/plan-vs-actual.md` documents every key.
+//! The costs file (`costs.toml`, `format = "pipeweave-costs"`, version 2; version 1, without
+//! `[overhead]`, is read too): what `pipeweave calibrate` measured, as TOML.
+//! `docs/plan-vs-actual.md` documents every key.
 
 use crate::stats::Stats;
 use pipeweave_diagnostics::{Diagnostic, FileId, Span, visible};
@@ -7,8 +8,8 @@ use serde::{Deserialize, Serialize};
 
 /// The value of `format`.
 pub const FORMAT_NAME: &str = "pipeweave-costs";
-/// The version this crate writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The version this crate writes (it reads this one and every earlier one).
+pub const FORMAT_VERSION: u32 = 2;
 
 /// The most parts, pairs, links, ranks and saved-bytes rows a costs file may have.
 const MAX_ROWS: usize = 1 << 20;
@@ -38,6 +39,77 @@ pub struct Calibration {
     /// Saved-activation bytes per stage and micro-batch (`[[saved]]`), when the traces have them.
     #[serde(rename = "saved", default, skip_serializing_if = "Vec::is_empty")]
     pub saved: Vec<SavedBytes>,
+    /// The step's time outside the actions' spans (`[overhead]`, version 2), where measured.
+    #[serde(default, skip_serializing_if = "Overhead::is_empty")]
+    pub overhead: Overhead,
+}
+
+/// The time a step spends outside any action's span, measured per step (`[overhead]`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Overhead {
+    /// The whole step: from the earliest start of a profiler step span (`ProfilerStep#N`) on any
+    /// rank to the latest end of one, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<Stats>,
+    /// From the step's start (as `step`) to the first compute action's start on any rank: what
+    /// the runner does before its first action (PlanRunner's agreement all-reduce), seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<Stats>,
+    /// From the last compute action's end on any rank to the step's end: what the runner does
+    /// after (gradient reductions, waits for sends, the loss all-reduce), seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail: Option<Stats>,
+    /// Host time between one compute action's end and the next's start on a rank, less the waits
+    /// for data timed there, by the kind of the next action (`[overhead.gap]`).
+    #[serde(default, skip_serializing_if = "Gaps::is_empty")]
+    pub gap: Gaps,
+}
+
+impl Overhead {
+    /// Whether nothing was measured.
+    pub fn is_empty(&self) -> bool {
+        self.step.is_none() && self.head.is_none() && self.tail.is_none() && self.gap.is_empty()
+    }
+}
+
+/// Host time before an action of each kind, seconds (`[overhead.gap]`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gaps {
+    /// Before a forward.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub f: Option<Stats>,
+    /// Before a full backward.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub b: Option<Stats>,
+    /// Before a backward for the inputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub i: Option<Stats>,
+    /// Before a backward for the weights.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub w: Option<Stats>,
+    /// Before an overlapped F&B pair.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair: Option<Stats>,
+}
+
+impl Gaps {
+    /// Whether no kind was measured.
+    pub fn is_empty(&self) -> bool {
+        self.all().iter().all(|(_, s)| s.is_none())
+    }
+
+    /// Each kind's key and statistic.
+    pub fn all(&self) -> [(&'static str, Option<Stats>); 5] {
+        [
+            ("f", self.f),
+            ("b", self.b),
+            ("i", self.i),
+            ("w", self.w),
+            ("pair", self.pair),
+        ]
+    }
 }
 
 /// Where and when the costs were measured.
@@ -157,8 +229,13 @@ pub struct SavedBytes {
 /// The costs file as TOML, with a header saying what it is.
 pub fn write_costs(c: &Calibration) -> Result<String, String> {
     let body = toml::to_string(c).map_err(|e| format!("cannot write the costs: {e}"))?;
+    let links = if c.links.is_empty() {
+        ""
+    } else {
+        "# A link's `transfer` is one time per link: the traces name no message sizes, so no bandwidth is measured.\n"
+    };
     Ok(format!(
-        "# Measured costs, written by `pipeweave calibrate` (docs/plan-vs-actual.md): seconds and bytes.\n{body}"
+        "# Measured costs, written by `pipeweave calibrate` (docs/plan-vs-actual.md): seconds and bytes.\n{links}{body}"
     ))
 }
 
@@ -179,12 +256,43 @@ pub fn read_costs(text: &str, file: FileId) -> Result<Calibration, Vec<Diagnosti
     if problems.is_empty() {
         Ok(c)
     } else {
-        let at = Span::new(file, 0..0);
         Err(problems
             .into_iter()
-            .map(|p| Diagnostic::error(p).with_span(at.clone()))
+            .map(|p| {
+                let at = located(text, &p);
+                Diagnostic::error(p).with_span(Span::new(file, at))
+            })
             .collect())
     }
+}
+
+/// Where in the text a problem of `check` is: the table its message names, for the tables of
+/// `[overhead]`; the file's start otherwise.
+fn located(text: &str, problem: &str) -> std::ops::Range<usize> {
+    if problem.starts_with("`[overhead]`") {
+        return text
+            .find("[overhead")
+            .map_or(0..0, |i| i..i + "[overhead".len());
+    }
+    let Some(key) = problem
+        .strip_prefix("`overhead.")
+        .and_then(|rest| rest.split('`').next())
+    else {
+        return 0..0;
+    };
+    // `[overhead.gap.f]`, `[overhead.head]`, or inline under `[overhead]` / `[overhead.gap]`.
+    let header = format!("[overhead.{key}]");
+    let parent = if key.starts_with("gap.") {
+        "[overhead.gap]"
+    } else {
+        "[overhead]"
+    };
+    for needle in [header.as_str(), parent, "[overhead"] {
+        if let Some(i) = text.find(needle) {
+            return i..i + needle.len();
+        }
+    }
+    0..0
 }
 
 /// What is wrong in a costs file that parsed, in words naming the key.
@@ -197,12 +305,45 @@ fn check(c: &Calibration) -> Vec<String> {
         ));
         return out;
     }
-    if c.version != FORMAT_VERSION {
+    if c.version == 0 || c.version > FORMAT_VERSION {
         out.push(format!(
-            "`version` {} is not one this pipeweave reads ({FORMAT_VERSION})",
+            "`version` {} is not one this pipeweave reads (1 to {FORMAT_VERSION})",
             c.version
         ));
         return out;
+    }
+    if c.version < 2 && !c.overhead.is_empty() {
+        out.push(format!(
+            "`[overhead]` is a key of version 2, and this file says `version = {}`",
+            c.version
+        ));
+    }
+    let o = &c.overhead;
+    for (key, s) in [("step", o.step), ("head", o.head), ("tail", o.tail)] {
+        if let Some(s) = s
+            && !s.is_sound()
+        {
+            out.push(format!(
+                "`overhead.{key}` is no sound statistic (finite, at least 0, min ≤ q1 ≤ median ≤ q3 ≤ max, samples ≥ 1)"
+            ));
+        }
+    }
+    for (key, s) in o.gap.all() {
+        if let Some(s) = s
+            && !s.is_sound()
+        {
+            out.push(format!(
+                "`overhead.gap.{key}` is no sound statistic (finite, at least 0, min ≤ q1 ≤ median ≤ q3 ≤ max, samples ≥ 1)"
+            ));
+        }
+    }
+    if let (Some(step), Some(head), Some(tail)) = (o.step, o.head, o.tail)
+        && head.median + tail.median > step.max
+    {
+        out.push(format!(
+            "`overhead.head` and `overhead.tail` ({} s and {} s) are longer together than the longest step, `overhead.step.max` {} s",
+            head.median, tail.median, step.max
+        ));
     }
     let m = &c.measured;
     for (n, what) in [

@@ -18,8 +18,8 @@ mod model;
 mod stats;
 
 pub use file::{
-    Calibration, FORMAT_NAME, FORMAT_VERSION, Link, Measured, PairCost, Part, RankMeasured,
-    SavedBytes, read_costs, write_costs,
+    Calibration, FORMAT_NAME, FORMAT_VERSION, Gaps, Link, Measured, Overhead, PairCost, Part,
+    RankMeasured, SavedBytes, read_costs, write_costs,
 };
 pub use measure::{MeasureInput, measure};
 pub use memory::{ZB_KEPT_BY_W, saved_peaks};

@@ -1,8 +1,8 @@
 //! From a matched run to a [`Calibration`]: every figure a median of what the traces recorded.
 
 use crate::file::{
-    Calibration, FORMAT_NAME, FORMAT_VERSION, Link, Measured, PairCost, Part, RankMeasured,
-    SavedBytes,
+    Calibration, FORMAT_NAME, FORMAT_VERSION, Gaps, Link, Measured, Overhead, PairCost, Part,
+    RankMeasured, SavedBytes,
 };
 use crate::stats::Stats;
 use pipeweave_plan::{Action, Dir, Kind, Plan, Step};
@@ -119,6 +119,7 @@ pub fn measure(input: MeasureInput<'_>) -> Result<(Calibration, Vec<String>), St
     if !run.ranks.iter().any(|r| r.has_saved) {
         notes.push("no saved-bytes records in these traces: memory is not measured".to_owned());
     }
+    let overhead = overhead(plan, run, &mut notes);
     let (step_times, rank_rows) = steps(plan, run, &saved);
     let step_time = in_seconds(&step_times).ok_or("the traces hold no step")?;
     let first = run
@@ -160,6 +161,7 @@ pub fn measure(input: MeasureInput<'_>) -> Result<(Calibration, Vec<String>), St
         links,
         ranks: rank_rows,
         saved: saved.rows(),
+        overhead,
     };
     Ok((calibration, notes))
 }
@@ -176,6 +178,8 @@ fn in_seconds(us: &[f64]) -> Option<Stats> {
         min: to(s.min),
         max: to(s.max),
         samples: s.samples,
+        // Clamped: the mean rounded to the nanosecond stays between the rounded extremes.
+        mean: s.mean.map(|m| to(m).clamp(to(s.min), to(s.max))),
     })
 }
 
@@ -319,6 +323,100 @@ fn steps(plan: &Plan, run: &Run, saved: &SavedFigures) -> (Vec<f64>, Vec<RankMea
         });
     }
     (step_times, rows)
+}
+
+/// The step's time outside the actions' spans: the host's gaps between compute actions by kind,
+/// and, where every rank's trace has the profiler's step spans, the whole step, its head and its
+/// tail.
+fn overhead(plan: &Plan, run: &Run, notes: &mut Vec<String>) -> Overhead {
+    // Gaps by kind: F, B, I, W, pair.
+    let mut gaps: [Vec<f64>; 5] = Default::default();
+    // PlanRunner's receive spans are waits for the data; PyTorch's are postings (host time).
+    let waits_are_receives = run.naming == Naming::Pipeweave;
+    for (rank, r) in run.ranks.iter().enumerate() {
+        let program = plan.program(rank as u32);
+        for step in &r.steps {
+            for (i, action) in program.iter().enumerate().skip(1) {
+                let (prev, this) = (step.actions[i - 1], step.actions[i]);
+                let waited: f64 = if waits_are_receives {
+                    step.others
+                        .iter()
+                        .filter(|o| o.after == Some(i - 1) && matches!(o.step, Step::Recv { .. }))
+                        .map(|o| o.timed.dur)
+                        .sum()
+                } else {
+                    0.0
+                };
+                let gap = this.start - prev.end() - waited;
+                if !gap.is_finite() {
+                    continue;
+                }
+                let k = match *action {
+                    Action::One(op) => match op.kind {
+                        Kind::F => 0,
+                        Kind::B => 1,
+                        Kind::I => 2,
+                        Kind::W => 3,
+                    },
+                    Action::Pair { .. } => 4,
+                };
+                gaps[k].push(gap.max(0.0));
+            }
+        }
+    }
+    let gap = Gaps {
+        f: in_seconds(&gaps[0]),
+        b: in_seconds(&gaps[1]),
+        i: in_seconds(&gaps[2]),
+        w: in_seconds(&gaps[3]),
+        pair: in_seconds(&gaps[4]),
+    };
+    if !gap.is_empty() {
+        notes.push(format!(
+            "host time between actions (`overhead.gap`): a compute action's start less the previous one's end on its rank{}, by the kind of the action",
+            if waits_are_receives {
+                ", less the receive waits timed between them"
+            } else {
+                ""
+            }
+        ));
+    }
+    let (mut step, mut head, mut tail) = (Vec::new(), Vec::new(), Vec::new());
+    for k in 0..run.steps {
+        let bounds: Option<Vec<Timed>> = run.ranks.iter().map(|r| r.steps[k].bounds).collect();
+        let Some(bounds) = bounds else { continue };
+        let start = bounds.iter().map(|t| t.start).fold(f64::INFINITY, f64::min);
+        let end = bounds
+            .iter()
+            .map(Timed::end)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let computes = run.ranks.iter().flat_map(|r| r.steps[k].actions.iter());
+        let (first, last) = computes.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), t| {
+            (a.min(t.start), b.max(t.end()))
+        });
+        if start <= first && first <= last && last <= end {
+            step.push(end - start);
+            head.push(first - start);
+            tail.push(end - last);
+        }
+    }
+    if step.len() < run.steps {
+        notes.push(if step.is_empty() {
+            "the traces have no profiler step spans (`ProfilerStep#N`) around every rank's steps: the time before the first action and after the last (`overhead.head`, `overhead.tail`) is not measured, and a predicted step is the actions' alone".to_owned()
+        } else {
+            format!(
+                "{} of the {} steps have profiler step spans around every rank's actions: `overhead.step`, `head` and `tail` are from those",
+                step.len(),
+                run.steps
+            )
+        });
+    }
+    Overhead {
+        step: in_seconds(&step),
+        head: in_seconds(&head),
+        tail: in_seconds(&tail),
+        gap,
+    }
 }
 
 /// Each link's transfer times: a send on one rank matched with the receive of the same data on

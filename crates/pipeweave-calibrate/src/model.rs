@@ -6,7 +6,7 @@
 //! number of parts gives the measured figures exactly.
 
 use crate::file::Calibration;
-use pipeweave_plan::{Kind, Op, Plan};
+use pipeweave_plan::{Action, Kind, Op, Plan};
 use pipeweave_sim::CostModel;
 use std::collections::HashMap;
 
@@ -26,6 +26,11 @@ pub struct MeasuredCosts {
     links: HashMap<(u32, u32), f64>,
     /// The transfer of any other link.
     default_link: f64,
+    /// The host's time before an action, by kind: F, B, I, W, pair (`overhead.gap`).
+    gaps: [f64; 5],
+    /// The step's time before its first action and after its last (`overhead.head`, `tail`).
+    head: f64,
+    tail: f64,
 }
 
 fn index(kind: Kind) -> usize {
@@ -162,6 +167,7 @@ impl MeasuredCosts {
                 ));
             }
         }
+        let (gaps, head, tail) = outside(c, plan, &mut notes);
         Ok((
             MeasuredCosts {
                 parts,
@@ -171,15 +177,104 @@ impl MeasuredCosts {
                 hosts,
                 links,
                 default_link,
+                gaps,
+                head,
+                tail,
             },
             notes,
         ))
+    }
+
+    /// The step's time outside the simulated actions, seconds: before the first action starts
+    /// on any rank and after the last one ends (`overhead.head` plus `overhead.tail`; 0 when the
+    /// run did not measure them). A predicted step is this plus the simulated makespan.
+    pub fn outside_actions(&self) -> f64 {
+        self.head + self.tail
     }
 
     fn part(&self, stage: u32) -> &[f64; 4] {
         let q = stage % self.stages_per_pipeline.max(1);
         &self.parts[q as usize % self.parts.len().max(1)]
     }
+}
+
+/// The host's gap before each kind of action and the step's head and tail, from `[overhead]`, with
+/// notes on what was derived. A kind the run did not time takes the median of the kinds it did.
+///
+/// Each is the mean of its samples, not the median: a step lasts the sum of its gaps, and the
+/// host's gaps are mostly short with rare long ones (a garbage collection, the host taken by
+/// another process), which the sum holds and a median leaves out.
+fn outside(c: &Calibration, plan: &Plan, notes: &mut Vec<String>) -> ([f64; 5], f64, f64) {
+    let o = &c.overhead;
+    let typical = |s: &crate::stats::Stats| s.mean.unwrap_or(s.median);
+    let measured: Vec<f64> = o
+        .gap
+        .all()
+        .iter()
+        .filter_map(|(_, s)| s.as_ref().map(typical))
+        .collect();
+    let fallback = {
+        let mut v = measured.clone();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len().saturating_sub(1) / 2).copied().unwrap_or(0.0)
+    };
+    let mut gaps = [0.0; 5];
+    let mut derived = Vec::new();
+    let kinds = plan_kinds(plan);
+    for (k, (key, s)) in o.gap.all().iter().enumerate() {
+        gaps[k] = match s {
+            Some(s) => typical(s),
+            None => {
+                if kinds[k] && !measured.is_empty() {
+                    derived.push(*key);
+                }
+                fallback
+            }
+        };
+    }
+    if measured.is_empty() {
+        if c.version >= 2 {
+            notes.push("the run timed no host time between actions: none is added".to_owned());
+        } else {
+            notes.push(format!(
+                "the costs file is of version {}, without `[overhead]`: the step's time outside the actions is not added",
+                c.version
+            ));
+        }
+    } else if !derived.is_empty() {
+        notes.push(format!(
+            "the run timed no host gap before {}: each takes the median of the measured kinds' means, {}",
+            derived
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            seconds(fallback)
+        ));
+    }
+    let (head, tail) = (o.head.as_ref().map(typical), o.tail.as_ref().map(typical));
+    if let (Some(head), Some(tail)) = (head, tail) {
+        notes.push(format!(
+            "the step adds the run's time before its first action and after its last, {} and {} (the means of `overhead.head` and `overhead.tail`), and the host's time between actions (the means of `overhead.gap`)",
+            seconds(head),
+            seconds(tail)
+        ));
+    } else if c.version >= 2 {
+        notes.push("the run did not time its steps whole (no profiler step spans): the predicted step is the actions' alone".to_owned());
+    }
+    (gaps, head.unwrap_or(0.0), tail.unwrap_or(0.0))
+}
+
+/// Which kinds of action (F, B, I, W, pair) the plan runs.
+fn plan_kinds(plan: &Plan) -> [bool; 5] {
+    let mut out = [false; 5];
+    for a in plan.programs().iter().flatten() {
+        match *a {
+            Action::One(op) => out[index(op.kind)] = true,
+            Action::Pair { .. } => out[4] = true,
+        }
+    }
+    out
 }
 
 /// Part q of `target`'s share of the measured parts' figures `of`.
@@ -235,6 +330,13 @@ impl CostModel for MeasuredCosts {
         let (tf, tb) = (self.op(f), self.op(b));
         // A pair runs both halves: never less than the longer of them.
         (slowdown * (tf + tb)).max(tf.max(tb))
+    }
+
+    fn host_gap(&self, action: Action) -> f64 {
+        match action {
+            Action::One(op) => self.gaps[index(op.kind)],
+            Action::Pair { .. } => self.gaps[4],
+        }
     }
 
     fn transfer(&self, from: u32, to: u32) -> f64 {

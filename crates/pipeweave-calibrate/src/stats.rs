@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 /// Durations (seconds) or other quantities measured several times: the median, the quartiles
-/// (linear interpolation between the closest ranks), the extremes and how many samples.
+/// (linear interpolation between the closest ranks), the extremes, how many samples and their
+/// mean.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Stats {
@@ -19,6 +20,10 @@ pub struct Stats {
     pub max: f64,
     /// How many samples.
     pub samples: u32,
+    /// Their mean (absent in files of version 1): what a sum of many of them adds up to, the
+    /// rare long ones (a garbage collection, the host taken by another process) included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean: Option<f64>,
 }
 
 impl Stats {
@@ -42,14 +47,19 @@ impl Stats {
             min: v[0],
             max: v[v.len() - 1],
             samples: u32::try_from(v.len()).unwrap_or(u32::MAX),
+            mean: Some(v.iter().sum::<f64>() / v.len() as f64),
         })
     }
 
-    /// Whether every figure is finite and at least 0, in order, with at least one sample.
+    /// Whether every figure is finite and at least 0, in order, with at least one sample, and the
+    /// mean, when given, between the extremes.
     pub fn is_sound(&self) -> bool {
         let all = [self.min, self.q1, self.median, self.q3, self.max];
         all.iter().all(|x| x.is_finite() && *x >= 0.0)
             && all.windows(2).all(|w| w[0] <= w[1])
             && self.samples > 0
+            && self
+                .mean
+                .is_none_or(|m| m.is_finite() && self.min <= m && m <= self.max)
     }
 }

@@ -70,9 +70,20 @@ fn calibration() -> (Calibration, Vec<String>) {
 #[test]
 fn the_fixture_calibrates_to_its_made_up_figures() {
     let (c, notes) = calibration();
-    // Only what a receive's span measures.
-    assert_eq!(notes.len(), 1, "{notes:?}");
+    // What a receive's span measures, what the host's gaps are, and that the fixture has no
+    // profiler step spans.
+    assert_eq!(notes.len(), 3, "{notes:?}");
     assert!(notes[0].starts_with("link times are from the receives' waits"));
+    assert!(notes[1].starts_with("host time between actions"));
+    assert!(notes[2].starts_with("the traces have no profiler step spans"));
+    // The host's gap before a forward: the 20 µs send of the one before (the receive's wait is
+    // not host time), every time.
+    let f = c.overhead.gap.f.expect("gaps before forwards");
+    assert!(
+        (f.median - 20e-6).abs() < 1e-12 && (f.max - 20e-6).abs() < 1e-12,
+        "{f:?}"
+    );
+    assert!(c.overhead.step.is_none() && c.overhead.head.is_none());
     // Forwards of part 0: 1000 µs plus ((7 mb + 3 step) mod 5) · 10 µs over 3 steps and 4
     // micro-batches: 1000, 1020, 1040, 1010 | 1030, 1000, 1020, 1040 | 1010, 1030, 1000, 1020.
     assert_eq!(c.parts[0].f.samples, 12);
@@ -101,8 +112,17 @@ fn measured_costs_are_the_medians_on_the_same_parts() {
     let (c, _) = calibration();
     let plan = plan();
     let (costs, notes) = MeasuredCosts::for_plan(&c, &plan).expect("costs");
-    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(
+        notes,
+        [
+            "the run did not time its steps whole (no profiler step spans): the predicted step is the actions' alone"
+        ]
+    );
     assert_eq!(costs.op(Op::new(0, Kind::F, 0)), c.parts[0].f.median);
+    // The host's time before an action is its gaps' mean.
+    let gap_f = c.overhead.gap.f.and_then(|s| s.mean).expect("a mean");
+    assert_eq!(costs.host_gap(op(0, Kind::F, 1)), gap_f);
+    assert_eq!(costs.outside_actions(), 0.0);
     assert_eq!(
         costs.op(Op::new(1, Kind::B, 2)),
         c.parts[1].b.expect("B").median
@@ -149,9 +169,35 @@ fn broken_costs_files_are_located_errors() {
     let (c, _) = calibration();
     let good = write_costs(&c).expect("written");
     let cases = [
-        ("syntax", good.replacen("version = 1", "version = ", 1)),
+        ("syntax", good.replacen("version = 2", "version = ", 1)),
         ("format", good.replacen("pipeweave-costs", "other", 1)),
-        ("version", good.replacen("version = 1", "version = 9", 1)),
+        ("version", good.replacen("version = 2", "version = 9", 1)),
+        (
+            "overhead_in_version_1",
+            good.replacen("version = 2", "version = 1", 1),
+        ),
+        (
+            "overhead_unknown_key",
+            good.replacen("[overhead.gap.f]", "[overhead.gap.x]", 1),
+        ),
+        (
+            "overhead_negative_gap",
+            good.replacen(
+                "[overhead.gap.f]\nmedian = 0.00002",
+                "[overhead.gap.f]\nmedian = -0.00002",
+                1,
+            ),
+        ),
+        (
+            "overhead_head_and_tail_beyond_the_step",
+            format!(
+                "{good}\n[overhead.step]\nmedian = 0.01\nq1 = 0.01\nq3 = 0.01\nmin = 0.01\nmax = 0.01\nsamples = 1\n\n[overhead.head]\nmedian = 0.008\nq1 = 0.008\nq3 = 0.008\nmin = 0.008\nmax = 0.008\nsamples = 1\n\n[overhead.tail]\nmedian = 0.008\nq1 = 0.008\nq3 = 0.008\nmin = 0.008\nmax = 0.008\nsamples = 1\n"
+            ),
+        ),
+        (
+            "overhead_mean_outside_the_extremes",
+            good.replacen("mean = 0.000013333", "mean = 5.0", 1),
+        ),
         (
             "unknown_key",
             good.replacen("[measured]", "[measured]\ncolour = 1", 1),

@@ -14,6 +14,10 @@ pub struct RecommendArgs {
     /// The cluster spec: a TOML file, a shipped spec's name, or `default` (the default)
     #[arg(long, value_name = "FILE|NAME")]
     pub spec: Option<String>,
+    /// Price every schedule with the costs measured in a profiled run (`pipeweave calibrate`),
+    /// at that run's ranks and micro-batches, instead of searching the shape on a spec
+    #[arg(long, value_name = "FILE", conflicts_with = "spec")]
+    pub costs_from: Option<String>,
     #[command(flatten)]
     pub dirs: Dirs,
     /// Output format
@@ -30,6 +34,15 @@ pub enum RecommendFormat {
 
 /// `pipeweave recommend`.
 pub fn recommend(session: &mut Session<'_>, args: &RecommendArgs) -> Result<(), Failure> {
+    if let Some(costs) = &args.costs_from {
+        let r = pipeweave_app::recommend_measured(session, costs)?;
+        let text = match args.format {
+            RecommendFormat::Text => pipeweave_report::recommend_measured_text(&r),
+            RecommendFormat::Markdown => pipeweave_report::recommend_measured_markdown(&r),
+            RecommendFormat::Json => pipeweave_report::recommend_measured_json(&r),
+        };
+        return emit(None, &text);
+    }
     let r = pipeweave_app::recommend(session, args.spec.as_deref())?;
     let text = match args.format {
         RecommendFormat::Text => pipeweave_report::recommend_text(&r),

@@ -253,14 +253,13 @@ fn fit_all_to_all(chain: &mut Vec<Task>, target: f64) {
     }
 }
 
-/// True for a plan of lone F and B actions, one stage per rank: the plans whose blocking
-/// exchanges the frameworks document.
-fn plain_one_stage_per_rank(plan: &Plan) -> bool {
-    plan.num_stages() == plan.ranks()
-        && plan.programs().iter().flatten().all(|a| match a {
-            pipeweave_plan::Action::One(op) => matches!(op.kind, Kind::F | Kind::B),
-            pipeweave_plan::Action::Pair { .. } => false,
-        })
+/// True for a plan of lone F and B actions: the plans whose blocking exchanges the frameworks
+/// document (Megatron-LM's 1F1B and interleaved 1F1B, DeepSpeed's `TrainSchedule`).
+fn plain(plan: &Plan) -> bool {
+    plan.programs().iter().flatten().all(|a| match a {
+        pipeweave_plan::Action::One(op) => matches!(op.kind, Kind::F | Kind::B),
+        pipeweave_plan::Action::Pair { .. } => false,
+    })
 }
 
 /// Why a spec and a plan cannot be costed together.
@@ -537,13 +536,14 @@ impl CostTable {
             // the next backward, with that backward's receive posted early, and no framework
             // runs split or overlapped backwards with blocking sends; for those a send holds its
             // rank for its transfer only.
-            rendezvous: t.p2p_blocking && plain_one_stage_per_rank(plan),
+            rendezvous: t.p2p_blocking && plan.num_stages() == plan.ranks() && plain(plan),
             // Megatron-LM's interleaved schedule without overlapped communication
             // (`--no-overlap-p2p-communication`, which its zero-bubble runtime requires too):
             // in the steady state a forward and the backward after it exchange together,
             // `send_forward_backward_recv_forward_backward`, so the forward's output leaves
             // only once that backward has run.
-            defer: t.p2p_blocking && plan.num_stages() > plan.ranks(),
+            // Zero-bubble runtimes place their own sends (split backwards, V shapes): not this.
+            defer: t.p2p_blocking && plan.num_stages() > plan.ranks() && plain(plan),
             rank_node,
             p2p_bytes: t.tokens_per_microbatch() * spec.model.hidden as f64 * act
                 / f64::from(spec.parallelism.tp),

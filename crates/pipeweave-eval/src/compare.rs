@@ -71,6 +71,9 @@ pub struct Figures {
 pub struct MeasuredFigures {
     /// The simulated makespan under those costs, in seconds.
     pub makespan_s: f64,
+    /// The predicted step: the makespan and the profiled run's time before its first action and
+    /// after its last (`overhead.head`, `overhead.tail` of the costs file), in seconds.
+    pub step_time_s: f64,
     /// The largest predicted peak of saved-activation bytes of any rank, when the run recorded
     /// saved bytes.
     pub peak_saved_bytes: Option<u64>,
@@ -271,6 +274,7 @@ impl Comparison {
                     if let Ok(t) = pipeweave_sim::simulate(plan, &model) {
                         figures.measured = Some(MeasuredFigures {
                             makespan_s: t.timing.makespan,
+                            step_time_s: t.timing.makespan + model.outside_actions(),
                             peak_saved_bytes: pipeweave_calibrate::saved_peaks(costs, plan)
                                 .and_then(|(peaks, _)| peaks.into_iter().max()),
                         });

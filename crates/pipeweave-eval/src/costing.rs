@@ -58,7 +58,8 @@ pub struct Run {
     /// The simulated step.
     pub timeline: Timeline,
     /// The step time: the makespan with unit costs; on a spec the pipeline, then the
-    /// data-parallel synchronisation and the optimizer.
+    /// data-parallel synchronisation and the optimizer; on measured costs the makespan and the
+    /// run's time before the first action and after the last (`overhead.head`, `overhead.tail`).
     pub step_time: f64,
     /// The costs the step was simulated with (for transfer times).
     pub costs: Box<dyn CostModel>,
@@ -72,6 +73,8 @@ pub struct Run {
     /// On measured costs that recorded saved bytes, each rank's predicted peak of
     /// saved-activation bytes.
     pub saved_peaks: Option<Vec<u64>>,
+    /// Whether the costs were measured in a profiled run (`--costs-from`).
+    pub measured: bool,
 }
 
 impl std::fmt::Debug for Run {
@@ -138,13 +141,18 @@ impl Costing {
                 derived: Vec::new(),
                 report: None,
                 saved_peaks: None,
+                measured: false,
             })
         };
         match self {
             Costing::Measured { costs, .. } => {
                 let (model, notes) =
                     MeasuredCosts::for_plan(costs, plan).map_err(|e| vec![Diagnostic::error(e)])?;
+                let outside = model.outside_actions();
                 let mut run = simulated(Box::new(model))?;
+                // The step: the actions, and the run's time before the first and after the last.
+                run.step_time += outside;
+                run.measured = true;
                 run.derived = notes;
                 if let Some((peaks, notes)) = pipeweave_calibrate::saved_peaks(costs, plan) {
                     run.derived.extend(notes);
@@ -166,6 +174,7 @@ impl Costing {
                     derived: Vec::new(),
                     report: Some(e.report),
                     saved_peaks: None,
+                    measured: false,
                 })
             }
         }

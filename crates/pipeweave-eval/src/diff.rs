@@ -30,6 +30,12 @@ pub struct PlanDiff {
     pub measured: f64,
     /// `(measured − predicted) / predicted`.
     pub error: f64,
+    /// The predicted whole step: the makespan and the profiled run's time before its first action
+    /// and after its last (`overhead.head` and `overhead.tail` of the costs), seconds.
+    pub predicted_step: f64,
+    /// The measured whole step: the earliest start of a profiler step span (`ProfilerStep#N`) on
+    /// any rank to the latest end of one, seconds (`None`: the traces have no step spans).
+    pub measured_step: Option<f64>,
     /// Each rank.
     pub ranks: Vec<RankDiff>,
     /// The longest waits the plan did not predict, longest first (at most [`MAX_WAITS`]).
@@ -239,6 +245,7 @@ pub fn diff(
     costs: &str,
     plan: &Plan,
     predicted: &Timeline,
+    predicted_step: f64,
     predicted_peaks: Option<&[u64]>,
     run: &Run,
 ) -> (PlanDiff, Timeline) {
@@ -327,6 +334,13 @@ pub fn diff(
         .iter()
         .max_by(|a, b| a.measured.total_cmp(&b.measured).then(b.rank.cmp(&a.rank)))
         .map_or(0, |r| r.rank);
+    let whole: Option<Vec<_>> = run.ranks.iter().map(|r| r.steps[step].bounds).collect();
+    let measured_whole = whole.filter(|b| !b.is_empty()).map(|b| {
+        let start = b.iter().map(|t| t.start).fold(f64::INFINITY, f64::min);
+        let end = b.iter().map(|t| t.end()).fold(f64::NEG_INFINITY, f64::max);
+        (end - start) * 1e-6
+    });
+    let whole_predicted = predicted_step;
     let predicted_step = predicted.timing.makespan;
     let measured_step = measured.timing.makespan;
     let diff = PlanDiff {
@@ -341,6 +355,8 @@ pub fn diff(
         } else {
             0.0
         },
+        predicted_step: whole_predicted,
+        measured_step: measured_whole,
         ranks,
         waits,
         slowest_rank,

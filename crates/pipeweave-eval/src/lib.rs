@@ -43,8 +43,9 @@ pub use pipeweave_param::Value;
 pub use planner::{PlanRequest, Planner, Tick, Unbuilt};
 pub use questions::{ParamCost, dualpipe_param_cost, gpu_hours_recovered_per_million_tokens};
 pub use recommend::{
-    Candidate, LostOn, M_PER_CONFIG, MAX_CANDIDATE_OPS, MAX_M, Recommendation, RejectedShape,
-    SEARCH_BUDGET, SearchSchedule, V_VALUES, Verdict, recommend,
+    Candidate, LostOn, M_PER_CONFIG, MAX_CANDIDATE_OPS, MAX_M, MeasuredCandidate,
+    MeasuredRecommendation, MeasuredUnmet, Recommendation, RejectedShape, SEARCH_BUDGET,
+    SearchSchedule, V_VALUES, Verdict, recommend, recommend_measured,
 };
 pub use simulation::{RankMemory, RankTimes, Shape, Simulation};
 pub use step::{Evaluation, MemoryBreakdown, RankReport, StepReport, evaluate, evaluate_on_spec};

@@ -39,12 +39,14 @@
 //! with configurations of at most 49,152 operations, so on the shipped specs nothing is left out
 //! and the answer is the whole search's.
 
+mod measured;
 mod search;
 
 use crate::compare::Figures;
 use serde::Serialize;
 use std::cmp::Ordering;
 
+pub use measured::{MeasuredCandidate, MeasuredRecommendation, MeasuredUnmet, recommend_measured};
 pub use search::recommend;
 
 /// How many micro-batch counts per (shape, schedule family) are tried.

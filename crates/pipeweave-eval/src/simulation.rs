@@ -122,6 +122,11 @@ pub struct Simulation {
     /// The step's makespan (on a spec, the pipeline's: the step ends after its synchronisation,
     /// `spec.step_time_s`).
     pub makespan: f64,
+    /// Under measured costs: the predicted step, seconds: the makespan and the profiled run's
+    /// time before its first action and after its last (`overhead.head` and `overhead.tail` of
+    /// the costs file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_time: Option<f64>,
     /// Share of rank-time spent idle.
     pub bubble_fraction: f64,
     /// Exposed communication of one rank: the mean and the worst over the ranks.
@@ -185,6 +190,7 @@ impl Simulation {
                 TimeUnit::Units
             },
             makespan: timeline.timing.makespan,
+            step_time: None,
             bubble_fraction: timeline.bubble_fraction,
             exposed_comm_per_rank_mean: total / ranks.len().max(1) as f64,
             exposed_comm_per_rank_max: ranks.iter().map(|r| r.exposed_comm).fold(0.0, f64::max),
@@ -203,6 +209,9 @@ impl Run {
         let mut sim = Simulation::new(name, plan, &self.timeline, self.report.as_ref());
         if self.report.is_some() {
             sim.fitted = Some(self.fitted.clone());
+        }
+        if self.measured {
+            sim.step_time = Some(self.step_time);
         }
         if let Some(peaks) = &self.saved_peaks {
             for (rank, &peak) in sim.ranks.iter_mut().zip(peaks) {

@@ -343,12 +343,15 @@ fn diff<'py>(
 }
 
 /// The recommend search on `spec` (the built-in default when `None`), as
-/// `pipeweave recommend --format json` prints it.
+/// `pipeweave recommend --format json` prints it; with `costs_from`, every schedule priced with
+/// the costs measured in a profiled run, as `pipeweave recommend --costs-from FILE --format json`
+/// prints it (`spec` and `costs_from` exclude each other).
 #[pyfunction]
-#[pyo3(signature = (spec=None, *, plugin_dirs=Vec::new(), schedule_dirs=Vec::new()))]
+#[pyo3(signature = (spec=None, *, costs_from=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new()))]
 fn recommend<'py>(
     py: Python<'py>,
     spec: Option<String>,
+    costs_from: Option<String>,
     plugin_dirs: Vec<PathBuf>,
     schedule_dirs: Vec<PathBuf>,
 ) -> PyResult<Bound<'py, PyAny>> {
@@ -357,6 +360,15 @@ fn recommend<'py>(
         schedules: &schedule_dirs,
         texts: &[],
     };
+    if let Some(costs) = costs_from {
+        if spec.is_some() {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "recommend takes spec or costs_from, not both: measured costs fix the shape a spec would search",
+            ));
+        }
+        let r = with_session(py, &dirs, |s| pipeweave_app::recommend_measured(s, &costs))?;
+        return to_python(py, &r);
+    }
     let r = with_session(py, &dirs, |s| pipeweave_app::recommend(s, spec.as_deref()))?;
     to_python(py, &r)
 }

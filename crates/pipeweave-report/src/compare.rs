@@ -63,7 +63,7 @@ fn figure_cells(f: &Figures, units: bool, measured: bool) -> Vec<String> {
                 let saved = m
                     .peak_saved_bytes
                     .map_or_else(|| NONE.to_owned(), |b| crate::format::mib_text(b as f64));
-                format!("{} · {saved}", seconds(m.makespan_s))
+                format!("{} · {saved}", seconds(m.step_time_s))
             },
         ));
     }
@@ -91,7 +91,7 @@ pub fn figures_table(c: &Comparison) -> Table {
         header.push("makespan (units)".to_owned());
     }
     if c.measured.is_some() {
-        header.push("measured costs: makespan · peak saved".to_owned());
+        header.push("measured costs: step · peak saved".to_owned());
     }
     header.extend(
         [
@@ -429,7 +429,7 @@ const CSV_COLUMNS: &[&str] = &[
 pub fn compare_csv(c: &Comparison) -> String {
     let mut out = CSV_COLUMNS.join(",");
     if c.measured.is_some() {
-        out.push_str(",measured_makespan_s,measured_peak_saved_bytes");
+        out.push_str(",measured_makespan_s,measured_step_time_s,measured_peak_saved_bytes");
     }
     out.push('\n');
     for row in &c.rows {
@@ -506,6 +506,7 @@ pub fn compare_csv(c: &Comparison) -> String {
         if c.measured.is_some() {
             let m = row.outcome.as_ref().ok().and_then(|f| f.measured);
             cells.push(m.map(|m| num(m.makespan_s)).unwrap_or_default());
+            cells.push(m.map(|m| num(m.step_time_s)).unwrap_or_default());
             cells.push(
                 m.and_then(|m| m.peak_saved_bytes)
                     .map(|b| b.to_string())

@@ -20,11 +20,26 @@ pub fn diff_text(d: &PlanDiff) -> String {
     let sign = if d.error >= 0.0 { "+" } else { "" };
     let _ = writeln!(
         s,
-        "step time: predicted {}, measured {} ({sign}{})\n",
+        "actions, first start to last end: predicted {}, measured {} ({sign}{})",
         seconds(d.predicted),
         seconds(d.measured),
         percent(d.error, 1)
     );
+    let _ = write!(
+        s,
+        "whole step, with the time outside the actions: predicted {}",
+        seconds(d.predicted_step)
+    );
+    match d.measured_step {
+        Some(m) if d.predicted_step > 0.0 => {
+            let e = (m - d.predicted_step) / d.predicted_step;
+            let sign = if e >= 0.0 { "+" } else { "" };
+            let _ = writeln!(s, ", measured {} ({sign}{})\n", seconds(m), percent(e, 1));
+        }
+        _ => {
+            let _ = writeln!(s, ", not measured (no profiler step spans)\n");
+        }
+    }
     let _ = writeln!(
         s,
         "rank  predicted   measured    unpredicted wait  waited on"

@@ -4,10 +4,10 @@
 //!
 //! The [`Recommendation`] comes from `pipeweave-eval`'s search; this module only formats it.
 
-use crate::format::{gib_number, gib_text, percent, seconds, si};
+use crate::format::{gib_number, gib_text, mib_text, percent, seconds, si};
 use crate::shown::lines;
 use crate::table::{NONE, Table, markdown_cell, markdown_table};
-use pipeweave_eval::{Candidate, Recommendation};
+use pipeweave_eval::{Candidate, MeasuredRecommendation, Recommendation};
 use std::fmt::Write as _;
 
 /// `zb-h1, PP 8, TP 8, M 32 × 1 seq, v 2, joins=doubling, recompute full`.
@@ -395,5 +395,124 @@ pub fn recommend_markdown(r: &Recommendation) -> String {
 
 /// The search's outcome as JSON (`schemas/pipeweave-recommend.v2.schema.json`).
 pub fn recommend_json(r: &Recommendation) -> String {
+    crate::json::json(r)
+}
+
+/// `recommend --costs-from`'s table: one row per schedule family, fastest first.
+fn measured_table(r: &MeasuredRecommendation) -> Table {
+    let choice = r.choice.as_ref().map_or(f64::NAN, |c| c.step_time_s);
+    Table {
+        caption: String::new(),
+        header: [
+            "schedule",
+            "step",
+            "makespan",
+            "peak saved (largest rank)",
+            "vs the choice",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+        rows: r
+            .candidates
+            .iter()
+            .map(|c| {
+                vec![
+                    c.schedule.clone(),
+                    seconds(c.step_time_s),
+                    seconds(c.makespan_s),
+                    c.peak_saved_bytes
+                        .map_or_else(|| NONE.to_owned(), |b| mib_text(b as f64)),
+                    if choice > 0.0 {
+                        format!("{:+.1}%", 100.0 * (c.step_time_s - choice) / choice)
+                    } else {
+                        NONE.to_owned()
+                    },
+                ]
+            })
+            .collect(),
+    }
+}
+
+/// The headline of `recommend --costs-from`.
+fn measured_headline(r: &MeasuredRecommendation) -> String {
+    let when = r
+        .measured_when
+        .as_deref()
+        .map(|w| format!(", measured {w}"))
+        .unwrap_or_default();
+    match &r.choice {
+        Some(c) => format!(
+            "recommended: {} at P = {}, M = {}, {} a step under the costs of {}{when}",
+            c.schedule,
+            r.ranks,
+            r.microbatches,
+            seconds(c.step_time_s),
+            r.costs_from
+        ),
+        None => format!(
+            "no schedule could be priced at P = {}, M = {} under the costs of {}{when}",
+            r.ranks, r.microbatches, r.costs_from
+        ),
+    }
+}
+
+/// `recommend --costs-from` as text: the headline, every schedule family priced (fastest first)
+/// and those that could not be, with why.
+pub fn recommend_measured_text(r: &MeasuredRecommendation) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{}", measured_headline(r));
+    let _ = writeln!(
+        s,
+        "every schedule at the run's shape, priced with its measured costs (the step: the makespan and the run's time outside the actions)\n"
+    );
+    let t = measured_table(r);
+    let widths: Vec<usize> = (0..t.header.len())
+        .map(|i| {
+            t.rows
+                .iter()
+                .map(|row| row[i].chars().count())
+                .chain([t.header[i].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in std::iter::once(&t.header).chain(&t.rows) {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        let _ = writeln!(s, "{}", cells.join("  ").trim_end());
+    }
+    if !r.unmet.is_empty() {
+        s.push_str("\nnot priced\n");
+        for u in &r.unmet {
+            let _ = writeln!(s, "  {}: {}", u.schedule, u.reason);
+        }
+    }
+    lines(s)
+}
+
+/// `recommend --costs-from` as Markdown: the headline and the table.
+pub fn recommend_measured_markdown(r: &MeasuredRecommendation) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "**{}**\n", markdown_cell(&measured_headline(r)));
+    markdown_table(&measured_table(r), &mut s);
+    if !r.unmet.is_empty() {
+        s.push_str("\n**not priced**\n\n");
+        for u in &r.unmet {
+            let _ = writeln!(
+                s,
+                "- {}: {}",
+                markdown_cell(&u.schedule),
+                markdown_cell(&u.reason)
+            );
+        }
+    }
+    lines(s)
+}
+
+/// `recommend --costs-from` as JSON (`schemas/pipeweave-recommend-measured.v1.schema.json`).
+pub fn recommend_measured_json(r: &MeasuredRecommendation) -> String {
     crate::json::json(r)
 }

@@ -231,6 +231,13 @@ pub fn simulation_text(sim: &Simulation) -> String {
         return s;
     }
     let _ = writeln!(s, "makespan         {}", format_time(sim.makespan));
+    if let Some(step) = sim.step_time {
+        let _ = writeln!(
+            s,
+            "step time        {} (the makespan and the run's time outside the actions)",
+            format_time(step)
+        );
+    }
     let _ = writeln!(
         s,
         "bubble fraction  {:.4} ({})",

@@ -3,7 +3,7 @@
 //! The default is unit cost: F = I = W = 1, B = I + W = 2, an overlapped pair = F + B, no transfer time.
 //! `pipeweave-spec` derives real costs from a cluster and model description.
 
-use pipeweave_plan::{Kind, Op};
+use pipeweave_plan::{Action, Kind, Op};
 
 /// Durations of one model part's compute, in any consistent time unit (seconds for specs).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -57,6 +57,14 @@ pub trait CostModel {
     /// How much of an action's duration is communication that no compute hides (e.g. a lone
     /// forward's expert all-to-all). Reported as exposed communication; zero by default.
     fn exposed_op(&self, _op: Op) -> f64 {
+        0.0
+    }
+
+    /// Host time a rank spends between the end of its previous action and the start of `action`
+    /// (launching it, posting its transfers, the framework's own code), in which it can also wait
+    /// for the action's inputs: the action starts at the later of its rank's previous end plus
+    /// this and its inputs' arrival. Not counted before a rank's first action; zero by default.
+    fn host_gap(&self, _action: Action) -> f64 {
         0.0
     }
 

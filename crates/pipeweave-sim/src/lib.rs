@@ -5,7 +5,9 @@
 //! I) the next stage's backward (or, on the last stage, its own forward), a W its I; an input from
 //! another rank arrives `transfer` after the producing action ends. An overlapped pair starts when
 //! the inputs of both halves have arrived, runs as one block for `pair(f, b)`, and both halves end
-//! together. Sends are asynchronous (the validator checks that the blocking form still makes
+//! together. Between two actions a rank may spend host time of its own ([`CostModel::host_gap`],
+//! zero unless the costs measured it), which a wait for an input hides. Sends are asynchronous
+//! (the validator checks that the blocking form still makes
 //! progress), so the timeline is the one a launcher with enough buffering achieves, unless the
 //! cost model says a send blocks ([`CostModel::rendezvous`]): then the sender holds its rank at
 //! the end of its action until the receiver has posted its receive, and for the send's own time
@@ -508,10 +510,16 @@ fn run<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Run, OutOfMemory
                     Some(p) => p,
                     None => {
                         let input = |op| input(costs, &ends, r, op);
+                        // The host's time between two actions, hidden by a wait for an input.
+                        let free = if ran.is_empty() {
+                            rn.free
+                        } else {
+                            rn.free + costs.host_gap(*a)
+                        };
                         let inputs = match *a {
-                            Action::One(op) => input(op).map(|(t, x)| (rn.free.max(t), [x, 0])),
+                            Action::One(op) => input(op).map(|(t, x)| (free.max(t), [x, 0])),
                             Action::Pair { f, b } => input(f).and_then(|(tf, xf)| {
-                                input(b).map(|(tb, xb)| (rn.free.max(tf).max(tb), [xf, xb]))
+                                input(b).map(|(tb, xb)| (free.max(tf).max(tb), [xf, xb]))
                             }),
                         };
                         let (start, slots) = match inputs {

@@ -58,6 +58,9 @@ pub struct RankStep {
     pub others: Vec<TimedStep>,
     /// The saved-bytes record after action i at index i, when the trace has one.
     pub saved: Vec<Option<Saved>>,
+    /// The profiler's step span (`ProfilerStep#N`) that holds every span of this step, when the
+    /// trace has one: the step as the training loop ran it, with its time outside any action.
+    pub bounds: Option<Timed>,
 }
 
 /// When something ran, in the trace's microseconds.
@@ -384,6 +387,7 @@ fn match_rank(
         ],
         others: Vec::new(),
         saved: vec![None; n],
+        bounds: None,
     };
     let mut steps: Vec<RankStep> = Vec::new();
     let mut p = 0;
@@ -518,12 +522,52 @@ fn match_rank(
         .with_span(Span::new(trace.file, 0..0)));
     }
     let has_saved = !trace.saved.is_empty();
+    place_bounds(trace, shift, &mut steps);
     place_saved(plan, rank, trace, &mut steps)?;
     Ok(RankRun {
         file: trace.file,
         steps,
         has_saved,
     })
+}
+
+/// How far a step's spans may stand outside its profiler step span, in microseconds: both are
+/// the host's record_function spans, nested, written to the nanosecond.
+const BOUNDS_SLACK_US: f64 = 0.002;
+
+/// Gives each step the profiler step span that holds all of its spans, when one does.
+fn place_bounds(trace: &RankTrace, shift: f64, steps: &mut [RankStep]) {
+    let mut from = 0;
+    for step in steps {
+        let (first, last) = step
+            .actions
+            .iter()
+            .copied()
+            .chain(step.others.iter().map(|o| o.timed))
+            .filter(|t| t.start.is_finite())
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), t| {
+                (a.min(t.start), b.max(t.end()))
+            });
+        // A step with no timed span (none is: every step has its actions) has no bounds.
+        if first.partial_cmp(&last).is_none_or(|o| o.is_gt()) {
+            continue;
+        }
+        // Spans are sorted by start, and so are the steps: the candidate is the last span that
+        // starts before the step's first span (one pass over the spans for all the steps).
+        let spans = &trace.step_spans;
+        while from + 1 < spans.len() && spans[from + 1].start + shift <= first + BOUNDS_SLACK_US {
+            from += 1;
+        }
+        if let Some(s) = spans.get(from)
+            && s.start + shift <= first + BOUNDS_SLACK_US
+            && s.end() + shift + BOUNDS_SLACK_US >= last
+        {
+            step.bounds = Some(Timed {
+                start: s.start + shift,
+                dur: s.dur,
+            });
+        }
+    }
 }
 
 /// Each receive of a program: where it is posted and where the action that consumes its data is.

@@ -22,6 +22,9 @@ pub const PIPEWEAVE_PREFIX: &str = "pw ";
 pub const PYTORCH_PREFIX: &str = "PP:";
 /// The name of pipeweave's saved-bytes records.
 pub const SAVED_NAME: &str = "pw saved";
+/// The prefix of `torch.profiler`'s step spans (`ProfilerStep#3`): one span per profiled step,
+/// from one `prof.step()` to the next.
+pub const PROFILER_STEP_PREFIX: &str = "ProfilerStep#";
 
 /// The most events a trace may have: some 10 GB of JSON, far beyond a profiled step.
 pub const MAX_EVENTS: usize = 1 << 27;
@@ -134,6 +137,26 @@ pub struct RankTrace {
     /// `baseTimeNanoseconds`: when Kineto gives one, the times are microseconds after it (since
     /// the epoch, in nanoseconds).
     pub base_time_ns: Option<u64>,
+    /// The profiler's step spans on the host (`ProfilerStep#N`, complete events), by start time:
+    /// each step as the training loop ran it, with the time outside any action. Empty when the
+    /// trace has none.
+    pub step_spans: Vec<StepSpan>,
+}
+
+/// A profiler step span (`ProfilerStep#N`): one step of the training loop on the host.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepSpan {
+    /// When it started, in the trace's microseconds.
+    pub start: f64,
+    /// How long it took, in microseconds.
+    pub dur: f64,
+}
+
+impl StepSpan {
+    /// When it ended, in microseconds.
+    pub fn end(&self) -> f64 {
+        self.start + self.dur
+    }
 }
 
 /// Reads one trace's text (`file` names it in diagnostics). Every problem is a diagnostic with a
@@ -181,6 +204,7 @@ struct Reading<'a> {
     pipeweave: Spans,
     pytorch: Spans,
     saved: Vec<SavedRecord>,
+    step_spans: Vec<StepSpan>,
     rank: Option<Located<u32>>,
     world_size: Option<Located<u32>>,
     base_time_ns: Option<u64>,
@@ -216,6 +240,7 @@ impl<'a> Reading<'a> {
             pipeweave: Spans::default(),
             pytorch: Spans::default(),
             saved: Vec::new(),
+            step_spans: Vec::new(),
             rank: None,
             world_size: None,
             base_time_ns: None,
@@ -275,6 +300,9 @@ impl<'a> Reading<'a> {
             return Ok(());
         };
         let quoted = name.get();
+        if quoted.starts_with("\"ProfilerStep#") {
+            return self.step_span(&event, at);
+        }
         let naming = if quoted.starts_with("\"pw ") {
             Naming::Pipeweave
         } else if quoted.starts_with("\"PP:") {
@@ -348,6 +376,35 @@ impl<'a> Reading<'a> {
         } else {
             spans.cpu.push(span);
         }
+        Ok(())
+    }
+
+    /// A `ProfilerStep#N` event: kept when it is a complete event on the host; one on a GPU
+    /// stream, or of another phase, is skipped.
+    fn step_span(&mut self, event: &RawEvent<'a>, at: Range<usize>) -> Result<(), Stop> {
+        let ph = event
+            .ph
+            .and_then(|ph| serde_json::from_str::<String>(ph.get()).ok());
+        let gpu = event.cat.is_some_and(|cat| {
+            serde_json::from_str::<String>(cat.get()).is_ok_and(|cat| cat.starts_with("gpu"))
+        });
+        if ph.as_deref() != Some("X") || gpu {
+            return Ok(());
+        }
+        let (Some(start), Some(dur)) = (
+            self.time(event.ts, "ts", &at),
+            self.duration(event.dur, &at),
+        ) else {
+            return Ok(());
+        };
+        if self.step_spans.len() >= MAX_SPANS {
+            self.error_at(
+                at,
+                format!("this trace has more than {MAX_SPANS} profiler steps, more than any plan has actions"),
+            );
+            return Err(Stop);
+        }
+        self.step_spans.push(StepSpan { start, dur });
         Ok(())
     }
 
@@ -614,6 +671,7 @@ impl<'a> Reading<'a> {
             self.check_one_at_a_time(&spans);
         }
         self.saved.sort_by(|a, b| a.time.total_cmp(&b.time));
+        self.step_spans.sort_by(|a, b| a.start.total_cmp(&b.start));
         if !self.problems.is_empty() {
             if self.more_problems > 0 {
                 let n = self.more_problems;
@@ -634,6 +692,7 @@ impl<'a> Reading<'a> {
             saved: self.saved,
             events: self.events,
             base_time_ns: self.base_time_ns,
+            step_spans: self.step_spans,
         })
     }
 

@@ -636,3 +636,55 @@ fn a_receive_out_of_its_window_is_an_error() {
     out.push_str(&with(events));
     insta::assert_snapshot!("receive_out_of_window", out);
 }
+
+#[test]
+fn profiler_step_spans_bound_the_steps_they_hold() {
+    let plan = one_f_one_b();
+    // Rank 0: a step span around each of its 3 steps (95 µs from 2 µs before the first action),
+    // one on a GPU stream (skipped) and one instant (skipped). Rank 1: spans around steps 0 and
+    // 2 only, and the one of step 1 ends before its last action: no bounds there.
+    let mut r0 = rank0(3);
+    for s in 0..3 {
+        let t = 1000.0 + 100.0 * s as f64;
+        r0.push(span(&format!("ProfilerStep#{}", s + 2), t - 2.0, 95.0));
+    }
+    r0.push(
+        "{\"ph\": \"X\", \"cat\": \"gpu_user_annotation\", \"name\": \"ProfilerStep#9\", \"ts\": 0.0, \"dur\": 9999.0}"
+            .to_owned(),
+    );
+    r0.push("{\"ph\": \"i\", \"name\": \"ProfilerStep#10\", \"ts\": 0.0}".to_owned());
+    let mut r1 = rank1(3);
+    r1.push(span("ProfilerStep#2", 1005.0, 80.0));
+    r1.push(span("ProfilerStep#3", 1105.0, 30.0));
+    r1.push(span("ProfilerStep#4", 1305.0, 80.0));
+    let (t0, t1) = (read(&trace(Some(0), &r0), 0), read(&trace(Some(1), &r1), 1));
+    assert_eq!(t0.step_spans.len(), 3);
+    assert_eq!(
+        t0.step_spans[1],
+        StepSpan {
+            start: 1098.0,
+            dur: 95.0
+        }
+    );
+    let run = match match_plan(&plan, vec![t0, t1]) {
+        Ok(run) => run,
+        Err(d) => panic!("{}", shown(&d)),
+    };
+    let bounds =
+        |r: usize| -> Vec<Option<Timed>> { run.ranks[r].steps.iter().map(|s| s.bounds).collect() };
+    assert_eq!(
+        bounds(0),
+        [998.0, 1098.0, 1198.0].map(|start| Some(Timed { start, dur: 95.0 }))
+    );
+    assert_eq!(
+        bounds(1),
+        [
+            Some(Timed {
+                start: 1005.0,
+                dur: 80.0
+            }),
+            None,
+            None
+        ]
+    );
+}

@@ -14,6 +14,10 @@ So before the first step, and whenever the batch or the kind of step changes, th
 
 Every step starts with one all-reduce of a few fingerprints (the kind of step, the batch's shapes)
 so that every rank learns when another one's batch changed, even a rank that is given no batch.
+A rank whose own fingerprints are those it last agreed on starts that all-reduce and waits for it
+only before the step's first transfer or backward (`Pending`): the forwards it can run on its own
+batch first hide the all-reduce, and nothing travels between ranks before every rank knows that
+all agree. When they do not, the ranks agree again there, as at a step's start.
 """
 
 from __future__ import annotations
@@ -89,6 +93,25 @@ def quick_check(comm: Comm, local: list[int]) -> tuple[int, ...]:
     t = torch.tensor(local, dtype=torch.int64, device=comm.collective_device())
     comm.all_reduce_max(t)
     return tuple(int(v) for v in t.tolist())
+
+
+def quick_check_start(comm: Comm, local: list[int]) -> Pending:
+    """Starts the all-reduce of `quick_check`; `Pending.maxima` waits for it."""
+    t = torch.tensor(local, dtype=torch.int64, device=comm.collective_device())
+    return Pending(comm.all_reduce_max_async(t), t)
+
+
+@dataclass
+class Pending:
+    """A fingerprint all-reduce in flight: its handle and the tensor it reduces in place."""
+
+    work: dist.Work
+    values: torch.Tensor
+
+    def maxima(self, comm: Comm) -> tuple[int, ...]:
+        """Waits for the all-reduce; the maxima of every rank's fingerprints."""
+        comm.wait([self.work])
+        return tuple(int(v) for v in self.values.tolist())
 
 
 def settled(maxima: tuple[int, ...]) -> bool:

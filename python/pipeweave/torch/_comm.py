@@ -133,6 +133,12 @@ class Comm:
         with _transfer():
             dist.all_reduce(t, op=dist.ReduceOp.MAX, group=g)
 
+    def all_reduce_max_async(self, t: torch.Tensor) -> dist.Work:
+        """Starts an all-reduce (max) of `t` in place; wait for its handle with `wait`."""
+        g = self._pg()
+        with _transfer():
+            return _posted(dist.all_reduce(t, op=dist.ReduceOp.MAX, group=g, async_op=True))
+
     def all_reduce_sum(self, t: torch.Tensor) -> None:
         g = self._pg()
         with _transfer():

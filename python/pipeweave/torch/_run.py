@@ -71,6 +71,9 @@ class Run:
         # Where the step is, for the words of a failure.
         self.at = "before its first step"
         self.saved_bytes: list[SavedBytes] = []
+        # Set by the runner when the ranks' check of the step is still in flight: called once,
+        # before the first step that is not a forward the rank runs on its own (`_alone`).
+        self.settle: Callable[[], None] | None = None
 
     def release(self) -> None:
         """Drops every transfer and reduction in flight (after a failure)."""
@@ -114,11 +117,30 @@ class Run:
         else:
             for i, step in enumerate(self.layout.steps):
                 self.at = places[i]
+                if self.settle is not None and not self._alone(step):
+                    self._settle()
                 if isinstance(step, Compute):
                     self.compute(step)
                 else:
                     self.run_step(i, step)
+        if self.settle is not None:
+            self._settle()
         self.finish()
+
+    def _alone(self, step: CheckedStep) -> bool:
+        """Whether `step` is a forward this rank can run before the ranks' check of the step is
+        settled: one that sends, receives and reduces nothing and computes no loss."""
+        if not isinstance(step, Compute):
+            return False
+        action = self.layout.actions[step.action]
+        if isinstance(action, tuple) or action.kind != "F" or self.layout.is_last(action.stage):
+            return False
+        return self.layout.is_first(action.stage) or self.layout.local(action.stage - 1)
+
+    def _settle(self) -> None:
+        settle, self.settle = self.settle, None
+        if settle is not None:
+            settle()
 
     def _traced_steps(self, places: list[str]) -> None:
         """The steps, each in a profiler span named "pw " + its cell, with the saved bytes after each action.
@@ -132,6 +154,8 @@ class Run:
         traced = self.s.traced
         for i, step in enumerate(self.layout.steps):
             self.at = places[i]
+            if self.settle is not None and not self._alone(step):
+                self._settle()
             if isinstance(step, Compute):
                 self.compute(step, cells[i] if traced else None)
                 if counter is not None:

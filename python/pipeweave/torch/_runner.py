@@ -18,7 +18,7 @@ import torch
 import torch.distributed as dist
 
 from .._plan import PlanProtocol
-from ._agree import Agreed, agree, fingerprint, quick_check, settled
+from ._agree import Agreed, Pending, agree, fingerprint, quick_check, quick_check_start, settled
 from ._comm import Broken, Comm, PipelineError, as_tensors, metas, wire
 from ._layout import Layout
 from ._run import Run, Setting
@@ -103,6 +103,8 @@ class PlanRunner:
         self._groups_made = False
         self._agreed: Agreed | None = None
         self._agreed_key: tuple[int, ...] | None = None
+        # This rank's fingerprints of the last step the ranks agreed on.
+        self._agreed_local: list[int] | None = None
         self._failure: str | None = None
         self.losses: dict[int, torch.Tensor] = {}
         self.outputs: dict[int, Output] = {}
@@ -220,6 +222,7 @@ class PlanRunner:
         self._comm.destroy_groups()
         self._groups_made = False
         self._agreed = self._agreed_key = None
+        self._agreed_local = None
 
     def _make_part_groups(self) -> None:
         self._comm.make_part_groups()
@@ -241,15 +244,27 @@ class PlanRunner:
         cast = [f"{d}:{torch.get_autocast_dtype(d)}" for d in ("cpu", "cuda") if torch.is_autocast_enabled(d)]
         local = fingerprint(" ".join([mode, *cast]), wire(metas(x)) if x is not None else None, wire(metas(y)) if y is not None else None)
         broken: str | None = None
+        pending: Pending | None = None
         try:
             self._comm.open()
-            maxima = quick_check(self._comm, local)
-            if self._agreed is None or maxima != self._agreed_key or not settled(maxima):
-                check = self._check_copies and self._agreed is None
-                found = agree(self._comm, layout, self._parts, self._loss_fn, mode, x, y, check)
-                if self._agreed is None:
-                    self._comm.token = found.token
-                self._agreed, self._agreed_key = found, maxima
+            if (
+                self._agreed is not None
+                and local == self._agreed_local
+                and (self._groups_made or layout.forward_only)
+            ):
+                # This rank's batch and kind of step are those the ranks last agreed on: the check
+                # that every other rank's are too runs behind the forwards this rank can run
+                # alone, and is settled before anything travels (`Run.settle`).
+                pending = quick_check_start(self._comm, local)
+            else:
+                maxima = quick_check(self._comm, local)
+                if self._agreed is None or maxima != self._agreed_key or not settled(maxima):
+                    check = self._check_copies and self._agreed is None
+                    found = agree(self._comm, layout, self._parts, self._loss_fn, mode, x, y, check)
+                    if self._agreed is None:
+                        self._comm.token = found.token
+                    self._agreed, self._agreed_key = found, maxima
+                self._agreed_local = local
             if not self._groups_made and not layout.forward_only:
                 self._make_part_groups()
                 self._groups_made = True
@@ -280,15 +295,27 @@ class PlanRunner:
             if self._device.type == "cuda":
                 torch.cuda.reset_peak_memory_stats(self._device)
         run = Run(setting, x_mbs, y_mbs, keep_outputs=keep_outputs and evaluation)
+        if pending is not None:
+            run.settle = self._settler(pending, run, mode, x, y)
         loss: torch.Tensor | None = None
         error: Exception | None = None
+        disagreed: ValueError | None = None
         try:
             run.execute()
+            agreed = self._agreed
+            assert agreed is not None
             loss = self._share_losses(run) if agreed.with_loss else None
         except Broken as e:
             broken = str(e)
+        except _Disagreed as e:
+            disagreed = e.error
         except Exception as e:
             error = e
+        if disagreed is not None:
+            # Every rank found the same disagreement before anything travelled: the same
+            # ValueError everywhere, as when the ranks agree at a step's start.
+            run.release()
+            raise disagreed
         # Out of the handlers, so that nothing holds the failed transfers (they hold the process
         # group open, and the peers wait until it closes).
         if broken is not None or error is not None:
@@ -306,6 +333,32 @@ class PlanRunner:
         if counter is not None:
             self.saved_bytes = run.saved_bytes
         return loss
+
+    def _settler(
+        self, pending: Pending, run: Run, mode: str, x: tuple[torch.Tensor, ...] | None, y: tuple[torch.Tensor, ...] | None
+    ) -> Callable[[], None]:
+        """What `run` calls before its first transfer or backward: waits for the fingerprint
+        all-reduce; when another rank's batch or kind of step changed, the ranks agree again (all
+        of them are at this point, none has sent anything) and the run goes on with what they
+        agreed. A disagreement is the same ValueError on every rank (`_Disagreed`)."""
+
+        def settle() -> None:
+            maxima = pending.maxima(self._comm)
+            if maxima == self._agreed_key and settled(maxima):
+                return
+            layout = self._layout
+            try:
+                found = agree(self._comm, layout, self._parts, self._loss_fn, mode, x, y, False)
+            except ValueError as e:
+                raise _Disagreed(e) from None
+            self._agreed, self._agreed_key = found, maxima
+            # This rank's batch did not change, so neither did the forwards it ran already (their
+            # shapes come from it); what the others changed reaches the rest of the step.
+            run.s.out_metas = found.out_metas
+            m = layout.microbatches
+            run.y_mbs = _split(y, m) if y is not None and found.with_loss else None
+
+        return settle
 
     def _step_layout(self, evaluation: bool) -> Layout:
         if not evaluation:
@@ -361,6 +414,14 @@ class PlanRunner:
         if broken is not None:
             self._failure = self._comm.cause(broken)
             raise PipelineError(self._failure)
+
+
+class _Disagreed(Exception):
+    """The ranks disagreed when they agreed again inside a step: `error` is raised on every rank."""
+
+    def __init__(self, error: ValueError):
+        super().__init__(str(error))
+        self.error = error
 
 
 def parts_of(plan: PlanProtocol, rank: int) -> list[int]:

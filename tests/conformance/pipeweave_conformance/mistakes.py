@@ -1,10 +1,11 @@
 """A mistake on one rank must raise the same exception on every rank, quickly, and leave no rank waiting.
 
 Each case makes one mistake on one rank (a batch, a part, a loss, a copy of a part, a failure in the
-middle of a step); every rank runs one step and reports what it raised and how long it took. The
-driver checks that every rank raised the same exception type with the same words, containing the
-expected ones, within `BOUND_SECONDS`, and that the pool's process group still works afterwards
-(the runner's messages travel in a process group of its own).
+middle of a step, a batch changed after a good step); every rank runs one step (two for the last:
+a good one, then the mistake) and reports what it raised and how long it took. The driver checks
+that every rank raised the same exception type with the same words, containing the expected ones,
+within `BOUND_SECONDS`, and that the pool's process group still works afterwards (the runner's
+messages travel in a process group of its own).
 """
 
 import time
@@ -41,6 +42,15 @@ CASES = [
     ),
     ("copies of a part that differ", "dualpipe-p2-m4/json", 2, "ValueError", "model part 0 has copies that differ"),
     ("one rank evaluating, one training", "1f1b-p2-m3/json", 2, "ValueError", "do not run the same kind of step"),
+    # After a good step: rank 0's batch is unchanged, so it checks the step behind its first forward
+    # (the deferred check), rank 1's targets changed, so it checks first; both find the mistake.
+    (
+        "targets that change on one rank after a good step",
+        "1f1b-p2-m3/json",
+        2,
+        "ValueError",
+        "different numbers of rows",
+    ),
     (
         "a loss that fails in the middle of a step",
         "1f1b-p2-m3/json",
@@ -116,7 +126,12 @@ def run(rank, task):
     inputs = x if hosts_first else None
     targets = y if hosts_last else None
     grad = torch.enable_grad()
-    if name == "targets whose rows differ from the inputs'":
+    # A good step run first, for the mistakes made after one.
+    good: tuple[object, object] | None = None
+    if name == "targets that change on one rank after a good step":
+        good = (inputs, targets)
+        targets = y[:m] if hosts_last else None
+    elif name == "targets whose rows differ from the inputs'":
         targets = y[: m] if hosts_last else None
     elif name == "parts whose shapes do not chain" and rank == 1:
         torch.manual_seed(0)
@@ -152,6 +167,8 @@ def run(rank, task):
     t0 = time.monotonic()
     try:
         with grad:
+            if good is not None:
+                runner.step(*good)
             runner.step(inputs, targets)
     except Exception as e:
         raised = (type(e).__name__, str(e))

@@ -219,6 +219,7 @@ const ROWS: &[Row] = &[
     ("report", "--to", REPORT, &["--to", "3"]),
     // The searches.
     ("recommend", "--spec", &["recommend"], &["--spec", "unit"]),
+    ("recommend", "--costs-from", &["recommend"], &["--costs-from", "costs.toml"]),
     ("recommend", "--plugin-dir", &["recommend", "--spec", "unit"], &["--plugin-dir", "broken"]),
     ("recommend", "--schedule-dir", &["recommend", "--spec", "unit"], &["--schedule-dir", "folder"]),
     ("recommend", "--format", &["recommend", "--spec", "unit"], &["--format", "json"]),

@@ -514,6 +514,24 @@ fn hostile_traces_are_located_errors() {
             good0.replacen("\"dur\": 1000.0", "\"dur\": -1000.0", 1),
             "is negative",
         ),
+        (
+            "profiler_step_without_a_time",
+            good0.replacen(
+                "\"traceEvents\": [",
+                "\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"ts\": \"soon\", \"dur\": 5.0},",
+                1,
+            ),
+            "`ts` must be a number",
+        ),
+        (
+            "profiler_step_of_negative_length",
+            good0.replacen(
+                "\"traceEvents\": [",
+                "\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"ts\": 1.0, \"dur\": -5.0},",
+                1,
+            ),
+            "is negative",
+        ),
         ("rank_twice", good1.clone(), "two traces are rank 1"),
         ("deep_nesting", deep, "no pipeline actions"),
         ("a_million_events", million, "is negative"),
@@ -596,7 +614,7 @@ fn hostile_traces_are_located_errors() {
     // A broken costs file is located.
     dir.write(
         "bad.toml",
-        text_of(&a.stdout).replacen("version = 1", "version = \"one\"", 1),
+        text_of(&a.stdout).replacen("version = 2", "version = \"one\"", 1),
     );
     let out = dir.run(&[
         "simulate",

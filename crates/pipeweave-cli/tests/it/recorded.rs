@@ -240,3 +240,132 @@ fn diff_sets_each_recorded_run_beside_its_plan() {
         insta::assert_json_snapshot!(format!("recorded_{name}_diff"), diff);
     }
 }
+
+/// A run predicted from its own costs: the whole step (the simulated actions with the host's
+/// time between them, and the time before the first action and after the last) against the
+/// profiler's step as the run measured it. The traces were recorded on a loaded machine whose
+/// steps vary by tens of percent; 1F1B (3 steps) and DualPipeV (2) come within 3%, and every
+/// figure is pinned.
+#[test]
+fn a_run_predicted_from_its_own_costs_comes_out_at_its_measured_step() {
+    let mut table = String::new();
+    let words = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    for &(folder, plan) in RECORDED {
+        let costs = costs_file(folder, plan);
+        let text = std::fs::read_to_string(&costs).unwrap();
+        // `[overhead.step]`'s median: the profiler's step, first rank's start to last rank's end.
+        let table_at = text
+            .find("[overhead.step]")
+            .expect("the steps were timed whole");
+        let step: f64 = text[table_at..]
+            .lines()
+            .find_map(|l| l.strip_prefix("median = "))
+            .and_then(|v| v.parse().ok())
+            .expect("a median");
+        let files = traces(folder);
+        let mut args = vec!["diff"];
+        // The plan the traces ran, priced by their own costs.
+        let _ = plan;
+        let schedule = match folder {
+            "1f1b" | "1f1b-operators" | "pytorch-1f1b" => "1f1b",
+            "pytorch-dualpipev" => "dualpipev",
+            other => other,
+        };
+        let m = if folder == "1f1b-operators" { "4" } else { "8" };
+        // Interleaved 1F1B's two stages per rank, as a plan file (diff takes no shape options).
+        let plan_file = std::env::temp_dir().join(format!(
+            "pipeweave-recorded-{folder}-{}.json",
+            std::process::id()
+        ));
+        if folder == "interleaved-1f1b" {
+            let path = plan_file.to_str().unwrap();
+            let out = run(&[
+                "export",
+                schedule,
+                "-p",
+                "2",
+                "-m",
+                m,
+                "--stages-per-rank",
+                "2",
+                "--to",
+                "json",
+                "-o",
+                path,
+            ]);
+            assert_eq!(out.status.code(), Some(0), "{}", words(&out.stderr));
+            args.push(path);
+        } else {
+            args.extend([schedule, "-p", "2", "-m", m]);
+        }
+        args.extend(files.iter().map(String::as_str));
+        args.extend(["--costs-from", costs.to_str().unwrap()]);
+        args.extend(["--format", "json"]);
+        let out = run(&args);
+        std::fs::remove_file(&costs).ok();
+        std::fs::remove_file(&plan_file).ok();
+        let diff = json(&out);
+        let predicted = diff["predicted_step"].as_f64().unwrap();
+        let error = (predicted - step) / step;
+        table.push_str(&format!(
+            "{folder}: predicted {predicted:.4} s, measured {step:.4} s (median of the profiler's steps), {:+.1}%\n",
+            100.0 * error
+        ));
+        if matches!(folder, "1f1b" | "dualpipev") {
+            assert!(error.abs() < 0.03, "{folder}: {error}");
+        }
+    }
+    insta::assert_snapshot!("recorded_self_predicted", table);
+}
+
+/// `recommend --costs-from`: every schedule at the run's P and M priced with the 1F1B run's
+/// costs, fastest first, each row the step `simulate --costs-from` predicts for it.
+#[test]
+fn recommend_prices_every_schedule_with_the_measured_costs() {
+    let costs = costs_file("1f1b", &[]);
+    let path = costs.to_str().unwrap();
+    let out = run(&["recommend", "--costs-from", path, "--format", "json"]);
+    let r = json(&out);
+    let candidates = r["candidates"].as_array().unwrap();
+    let times: Vec<f64> = candidates
+        .iter()
+        .map(|c| c["step_time_s"].as_f64().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    assert_eq!(r["choice"], candidates[0]);
+    for schedule in ["1f1b", "zb-h1", "zb-v"] {
+        let c = candidates
+            .iter()
+            .find(|c| {
+                c["name"] == schedule
+                    && c["settings"].as_array().unwrap().is_empty()
+                    && c["v"].is_null()
+            })
+            .unwrap_or_else(|| panic!("{schedule} is priced"));
+        let sim = json(&run(&[
+            "simulate",
+            schedule,
+            "-p",
+            "2",
+            "-m",
+            "8",
+            "--costs-from",
+            path,
+            "--format",
+            "json",
+        ]));
+        assert_eq!(c["step_time_s"], sim["step_time"], "{schedule}");
+    }
+    let text = run(&["recommend", "--costs-from", path]);
+    assert_eq!(text.status.code(), Some(0));
+    let shown = text_of_stdout(&text.stdout).replace(path, "COSTS");
+    insta::assert_snapshot!("recorded_1f1b_recommend", shown);
+    // A spec and measured costs: a usage error.
+    let both = run(&["recommend", "--costs-from", path, "--spec", "default"]);
+    assert_eq!(both.status.code(), Some(2));
+    std::fs::remove_file(&costs).ok();
+}
+
+fn text_of_stdout(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}

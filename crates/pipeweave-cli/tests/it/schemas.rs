@@ -309,3 +309,35 @@ fn diff_json_follows_its_schema() {
     );
     check("pipeweave-diff.v1.schema.json", &[doc]);
 }
+
+#[test]
+fn measured_recommend_json_follows_its_schema() {
+    let traces = crate_dir().join("../../tests/fixtures/traces/1f1b-p2-m4");
+    let costs = std::env::temp_dir().join(format!(
+        "pipeweave-schema-costs-{}.toml",
+        std::process::id()
+    ));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pipeweave"))
+        .args(["calibrate", "rank0.json", "rank1.json", "-o"])
+        .arg(&costs)
+        .current_dir(&traces)
+        .output()
+        .expect("pipeweave runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json(
+        &traces,
+        &[
+            "recommend",
+            "--costs-from",
+            costs.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    );
+    std::fs::remove_file(&costs).ok();
+    check("pipeweave-recommend-measured.v1.schema.json", &[doc]);
+}
