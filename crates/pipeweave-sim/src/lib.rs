@@ -14,7 +14,10 @@
 //! after that. A rank posts the receive of an action's input when the work of the action before
 //! it has run (Megatron-LM's `send_forward_recv_backward` and its kin post a rank's send and its
 //! next receive together; DeepSpeed's pipeline engine orders its blocking sends and receives so
-//! that neighbours meet), or at the start for its first action. The run is event-driven (a
+//! that neighbours meet), or at the start for its first action. A forward whose output the cost
+//! model says leaves with the next action's ([`CostModel::sends_after_next`], Megatron-LM's
+//! interleaved exchange) reaches its consumer once that next action has ended. The run is
+//! event-driven (a
 //! blocked rank waits on the op it misses, or on the peer it sends to), linear in the number of
 //! actions.
 //!

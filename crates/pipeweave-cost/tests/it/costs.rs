@@ -651,3 +651,75 @@ fn a_squared_relu_mlp_costs_what_a_gelu_mlp_costs() {
     );
     assert_eq!(a.parts, b.parts);
 }
+
+/// The unit spec on 2 pipeline ranks with `v` stages each and blocking sends (or not).
+fn unit_on_two(v: u32, blocking: bool) -> pipeweave_spec::Spec {
+    let src = crate::specs::source("unit.toml")
+        .replacen("pp = 4\n", &format!("pp = 2\nstages_per_rank = {v}\n"), 1)
+        .replacen("dp = 1\n", "dp = 2\n", 1)
+        .replacen(
+            "total_tokens = 1e9\n",
+            &format!("total_tokens = 1e9\np2p_blocking = {blocking}\n"),
+            1,
+        );
+    let (spec, diags) = parse(&src, FileId(0));
+    assert!(!diags.iter().any(|d| d.is_error()), "{diags:?}");
+    spec.expect("parses")
+}
+
+fn plan_of(placement: Vec<u32>, m: u32, programs: &[&str]) -> pipeweave_check::ValidPlan {
+    let programs = programs
+        .iter()
+        .map(|line| {
+            line.split(',')
+                .map(|c| pipeweave_plan::cell::parse_action(c, u32::MAX).expect("a cell"))
+                .collect()
+        })
+        .collect();
+    let stages = placement.len() as u32;
+    let plan = Plan::single(2, placement, m, programs).expect("structure");
+    assert_eq!(plan.num_stages(), stages);
+    pipeweave_check::validate(plan).expect("a valid plan")
+}
+
+#[test]
+fn blocking_sends_meet_their_receivers_on_plans_of_f_and_b_with_one_stage_per_rank() {
+    let one_f_one_b = plan_of(vec![0, 1], 2, &["0F0,0F1,0B0,0B1", "1F0,1B0,1F1,1B1"]);
+    let split = plan_of(
+        vec![0, 1],
+        2,
+        &["0F0,0F1,0I0,0W0,0I1,0W1", "1F0,1I0,1W0,1F1,1I1,1W1"],
+    );
+    let looped = plan_of(
+        vec![0, 1, 0, 1],
+        2,
+        &[
+            "0F0,0F1,2F0,2F1,2B0,2B1,0B0,0B1",
+            "1F0,1F1,3F0,3F1,3B0,3B1,1B0,1B1",
+        ],
+    );
+    let blocking = unit_on_two(1, true);
+    let c = CostTable::new(&blocking, &one_f_one_b).expect("fits");
+    assert!(c.blocking_sends() && !c.defers_sends());
+    // the first stage's forward waits for its receiver and then holds its rank for the transfer
+    let f = Op::new(0, Kind::F, 0);
+    assert_eq!(c.rendezvous(f), Some(c.send_hold(f)));
+    assert!(c.send_hold(f) > 0.0);
+    // the last stage's forward sends nothing
+    assert_eq!(c.rendezvous(Op::new(1, Kind::F, 0)), None);
+    // split backwards: a zero-bubble runtime places its own sends, each holds its rank only
+    let c = CostTable::new(&blocking, &split).expect("fits");
+    assert!(!c.blocking_sends() && !c.defers_sends());
+    assert!(c.send_hold(f) > 0.0);
+    // without blocking sends nothing waits
+    let c = CostTable::new(&unit_on_two(1, false), &one_f_one_b).expect("fits");
+    assert!(!c.blocking_sends() && c.rendezvous(f).is_none());
+    // two stages per rank: a forward sends with the backward after it, as Megatron-LM's
+    // interleaved exchange does, and only a forward whose output leaves the rank
+    let c = CostTable::new(&unit_on_two(2, true), &looped).expect("fits");
+    assert!(c.defers_sends() && !c.blocking_sends());
+    let b = Op::new(2, Kind::B, 0);
+    assert!(c.sends_after_next(Op::new(2, Kind::F, 1), b));
+    assert!(!c.sends_after_next(Op::new(0, Kind::F, 1), Op::new(2, Kind::F, 0)));
+    assert!(!c.sends_after_next(Op::new(3, Kind::F, 1), Op::new(3, Kind::B, 0)));
+}
