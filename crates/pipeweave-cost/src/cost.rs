@@ -11,7 +11,7 @@
 //! compute only.
 //!
 //! **Compute from the operations** ([`crate::model`]): a compute task takes `GEMM FLOPs / (peak of
-//! gemm_dtype × its GEMM efficiency) + attention FLOPs / (16-bit peak × the kernel's efficiency,
+//! gemm_dtype × its GEMM efficiency × each GEMM's shape's share of it, [`crate::gemm`]) + attention FLOPs / (16-bit peak × the kernel's efficiency,
 //! forward or backward) + element-wise bytes / (HBM bandwidth × its efficiency)`, every figure
 //! from the GPU table. Standard attention's batched GEMMs run at the GEMM efficiency of the
 //! activation format.
@@ -141,6 +141,12 @@ pub struct CostTable {
     neighbours: Vec<(Option<u32>, Option<u32>)>,
     /// `training.p2p_blocking`: a sender holds its rank until its transfer has completed.
     blocking: bool,
+    /// Blocking sends that wait for their receiver to post (one stage per rank; see
+    /// [`CostModel::rendezvous`]).
+    rendezvous: bool,
+    /// Blocking sends with several stages per rank: a forward followed by a backward sends its
+    /// output with the backward's, after it (see [`CostModel::sends_after_next`]).
+    defer: bool,
     /// Node of each pipeline rank (for its first data- and tensor-parallel GPU).
     rank_node: Vec<u64>,
     /// Bytes of one boundary activation a GPU sends to the next stage.
@@ -245,6 +251,15 @@ fn fit_all_to_all(chain: &mut Vec<Task>, target: f64) {
         chain.insert(0, half);
         chain.push(half);
     }
+}
+
+/// True for a plan of lone F and B actions: the plans whose blocking exchanges the frameworks
+/// document (Megatron-LM's 1F1B and interleaved 1F1B, DeepSpeed's `TrainSchedule`).
+fn plain(plan: &Plan) -> bool {
+    plan.programs().iter().flatten().all(|a| match a {
+        pipeweave_plan::Action::One(op) => matches!(op.kind, Kind::F | Kind::B),
+        pipeweave_plan::Action::Pair { .. } => false,
+    })
 }
 
 /// Why a spec and a plan cannot be costed together.
@@ -513,6 +528,22 @@ impl CostTable {
             stage_rank,
             neighbours,
             blocking: t.p2p_blocking,
+            // The frameworks' blocking exchanges are known for plans of F and B with one stage
+            // per rank (Megatron-LM's 1F1B: `send_forward_recv_backward` after a forward,
+            // `send_backward_recv_forward` after a backward; DeepSpeed's pipeline engine runs no
+            // other schedule): each rank posts the receive of its next action's input with its
+            // own send. Megatron-LM's interleaved schedule sends a forward's output only after
+            // the next backward, with that backward's receive posted early, and no framework
+            // runs split or overlapped backwards with blocking sends; for those a send holds its
+            // rank for its transfer only.
+            rendezvous: t.p2p_blocking && plan.num_stages() == plan.ranks() && plain(plan),
+            // Megatron-LM's interleaved schedule without overlapped communication
+            // (`--no-overlap-p2p-communication`, which its zero-bubble runtime requires too):
+            // in the steady state a forward and the backward after it exchange together,
+            // `send_forward_backward_recv_forward_backward`, so the forward's output leaves
+            // only once that backward has run.
+            // Zero-bubble runtimes place their own sends (split backwards, V shapes): not this.
+            defer: t.p2p_blocking && plan.num_stages() > plan.ranks() && plain(plan),
             rank_node,
             p2p_bytes: t.tokens_per_microbatch() * spec.model.hidden as f64 * act
                 / f64::from(spec.parallelism.tp),
@@ -670,8 +701,16 @@ impl Builder<'_> {
         let last = q + 1 == spec.parallelism.layers_per_stage.len();
         let proj = model::mtp_projection_params(spec);
         let tokens = t.tokens_per_microbatch();
+        // the projection's GEMM (2h inputs, h/t outputs) at its shape's share of the rate; its
+        // gradients taken at the forward's share
+        let [proj_factor, _, _] =
+            crate::gemm::Roof::of(spec).factors(&[crate::gemm::Gemm::linear(
+                tokens,
+                spec.model.hidden as f64 / f64::from(spec.parallelism.tp),
+                2.0 * spec.model.hidden as f64,
+            )]);
         let proj_work = Work {
-            gemm: 2.0 * proj * tokens,
+            gemm: 2.0 * proj * tokens * proj_factor,
             kernels: 1.0,
             ..Work::default()
         };
@@ -817,6 +856,26 @@ impl CostModel for CostTable {
 
     fn exposed_op(&self, op: Op) -> f64 {
         self.op_cost(op).exposed()
+    }
+
+    fn rendezvous(&self, op: Op) -> Option<f64> {
+        if !self.rendezvous {
+            return None;
+        }
+        let hold = self.send_hold(op);
+        (hold > 0.0).then_some(hold)
+    }
+
+    fn blocking_sends(&self) -> bool {
+        self.rendezvous
+    }
+
+    fn sends_after_next(&self, op: Op, next: Op) -> bool {
+        self.defer && matches!(next.kind, Kind::B | Kind::I) && self.send_hold(op) > 0.0
+    }
+
+    fn defers_sends(&self) -> bool {
+        self.defer
     }
 
     fn exposed_pair(&self, f: Op, b: Op) -> f64 {

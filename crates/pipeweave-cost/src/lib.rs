@@ -14,6 +14,7 @@
 mod activation;
 pub mod comm;
 mod cost;
+mod gemm;
 mod memory;
 mod model;
 mod schedule;

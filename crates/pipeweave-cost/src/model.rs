@@ -22,6 +22,10 @@
 //!   forward's (each gradient reads and writes one more tensor); each weight gradient is
 //!   accumulated into the gradient buffer once per micro-batch (read and write in `grad_dtype`).
 //!
+//! - A GEMM's FLOPs count at the large-GEMM rate divided by its shape's share of it
+//!   ([`crate::gemm`]: tiles and waves over the SMs, and the memory bound of a small GEMM); the
+//!   input and weight gradients have shapes of their own (M × K by N, K × N by M).
+//!
 //! - Every kernel launched costs [`LAUNCH_GAP_S`] on top of its work: the gap between two
 //!   kernels queued back to back on a stream. The kernels of each block are counted from its
 //!   operations ([`kernel_counts`]).
@@ -29,12 +33,14 @@
 //! Activation bytes are in [`crate::activation`].
 
 use crate::activation;
+use crate::gemm::{Gemm, Roof};
 use pipeweave_spec::{Attention, Dtype, Mlp, Moe, Positions, Spec};
 
 /// Work of one pass of a block on one GPU: what its compute time is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub(crate) struct Work {
-    /// FLOPs of linear layers, in `gemm_dtype`.
+    /// FLOPs of linear layers, in `gemm_dtype`, at the large-GEMM rate: each GEMM's FLOPs over
+    /// the share of that rate its shape gets ([`crate::gemm`]).
     pub gemm: f64,
     /// FLOPs the attention kernel executes in a forward pass.
     pub attn_fwd: f64,
@@ -68,6 +74,11 @@ impl Work {
         }
     }
 }
+
+/// Rows of queries (forward) or keys (backward) one FlashAttention thread block takes:
+/// FlashAttention-2 (Dao 2023) §3.3 tunes block sizes of 64 or 128 by head dimension, 128 at
+/// the head dimensions of the calibration runs; FlashAttention-3 uses 128-row blocks too.
+const FLASH_BLOCK_ROWS: f64 = 128.0;
 
 /// Seconds each kernel adds to its work when kernels are queued back to back on one stream:
 /// NVIDIA's "Getting Started with CUDA Graphs" (A. Gray, NVIDIA Technical Blog, 2019) times a
@@ -252,6 +263,119 @@ pub(crate) fn attention(spec: &Spec) -> AttnShape {
     }
 }
 
+/// The GEMMs of the attention block's forward over `m` tokens on one GPU (Megatron-LM's fused
+/// QKV projection and the output projection; MLA's five projections), each `n` outputs by `k`
+/// inputs, split over tensor parallelism as [`attention`]'s weights are.
+pub(crate) fn attention_gemms(spec: &Spec, m: f64) -> Vec<Gemm> {
+    let md = &spec.model;
+    let t = f64::from(spec.parallelism.tp);
+    let h = md.hidden as f64;
+    let heads = md.heads as f64;
+    match &md.mla {
+        Some(a) => {
+            let qk = (a.qk_nope_head_dim + a.qk_rope_head_dim) as f64;
+            let v = a.v_head_dim as f64;
+            let ql = a.q_lora_rank as f64;
+            let kvl = a.kv_lora_rank as f64;
+            let rope = a.qk_rope_head_dim as f64;
+            let mut g = Vec::with_capacity(5);
+            if a.q_lora_rank > 0 {
+                g.push(Gemm::linear(m, ql / t, h));
+            } else {
+                g.push(Gemm::linear(m, heads * qk / t, h));
+            }
+            g.push(Gemm::linear(m, (kvl + rope) / t, h));
+            g.extend(mla_up_gemms(spec, m));
+            g.push(Gemm::linear(m, h, heads * v / t));
+            g
+        }
+        None => {
+            let d = md.head_dim as f64;
+            let kv = md.kv_heads as f64;
+            vec![
+                Gemm::linear(m, (heads * d + 2.0 * kv * d) / t, h),
+                Gemm::linear(m, h, heads * d / t),
+            ]
+        }
+    }
+}
+
+/// MLA's up-projections over `m` tokens on one GPU (what `recompute_mla_up_projection` runs
+/// again): the query's (with a query latent) and the key-value one.
+fn mla_up_gemms(spec: &Spec, m: f64) -> Vec<Gemm> {
+    let Some(a) = &spec.model.mla else {
+        return Vec::new();
+    };
+    let t = f64::from(spec.parallelism.tp);
+    let heads = spec.model.heads as f64;
+    let qk = (a.qk_nope_head_dim + a.qk_rope_head_dim) as f64;
+    let nope = a.qk_nope_head_dim as f64;
+    let v = a.v_head_dim as f64;
+    let mut g = Vec::with_capacity(2);
+    if a.q_lora_rank > 0 {
+        g.push(Gemm::linear(m, heads * qk / t, a.q_lora_rank as f64));
+    }
+    g.push(Gemm::linear(
+        m,
+        heads * (nope + v) / t,
+        a.kv_lora_rank as f64,
+    ));
+    g
+}
+
+/// The GEMMs of an MLP of `ffn` over `m` tokens on one GPU, `count` alike (a grouped GEMM of
+/// experts): the first (gate and up fused when gated) and the second.
+fn mlp_gemms(mlp: Mlp, h: f64, ffn: f64, t: f64, m: f64, count: f64) -> [Gemm; 2] {
+    let first = match mlp {
+        Mlp::Gated => 2.0 * ffn / t,
+        Mlp::Plain | Mlp::SquaredRelu => ffn / t,
+    };
+    [
+        Gemm {
+            m,
+            n: first,
+            k: h,
+            count,
+        },
+        Gemm {
+            m,
+            n: h,
+            k: ffn / t,
+            count,
+        },
+    ]
+}
+
+/// The GEMMs of the MLP block's forward on one GPU: a dense MLP; or the router, the shared
+/// experts and the routed experts as one grouped GEMM of the GPU's experts, each receiving an
+/// equal share of the `k` copies of the tokens (expert parallelism balances them).
+fn mlp_block_gemms(spec: &Spec, moe: Option<Moe>, m: f64) -> Vec<Gemm> {
+    let md = &spec.model;
+    let t = f64::from(spec.parallelism.tp);
+    let h = md.hidden as f64;
+    match moe {
+        Some(moe) => {
+            let e = moe.expert_ffn as f64;
+            let local = (moe.routed_experts as f64 / f64::from(spec.parallelism.ep)).max(1.0);
+            let rows = m * moe.experts_per_token as f64 / local;
+            let mut g = vec![Gemm::linear(m, moe.routed_experts as f64 / t, h)];
+            g.extend(mlp_gemms(md.mlp, h, e, t, rows, local));
+            if moe.shared_experts > 0 {
+                g.extend(mlp_gemms(
+                    md.mlp,
+                    h,
+                    e * moe.shared_experts as f64,
+                    t,
+                    m,
+                    1.0,
+                ));
+            }
+            g
+        }
+        None => mlp_gemms(md.mlp, h, md.ffn as f64, t, m, 1.0).to_vec(),
+    }
+}
+
 /// FP8 quantisation of one GEMM input element: read it in the activation format, write one byte
 /// and one FP32 scale per 128 elements (DeepSeek-V3 §3.3.1).
 fn quantise(spec: &Spec) -> f64 {
@@ -338,10 +462,26 @@ pub(crate) fn layer(spec: &Spec, index: u64) -> Layer {
     let shape = attention(spec);
     // causal core FLOPs (what FlashAttention executes forward, and the model-FLOPs convention)
     let causal = tokens * s * shape.core;
-    let (core_f, core_b) = if t.attention.is_flash() {
-        (causal, 2.5 * causal)
+    // the attention kernel's grid against the SMs: FlashAttention's blocks of 128 query (or
+    // key) rows per head and sequence; standard attention's batched score GEMMs (s × s over
+    // the head dimension, one per head and sequence)
+    let roof = Roof::of(spec);
+    let heads_here = (m.heads as f64 / tp).max(1.0);
+    let sequences = t.micro_batch_size as f64;
+    let grid = if t.attention.is_flash() {
+        roof.waves((s / FLASH_BLOCK_ROWS).ceil() * heads_here * sequences)
     } else {
-        (2.0 * causal, 4.0 * causal)
+        roof.quantization(&Gemm {
+            m: s,
+            n: s,
+            k: shape.core / m.heads.max(1) as f64 / 2.0,
+            count: heads_here * sequences,
+        })
+    };
+    let (core_f, core_b) = if t.attention.is_flash() {
+        (causal / grid, 2.5 * causal / grid)
+    } else {
+        (2.0 * causal / grid, 4.0 * causal / grid)
     };
     let proj = 2.0 * shape.weights * tokens;
     let up = if t.recompute_mla_up_projection {
@@ -371,27 +511,30 @@ pub(crate) fn layer(spec: &Spec, index: u64) -> Layer {
     };
     let (ew_attn, ew_mlp) = elementwise(spec, moe, &shape);
     let k = kernel_counts(spec, moe);
+    let [af, ai, aw] = roof.factors(&attention_gemms(spec, tokens));
+    let [mf, mi, mw] = roof.factors(&mlp_block_gemms(spec, moe, tokens));
+    let [upf, _, _] = roof.factors(&mla_up_gemms(spec, tokens));
     let dense_params = (shape.weights + dense_mlp) / tp;
     let expert_params = expert_weights / tp;
     // the weight gradients accumulated into the gradient buffer (read, write) per micro-batch
     let accumulate = |params: f64| 2.0 * params * grad;
     let attn = Block {
         f: Work {
-            gemm: proj / tp,
+            gemm: proj / tp * af,
             attn_fwd: core_f / tp,
             attn_bwd: 0.0,
             bytes: ew_attn * tokens,
             kernels: k.attn_f,
         },
         i: Work {
-            gemm: (proj + up) / tp,
+            gemm: proj / tp * ai + up / tp * upf,
             attn_fwd: if selective { core_f / tp } else { 0.0 },
             attn_bwd: core_b / tp,
             bytes: 2.0 * ew_attn * tokens,
             kernels: k.attn_i,
         },
         w: Work {
-            gemm: proj / tp,
+            gemm: proj / tp * aw,
             bytes: accumulate(shape.weights / tp),
             kernels: k.attn_w,
             ..Work::default()
@@ -400,19 +543,19 @@ pub(crate) fn layer(spec: &Spec, index: u64) -> Layer {
     let mlp_flops = 2.0 * active_mlp * tokens / tp;
     let mlp = Block {
         f: Work {
-            gemm: mlp_flops,
+            gemm: mlp_flops * mf,
             bytes: ew_mlp * tokens,
             kernels: k.mlp_f,
             ..Work::default()
         },
         i: Work {
-            gemm: mlp_flops,
+            gemm: mlp_flops * mi,
             bytes: 2.0 * ew_mlp * tokens,
             kernels: k.mlp_i,
             ..Work::default()
         },
         w: Work {
-            gemm: mlp_flops,
+            gemm: mlp_flops * mw,
             // every weight of the GPU's experts gets a gradient from its share of the tokens
             bytes: accumulate(dense_mlp / tp + expert_params),
             kernels: k.mlp_w,
@@ -463,21 +606,22 @@ pub(crate) fn head(spec: &Spec) -> Head {
     // final norm, the GEMM, the vocabulary-parallel cross-entropy (Megatron-LM: the logits'
     // maximum, the softmax's sum, the loss, each one kernel); the backward one kernel each
     let kernels = 5.0;
+    let [hf, hi, hw] = Roof::of(spec).factors(&[Gemm::linear(tokens, vocab, m.hidden as f64)]);
     Head {
         f: Work {
-            gemm,
+            gemm: gemm * hf,
             bytes,
             kernels,
             ..Work::default()
         },
         i: Work {
-            gemm,
+            gemm: gemm * hi,
             bytes: 2.0 * bytes,
             kernels,
             ..Work::default()
         },
         w: Work {
-            gemm,
+            gemm: gemm * hw,
             bytes: 2.0 * w / tp * t.grad_dtype.bytes(),
             kernels: 1.0,
             ..Work::default()
@@ -603,7 +747,10 @@ pub fn flops_per_token(spec: &Spec) -> f64 {
     for (l, n) in layer_chunks(spec, 0, spec.model.layers, chunk_size(spec)) {
         per_mb += l.model_flops * n;
     }
-    per_mb += 3.0 * head(spec).f.gemm;
+    // the head's model FLOPs: 2·vocab·hidden per token and pass, whatever its GEMMs' shapes
+    let t = &spec.training;
+    per_mb +=
+        3.0 * 2.0 * (spec.model.vocab * spec.model.hidden) as f64 * t.tokens_per_microbatch() / tp;
     per_mb * tp / spec.training.tokens_per_microbatch()
 }
 

@@ -9,7 +9,8 @@
 //! - **exposed point-to-point**: for each action, the time it started after its inputs were
 //!   computed and its rank was free, waiting for a transfer from another rank: `start − max(rank
 //!   free, local inputs, remote inputs' end)`; with `training.p2p_blocking`, the time an action
-//!   held its own rank for its sends instead (transfers then arrive as the sender ends);
+//!   held its own rank for its sends instead, waiting for each receiver to post its receive
+//!   and then sending (transfers then arrive as the sender ends);
 //! - **exposed data-parallel communication**: the gradient buckets of every stage the rank hosts
 //!   are complete along the stage's last gradient-producing action (its last W, or B, or pair
 //!   with a B); they queue in order on the rank's data-parallel channel
@@ -276,6 +277,8 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
             bd.exposed_all_to_all_s += cost.exposed_all_to_all;
             // a blocking send holds the sender: exposed point-to-point time of its own
             bd.exposed_p2p_s += cost.p2p;
+            // and, with blocking sends, waits for its receivers to post their receives
+            bd.exposed_p2p_s += (iv.end - iv.start - cost.duration).max(0.0);
             let (mut local, mut computed, mut arrived) = (0.0f64, 0.0f64, 0.0f64);
             for op in a.ops() {
                 let (l, c, ar) = inputs(plan, costs, &ends, r, op);

@@ -72,6 +72,33 @@ pub trait CostModel {
     fn exposed_pair(&self, _f: Op, _b: Op) -> f64 {
         0.0
     }
+
+    /// With blocking sends: the seconds at the end of `op`'s duration ([`CostModel::op`], or its
+    /// half of a pair's) that it holds its rank for its send to another rank, which starts only
+    /// once the receiver has posted its receive (NCCL's send completes only after the matching
+    /// receive is posted). `None` (the default): sends do not block, nothing waits for a peer.
+    fn rendezvous(&self, _op: Op) -> Option<f64> {
+        None
+    }
+
+    /// Whether any send blocks ([`CostModel::rendezvous`]): the simulator keeps the state of
+    /// blocked senders only then.
+    fn blocking_sends(&self) -> bool {
+        false
+    }
+
+    /// Whether forward `op`, run right before `next` on its rank, sends its output only with
+    /// `next`'s, once `next` has run (Megatron-LM's interleaved schedule without overlapped
+    /// communication: `send_forward_backward_recv_forward_backward` after each forward and
+    /// backward of the steady state). `false` by default.
+    fn sends_after_next(&self, _op: Op, _next: Op) -> bool {
+        false
+    }
+
+    /// Whether any forward sends after the next action ([`CostModel::sends_after_next`]).
+    fn defers_sends(&self) -> bool {
+        false
+    }
 }
 
 /// Unit costs: F = I = W = 1, B = 2, pair = F + B (or F + I), no transfer time.

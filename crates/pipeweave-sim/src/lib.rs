@@ -6,9 +6,20 @@
 //! another rank arrives `transfer` after the producing action ends. An overlapped pair starts when
 //! the inputs of both halves have arrived, runs as one block for `pair(f, b)`, and both halves end
 //! together. Between two actions a rank may spend host time of its own ([`CostModel::host_gap`],
-//! zero unless the costs measured it), which a wait for an input hides. Sends are asynchronous here (the validator checks that the blocking form still makes
-//! progress), so the timeline is the one a launcher with enough buffering achieves. The run is
-//! event-driven (a blocked rank waits on the op it misses), linear in the number of actions.
+//! zero unless the costs measured it), which a wait for an input hides. Sends are asynchronous
+//! (the validator checks that the blocking form still makes
+//! progress), so the timeline is the one a launcher with enough buffering achieves, unless the
+//! cost model says a send blocks ([`CostModel::rendezvous`]): then the sender holds its rank at
+//! the end of its action until the receiver has posted its receive, and for the send's own time
+//! after that. A rank posts the receive of an action's input when the work of the action before
+//! it has run (Megatron-LM's `send_forward_recv_backward` and its kin post a rank's send and its
+//! next receive together; DeepSpeed's pipeline engine orders its blocking sends and receives so
+//! that neighbours meet), or at the start for its first action. A forward whose output the cost
+//! model says leaves with the next action's ([`CostModel::sends_after_next`], Megatron-LM's
+//! interleaved exchange) reaches its consumer once that next action has ended. The run is
+//! event-driven (a
+//! blocked rank waits on the op it misses, or on the peer it sends to), linear in the number of
+//! actions.
 //!
 //! [`simulate`] takes a [`ValidPlan`]: the plan went through the validator first.
 //! No IO. Costs come from a [`CostModel`]; the default is [`UnitCosts`].
@@ -356,6 +367,108 @@ struct Run {
     totals: Vec<Running>,
 }
 
+/// Where a blocked send stands: an action whose work has run and whose sends wait for their
+/// receivers to post.
+#[derive(Clone, Copy)]
+struct Pending {
+    start: f64,
+    /// `start + duration`: the end without waiting.
+    end: f64,
+    /// The end of its work, before its sends' hold.
+    work_end: f64,
+    /// Seconds its sends hold the rank once the receivers have posted.
+    hold: f64,
+    slots: [usize; 2],
+}
+
+/// Blocking sends' state ([`CostModel::rendezvous`]): where each op's action sits, the work end
+/// of every action run so far, and the ranks waiting for a peer to post a receive.
+struct Meet {
+    /// `at[key]`: the rank and program index of the action holding the op of that key.
+    at: Vec<(u32, u32)>,
+    /// Per rank, the end of each action's work, as far as the rank has run.
+    work: Vec<Vec<f64>>,
+    /// Per rank, its action waiting for receivers, if any.
+    pending: Vec<Option<Pending>>,
+    /// Per rank, the ranks waiting for it to run the work of an action: (rank, index).
+    watch: Vec<Vec<(u32, usize)>>,
+    /// Per rank: post what has been posted and go on (see [`run`]).
+    forced: Vec<bool>,
+}
+
+impl Meet {
+    fn new(plan: &Plan, ends: &Ends<'_>) -> Result<Meet, OutOfMemory> {
+        let mut at = filled(
+            Ends::keys(plan),
+            (NO_RANK, 0),
+            "the simulation's send partners",
+        )?;
+        for (r, program) in plan.programs().iter().enumerate() {
+            for (i, a) in program.iter().enumerate() {
+                for op in a.ops() {
+                    let key = match (op.kind, ends.slot(op)) {
+                        (Kind::F, Some(x)) => 2 * x,
+                        (Kind::B | Kind::I, Some(x)) => 2 * x + 1,
+                        _ => continue,
+                    };
+                    at[key] = (r as u32, i as u32);
+                }
+            }
+        }
+        let ranks = plan.ranks() as usize;
+        Ok(Meet {
+            at,
+            work: plan.programs().iter().map(|_| Vec::new()).collect(),
+            pending: vec![None; ranks],
+            watch: vec![Vec::new(); ranks],
+            forced: vec![false; ranks],
+        })
+    }
+
+    /// The key of the op on another rank that consumes `op`'s output (at slot `x`, on `rank`).
+    fn consumer(ends: &Ends<'_>, rank: u32, op: Op, x: usize) -> Option<usize> {
+        let link = ends.links[op.stage as usize];
+        match op.kind {
+            Kind::F if link.next != NO_STAGE && link.next_host != rank => Some(2 * (x + 1)),
+            Kind::B | Kind::I if link.prev != NO_STAGE && link.prev_host != rank && x > 0 => {
+                Some(2 * (x - 1) + 1)
+            }
+            _ => None,
+        }
+    }
+
+    /// When the consumer of key `key` has its receive posted, or `Err((rank, index))` of the
+    /// action whose work must run first.
+    fn posted(&self, key: usize) -> Result<f64, (u32, usize)> {
+        let Some(&(q, pos)) = self.at.get(key) else {
+            return Ok(0.0);
+        };
+        if q == NO_RANK || pos == 0 {
+            return Ok(0.0);
+        }
+        let need = pos as usize - 1;
+        match self.work[q as usize].get(need) {
+            Some(&t) => Ok(t),
+            None => Err((q, need)),
+        }
+    }
+
+    /// Records the work end of `rank`'s next action and wakes the ranks waiting for it.
+    fn worked(&mut self, rank: u32, end: f64, runnable: &mut Vec<u32>) {
+        let w = &mut self.work[rank as usize];
+        w.push(end);
+        let done = w.len();
+        self.watch[rank as usize].retain(|&(r, need)| {
+            if need < done {
+                runnable.push(r);
+                false
+            } else {
+                true
+            }
+        });
+    }
+}
+
 /// Runs every rank as far as its inputs let it, event-driven (see [`Waiting`]).
 ///
 /// Times do not depend on the order ranks run in: each action's start is a function of its inputs
@@ -377,54 +490,180 @@ fn run<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Run, OutOfMemory
         .collect::<Result<_, _>>()?;
     let mut totals = vec![Running::start(); plan.ranks() as usize];
     let mut waiting = Waiting::new(Ends::keys(plan), totals.len())?;
+    // Blocking sends: only when the cost model has them.
+    let mut meet = if costs.blocking_sends() {
+        Some(Meet::new(plan, &ends)?)
+    } else {
+        None
+    };
+    // Forwards whose output leaves with the next action's: per rank, the op, its slot and its
+    // own end; only when the cost model defers sends.
+    let mut held: Option<Vec<Option<(Op, usize, f64)>>> = costs
+        .defers_sends()
+        .then(|| vec![None; plan.ranks() as usize]);
     // The ranks to run, the next one last.
     let mut runnable: Vec<u32> = (0..plan.ranks()).rev().collect();
-    while let Some(r) = runnable.pop() {
-        let program = plan.program(r);
-        let (ran, rn) = (&mut intervals[r as usize], &mut totals[r as usize]);
-        while let Some(a) = program.get(ran.len()) {
-            let input = |op| input(costs, &ends, r, op);
-            // The host's time between two actions, hidden by a wait for an input.
-            let free = if ran.is_empty() {
-                rn.free
-            } else {
-                rn.free + costs.host_gap(*a)
-            };
-            let inputs = match *a {
-                Action::One(op) => input(op).map(|(t, x)| (free.max(t), [x, 0])),
-                Action::Pair { f, b } => input(f)
-                    .and_then(|(tf, xf)| input(b).map(|(tb, xb)| (free.max(tf).max(tb), [xf, xb]))),
-            };
-            let (start, [x0, x1]) = match inputs {
-                Ok(ready) => ready,
-                Err(INVALID) => break,
-                Err(key) => {
-                    waiting.park(r, key);
-                    break;
+    loop {
+        while let Some(r) = runnable.pop() {
+            let program = plan.program(r);
+            let (ran, rn) = (&mut intervals[r as usize], &mut totals[r as usize]);
+            while let Some(a) = program.get(ran.len()) {
+                let resumed = meet.as_mut().and_then(|m| m.pending[r as usize].take());
+                let p = match resumed {
+                    Some(p) => p,
+                    None => {
+                        let input = |op| input(costs, &ends, r, op);
+                        // The host's time between two actions, hidden by a wait for an input.
+                        let free = if ran.is_empty() {
+                            rn.free
+                        } else {
+                            rn.free + costs.host_gap(*a)
+                        };
+                        let inputs = match *a {
+                            Action::One(op) => input(op).map(|(t, x)| (free.max(t), [x, 0])),
+                            Action::Pair { f, b } => input(f).and_then(|(tf, xf)| {
+                                input(b).map(|(tb, xb)| (free.max(tf).max(tb), [xf, xb]))
+                            }),
+                        };
+                        let (start, slots) = match inputs {
+                            Ok(ready) => ready,
+                            Err(INVALID) => break,
+                            Err(key) => {
+                                waiting.park(r, key);
+                                break;
+                            }
+                        };
+                        let end = start
+                            + match *a {
+                                Action::One(op) => costs.op(op),
+                                Action::Pair { f, b } => costs.pair(f, b),
+                            };
+                        let mut p = Pending {
+                            start,
+                            end,
+                            work_end: end,
+                            hold: 0.0,
+                            slots,
+                        };
+                        if let Some(m) = meet.as_mut() {
+                            p.hold = a.ops().filter_map(|op| costs.rendezvous(op)).sum();
+                            p.work_end = end - p.hold;
+                            m.worked(r, p.work_end, &mut runnable);
+                        }
+                        p
+                    }
+                };
+                // With blocking sends, the action ends once its receivers have posted and its
+                // sends have run.
+                let mut end = p.end;
+                if let Some(m) = meet.as_mut() {
+                    let mut posted = p.work_end;
+                    let mut missing = None;
+                    for (op, x) in a.ops().zip(p.slots) {
+                        if costs.rendezvous(op).is_none() {
+                            continue;
+                        }
+                        let Some(key) = Meet::consumer(&ends, r, op, x) else {
+                            continue;
+                        };
+                        match m.posted(key) {
+                            Ok(t) => posted = posted.max(t),
+                            Err(need) => missing = Some(need),
+                        }
+                    }
+                    match missing {
+                        Some((q, need)) if !m.forced[r as usize] => {
+                            m.pending[r as usize] = Some(p);
+                            m.watch[q as usize].push((r, need));
+                            break;
+                        }
+                        _ => m.forced[r as usize] = false,
+                    }
+                    if posted > p.work_end {
+                        end = posted + p.hold;
+                    }
                 }
-            };
-            let mut done = |op: Op, x: usize, end: f64| {
-                if let Some((key, live)) = ends.finish(op, x, end) {
-                    rn.live += live;
+                let [x0, x1] = p.slots;
+                // A forward held back by the previous action leaves now, with this one's sends.
+                let before = held.as_mut().and_then(|h| h[r as usize].take());
+                // This forward's output leaves with the next action's, if the costs say so.
+                let defer = match (&held, *a, program.get(ran.len() + 1)) {
+                    (Some(_), Action::One(op), Some(Action::One(next))) => {
+                        // only an output that leaves the rank: its own backward needs it here
+                        let link = ends.links.get(op.stage as usize);
+                        op.kind == Kind::F
+                            && link.is_some_and(|l| l.next != NO_STAGE && l.next_host != r)
+                            && costs.sends_after_next(op, *next)
+                    }
+                    _ => false,
+                };
+                let mut done = |op: Op, x: usize, end: f64, counted: bool| {
+                    if let Some((key, live)) = ends.finish(op, x, end) {
+                        if !counted {
+                            rn.live += live;
+                        }
+                        waiting.wake(key, &mut runnable);
+                    }
+                };
+                if let Some((f, x, _)) = before {
+                    done(f, x, end, true);
+                }
+                let exposed = match *a {
+                    Action::One(op) if defer => {
+                        // its activation is live from now; its output is sent later
+                        rn.live += 1;
+                        if let Some(h) = held.as_mut() {
+                            h[r as usize] = Some((op, x0, end));
+                        }
+                        costs.exposed_op(op)
+                    }
+                    Action::One(op) => {
+                        done(op, x0, end, false);
+                        costs.exposed_op(op)
+                    }
+                    Action::Pair { f, b } => {
+                        done(f, x0, end, false);
+                        done(b, x1, end, false);
+                        costs.exposed_pair(f, b)
+                    }
+                };
+                // the wait for a receiver counts as the send's exposed time
+                let exposed = exposed + (end - p.end).max(0.0);
+                ran.push(Interval {
+                    start: p.start,
+                    end,
+                });
+                rn.record(p.start, end, exposed);
+            }
+        }
+        // Every rank left waits. A forward held back for the next action's sends, when that
+        // action waits for what the forward feeds (an order the framework's exchanges avoid),
+        // sends at its own end: every such forward, then the run goes on.
+        if let Some(h) = held.as_mut()
+            && h.iter().any(Option::is_some)
+        {
+            for slot in h.iter_mut() {
+                if let Some((f, x, end)) = slot.take()
+                    && let Some((key, _)) = ends.finish(f, x, end)
+                {
                     waiting.wake(key, &mut runnable);
                 }
-            };
-            let (end, exposed) = match *a {
-                Action::One(op) => {
-                    let end = start + costs.op(op);
-                    done(op, x0, end);
-                    (end, costs.exposed_op(op))
-                }
-                Action::Pair { f, b } => {
-                    let end = start + costs.pair(f, b);
-                    done(f, x0, end);
-                    done(b, x1, end);
-                    (end, costs.exposed_pair(f, b))
-                }
-            };
-            ran.push(Interval { start, end });
-            rn.record(start, end, exposed);
+            }
+            continue;
         }
+        // A rank waiting for a receiver to post, when the receiver can
+        // only post after the send completes (an order the framework's exchanges avoid), takes
+        // what has been posted and goes on: the one whose work ended first, then the lowest.
+        let Some(m) = meet.as_mut() else { break };
+        let next = (0..m.pending.len())
+            .filter_map(|r| m.pending[r].map(|p| (p.work_end, r)))
+            .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let Some((_, r)) = next else { break };
+        for w in &mut m.watch {
+            w.retain(|&(x, _)| x as usize != r);
+        }
+        m.forced[r] = true;
+        runnable.push(r as u32);
     }
     Ok(Run { intervals, totals })
 }

@@ -320,3 +320,128 @@ fn many_pipelines_of_one_micro_batch_simulate() {
     );
     assert_eq!(t.ranks[0].peak_activations, 1);
 }
+
+/// F = 1, B = 2; every send to another rank holds its sender 0.5 once its receiver has posted
+/// (`rendezvous`), or without waiting for it (`rendezvous = false`).
+struct Blocking {
+    rendezvous: bool,
+}
+
+impl Blocking {
+    /// Stage 0 on rank 0 sends its forwards, stage 1 on rank 1 its backwards.
+    fn sends(op: Op) -> bool {
+        matches!((op.stage, op.kind), (0, Kind::F) | (1, Kind::B))
+    }
+}
+
+impl CostModel for Blocking {
+    fn op(&self, op: Op) -> f64 {
+        let work = StageCosts::UNIT.of(op.kind);
+        if Blocking::sends(op) {
+            work + 0.5
+        } else {
+            work
+        }
+    }
+
+    fn rendezvous(&self, op: Op) -> Option<f64> {
+        (self.rendezvous && Blocking::sends(op)).then_some(0.5)
+    }
+
+    fn blocking_sends(&self) -> bool {
+        self.rendezvous
+    }
+}
+
+#[test]
+fn a_blocking_send_waits_for_its_receiver_to_post() {
+    let plan = Plan::single(
+        2,
+        vec![0, 1],
+        2,
+        vec![ops("0F0,0F1,0B0,0B1"), ops("1F0,1B0,1F1,1B1")],
+    )
+    .expect("structure");
+    let spans = |t: &Timeline, r: usize| -> Vec<(f64, f64)> {
+        t.timing.intervals[r]
+            .iter()
+            .map(|i| (i.start, i.end))
+            .collect()
+    };
+    let held = simulate(&valid(&plan), &Blocking { rendezvous: false }).expect("runs");
+    // 0F1's send holds rank 0 for 0.5 after its work: [1.5, 3]
+    assert_eq!(spans(&held, 0)[1], (1.5, 3.0));
+    let met = simulate(&valid(&plan), &Blocking { rendezvous: true }).expect("runs");
+    // Rank 1 posts the receive of 1F1's input once 1B0's work has run, at 4.5: 0F1's work ends
+    // at 2.5, it waits until 4.5, then sends for 0.5. 1B0's send finds 0B0's receive posted
+    // (0F1's work ended at 2.5) and ends at 4.5 + 0.5.
+    assert_eq!(
+        spans(&met, 0),
+        [(0.0, 1.5), (1.5, 5.0), (5.0, 7.0), (8.5, 10.5)]
+    );
+    assert_eq!(
+        spans(&met, 1),
+        [(1.5, 2.5), (2.5, 5.0), (5.0, 6.0), (6.0, 8.5)]
+    );
+    // the wait is rank 0's exposed communication
+    assert_eq!(met.ranks[0].exposed_comm, 2.0);
+    assert_eq!(met.timing.makespan, held.timing.makespan);
+}
+
+/// Unit costs; every forward sends its output with the backward run after it on its rank.
+struct Deferring;
+
+impl CostModel for Deferring {
+    fn op(&self, op: Op) -> f64 {
+        StageCosts::UNIT.of(op.kind)
+    }
+
+    fn sends_after_next(&self, _op: Op, next: Op) -> bool {
+        matches!(next.kind, Kind::B | Kind::I)
+    }
+
+    fn defers_sends(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn a_forward_sent_with_the_next_backward_arrives_after_it() {
+    let plan = Plan::single(
+        2,
+        vec![0, 1],
+        2,
+        vec![ops("0F0,0F1,0B0,0B1"), ops("1F0,1B0,1F1,1B1")],
+    )
+    .expect("structure");
+    let t = simulate(&valid(&plan), &Deferring).expect("runs");
+    // 0F1 [1, 2] leaves with 0B0, which waits for 1B0 [2, 4] and ends at 6: 1F1 starts at 6
+    // (at 4 with UnitCosts), 1B1 ends at 9, 0B1 runs [9, 11].
+    assert_eq!(t.timing.intervals[1][2].start, 6.0);
+    assert_eq!(t.timing.makespan, 11.0);
+    assert_eq!(
+        simulate(&valid(&plan), &UnitCosts)
+            .expect("runs")
+            .timing
+            .makespan,
+        9.0
+    );
+    // a held-back forward's activation is live from its end, as any forward's
+    assert_eq!(t.ranks[0].peak_activations, 2);
+}
+
+#[test]
+fn a_forward_whose_next_backward_needs_it_sends_at_its_own_end() {
+    // Two chunks per rank: 2F0 feeds 3F0 on rank 1, whose backward 2B0 (next on rank 0) needs;
+    // holding 2F0's output for 2B0 would wait forever, so it leaves at its own end.
+    let plan = Plan::single(
+        2,
+        vec![0, 1, 0, 1],
+        1,
+        vec![ops("0F0,2F0,2B0,0B0"), ops("1F0,3F0,3B0,1B0")],
+    )
+    .expect("structure");
+    let t = simulate(&valid(&plan), &Deferring).expect("runs");
+    let u = simulate(&valid(&plan), &UnitCosts).expect("runs");
+    assert_eq!(t.timing, u.timing);
+}

@@ -273,8 +273,8 @@ fn render_and_sweep_on_a_spec() {
     );
     assert_eq!((code, err.as_str()), (0, ""));
     insta::assert_snapshot!(out, @r"
-    chimera: makespan 27.442 s, bubble fraction 27.77%
-    dualpipe: makespan 18.489 s, bubble fraction 11.79%
+    chimera: makespan 27.855 s, bubble fraction 27.80%
+    dualpipe: makespan 18.801 s, bubble fraction 11.63%
     wrote ds.svg
     ");
     let svg = read(&dir.join("ds.svg"));
@@ -299,8 +299,8 @@ fn render_and_sweep_on_a_spec() {
     insta::assert_snapshot!(out, @r"
     step time against microbatches: spec deepseek-v3-h800-pp16-ep64, P = 16
     microbatches     1f1b  dualpipev
-    16            5.549 s      - [1]
-    32            8.595 s    7.342 s
+    16            5.623 s      - [1]
+    32            8.707 s    7.438 s
     [1] dualpipev, microbatches = 16: DualPipeV needs M ≥ 2P micro-batches (with P = 16, M = 16, weight_split = true, overlap = true)
     ");
 }

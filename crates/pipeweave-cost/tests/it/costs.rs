@@ -29,18 +29,30 @@ fn unit_spec_forward_time_by_hand() {
     // Kernels per layer, each 0.9 µs: forward 11 (attention: norm, QKV and output GEMMs, rotary,
     // FlashAttention, residual add; MLP: norm, two GEMMs, GELU, residual add), input gradient 13
     // (FlashAttention's backward three kernels), weight gradient 4 (one per GEMM).
+    //
+    // Each GEMM runs at the rate's share its tiles and waves over the unit GPU's 100 SMs leave
+    // it (the best of 256×128, 128×256 and 128×128 tiles): an output of 1,024 × 3,072 is 96
+    // tiles of 256×128 in one wave, 0.96; 1,024 × 1,024 is 64 tiles of 128×128 in one wave,
+    // 0.64; 1,024 × 4,096 is 256 tiles of 128×128 in three waves, 256/300. The input gradient
+    // of a layer of n outputs and k inputs has an output of T × k, the weight gradient k × n.
     let launch = pipeweave_cost::LAUNCH_GAP_S;
     let spec = load("unit.toml");
     let costs = CostTable::new(&spec, &one_f_one_b(4, 8)).expect("fits");
     let h = 1024.0f64;
     let t = 1024.0f64;
-    let linear = 2.0 * 12.0 * h * h * t;
-    let core = t * 1024.0 * 8.0 * 256.0;
+    let (wide, square, mlp) = (0.96, 0.64, 256.0 / 300.0);
+    let gemm = |weights: f64, share: f64| 2.0 * weights * h * h * t / share;
+    // QKV (3h² weights) and the output projection (h²); the MLP's two layers (4h² each)
+    let linear_f = gemm(3.0, wide) + gemm(1.0, square) + gemm(4.0, mlp) + gemm(4.0, square);
+    let linear_i = gemm(3.0, square) + gemm(1.0, square) + gemm(4.0, square) + gemm(4.0, mlp);
+    let linear_w = gemm(3.0, wide) + gemm(1.0, square) + gemm(4.0, mlp) + gemm(4.0, mlp);
+    // FlashAttention's grid: 8 blocks of 128 queries for each of 8 heads, 64 blocks on 100 SMs
+    let core = t * 1024.0 * 8.0 * 256.0 / 0.64;
     let bytes = (20.0 * h + 2.0 * 2048.0 * 2.0 + 2.0 * 4096.0 * 2.0) * t;
-    let f = 2.0 * (linear / SPEED + core / SPEED + bytes / HBM + 11.0 * launch);
-    let i = 2.0 * (linear / SPEED + 2.5 * core / SPEED + 2.0 * bytes / HBM + 13.0 * launch);
+    let f = 2.0 * (linear_f / SPEED + core / SPEED + bytes / HBM + 11.0 * launch);
+    let i = 2.0 * (linear_i / SPEED + 2.5 * core / SPEED + 2.0 * bytes / HBM + 13.0 * launch);
     // W: the weight GEMMs, and each FP32 gradient read and written once per micro-batch
-    let w = 2.0 * (linear / SPEED + 2.0 * 12.0 * h * h * 4.0 / HBM + 4.0 * launch);
+    let w = 2.0 * (linear_w / SPEED + 2.0 * 12.0 * h * h * 4.0 / HBM + 4.0 * launch);
     let part = &costs.parts[1];
     assert!(
         close(part.f.cost.duration, f),
@@ -362,9 +374,12 @@ fn mla_up_projection_recompute_costs_its_flops_in_the_backward() {
     let a = CostTable::new(&on, &plan).expect("fits");
     let b = CostTable::new(&off, &plan).expect("fits");
     // 4 layers of 4,096 tokens: 2·T·(1536·128·192 + 512·128·256) FP8 FLOPs each, at the 2024
-    // CUTLASS kernels' 0.50 of the H800's 1,978.9 TFLOP/s.
-    let up = 1536.0 * 128.0 * 192.0 + 512.0 * 128.0 * 256.0;
-    let extra = 4.0 * 2.0 * 4096.0 * up / (1978.9e12 * 0.5);
+    // CUTLASS kernels' 0.50 of the H800's 1,978.9 TFLOP/s, each GEMM at the share its tiles
+    // leave over 132 SMs: the query's 4,096 × 24,576 output is 6,144 tiles of 128×128 in 47
+    // waves, the key-value one's 4,096 × 32,768 8,192 tiles in 63.
+    let q_up = 2.0 * 4096.0 * 1536.0 * 128.0 * 192.0 / (6144.0 / (47.0 * 132.0));
+    let kv_up = 2.0 * 4096.0 * 512.0 * 128.0 * 256.0 / (8192.0 / (63.0 * 132.0));
+    let extra = 4.0 * (q_up + kv_up) / (1978.9e12 * 0.5);
     assert!(close(
         a.parts[1].i.cost.compute,
         b.parts[1].i.cost.compute + extra
@@ -635,4 +650,76 @@ fn a_squared_relu_mlp_costs_what_a_gelu_mlp_costs() {
         CostTable::new(&relu2, &plan).expect("fits"),
     );
     assert_eq!(a.parts, b.parts);
+}
+
+/// The unit spec on 2 pipeline ranks with `v` stages each and blocking sends (or not).
+fn unit_on_two(v: u32, blocking: bool) -> pipeweave_spec::Spec {
+    let src = crate::specs::source("unit.toml")
+        .replacen("pp = 4\n", &format!("pp = 2\nstages_per_rank = {v}\n"), 1)
+        .replacen("dp = 1\n", "dp = 2\n", 1)
+        .replacen(
+            "total_tokens = 1e9\n",
+            &format!("total_tokens = 1e9\np2p_blocking = {blocking}\n"),
+            1,
+        );
+    let (spec, diags) = parse(&src, FileId(0));
+    assert!(!diags.iter().any(|d| d.is_error()), "{diags:?}");
+    spec.expect("parses")
+}
+
+fn plan_of(placement: Vec<u32>, m: u32, programs: &[&str]) -> pipeweave_check::ValidPlan {
+    let programs = programs
+        .iter()
+        .map(|line| {
+            line.split(',')
+                .map(|c| pipeweave_plan::cell::parse_action(c, u32::MAX).expect("a cell"))
+                .collect()
+        })
+        .collect();
+    let stages = placement.len() as u32;
+    let plan = Plan::single(2, placement, m, programs).expect("structure");
+    assert_eq!(plan.num_stages(), stages);
+    pipeweave_check::validate(plan).expect("a valid plan")
+}
+
+#[test]
+fn blocking_sends_meet_their_receivers_on_plans_of_f_and_b_with_one_stage_per_rank() {
+    let one_f_one_b = plan_of(vec![0, 1], 2, &["0F0,0F1,0B0,0B1", "1F0,1B0,1F1,1B1"]);
+    let split = plan_of(
+        vec![0, 1],
+        2,
+        &["0F0,0F1,0I0,0W0,0I1,0W1", "1F0,1I0,1W0,1F1,1I1,1W1"],
+    );
+    let looped = plan_of(
+        vec![0, 1, 0, 1],
+        2,
+        &[
+            "0F0,0F1,2F0,2F1,2B0,2B1,0B0,0B1",
+            "1F0,1F1,3F0,3F1,3B0,3B1,1B0,1B1",
+        ],
+    );
+    let blocking = unit_on_two(1, true);
+    let c = CostTable::new(&blocking, &one_f_one_b).expect("fits");
+    assert!(c.blocking_sends() && !c.defers_sends());
+    // the first stage's forward waits for its receiver and then holds its rank for the transfer
+    let f = Op::new(0, Kind::F, 0);
+    assert_eq!(c.rendezvous(f), Some(c.send_hold(f)));
+    assert!(c.send_hold(f) > 0.0);
+    // the last stage's forward sends nothing
+    assert_eq!(c.rendezvous(Op::new(1, Kind::F, 0)), None);
+    // split backwards: a zero-bubble runtime places its own sends, each holds its rank only
+    let c = CostTable::new(&blocking, &split).expect("fits");
+    assert!(!c.blocking_sends() && !c.defers_sends());
+    assert!(c.send_hold(f) > 0.0);
+    // without blocking sends nothing waits
+    let c = CostTable::new(&unit_on_two(1, false), &one_f_one_b).expect("fits");
+    assert!(!c.blocking_sends() && c.rendezvous(f).is_none());
+    // two stages per rank: a forward sends with the backward after it, as Megatron-LM's
+    // interleaved exchange does, and only a forward whose output leaves the rank
+    let c = CostTable::new(&unit_on_two(2, true), &looped).expect("fits");
+    assert!(c.defers_sends() && !c.blocking_sends());
+    let b = Op::new(2, Kind::B, 0);
+    assert!(c.sends_after_next(Op::new(2, Kind::F, 1), b));
+    assert!(!c.sends_after_next(Op::new(0, Kind::F, 1), Op::new(2, Kind::F, 0)));
+    assert!(!c.sends_after_next(Op::new(3, Kind::F, 1), Op::new(3, Kind::B, 0)));
 }

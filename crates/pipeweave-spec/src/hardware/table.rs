@@ -48,6 +48,28 @@ const ROCE_A2A: &str = "assumption: DeepSeek's all-to-all share of 0.80 on Infin
 const ARIES: &str = "Cray Aries: about 10 GB/s injection bandwidth per node and about 1.5 us latency (Alverson et al., \"Cray XC Series Network\", 2012)";
 const ARIES_EFF: &str = "assumption: no figure for collectives over Aries, 0.80 taken; the Chimera code ran GLOO over IP on Aries (ipogif0), which reaches less";
 
+const V100_SHEET: &str = "NVIDIA Tesla V100 datasheet (SXM2): Tensor 125, Single-Precision 15.7 TFLOPS, 16 or 32 GB HBM2 at 900 GB/s, NVLink 300 GB/s both directions = 150 each way; 80 SMs (Volta architecture whitepaper: \"Tesla V100 ... with 80 SMs\")";
+const V100_32_PYTORCH: &str = "PyTorch's out-of-memory messages on Tesla V100-SXM2-32GB: \"31.75 GiB total capacity\" (nvidia-smi 32,510 MiB)";
+const V100_16_PYTORCH: &str = "PyTorch's out-of-memory messages on Tesla V100-SXM2-16GB: \"15.78 GiB total capacity\" (nvidia-smi 16,160 MiB)";
+const V100_GEMM: &str = "assumption: no sustained-matmul measurement found for V100; the A100's sustained share (burst 0.86 x 0.87, stas00/ml-engineering) taken, 0.75";
+const V100_CONTEXT: &str = "assumption: V100-era runs (2018-2021) used CUDA before 11.7's lazy loading, whose context takes over 1,000 MB (ptrblck, pytorch/pytorch#109888); 1.0 GiB taken";
+const OPA: &str = "Intel Omni-Path Architecture 100 series: 100 Gb/s per port, 12.5 GB/s per direction; one port per GPU here (a node with fewer ports overrides network_gbps)";
+const OPA_LAT: &str = "assumption: Intel quotes end-to-end latency of about a microsecond for Omni-Path 100 MPI; 1.0 us taken, below InfiniBand NDR's cross-leaf 3.7 us since NCCL over OPA's PSM2 adds its proxy";
+const SLINGSHOT: &str = "HPE Slingshot 11: 200 Gb/s per NIC; Perlmutter's GPU nodes carry four A100 and four NICs (NERSC Perlmutter architecture): 25 GB/s per GPU and direction";
+const SLINGSHOT_LAT: &str = "assumption: no NCCL latency found for Slingshot; InfiniBand NDR's cross-leaf 3.7 us (arXiv 2505.09343, Table 5) taken";
+const EFA_P4D: &str = "AWS EC2 P4d (p4d.24xlarge): eight A100 with 400 Gbps of EFA networking (four 100 Gb/s adapters): 50 Gb/s = 6.25 GB/s per GPU and direction";
+const EFA_P5: &str = "AWS EC2 P5 (p5.48xlarge): eight H100 with 3,200 Gbps of EFA networking: 400 Gb/s = 50 GB/s per GPU and direction";
+const EFA_LAT: &str = "assumption: no NCCL latency found for EFA; RoCE's cross-leaf 5.6 us (arXiv 2505.09343, Table 5) taken, EFA's SRD transport also running over Ethernet";
+const ROCE_200: &str =
+    "RoCE at 200 Gb/s per GPU (one ConnectX-6 200GbE port per GPU): 25 GB/s per direction";
+const ROCE_200_LAT: &str = "assumption: RoCE 400G's cross-leaf 5.6 us (arXiv 2505.09343, Table 5) taken for RoCE at 200 Gb/s";
+const EDR: &str =
+    "InfiniBand EDR: 100 Gb/s per port, 12.5 GB/s per direction; one port per GPU here";
+const EDR_LAT: &str = "assumption: no NCCL measurement found; InfiniBand NDR's cross-leaf 3.7 us (arXiv 2505.09343, Table 5) taken";
+const EDR_EFF: &str = "assumption: HDR's 24 of 25 GB/s (S. Jeaugey, NVIDIA/nccl#412) taken for the previous InfiniBand generation, 0.96";
+const NET_EFF: &str = "assumption: no maintainer figure for this network; 0.90 taken, between HDR's 0.96 (NVIDIA/nccl#412) and DeepSeek's all-to-all planning share of 0.80 (arXiv 2505.09343 4.3)";
+const NET_A2A: &str = "assumption: DeepSeek's all-to-all share of 0.80 on InfiniBand NDR (40 of 50 GB/s, arXiv 2505.09343 4.3) taken";
+
 /// The GPUs a spec may name in `cluster.gpu`.
 pub static GPUS: &[Entry] = &[
     Entry {
@@ -124,6 +146,33 @@ pub static GPUS: &[Entry] = &[
             (HbmGbps, 1555.0, A100_SHEET),
             (MemoryGib, 39.39, A100_40_PYTORCH),
         ],
+    },
+    Entry {
+        id: "v100-sxm2-32gb",
+        name: "Tesla V100 SXM2 32GB",
+        like: None,
+        real: true,
+        values: &[
+            (Sms, 80.0, V100_SHEET),
+            (PeakFp16, 125.0, V100_SHEET),
+            (PeakFp32, 15.7, V100_SHEET),
+            (GemmFp16, 0.75, V100_GEMM),
+            (HbmGbps, 900.0, V100_SHEET),
+            (HbmEfficiency, 0.85, HBM_EFF),
+            (MemoryGib, 31.75, V100_32_PYTORCH),
+            (ContextGib, 1.0, V100_CONTEXT),
+            (IntraGbps, 150.0, V100_SHEET),
+            (IntraLatencyUs, 3.33, ASSUMED_LATENCY),
+            (IntraEfficiency, 0.80, ASSUMED_NCCL),
+            (IntraAllToAllEfficiency, 0.80, ASSUMED_NCCL),
+        ],
+    },
+    Entry {
+        id: "v100-sxm2-16gb",
+        name: "Tesla V100 SXM2 16GB",
+        like: Some("v100-sxm2-32gb"),
+        real: true,
+        values: &[(MemoryGib, 15.78, V100_16_PYTORCH)],
     },
     Entry {
         id: "p100-sxm2-16gb",
@@ -217,6 +266,78 @@ pub static NETWORKS: &[Entry] = &[
             (NetLatencyUs, 3.7, HDR_LAT),
             (NetEfficiency, 0.96, HDR_EFF),
             (NetAllToAllEfficiency, 0.80, HDR_A2A),
+        ],
+    },
+    Entry {
+        id: "roce-200",
+        name: "RoCE, 200 Gb/s per GPU",
+        like: None,
+        real: true,
+        values: &[
+            (NetGbps, 25.0, ROCE_200),
+            (NetLatencyUs, 5.6, ROCE_200_LAT),
+            (NetEfficiency, 0.90, NET_EFF),
+            (NetAllToAllEfficiency, 0.80, NET_A2A),
+        ],
+    },
+    Entry {
+        id: "ib-edr-100",
+        name: "InfiniBand EDR, 100 Gb/s per GPU",
+        like: None,
+        real: true,
+        values: &[
+            (NetGbps, 12.5, EDR),
+            (NetLatencyUs, 3.7, EDR_LAT),
+            (NetEfficiency, 0.96, EDR_EFF),
+            (NetAllToAllEfficiency, 0.80, NET_A2A),
+        ],
+    },
+    Entry {
+        id: "opa-100",
+        name: "Intel Omni-Path, 100 Gb/s per GPU",
+        like: None,
+        real: true,
+        values: &[
+            (NetGbps, 12.5, OPA),
+            (NetLatencyUs, 1.0, OPA_LAT),
+            (NetEfficiency, 0.90, NET_EFF),
+            (NetAllToAllEfficiency, 0.80, NET_A2A),
+        ],
+    },
+    Entry {
+        id: "slingshot-200",
+        name: "HPE Slingshot 11, 200 Gb/s per GPU",
+        like: None,
+        real: true,
+        values: &[
+            (NetGbps, 25.0, SLINGSHOT),
+            (NetLatencyUs, 3.7, SLINGSHOT_LAT),
+            (NetEfficiency, 0.90, NET_EFF),
+            (NetAllToAllEfficiency, 0.80, NET_A2A),
+        ],
+    },
+    Entry {
+        id: "efa-p4d",
+        name: "AWS EFA on p4d, 400 Gb/s per 8 GPUs",
+        like: None,
+        real: true,
+        values: &[
+            (NetGbps, 6.25, EFA_P4D),
+            (NetLatencyUs, 5.6, EFA_LAT),
+            (NetEfficiency, 0.90, NET_EFF),
+            (NetAllToAllEfficiency, 0.80, NET_A2A),
+        ],
+    },
+    Entry {
+        id: "efa-p5",
+        name: "AWS EFA on p5, 3,200 Gb/s per 8 GPUs",
+        like: None,
+        real: true,
+        values: &[
+            (NetGbps, 50.0, EFA_P5),
+            (NetLatencyUs, 5.6, EFA_LAT),
+            (NetEfficiency, 0.90, NET_EFF),
+            (NetAllToAllEfficiency, 0.80, NET_A2A),
         ],
     },
     Entry {
