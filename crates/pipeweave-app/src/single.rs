@@ -33,7 +33,7 @@ pub fn validate(session: &mut Session<'_>, arg: &str, params: &Params) -> Result
 pub fn run(built: &Built, costing: &Costing, front: FrontEnd) -> Result<Run, Failure> {
     match costing {
         Costing::Spec { spec, rule, .. } => {
-            let (e, fitted) = evaluate_on_spec(&built.name, spec, &built.plan, *rule).map_err(
+            let (e, fitted) = evaluate_on_spec(&built.name, spec, &built.plan, rule.clone()).map_err(
                 |mut problems| {
                     if rule.strict
                         && let Some(last) = problems.pop()

@@ -112,6 +112,10 @@ pub struct Candidate {
     pub model_copies: u32,
     /// Activation recomputation: `none`, `selective` or `full`.
     pub recompute: String,
+    /// Layers of each model part (the first also holds the embedding, the last the head).
+    pub layers_per_part: Vec<u64>,
+    /// Whether the split was searched (else it is the even split).
+    pub split_searched: bool,
     /// The step's time in seconds (null when not simulated: it does not fit in memory).
     pub step_time_s: Option<f64>,
     /// The most loaded GPU's memory over the GPU's memory, and in bytes.
@@ -210,6 +214,9 @@ pub struct Recommendation {
     pub spec_tp: u32,
     /// The spec's micro-batches per step and replica.
     pub spec_microbatches: u32,
+    /// Whether the layers' split was searched with each configuration (else every candidate
+    /// splits its layers evenly).
+    pub split_searched: bool,
     /// Candidates simulated.
     pub simulated: usize,
     /// Candidates that fit in memory in no way (not simulated).

@@ -3,7 +3,7 @@
 //! and results as Python values (dicts and lists of the JSON the command line prints).
 
 use pipeweave_app::CostsArg;
-use pipeweave_eval::SpecRule;
+use pipeweave_eval::{SpecRule, Split};
 use pipeweave_source::{Failure, Flag, FrontEnd, Setting};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -175,7 +175,7 @@ impl Costs {
         Ok(CostsArg {
             uniform,
             spec: self.spec.clone(),
-            rule: self.rule,
+            rule: self.rule.clone(),
             costs_from: self.costs_from.clone(),
         })
     }
@@ -187,6 +187,7 @@ pub fn rule(strict: bool, keep_dp: bool, global_batch: bool) -> SpecRule {
         strict,
         keep_dp,
         global_batch,
+        split: Split::Spec,
     }
 }
 

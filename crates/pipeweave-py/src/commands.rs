@@ -357,7 +357,7 @@ fn recommend<'py>(
         schedules: &schedule_dirs,
         texts: &[],
     };
-    let r = with_session(py, &dirs, |s| pipeweave_app::recommend(s, spec.as_deref()))?;
+    let r = with_session(py, &dirs, |s| pipeweave_app::recommend(s, spec.as_deref(), &pipeweave_eval::Split::Auto))?;
     to_python(py, &r)
 }
 
