@@ -102,6 +102,18 @@ fn choice_lines(r: &Recommendation) -> Vec<(&'static str, String)> {
             if c.model_copies == 1 { "y" } else { "ies" }
         ),
     ));
+    lines.push((
+        "layers",
+        format!(
+            "{} per part ({})",
+            crate::format::split_text(&c.layers_per_part),
+            if c.split_searched {
+                "searched"
+            } else {
+                "even"
+            }
+        ),
+    ));
     lines.push(("step time", time_text(c)));
     if let Some(f) = &c.figures {
         let b = &f.breakdown_per_rank_mean_s;
