@@ -91,6 +91,7 @@ class Plan:
         strict_spec: bool = False,
         keep_dp: bool = False,
         global_batch: bool = False,
+        split: str | None = None,
     ) -> Simulation:
         """One simulated step, as `pipeweave simulate --format json` prints it (a spec fitted to the plan, `"fitted"` says how)."""
     def compare(
@@ -103,6 +104,7 @@ class Plan:
         strict_spec: bool = False,
         keep_dp: bool = False,
         global_batch: bool = False,
+        split: str | None = None,
         plugin_dirs: list[_Path] = ...,
         schedule_dirs: list[_Path] = ...,
     ) -> list[ComparisonRow]:
@@ -118,6 +120,7 @@ class Plan:
         strict_spec: bool = False,
         keep_dp: bool = False,
         global_batch: bool = False,
+        split: str | None = None,
     ) -> str:
         """`pipeweave export --to json` (with the simulated timeline when `spec` or `costs` is given)."""
     def to_trace(
@@ -129,6 +132,7 @@ class Plan:
         strict_spec: bool = False,
         keep_dp: bool = False,
         global_batch: bool = False,
+        split: str | None = None,
     ) -> str:
         """`pipeweave export --to chrome-trace` (on `spec`, or under `costs`; unit costs by default)."""
     def to_actions(self) -> str:
@@ -178,6 +182,7 @@ def compare(
     strict_spec: bool = False,
     keep_dp: bool = False,
     global_batch: bool = False,
+    split: str | None = None,
     plugin_dirs: list[_Path] = ...,
     schedule_dirs: list[_Path] = ...,
     **params: _Param,
@@ -198,6 +203,7 @@ def sweep(
     strict_spec: bool = False,
     keep_dp: bool = False,
     global_batch: bool = False,
+    split: str | None = None,
     plugin_dirs: list[_Path] = ...,
     schedule_dirs: list[_Path] = ...,
     **params: _Param,
@@ -219,6 +225,7 @@ def render(
     strict_spec: bool = False,
     keep_dp: bool = False,
     global_batch: bool = False,
+    split: str | None = None,
     plugin_dirs: list[_Path] = ...,
     schedule_dirs: list[_Path] = ...,
     **params: _Param,
@@ -242,13 +249,20 @@ def report(
     strict_spec: bool = False,
     keep_dp: bool = False,
     global_batch: bool = False,
+    split: str | None = None,
     plugin_dirs: list[_Path] = ...,
     schedule_dirs: list[_Path] = ...,
     **params: _Param,
 ) -> str:
     """`pipeweave report`: one self-contained HTML page."""
 
-def recommend(spec: str | None = None, *, plugin_dirs: list[_Path] = ..., schedule_dirs: list[_Path] = ...) -> Recommendation:
+def recommend(
+    spec: str | None = None,
+    *,
+    split: Literal["auto", "even"] = "auto",
+    plugin_dirs: list[_Path] = ...,
+    schedule_dirs: list[_Path] = ...,
+) -> Recommendation:
     """`pipeweave recommend --format json`: the search on a spec."""
 
 def calibrate(
@@ -299,6 +313,7 @@ def synthesize(
     strict_spec: bool = False,
     keep_dp: bool = False,
     global_batch: bool = False,
+    split: str | None = None,
     plugin_dirs: list[_Path] = ...,
     schedule_dirs: list[_Path] = ...,
 ) -> Synthesis:

@@ -17,7 +17,8 @@
 //!    least rank memory (weights, gradients and optimizer state per parameter, and each part's
 //!    activations times the most micro-batches of it the rank keeps at once in the plan's own
 //!    order), and for the least time among the splits whose memory fits the spec's limit;
-//!    each descent ends when no move improves, after at most `layers` moves of `O(parts · ranks)`;
+//!    each descent ends when no move improves, after at most `layers` moves (and at most
+//!    [`MAX_MOVES`]) of `O(parts · ranks)` each;
 //! 4. the even split, the spec's own and the [`PRICED_PER_SEARCH`] best of the other distinct
 //!    candidates by the weights (least memory over the limit, then least rank time) priced
 //!    exactly: a cost table, each rank's memory and, when every rank fits, a simulation. The
@@ -376,6 +377,10 @@ fn balanced(m: &Model) -> Vec<Vec<usize>> {
     out
 }
 
+/// The most moves of one descent: a descent on a model of thousands of layers stops there (its
+/// moves cost the parts times the ranks each).
+pub const MAX_MOVES: usize = 256;
+
 /// Steepest descent from `bounds`: one layer across one boundary per move. Each move is weighed
 /// by updating the ranks that host the two parts it changes, so a move costs the ranks, not the
 /// parts.
@@ -401,7 +406,7 @@ fn descend(m: &Model, mut bounds: Vec<usize>, goal: Goal) -> Vec<usize> {
     };
     let mut key = key_of(&ranks);
     let mut trial = ranks.clone();
-    for _ in 0..layers.max(1) {
+    for _ in 0..layers.clamp(1, MAX_MOVES) {
         let mut best: Option<(usize, usize, (f64, f64, f64))> = None;
         for i in 1..s {
             for delta in [-1i64, 1] {

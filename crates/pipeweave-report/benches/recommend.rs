@@ -48,6 +48,7 @@ fn recommend(c: &mut Criterion) {
                     spec,
                     false,
                     &schedules,
+                    true,
                     &mut planner::InMemory,
                 ) {
                     Ok(r) => r,
