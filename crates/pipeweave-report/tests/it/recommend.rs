@@ -7,7 +7,7 @@ use pipeweave_report::{candidate_label, recommend_json, recommend_markdown, reco
 use pipeweave_spec::{SHIPPED_SPECS, Spec};
 
 fn search(spec: &Spec) -> pipeweave_eval::Recommendation {
-    match recommend(spec, false, &schedules(), &mut InMemory) {
+    match recommend(spec, false, &schedules(), true, &mut InMemory) {
         Ok(r) => r,
         Err(never) => match never {},
     }
