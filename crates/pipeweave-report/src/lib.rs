@@ -37,7 +37,9 @@ pub use html::{Block, HtmlReport, Section, html_page};
 pub use json::json;
 pub use listing::{check_text, listing_text, validated_text};
 pub use pipeweave_eval::TimeUnit;
-pub use recommend::{candidate_label, recommend_json, recommend_markdown, recommend_text};
+pub use recommend::{
+    candidate_label, recommend_json, recommend_markdown, recommend_text, split_table,
+};
 pub use simulate::{
     costing_text, measured_text, shape_text, simulation_json, simulation_text, step_report_text,
 };
