@@ -33,8 +33,8 @@ pub fn validate(session: &mut Session<'_>, arg: &str, params: &Params) -> Result
 pub fn run(built: &Built, costing: &Costing, front: FrontEnd) -> Result<Run, Failure> {
     match costing {
         Costing::Spec { spec, rule, .. } => {
-            let (e, fitted) = evaluate_on_spec(&built.name, spec, &built.plan, rule.clone()).map_err(
-                |mut problems| {
+            let (e, fitted) = evaluate_on_spec(&built.name, spec, &built.plan, rule.clone())
+                .map_err(|mut problems| {
                     if rule.strict
                         && let Some(last) = problems.pop()
                     {
@@ -45,8 +45,7 @@ pub fn run(built: &Built, costing: &Costing, front: FrontEnd) -> Result<Run, Fai
                         )));
                     }
                     Failure::from_diagnostics(problems).about_spec()
-                },
-            )?;
+                })?;
             Ok(Run {
                 step_time: e.report.step_time_s,
                 timeline: e.timeline,

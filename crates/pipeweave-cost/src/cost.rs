@@ -428,7 +428,10 @@ impl SplitWeights {
         // takes part in a layer's difference
         let mid = if parts > 2 { 1 } else { 0 };
         let empty = price(mid, 0, 0);
-        let dense_layers = spec.model.moe.map_or(layers, |m| m.dense_layers.min(layers));
+        let dense_layers = spec
+            .model
+            .moe
+            .map_or(layers, |m| m.dense_layers.min(layers));
         let dense = if dense_layers > 0 {
             price(mid, 0, 1).minus(empty)
         } else {

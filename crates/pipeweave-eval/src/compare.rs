@@ -267,7 +267,14 @@ impl Comparison {
     ) {
         let units = self.units.then_some(self.costs.unwrap_or_default());
         let valid = plan.as_ref().ok().copied();
-        let mut row = row(spec, self.rule.clone(), schedule, requires, plan, units.as_ref());
+        let mut row = row(
+            spec,
+            self.rule.clone(),
+            schedule,
+            requires,
+            plan,
+            units.as_ref(),
+        );
         if let (Some(costs), Some(plan), Ok(figures)) = (&self.measured, valid, &mut row.outcome) {
             match MeasuredCosts::for_plan(costs, plan) {
                 Ok((model, notes)) => {

@@ -47,8 +47,8 @@ pub use recommend::{
     Candidate, LostOn, M_PER_CONFIG, MAX_CANDIDATE_OPS, MAX_M, Recommendation, RejectedShape,
     SEARCH_BUDGET, SearchSchedule, V_VALUES, Verdict, recommend,
 };
-pub use split::{Split, SplitFound, join as join_layers, search_split, split_problem};
 pub use simulation::{RankMemory, RankTimes, Shape, Simulation};
+pub use split::{Split, SplitFound, join as join_layers, search_split, split_problem};
 pub use step::{Evaluation, MemoryBreakdown, RankReport, StepReport, evaluate, evaluate_on_spec};
 pub use sweep::{Metric, Over, Param, Sweep, SweepPoint, SweepSeries, sweep};
 pub use synthesis::{

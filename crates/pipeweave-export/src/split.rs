@@ -182,22 +182,19 @@ pub fn torchtitan_fragment(
     );
     let layers: u64 = split.iter().sum();
     s.push_str(&format!(
-        "# {} parts of {} layers in all, {} on {} ranks; the first part also holds the embedding,\n\
-         # the last the final norm and the output head.\n",
+        "# {} parts of {} layers in all on {} ranks, {}; the first part also holds the\n\
+         # embedding, the last the final norm and the output head.\n",
         split.len(),
         layers,
+        plan.ranks(),
         match placement {
             Placement::Loop => "part q on rank q mod P",
             Placement::V => "in a V (parts 0..P down the ranks, P..2P back up)",
         },
-        plan.ranks()
     ));
     s.push_str("from torchtitan.config import ParallelismConfig\n\n");
     s.push_str("parallelism = ParallelismConfig(\n");
-    s.push_str(&format!(
-        "    pipeline_parallel_degree={},\n",
-        plan.ranks()
-    ));
+    s.push_str(&format!("    pipeline_parallel_degree={},\n", plan.ranks()));
     if let Some((n, first, last)) = torchtitan_layers_per_stage(split) {
         s.push_str(&format!(
             "    # torchtitan's own split gives these parts: this alone would do\n    \

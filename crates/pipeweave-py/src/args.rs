@@ -189,7 +189,9 @@ pub fn rule(
     split: Option<&str>,
 ) -> PyResult<SpecRule> {
     let split = match split {
-        Some(text) => Split::parse(text).map_err(|e| PyValueError::new_err(format!("split: {e}")))?,
+        Some(text) => {
+            Split::parse(text).map_err(|e| PyValueError::new_err(format!("split: {e}")))?
+        }
         None => Split::Spec,
     };
     Ok(SpecRule {

@@ -135,7 +135,13 @@ fn sweep<'py>(
     schedule_dirs: Vec<PathBuf>,
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let costs = Costs::of(spec, costs, costs_from, (strict_spec, keep_dp, global_batch), split.as_deref())?;
+    let costs = Costs::of(
+        spec,
+        costs,
+        costs_from,
+        (strict_spec, keep_dp, global_batch),
+        split.as_deref(),
+    )?;
     let params = params(ranks, microbatches, stages_per_rank, kwargs)?;
     let metric = metric.to_owned();
     let dirs = Dirs {
@@ -184,7 +190,13 @@ fn render(
     schedule_dirs: Vec<PathBuf>,
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
-    let costs = Costs::of(spec, costs, costs_from, (strict_spec, keep_dp, global_batch), split.as_deref())?;
+    let costs = Costs::of(
+        spec,
+        costs,
+        costs_from,
+        (strict_spec, keep_dp, global_batch),
+        split.as_deref(),
+    )?;
     let params = params(ranks, microbatches, stages_per_rank, kwargs)?;
     let dirs = Dirs {
         plugins: &plugin_dirs,
@@ -249,7 +261,13 @@ fn report(
     schedule_dirs: Vec<PathBuf>,
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
-    let costs = Costs::of(spec, costs, costs_from, (strict_spec, keep_dp, global_batch), split.as_deref())?;
+    let costs = Costs::of(
+        spec,
+        costs,
+        costs_from,
+        (strict_spec, keep_dp, global_batch),
+        split.as_deref(),
+    )?;
     let params = params(ranks, microbatches, stages_per_rank, kwargs)?;
     let metric = metric.to_owned();
     let dirs = Dirs {
@@ -373,7 +391,9 @@ fn recommend<'py>(
             )));
         }
     };
-    let r = with_session(py, &dirs, |s| pipeweave_app::recommend(s, spec.as_deref(), &split))?;
+    let r = with_session(py, &dirs, |s| {
+        pipeweave_app::recommend(s, spec.as_deref(), &split)
+    })?;
     to_python(py, &r)
 }
 
@@ -411,7 +431,13 @@ fn synthesize<'py>(
     plugin_dirs: Vec<PathBuf>,
     schedule_dirs: Vec<PathBuf>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let costs = Costs::of(spec, costs, costs_from, (strict_spec, keep_dp, global_batch), split.as_deref())?;
+    let costs = Costs::of(
+        spec,
+        costs,
+        costs_from,
+        (strict_spec, keep_dp, global_batch),
+        split.as_deref(),
+    )?;
     let placement = placement.to_owned();
     let dirs = Dirs {
         plugins: &plugin_dirs,

@@ -209,7 +209,13 @@ impl Plan {
         global_batch: bool,
         split: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let costs = Costs::of(spec, costs, costs_from, (strict_spec, keep_dp, global_batch), split.as_deref())?;
+        let costs = Costs::of(
+            spec,
+            costs,
+            costs_from,
+            (strict_spec, keep_dp, global_batch),
+            split.as_deref(),
+        )?;
         let loaded = self.loaded.clone();
         let simulation = with_session(py, &Dirs::default(), |s| {
             Ok(pipeweave_app::simulate_loaded(s, loaded, &costs.arg()?)?.simulation)
@@ -303,7 +309,13 @@ impl Plan {
         global_batch: bool,
         split: Option<String>,
     ) -> PyResult<String> {
-        let costs = Costs::of(spec, costs, costs_from, (strict_spec, keep_dp, global_batch), split.as_deref())?;
+        let costs = Costs::of(
+            spec,
+            costs,
+            costs_from,
+            (strict_spec, keep_dp, global_batch),
+            split.as_deref(),
+        )?;
         self.export(py, &costs, ExportFormat::Json)
     }
 
@@ -322,7 +334,13 @@ impl Plan {
         global_batch: bool,
         split: Option<String>,
     ) -> PyResult<String> {
-        let costs = Costs::of(spec, costs, costs_from, (strict_spec, keep_dp, global_batch), split.as_deref())?;
+        let costs = Costs::of(
+            spec,
+            costs,
+            costs_from,
+            (strict_spec, keep_dp, global_batch),
+            split.as_deref(),
+        )?;
         self.export(py, &costs, ExportFormat::ChromeTrace)
     }
 

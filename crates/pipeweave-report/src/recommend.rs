@@ -107,11 +107,7 @@ fn choice_lines(r: &Recommendation) -> Vec<(&'static str, String)> {
         format!(
             "{} per part ({})",
             crate::format::split_text(&c.layers_per_part),
-            if c.split_searched {
-                "searched"
-            } else {
-                "even"
-            }
+            if c.split_searched { "searched" } else { "even" }
         ),
     ));
     lines.push(("step time", time_text(c)));

@@ -126,7 +126,10 @@ fn a_rule_that_cannot_hold_says_why() {
         err[0].message,
         "pp 3 × tp 1 × dp 1 (kept) is 3 GPUs, not whole nodes of 4"
     );
-    assert_eq!(microbatches_at(&deepseek, 32, &SpecRule::default()), Ok(240));
+    assert_eq!(
+        microbatches_at(&deepseek, 32, &SpecRule::default()),
+        Ok(240)
+    );
     assert_eq!(global_batch(&deepseek), 15360);
 }
 

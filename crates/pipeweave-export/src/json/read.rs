@@ -226,7 +226,11 @@ fn from_wire(wire: WirePlan) -> Result<PlanJson, Found> {
             at = end;
         }
     } else if carried > 0 {
-        let q = wire.parts.iter().position(|p| p.layers.is_none()).unwrap_or(0);
+        let q = wire
+            .parts
+            .iter()
+            .position(|p| p.layers.is_none())
+            .unwrap_or(0);
         diags.push((
             Diagnostic::error(format!(
                 "part {q} has no `layers` while others have: a split gives every part its layers"
