@@ -18,7 +18,8 @@
 //!    activations times the most micro-batches of it the rank keeps at once in the plan's own
 //!    order), and for the least time among the splits whose memory fits the spec's limit;
 //!    each descent ends when no move improves, after at most `layers` moves (and at most
-//!    [`MAX_MOVES`]) of `O(parts · ranks)` each;
+//!    [`MAX_MOVES`], and fewer where the parts times the ranks are many: [`MAX_DESCENT_WORK`]) of
+//!    `O(parts · ranks)` each;
 //! 4. the even split, the spec's own and the [`PRICED_PER_SEARCH`] best of the other distinct
 //!    candidates by the weights (least memory over the limit, then least rank time) priced
 //!    exactly: a cost table, each rank's memory and, when every rank fits, a simulation. The
@@ -381,6 +382,10 @@ fn balanced(m: &Model) -> Vec<Vec<usize>> {
 /// moves cost the parts times the ranks each).
 pub const MAX_MOVES: usize = 256;
 
+/// The most rank updates one descent makes (moves × neighbours × ranks): a plan of hundreds of
+/// parts and ranks gets fewer moves.
+pub const MAX_DESCENT_WORK: usize = 1 << 20;
+
 /// Steepest descent from `bounds`: one layer across one boundary per move. Each move is weighed
 /// by updating the ranks that host the two parts it changes, so a move costs the ranks, not the
 /// parts.
@@ -406,7 +411,13 @@ fn descend(m: &Model, mut bounds: Vec<usize>, goal: Goal) -> Vec<usize> {
     };
     let mut key = key_of(&ranks);
     let mut trial = ranks.clone();
-    for _ in 0..layers.clamp(1, MAX_MOVES) {
+    // a move weighs 2(S − 1) neighbours at O(ranks) each: the moves are bounded so that a descent
+    // weighs at most MAX_DESCENT_WORK rank updates, whatever the plan's size
+    let per_move = (2 * s * m.hosted.len()).max(1);
+    let moves = layers
+        .clamp(1, MAX_MOVES)
+        .min((MAX_DESCENT_WORK / per_move).max(1));
+    for _ in 0..moves {
         let mut best: Option<(usize, usize, (f64, f64, f64))> = None;
         for i in 1..s {
             for delta in [-1i64, 1] {

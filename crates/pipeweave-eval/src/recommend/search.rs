@@ -287,6 +287,10 @@ fn rungs(spec: &Spec, settings: &[String]) -> Vec<Recompute> {
         .collect()
 }
 
+/// The most layers a model may have for `recommend` to search its split (4,096: the cost model
+/// costs larger models in chunks of layers).
+pub const MAX_SEARCHED_LAYERS: u64 = 4096;
+
 /// The least step `plan` could take on `spec` with any split: its forwards and backwards spread
 /// perfectly over its ranks (no bubble, no communication, no synchronisation), so no split can
 /// beat it.
@@ -312,7 +316,12 @@ fn with_split(
     best: f64,
 ) -> Result<Option<Candidate>, String> {
     let (mut spec, _) = fit_spec(base, plan).map_err(|d| d.message)?;
-    if spec.measured != pipeweave_spec::Measured::default() {
+    // measured costs are per part of the spec's own split; beyond MAX_SEARCHED_LAYERS a model's
+    // split is not searched (its layers are costed in chunks, and the search's work, linear in
+    // the layers, would leave the search's budget)
+    if spec.measured != pipeweave_spec::Measured::default()
+        || spec.model.layers > MAX_SEARCHED_LAYERS
+    {
         return Ok(None);
     }
     spec.training.recompute = rc;
