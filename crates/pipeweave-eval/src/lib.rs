@@ -48,7 +48,10 @@ pub use recommend::{
     SEARCH_BUDGET, SearchSchedule, V_VALUES, Verdict, recommend,
 };
 pub use simulation::{RankMemory, RankTimes, Shape, Simulation};
-pub use split::{Split, SplitFound, join as join_layers, search_split, split_problem};
+pub use split::{
+    MAX_DESCENT_WORK, MAX_MOVES, PRICED_PER_SEARCH, Split, SplitFound, join as join_layers,
+    search_split, search_split_from, split_problem,
+};
 pub use step::{Evaluation, MemoryBreakdown, RankReport, StepReport, evaluate, evaluate_on_spec};
 pub use sweep::{Metric, Over, Param, Sweep, SweepPoint, SweepSeries, sweep};
 pub use synthesis::{
