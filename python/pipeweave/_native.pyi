@@ -92,6 +92,7 @@ class Plan:
         strict_spec: bool = False,
         keep_dp: bool = False,
         global_batch: bool = False,
+        split: str | None = None,
     ) -> Simulation:
         """One simulated step, as `pipeweave simulate --format json` prints it (a spec fitted to the plan, `"fitted"` says how)."""
     def compare(
@@ -104,6 +105,7 @@ class Plan:
         strict_spec: bool = False,
         keep_dp: bool = False,
         global_batch: bool = False,
+        split: str | None = None,
         plugin_dirs: list[_Path] = ...,
         schedule_dirs: list[_Path] = ...,
     ) -> list[ComparisonRow]:
@@ -119,6 +121,7 @@ class Plan:
         strict_spec: bool = False,
         keep_dp: bool = False,
         global_batch: bool = False,
+        split: str | None = None,
     ) -> str:
         """`pipeweave export --to json` (with the simulated timeline when `spec` or `costs` is given)."""
     def to_trace(
@@ -130,6 +133,7 @@ class Plan:
         strict_spec: bool = False,
         keep_dp: bool = False,
         global_batch: bool = False,
+        split: str | None = None,
     ) -> str:
         """`pipeweave export --to chrome-trace` (on `spec`, or under `costs`; unit costs by default)."""
     def to_actions(self) -> str:
@@ -179,6 +183,7 @@ def compare(
     strict_spec: bool = False,
     keep_dp: bool = False,
     global_batch: bool = False,
+    split: str | None = None,
     plugin_dirs: list[_Path] = ...,
     schedule_dirs: list[_Path] = ...,
     **params: _Param,
@@ -199,6 +204,7 @@ def sweep(
     strict_spec: bool = False,
     keep_dp: bool = False,
     global_batch: bool = False,
+    split: str | None = None,
     plugin_dirs: list[_Path] = ...,
     schedule_dirs: list[_Path] = ...,
     **params: _Param,
@@ -220,6 +226,7 @@ def render(
     strict_spec: bool = False,
     keep_dp: bool = False,
     global_batch: bool = False,
+    split: str | None = None,
     plugin_dirs: list[_Path] = ...,
     schedule_dirs: list[_Path] = ...,
     **params: _Param,
@@ -243,6 +250,7 @@ def report(
     strict_spec: bool = False,
     keep_dp: bool = False,
     global_batch: bool = False,
+    split: str | None = None,
     plugin_dirs: list[_Path] = ...,
     schedule_dirs: list[_Path] = ...,
     **params: _Param,
@@ -250,11 +258,25 @@ def report(
     """`pipeweave report`: one self-contained HTML page."""
 
 @overload
-def recommend(spec: str | None = None, *, costs_from: None = None, plugin_dirs: list[_Path] = ..., schedule_dirs: list[_Path] = ...) -> Recommendation:
+def recommend(
+    spec: str | None = None,
+    *,
+    split: Literal["auto", "even"] = "auto",
+    costs_from: None = None,
+    plugin_dirs: list[_Path] = ...,
+    schedule_dirs: list[_Path] = ...,
+) -> Recommendation:
     """`pipeweave recommend --format json`: the search on a spec."""
 
 @overload
-def recommend(spec: None = None, *, costs_from: str, plugin_dirs: list[_Path] = ..., schedule_dirs: list[_Path] = ...) -> MeasuredRecommendation:
+def recommend(
+    spec: None = None,
+    *,
+    split: Literal["auto"] = "auto",
+    costs_from: str,
+    plugin_dirs: list[_Path] = ...,
+    schedule_dirs: list[_Path] = ...,
+) -> MeasuredRecommendation:
     """`pipeweave recommend --costs-from FILE --format json`: every schedule priced with measured costs."""
 
 def calibrate(
@@ -305,6 +327,7 @@ def synthesize(
     strict_spec: bool = False,
     keep_dp: bool = False,
     global_batch: bool = False,
+    split: str | None = None,
     plugin_dirs: list[_Path] = ...,
     schedule_dirs: list[_Path] = ...,
 ) -> Synthesis:

@@ -200,6 +200,27 @@ class JsonPlan:
             ]
             self._actions.append(actions)
             self._steps.append(steps)
+        # the split, when the parts carry it (`parts[q].layers`, on every part or none): layers per part
+        self.split: list[int] | None = None
+        parts = data.get("parts")
+        if isinstance(parts, list) and any(isinstance(p, dict) and "layers" in p for p in parts):
+            split: list[int] = []
+            at = 0
+            for q, part in enumerate(parts):
+                layers = part.get("layers") if isinstance(part, dict) else None
+                ok = (
+                    isinstance(layers, list)
+                    and len(layers) == 2
+                    and all(isinstance(x, int) and not isinstance(x, bool) for x in layers)
+                )
+                r.check(ok, f"parts[{q}].layers", "expected [start, end), on every part or none")
+                assert isinstance(layers, list)
+                start, end = layers
+                r.check(start == at and end >= start, f"parts[{q}].layers", f"must start at layer {at}, where part {q - 1} ends")
+                split.append(end - start)
+                at = end
+            r.check(len(split) == s_per, "parts", f"has {len(split)} parts, expected {s_per}")
+            self.split = split
         self._data = data
 
     @classmethod

@@ -117,6 +117,8 @@ class SimulationSpec(TypedDict):
     """The GPU's name."""
     gpus: int
     """GPUs of the cluster."""
+    layers_per_part: list[int]
+    """Layers of each model part (position in a pipeline): the split the step ran with; the first part also holds the embedding, the last the output head."""
     step_time_s: float
     """The step: the pipeline, then the data-parallel synchronisation and the optimizer."""
     pipeline_makespan_s: float
@@ -261,6 +263,8 @@ ComparisonVolumes = SimulationVolumes
 
 
 class _ComparisonFiguresRequired(TypedDict):
+    layers_per_part: list[int]
+    """Layers of each model part (position in a pipeline): the split the step ran with; the first part also holds the embedding, the last the output head."""
     step_time_s: float
     """The step: the simulated pipeline, then the data-parallel synchronisation and the optimizer."""
     makespan_units: float | None
@@ -422,6 +426,8 @@ RecommendationVolumes = SimulationVolumes
 class RecommendationFigures(TypedDict):
     """The step on the spec adapted to the candidate, as compare gives them (makespan_units is null)."""
 
+    layers_per_part: list[int]
+    """Layers of each model part (position in a pipeline): the split the step ran with; the first part also holds the embedding, the last the output head."""
     step_time_s: float
     """The step: the simulated pipeline, then the data-parallel synchronisation and the optimizer."""
     makespan_units: float | None
@@ -487,6 +493,10 @@ class RecommendationCandidate(TypedDict):
     model_copies: int
     recompute: Literal["none", "selective", "full"]
     """Activation recomputation."""
+    layers_per_part: list[int]
+    """Layers of each model part (position in a pipeline): the split the step ran with; the first part also holds the embedding, the last the output head."""
+    split_searched: bool
+    """Whether the split was searched with this configuration (else it is the even split)."""
     step_time_s: float | None
     """The step's time; null when not simulated (it does not fit in memory)."""
     memory_fraction: float
@@ -565,6 +575,8 @@ class Recommendation(TypedDict):
     spec_pp: int
     spec_tp: int
     spec_microbatches: int
+    split_searched: bool
+    """Whether recommend searched the layers' split with every configuration (--split auto, the default) or kept the even split (--split even)."""
     simulated: int
     """Candidates simulated."""
     out_of_memory: int

@@ -66,6 +66,18 @@ def export_evaluation_plans(plans_dir, out_dir):
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
 
 
+# A plan whose split the search chose (uneven: 16, 17, 17, 14 layers of GPT-2's 64 on 4 ranks),
+# for the case that cuts a whole model with pipeweave.torch.split (the file name is the suite's).
+SPLIT_PLAN = ["export", "1f1b", "-p", "4", "-m", "8", "--spec", "gpt2-1.3b-p100-32", "--split", "auto", "--to", "json"]
+
+
+def export_split_plan(out_dir):
+    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
+    binary = os.path.join(ROOT, target, "debug", "pipeweave")
+    out = os.path.join(out_dir, "split-searched.json")
+    subprocess.run([binary, *SPLIT_PLAN, "-o", out], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def main():
     python = venv_python()
     with tempfile.TemporaryDirectory(prefix="pipeweave-conformance-") as tmp:
@@ -75,6 +87,7 @@ def main():
             export_plans(plans)
         evaluation = os.path.join(tmp, "evaluation")
         export_evaluation_plans(plans, evaluation)
+        export_split_plan(evaluation)
         # The suite imports pipeweave's Python package from the source tree (python/).
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([HERE, os.path.join(ROOT, "python")]))
         return subprocess.run([python, "-m", "pipeweave_conformance", plans, evaluation], env=env).returncode

@@ -53,7 +53,7 @@ pub fn compare(
         }
         None => None,
     };
-    let costing = session.spec_costing(request.spec.as_deref(), request.rule)?;
+    let costing = session.spec_costing(request.spec.as_deref(), request.rule.clone())?;
     // A synthesized schedule is searched on the spec the comparison is on.
     session.set_costing(&costing);
     let pipeweave_eval::Costing::Spec { spec, default, .. } = &costing else {
@@ -63,7 +63,7 @@ pub fn compare(
     let on = CompareOn {
         spec,
         default: *default,
-        rule: request.rule,
+        rule: request.rule.clone(),
         units: request.units,
         measured: measured.as_ref().map(|(f, c)| (f.as_str(), c.as_ref())),
     };

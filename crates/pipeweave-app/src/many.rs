@@ -13,7 +13,7 @@ use pipeweave_spec::Spec;
 
 /// What a comparison is on: the spec, how it meets each plan, and the durations of the makespan
 /// column when it has one.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct CompareOn<'a> {
     /// The spec.
     pub spec: &'a Spec,
@@ -273,7 +273,7 @@ impl Many {
     ) -> Result<Comparison, Failure> {
         let spec = on.spec;
         let (ranks, microbatches) =
-            pipeweave_eval::plan_shape(spec, on.rule, request.ranks, request.microbatches)
+            pipeweave_eval::plan_shape(spec, &on.rule, request.ranks, request.microbatches)
                 .map_err(|d| Failure::from_diagnostics(vec![d]).about_spec())?;
         let at = PlanRequest {
             ranks: Some(ranks),
@@ -314,7 +314,7 @@ impl Many {
         }
         let mut c = Comparison::new(spec, on.default, ranks, microbatches, on.units.is_some());
         c.costs = on.units;
-        c.rule = on.rule;
+        c.rule = on.rule.clone();
         if let Some((file, costs)) = on.measured {
             c.costs_from = Some(file.to_owned());
             c.measured = Some(Box::new(costs.clone()));

@@ -5,7 +5,7 @@
 use crate::catalog::{Schedules, named_schedules, tell_errors};
 use crate::finished::finished;
 use crate::session::Session;
-use pipeweave_eval::{MeasuredRecommendation, Recommendation, SearchSchedule};
+use pipeweave_eval::{MeasuredRecommendation, Recommendation, SearchSchedule, Split};
 use pipeweave_param::ParamType;
 use pipeweave_source::{Catalog, Declared, Failure};
 
@@ -87,14 +87,28 @@ pub fn recommend_measured(
 }
 
 /// `pipeweave recommend`: the plan the search finds on the spec `spec` names (the built-in default
-/// when `None`); plugins that fail to load are told as warnings.
-pub fn recommend(session: &mut Session<'_>, spec: Option<&str>) -> Result<Recommendation, Failure> {
+/// when `None`), the layers' split searched with each configuration when `split` is `auto` (the
+/// front ends' default) or even; plugins that fail to load are told as warnings.
+pub fn recommend(
+    session: &mut Session<'_>,
+    spec: Option<&str>,
+    split: &Split,
+) -> Result<Recommendation, Failure> {
+    let auto = match split {
+        Split::Auto => true,
+        Split::Even => false,
+        other => {
+            return Err(Failure::usage(format!(
+                "recommend searches every shape, so its split is `auto` or `even`, not `{other}`"
+            )));
+        }
+    };
     let spec = session.spec(spec)?;
     let catalog = Catalog::read(session.host());
     let named = named_schedules(&catalog);
     let search = searched(&named);
     let mut planner = Schedules::new(session, &named);
-    let r = match pipeweave_eval::recommend(&spec.spec, spec.default, &search, &mut planner) {
+    let r = match pipeweave_eval::recommend(&spec.spec, spec.default, &search, auto, &mut planner) {
         Ok(r) => r,
         Err(never) => match never {},
     };

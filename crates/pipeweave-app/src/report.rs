@@ -184,7 +184,7 @@ pub fn report(session: &mut Session<'_>, request: &ReportRequest) -> Result<Stri
             spec,
             default,
             rule,
-        } => (spec.as_ref().clone(), *default, *rule, None),
+        } => (spec.as_ref().clone(), *default, rule.clone(), None),
         // Measured costs time the timelines; the comparison is on the built-in default spec.
         Costing::Measured { .. } => {
             let loaded = session.spec(None)?;

@@ -2,7 +2,7 @@
 //! spec met by the one rule) and a plan loaded with what its source declares.
 
 use crate::session::Session;
-use pipeweave_eval::{Costing, SpecRule};
+use pipeweave_eval::{Costing, SpecRule, Split};
 use pipeweave_sim::UniformCosts;
 use pipeweave_source::Flag;
 use pipeweave_source::{Built, Declared, Failure, Params, Source, SourceKind};
@@ -42,12 +42,13 @@ impl Session<'_> {
 
     /// Checks a spec rule's flags: they need a spec (`spec`: whether one is given), and a strict
     /// spec fits nothing.
-    pub(crate) fn check_rule(&self, rule: SpecRule, spec: bool) -> Result<(), Failure> {
+    pub(crate) fn check_rule(&self, rule: &SpecRule, spec: bool) -> Result<(), Failure> {
         let name = |f| self.front.flag(f);
         let given = [
             (rule.strict, Flag::StrictSpec),
             (rule.keep_dp, Flag::KeepDp),
             (rule.global_batch, Flag::GlobalBatch),
+            (rule.split != Split::Spec, Flag::Split),
         ]
         .into_iter()
         .find_map(|(given, flag)| given.then_some(flag));
@@ -76,7 +77,7 @@ impl Session<'_> {
     /// The costing `costs` asks for (the spec read, its warnings told), which a synthesized
     /// schedule is then searched under.
     pub fn costing(&mut self, costs: &CostsArg) -> Result<Costing, Failure> {
-        self.check_rule(costs.rule, costs.spec.is_some())?;
+        self.check_rule(&costs.rule, costs.spec.is_some())?;
         if let Some(file) = &costs.costs_from {
             let other = if costs.spec.is_some() {
                 Some(Flag::Spec)
@@ -104,7 +105,7 @@ impl Session<'_> {
                     self.front.flag(Flag::Costs)
                 )));
             }
-            (Some(spec), None) => self.spec_costing(Some(spec), costs.rule)?,
+            (Some(spec), None) => self.spec_costing(Some(spec), costs.rule.clone())?,
             (None, Some(uniform)) => Costing::Uniform(uniform),
             (None, None) => Costing::Unit,
         };
@@ -125,7 +126,7 @@ impl Session<'_> {
         if let Costing::Spec { spec, rule, .. } = costing
             && !source.is_plan_file()
         {
-            let (p, m) = pipeweave_eval::plan_shape(spec, *rule, params.ranks, params.microbatches)
+            let (p, m) = pipeweave_eval::plan_shape(spec, rule, params.ranks, params.microbatches)
                 .map_err(|d| {
                     Failure::invalid(format!("spec {}: {}", spec.name, d.message)).about_spec()
                 })?;

@@ -33,8 +33,8 @@ pub fn validate(session: &mut Session<'_>, arg: &str, params: &Params) -> Result
 pub fn run(built: &Built, costing: &Costing, front: FrontEnd) -> Result<Run, Failure> {
     match costing {
         Costing::Spec { spec, rule, .. } => {
-            let (e, fitted) = evaluate_on_spec(&built.name, spec, &built.plan, *rule).map_err(
-                |mut problems| {
+            let (e, fitted) = evaluate_on_spec(&built.name, spec, &built.plan, rule.clone())
+                .map_err(|mut problems| {
                     if rule.strict
                         && let Some(last) = problems.pop()
                     {
@@ -45,8 +45,7 @@ pub fn run(built: &Built, costing: &Costing, front: FrontEnd) -> Result<Run, Fai
                         )));
                     }
                     Failure::from_diagnostics(problems).about_spec()
-                },
-            )?;
+                })?;
             Ok(Run {
                 step_time: e.report.step_time_s,
                 timeline: e.timeline,
@@ -220,6 +219,10 @@ pub enum ExportFormat {
     PytorchComms,
     /// A Chrome / Perfetto trace of the simulated step.
     ChromeTrace,
+    /// torchtitan 0.3.0's `ParallelismConfig` with the plan's split (needs a spec).
+    Torchtitan,
+    /// Megatron-Core's `pipeline_model_parallel_layout` (needs a spec).
+    MegatronLayout,
 }
 
 /// A plan ready to be written in a launcher's format: its plan, and its simulated step where the
@@ -253,6 +256,22 @@ impl Exported {
             }
             ExportFormat::PytorchComms => {
                 Box::new(pipeweave_export::pytorch_comms_csv(plan).map_err(refused)?)
+            }
+            ExportFormat::Torchtitan | ExportFormat::MegatronLayout => {
+                let Some(report) = self.run.as_ref().and_then(|r| r.report.as_ref()) else {
+                    return Err(Failure::usage(
+                        "the split of a plan's layers comes from a spec: give one with --spec",
+                    ));
+                };
+                let (split, mtp) = (&report.layers_per_part, report.mtp_depth);
+                Box::new(
+                    if self.format == ExportFormat::Torchtitan {
+                        pipeweave_export::torchtitan_fragment(plan, split, mtp)
+                    } else {
+                        pipeweave_export::megatron_layout(plan, split, mtp)
+                    }
+                    .map_err(refused)?,
+                )
             }
             ExportFormat::ChromeTrace => match timing {
                 Some(t) => Box::new(
@@ -310,6 +329,16 @@ fn exported(
     given: bool,
     format: ExportFormat,
 ) -> Result<Exported, Failure> {
+    let needs_spec = matches!(
+        format,
+        ExportFormat::Torchtitan | ExportFormat::MegatronLayout
+    );
+    if needs_spec && !matches!(costing, Costing::Spec { .. }) {
+        return Err(Failure::usage(format!(
+            "the split of a plan's layers comes from a spec: give one with {}",
+            session.front.flag(pipeweave_source::Flag::Spec)
+        )));
+    }
     if !given && format != ExportFormat::ChromeTrace {
         return Ok(Exported {
             loaded,
@@ -318,7 +347,16 @@ fn exported(
             format,
         });
     }
-    let s = simulated(session, loaded, costing)?;
+    let mut s = simulated(session, loaded, costing)?;
+    if let Some(report) = &s.run.report {
+        // the split the step ran with is part of the plan's identity: a JSON plan carries it
+        s.loaded.built.plan = s
+            .loaded
+            .built
+            .plan
+            .clone()
+            .with_split(Some(report.layers_per_part.clone()));
+    }
     if let Some(report) = s.run.report.as_ref().filter(|_| !s.run.fitted.is_empty()) {
         // Standard output may be the file: how the spec was fitted is told beside it.
         session.note(&format!(

@@ -200,7 +200,7 @@ fn budget(
         });
     };
     let limit_bytes = request.memory_limit_gib.map(|g| g * f64::from(1u32 << 30));
-    let terms = spec_terms(spec, *rule, skeleton, limit_bytes)
+    let terms = spec_terms(spec, rule.clone(), skeleton, limit_bytes)
         .map_err(|d| Failure::from_diagnostics(d).about_spec())?;
     let changes: Vec<String> = terms
         .fitted
@@ -270,7 +270,7 @@ pub fn synthesize(
     session.check_memory(request)?;
     let costing = session.costing(&request.costs)?;
     let (p, m) = match (&costing, request.ranks, request.microbatches) {
-        (Costing::Spec { spec, rule, .. }, ranks, mbs) => plan_shape(spec, *rule, ranks, mbs)
+        (Costing::Spec { spec, rule, .. }, ranks, mbs) => plan_shape(spec, rule, ranks, mbs)
             .map_err(|d| {
                 Failure::invalid(format!("spec {}: {}", spec.name, d.message)).about_spec()
             })?,

@@ -27,6 +27,14 @@ impl ValidPlan {
         &self.plan
     }
 
+    /// This plan with the layers of each part ([`Plan::with_split`]): the split decides no
+    /// validity, so the plan stays vouched for.
+    pub fn with_split(self, split: Option<Vec<u64>>) -> ValidPlan {
+        ValidPlan {
+            plan: self.plan.with_split(split),
+        }
+    }
+
     /// The plan, no longer vouched for (to edit it).
     pub fn into_plan(self) -> Plan {
         self.plan

@@ -8,7 +8,7 @@
 
 use clap::{Args, ValueEnum};
 use pipeweave_app::{CostsArg, TimeWindow};
-use pipeweave_eval::{Metric, SpecRule};
+use pipeweave_eval::{Metric, SpecRule, Split};
 use pipeweave_export::PlanFormat;
 use pipeweave_sim::UniformCosts;
 use pipeweave_source::{Params, Setting};
@@ -174,6 +174,16 @@ pub struct SpecArgs {
     /// leaves it out (by default the micro-batch size stays and the global batch follows)
     #[arg(long)]
     pub global_batch: bool,
+    /// How the layers are split over the plan's parts: `auto` searches the split (the fastest
+    /// that fits in memory, never worse than the even one), `even`, or layers per part
+    /// `A,B,C,…` (the first part also holds the embedding, the last the head); by default the
+    /// plan file's own split, else the spec's `layers_per_stage`, else even
+    #[arg(long, value_name = "auto|even|A,B,C,…", value_parser = parse_split)]
+    pub split: Option<Split>,
+}
+
+fn parse_split(text: &str) -> Result<Split, String> {
+    Split::parse(text)
 }
 
 impl SpecArgs {
@@ -183,6 +193,7 @@ impl SpecArgs {
             strict: self.strict_spec,
             keep_dp: self.keep_dp,
             global_batch: self.global_batch,
+            split: self.split.clone().unwrap_or_default(),
         }
     }
 }

@@ -5,6 +5,7 @@ use crate::args::{CostArgs, Dirs, Format};
 use crate::output::{self, emit, is_stdout, note};
 use clap::{Args, ValueEnum};
 use pipeweave_app::{PlacementArg, Session, SynthesizeRequest};
+use pipeweave_eval::Split;
 use pipeweave_source::Failure;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -20,9 +21,27 @@ pub struct RecommendArgs {
     pub costs_from: Option<String>,
     #[command(flatten)]
     pub dirs: Dirs,
+    /// How the layers are split over the parts: `auto` searches the split with every
+    /// configuration (never worse than the even split, which it always tries), `even` keeps the
+    /// even split
+    #[arg(
+        long,
+        value_name = "auto|even",
+        default_value = "auto",
+        value_parser = parse_split,
+        conflicts_with = "costs_from"
+    )]
+    pub split: Split,
     /// Output format
     #[arg(long, value_enum, default_value_t = RecommendFormat::Text)]
     pub format: RecommendFormat,
+}
+
+fn parse_split(text: &str) -> Result<Split, String> {
+    match Split::parse(text)? {
+        s @ (Split::Auto | Split::Even) => Ok(s),
+        _ => Err("recommend searches every shape: give `auto` or `even`".to_owned()),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -43,7 +62,7 @@ pub fn recommend(session: &mut Session<'_>, args: &RecommendArgs) -> Result<(), 
         };
         return emit(None, &text);
     }
-    let r = pipeweave_app::recommend(session, args.spec.as_deref())?;
+    let r = pipeweave_app::recommend(session, args.spec.as_deref(), &args.split)?;
     let text = match args.format {
         RecommendFormat::Text => pipeweave_report::recommend_text(&r),
         RecommendFormat::Markdown => pipeweave_report::recommend_markdown(&r),

@@ -76,6 +76,11 @@ pub enum ExportTo {
     PytorchComms,
     /// A Chrome / Perfetto trace of the simulated step
     ChromeTrace,
+    /// torchtitan 0.3.0's ParallelismConfig (module_fqns_per_model_part) with the split on
+    /// --spec, as Python for a config_registry function
+    Torchtitan,
+    /// Megatron-Core's pipeline_model_parallel_layout string with the split on --spec
+    MegatronLayout,
 }
 
 impl From<ExportTo> for ExportFormat {
@@ -86,6 +91,8 @@ impl From<ExportTo> for ExportFormat {
             ExportTo::Pytorch => ExportFormat::Pytorch,
             ExportTo::PytorchComms => ExportFormat::PytorchComms,
             ExportTo::ChromeTrace => ExportFormat::ChromeTrace,
+            ExportTo::Torchtitan => ExportFormat::Torchtitan,
+            ExportTo::MegatronLayout => ExportFormat::MegatronLayout,
         }
     }
 }

@@ -20,7 +20,7 @@ mod model;
 mod schedule;
 mod sync;
 
-pub use cost::{CostTable, PartCosts, Pass, RESYNC_S, Volume};
+pub use cost::{CostTable, PartCosts, Pass, RESYNC_S, SplitWeights, Volume, Weight};
 pub use memory::{
     MemoryUse, rank_activation_unit, rank_activation_working, rank_buffers, rank_memory,
     rank_state, rank_weights,

@@ -19,6 +19,8 @@ use serde::{Serialize, Serializer};
 pub struct Figures {
     /// The step in seconds: the pipeline, then synchronisation and optimizer.
     pub step_time_s: f64,
+    /// Layers of each model part: the split the step ran with.
+    pub layers_per_part: Vec<u64>,
     /// The makespan with unit costs (F = I = W = 1), when asked for.
     pub makespan_units: Option<f64>,
     /// Share of rank-time spent waiting for other ranks.
@@ -86,6 +88,7 @@ impl Figures {
         let idle = |r: &RankReport| r.breakdown.bubble_s + r.breakdown.exposed_p2p_s;
         Figures {
             step_time_s: report.step_time_s,
+            layers_per_part: report.layers_per_part.clone(),
             makespan_units,
             bubble_fraction: report.bubble_fraction,
             idle_worst_s: max(&idle),
@@ -267,7 +270,14 @@ impl Comparison {
     ) {
         let units = self.units.then_some(self.costs.unwrap_or_default());
         let valid = plan.as_ref().ok().copied();
-        let mut row = row(spec, self.rule, schedule, requires, plan, units.as_ref());
+        let mut row = row(
+            spec,
+            self.rule.clone(),
+            schedule,
+            requires,
+            plan,
+            units.as_ref(),
+        );
         if let (Some(costs), Some(plan), Ok(figures)) = (&self.measured, valid, &mut row.outcome) {
             match MeasuredCosts::for_plan(costs, plan) {
                 Ok((model, notes)) => {

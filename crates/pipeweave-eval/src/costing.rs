@@ -123,7 +123,7 @@ impl Costing {
         let Costing::Spec { spec, rule, .. } = self else {
             return Ok((ranks, microbatches));
         };
-        let (p, m) = plan_shape(spec, *rule, ranks, microbatches)?;
+        let (p, m) = plan_shape(spec, rule, ranks, microbatches)?;
         Ok((Some(p), Some(m)))
     }
 
@@ -164,7 +164,7 @@ impl Costing {
             Costing::Unit => simulated(Box::new(UnitCosts)),
             Costing::Uniform(costs) => simulated(Box::new(*costs)),
             Costing::Spec { spec, rule, .. } => {
-                let fitted = fit(spec, plan, *rule)?;
+                let fitted = fit(spec, plan, rule.clone())?;
                 let e = evaluate(&fitted.spec, plan)?;
                 Ok(Run {
                     step_time: e.report.step_time_s,

@@ -3,13 +3,15 @@
 //! into the plan's stages, the micro-batches M (the micro-batch size or the global batch kept); or,
 //! strictly, the refusal of any difference.
 
+use crate::split::{Split, join, search_split, split_problem};
+use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::Plan;
 use pipeweave_spec::{Measured, Spec};
 use std::fmt;
 
 /// How a spec meets a plan whose shape differs from the spec's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SpecRule {
     /// Refuse any difference (the spec's checks against the plan, located at its keys) instead of
     /// fitting the spec.
@@ -21,10 +23,12 @@ pub struct SpecRule {
     /// micro-batch size follows M and the data parallelism; by default the micro-batch size stays
     /// and the global batch follows.
     pub global_batch: bool,
+    /// How the layers are split over the plan's parts (`--split`).
+    pub split: Split,
 }
 
 /// One way the fitted spec differs from the spec as written.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Change {
     /// The pipeline degree, with the data parallelism and the GPUs.
     Ranks {
@@ -43,6 +47,16 @@ pub enum Change {
         per_rank: u32,
         /// Layers per part: `4` or `3–4`.
         layers: String,
+    },
+    /// The layers split otherwise than the spec says (or than evenly, where the spec's split does
+    /// not have the plan's parts).
+    Split {
+        /// Layers per part.
+        layers: Vec<u64>,
+        /// How it was chosen: `even`, `given`, `plan` (the plan file's own) or `searched`.
+        how: &'static str,
+        /// For a searched split: its step and the even split's, in seconds, when they fit.
+        steps: Option<(Option<f64>, Option<f64>)>,
     },
     /// Micro-batches per step.
     Microbatches {
@@ -91,6 +105,25 @@ impl fmt::Display for Change {
                 "the model cut into {parts} parts ({per_rank} per rank): {layers} layer{} each",
                 if layers == "1" { "" } else { "s" }
             ),
+            Change::Split { layers, how, steps } => {
+                write!(f, "layers per part {} ({how}", join(layers))?;
+                match steps {
+                    Some((Some(t), Some(e))) => write!(
+                        f,
+                        ": a step of {} against {} with the even split",
+                        seconds(*t),
+                        seconds(*e)
+                    )?,
+                    Some((Some(t), None)) => write!(
+                        f,
+                        ": a step of {}, where the even split does not fit in memory",
+                        seconds(*t)
+                    )?,
+                    Some((None, _)) => write!(f, ": no split fits in memory")?,
+                    None => {}
+                }
+                write!(f, ")")
+            }
             Change::Microbatches { m } => {
                 write!(f, "{} micro-batches instead of the spec's {}", m.1, m.0)
             }
@@ -104,6 +137,20 @@ impl fmt::Display for Change {
             ),
         }
     }
+}
+
+/// Seconds with four significant digits: `1.234 s`.
+fn seconds(s: f64) -> String {
+    format!("{} s", four_digits(s))
+}
+
+/// `x` to four significant digits, without an exponent for the figures of a step.
+fn four_digits(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let digits = 3 - x.abs().log10().floor() as i32;
+    format!("{:.*}", digits.max(0) as usize, x)
 }
 
 /// A spec fitted to a plan: the spec the plan runs on and how it differs from the one written.
@@ -130,18 +177,66 @@ impl Fitted {
 /// The spec `plan` runs on under `rule`: fitted to the plan's shape, or, with `rule.strict`, the
 /// spec itself when the shapes agree. Fails with the spec's own diagnostics (located at its keys)
 /// under `strict`, and with the reason when the spec cannot take the plan's shape.
-pub fn fit(spec: &Spec, plan: &Plan, rule: SpecRule) -> Result<Fitted, Vec<Diagnostic>> {
-    if rule.strict {
+pub fn fit(spec: &Spec, plan: &ValidPlan, rule: SpecRule) -> Result<Fitted, Vec<Diagnostic>> {
+    let mut fitted = if rule.strict {
         let problems = spec.check_plan(plan);
         if !problems.is_empty() {
             return Err(problems);
         }
-        return Ok(Fitted {
+        Fitted {
             spec: spec.clone(),
             changes: Vec::new(),
-        });
+        }
+    } else {
+        fit_shape(spec, plan, &rule).map_err(|d| vec![d])?
+    };
+    apply_split(&mut fitted, spec, plan, &rule.split).map_err(|d| vec![d])?;
+    Ok(fitted)
+}
+
+/// Sets the fitted spec's split by `split` (see [`Split`]), noting it where it is not the spec's.
+fn apply_split(
+    fitted: &mut Fitted,
+    spec: &Spec,
+    plan: &ValidPlan,
+    split: &Split,
+) -> Result<(), Diagnostic> {
+    let parts = plan.stages_per_pipeline();
+    let total = spec.model.layers;
+    let current = fitted.spec.parallelism.layers_per_stage.clone();
+    let (layers, how, steps) = match split {
+        Split::Spec => match plan.split() {
+            Some(own) if own != current.as_slice() => (own.to_vec(), "the plan's own", None),
+            _ => return Ok(()),
+        },
+        Split::Even => (split_layers(total, parts), "even", None),
+        Split::Layers(v) => (v.clone(), "given", None),
+        Split::Auto => {
+            let found = search_split(&fitted.spec, plan).map_err(Diagnostic::error)?;
+            let steps = Some((found.step_time_s, found.even_step_time_s));
+            (found.layers, "searched", steps)
+        }
+    };
+    if let Some(problem) = split_problem(&layers, total, parts) {
+        return Err(Diagnostic::error(problem));
     }
-    fit_shape(spec, plan, rule).map_err(|d| vec![d])
+    if layers == current && !matches!(split, Split::Auto) {
+        return Ok(());
+    }
+    if spec.measured != Measured::default() && layers != spec.parallelism.layers_per_stage {
+        return Err(Diagnostic::error(format!(
+            "the spec's measured costs are given per part of its own split {}, not of {}",
+            join(&spec.parallelism.layers_per_stage),
+            join(&layers)
+        )));
+    }
+    // a fitted cut said once: the split replaces the note of the even cut
+    fitted
+        .changes
+        .retain(|c| !matches!(c, Change::Parts { .. }));
+    fitted.spec.parallelism.layers_per_stage = layers.clone();
+    fitted.changes.push(Change::Split { layers, how, steps });
+    Ok(())
 }
 
 /// Adapts `spec` to `plan`'s shape by the default rule ([`SpecRule::default`]): the GPUs kept, the
@@ -149,7 +244,7 @@ pub fn fit(spec: &Spec, plan: &Plan, rule: SpecRule) -> Result<Fitted, Vec<Diagn
 /// comparison gives M in its title); fails when the cluster or the model cannot take the plan's
 /// shape.
 pub fn fit_spec(spec: &Spec, plan: &Plan) -> Result<(Spec, Vec<String>), Diagnostic> {
-    let fitted = fit_shape(spec, plan, SpecRule::default())?;
+    let fitted = fit_shape(spec, plan, &SpecRule::default())?;
     let notes = fitted
         .changes
         .iter()
@@ -160,7 +255,7 @@ pub fn fit_spec(spec: &Spec, plan: &Plan) -> Result<(Spec, Vec<String>), Diagnos
 }
 
 /// The data parallelism and the GPUs at `pp` pipeline ranks under `rule`.
-fn replicas(spec: &Spec, pp: u32, rule: SpecRule) -> Result<(u32, u64), Diagnostic> {
+fn replicas(spec: &Spec, pp: u32, rule: &SpecRule) -> Result<(u32, u64), Diagnostic> {
     let par = &spec.parallelism;
     let gpus = spec.cluster.gpus();
     // the spec's own shape keeps its dp; a tensor-parallel degree changed at the same pp (the
@@ -206,7 +301,7 @@ pub fn global_batch(spec: &Spec) -> u64 {
 
 /// The micro-batches per step at `pp` pipeline ranks that keep the spec's global batch with its
 /// micro-batch size (`rule.global_batch` when M is not given); fails when they do not divide.
-pub fn microbatches_at(spec: &Spec, pp: u32, rule: SpecRule) -> Result<u32, Diagnostic> {
+pub fn microbatches_at(spec: &Spec, pp: u32, rule: &SpecRule) -> Result<u32, Diagnostic> {
     let (dp, _) = replicas(spec, pp, rule)?;
     let global = global_batch(spec);
     let size = spec.training.micro_batch_size;
@@ -226,7 +321,7 @@ pub fn microbatches_at(spec: &Spec, pp: u32, rule: SpecRule) -> Result<u32, Diag
 /// micro-batch size ([`microbatches_at`]).
 pub fn plan_shape(
     spec: &Spec,
-    rule: SpecRule,
+    rule: &SpecRule,
     ranks: Option<u32>,
     microbatches: Option<u32>,
 ) -> Result<(u32, u32), Diagnostic> {
@@ -240,7 +335,7 @@ pub fn plan_shape(
 }
 
 /// The fitting itself (see [`fit`]).
-fn fit_shape(spec: &Spec, plan: &Plan, rule: SpecRule) -> Result<Fitted, Diagnostic> {
+fn fit_shape(spec: &Spec, plan: &Plan, rule: &SpecRule) -> Result<Fitted, Diagnostic> {
     let error = |message: String| Diagnostic::error(message);
     let mut out = spec.clone();
     let mut changes = Vec::new();

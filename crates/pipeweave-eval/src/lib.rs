@@ -21,6 +21,7 @@ mod planner;
 mod questions;
 mod recommend;
 mod simulation;
+mod split;
 mod step;
 mod sweep;
 mod synthesis;
@@ -48,6 +49,10 @@ pub use recommend::{
     SearchSchedule, V_VALUES, Verdict, recommend, recommend_measured,
 };
 pub use simulation::{RankMemory, RankTimes, Shape, Simulation};
+pub use split::{
+    MAX_DESCENT_WORK, MAX_MOVES, PRICED_PER_SEARCH, Split, SplitFound, join as join_layers,
+    search_split, search_split_from, split_problem,
+};
 pub use step::{Evaluation, MemoryBreakdown, RankReport, StepReport, evaluate, evaluate_on_spec};
 pub use sweep::{Metric, Over, Param, Sweep, SweepPoint, SweepSeries, sweep};
 pub use synthesis::{

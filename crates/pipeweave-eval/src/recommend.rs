@@ -33,6 +33,17 @@
 //!   recomputation ladder), and shapes are admitted smallest first while the estimates add up to
 //!   at most [`SEARCH_BUDGET`]; the others are listed with the shapes left out, and why.
 //!
+//! **The split.** With `split` (the front ends' default) each configuration also searches the
+//! layers' split at each rung it climbs ([`crate::search_split`]), unless its perfectly balanced
+//! bound cannot beat the fastest step found so far, the even split already fits within 0.5% of
+//! that bound, the spec has measured costs per part, or the model has more than 4,096 layers. A
+//! search prices at most four more plans than the configuration's own (the spec's split and three
+//! others: [`crate::PRICED_PER_SEARCH`]) and its descents weigh at most 2²⁰ rank updates
+//! each, so the work stays linear in the configurations, but it is not in the estimates below:
+//! the budget bounds the configurations, and a configuration costs up to about five times more
+//! with its split searched (the extreme specs' searches in `tests/it/extreme.rs` take three times
+//! as long in a debug build; the shipped specs' stay under 2 s in a release build).
+//!
 //! The estimates run at 15 to 22 million a second in a release build on this project's 2-core
 //! VM under load, whatever the spec; the largest shipped spec's search (Llama 3.1 405B) estimates
 //! about 12.1 million (with Megatron-Core's two schedules in the library), 36% of the budget,
@@ -114,6 +125,10 @@ pub struct Candidate {
     pub model_copies: u32,
     /// Activation recomputation: `none`, `selective` or `full`.
     pub recompute: String,
+    /// Layers of each model part (the first also holds the embedding, the last the head).
+    pub layers_per_part: Vec<u64>,
+    /// Whether the split was searched (else it is the even split).
+    pub split_searched: bool,
     /// The step's time in seconds (null when not simulated: it does not fit in memory).
     pub step_time_s: Option<f64>,
     /// The most loaded GPU's memory over the GPU's memory, and in bytes.
@@ -212,6 +227,9 @@ pub struct Recommendation {
     pub spec_tp: u32,
     /// The spec's micro-batches per step and replica.
     pub spec_microbatches: u32,
+    /// Whether the layers' split was searched with each configuration (else every candidate
+    /// splits its layers evenly).
+    pub split_searched: bool,
     /// Candidates simulated.
     pub simulated: usize,
     /// Candidates that fit in memory in no way (not simulated).

@@ -111,6 +111,12 @@ pub struct StepReport {
     /// Micro-batches per step.
     #[serde(skip)]
     pub microbatches: u32,
+    /// Layers of each model part (position in a pipeline): the split the step ran with. The
+    /// first part also holds the embedding, the last the output head.
+    pub layers_per_part: Vec<u64>,
+    /// Multi-token prediction modules after the last layer (in the last part).
+    #[serde(skip)]
+    pub mtp_depth: u64,
     /// The step in seconds: the pipeline, then synchronisation and optimizer.
     pub step_time_s: f64,
     /// The simulated pipeline's makespan in seconds (the step before its synchronisation).
@@ -217,6 +223,8 @@ impl StepReport {
             spec: spec.name.clone(),
             gpu: spec.cluster.gpu_name().to_owned(),
             gpus,
+            layers_per_part: spec.parallelism.layers_per_stage.clone(),
+            mtp_depth: spec.model.mtp_depth,
             pipeline_ranks: plan.ranks(),
             stages_per_pipeline: plan.stages_per_pipeline(),
             model_copies: plan.model_copies(),
@@ -283,8 +291,9 @@ pub fn evaluate_on_spec(
     plan: &ValidPlan,
     rule: SpecRule,
 ) -> Result<(Evaluation, Fitted), Vec<Diagnostic>> {
+    let strict = rule.strict;
     let fitted = fit(spec, plan, rule).map_err(|mut problems| {
-        if !rule.strict {
+        if !strict {
             for d in &mut problems {
                 d.message = format!(
                     "spec {} cannot be fitted to {name}: {}",

@@ -189,7 +189,7 @@ impl Serialize for Sweep {
         st.serialize_field("metric", self.metric.key())?;
         st.serialize_field("unit", self.unit_key())?;
         st.serialize_field("spec", &self.spec)?;
-        let rule = self.rule.map(|r| RuleJson {
+        let rule = self.rule.as_ref().map(|r| RuleJson {
             strict: r.strict,
             keep_dp: r.keep_dp,
             global_batch: r.global_batch,
@@ -260,7 +260,7 @@ pub fn sweep<P: Planner + ?Sized>(
     }
     let (ranks, microbatches) = held(&over.param, base, costing);
     let (spec, rule) = match costing {
-        Costing::Spec { spec, rule, .. } => (Some(spec.name.clone()), Some(*rule)),
+        Costing::Spec { spec, rule, .. } => (Some(spec.name.clone()), Some(rule.clone())),
         Costing::Unit | Costing::Uniform(_) | Costing::Measured { .. } => (None, None),
     };
     Ok(Sweep {

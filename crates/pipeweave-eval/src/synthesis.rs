@@ -353,7 +353,7 @@ pub fn synthesis_terms(
             Ok(Some((Box::new(model), None)))
         }
         Costing::Spec { spec, rule, .. } => {
-            let terms = spec_terms(spec, *rule, skeleton, None)?;
+            let terms = spec_terms(spec, rule.clone(), skeleton, None)?;
             Ok(Some((Box::new(terms.costs), Some(terms.budget))))
         }
     }

@@ -68,6 +68,9 @@ struct WirePart {
     part: u32,
     stages: Vec<u32>,
     ranks: Vec<u32>,
+    /// Layers `[start, end)` of the model this part holds, when the plan carries its split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    layers: Option<[u64; 2]>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -266,6 +269,10 @@ fn part_of(plan: &Plan, q: u32) -> WirePart {
             .iter()
             .map(|p| p.placement[q as usize])
             .collect(),
+        layers: plan.split().and_then(|split| {
+            let start: u64 = split.iter().take(q as usize).sum();
+            split.get(q as usize).map(|n| [start, start + n])
+        }),
     }
 }
 

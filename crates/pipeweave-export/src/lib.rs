@@ -15,6 +15,7 @@ mod format;
 pub mod json;
 mod json_text;
 pub mod pytorch;
+pub mod split;
 pub mod trace;
 pub mod unvalidated;
 
@@ -26,4 +27,5 @@ pub use pytorch::{
     CommsCsv, CommsFile, StepAt, pytorch_comms_csv, pytorch_csv, read_pytorch_comms, write_pytorch,
     write_pytorch_comms,
 };
+pub use split::{SplitText, megatron_layout, torchtitan_fragment};
 pub use trace::{ChromeTrace, chrome_trace, write_chrome_trace};

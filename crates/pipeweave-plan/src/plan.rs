@@ -139,6 +139,10 @@ pub struct Plan {
     /// An evaluation step (forwards only), as said by `forward_only`, `into_evaluation` or a file:
     /// never inferred from the programs, so a plan that forgot its backwards stays invalid.
     pub(crate) evaluation: bool,
+    /// The layers of each model part (position), when the plan was written with its split (a
+    /// JSON plan's `parts[q].layers`): part of the plan's identity, kept through every pass that
+    /// keeps the parts. Checked against a model by the commands that price the plan, not here.
+    split: Option<Vec<u64>>,
 }
 
 impl Plan {
@@ -259,6 +263,7 @@ impl Plan {
             by_rank,
             by_rank_starts,
             evaluation: false,
+            split: None,
         })
     }
 
@@ -275,6 +280,7 @@ impl Plan {
             by_rank: self.by_rank.clone(),
             by_rank_starts: self.by_rank_starts.clone(),
             evaluation: self.evaluation,
+            split: self.split.clone(),
         }
     }
 
@@ -293,6 +299,17 @@ impl Plan {
             }],
             programs,
         )
+    }
+
+    /// This plan with the layers of each part (`split[q]` for position q); `None` forgets it.
+    pub fn with_split(mut self, split: Option<Vec<u64>>) -> Plan {
+        self.split = split;
+        self
+    }
+
+    /// The layers of each part, when the plan carries its split.
+    pub fn split(&self) -> Option<&[u64]> {
+        self.split.as_deref()
     }
 
     /// P: the number of ranks (one program each).

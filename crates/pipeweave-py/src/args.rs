@@ -3,7 +3,7 @@
 //! and results as Python values (dicts and lists of the JSON the command line prints).
 
 use pipeweave_app::CostsArg;
-use pipeweave_eval::SpecRule;
+use pipeweave_eval::{SpecRule, Split};
 use pipeweave_source::{Failure, Flag, FrontEnd, Setting};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -152,14 +152,13 @@ impl Costs {
         spec: Option<String>,
         costs: Option<&Bound<'_, PyAny>>,
         costs_from: Option<String>,
-        strict_spec: bool,
-        keep_dp: bool,
-        global_batch: bool,
+        (strict_spec, keep_dp, global_batch): (bool, bool, bool),
+        split: Option<&str>,
     ) -> PyResult<Costs> {
         Ok(Costs {
             spec,
             costs: costs_text(costs)?,
-            rule: rule(strict_spec, keep_dp, global_batch),
+            rule: rule(strict_spec, keep_dp, global_batch, split)?,
             costs_from,
         })
     }
@@ -175,19 +174,32 @@ impl Costs {
         Ok(CostsArg {
             uniform,
             spec: self.spec.clone(),
-            rule: self.rule,
+            rule: self.rule.clone(),
             costs_from: self.costs_from.clone(),
         })
     }
 }
 
-/// The rule of `strict_spec`, `keep_dp`, `global_batch`.
-pub fn rule(strict: bool, keep_dp: bool, global_batch: bool) -> SpecRule {
-    SpecRule {
+/// The rule of `strict_spec`, `keep_dp`, `global_batch` and `split` (`"auto"`, `"even"` or
+/// layers per part `"1,8,8,7"`, as `--split` takes it).
+pub fn rule(
+    strict: bool,
+    keep_dp: bool,
+    global_batch: bool,
+    split: Option<&str>,
+) -> PyResult<SpecRule> {
+    let split = match split {
+        Some(text) => {
+            Split::parse(text).map_err(|e| PyValueError::new_err(format!("split: {e}")))?
+        }
+        None => Split::Spec,
+    };
+    Ok(SpecRule {
         strict,
         keep_dp,
         global_batch,
-    }
+        split,
+    })
 }
 
 /// A result as the Python value of its JSON (dicts, lists, numbers, strings, `None`).

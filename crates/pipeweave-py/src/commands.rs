@@ -62,7 +62,7 @@ fn params(
     clippy::too_many_arguments,
     reason = "the Python signature: every keyword is an argument"
 )]
-#[pyo3(signature = (schedules, *, spec=None, ranks=None, microbatches=None, stages_per_rank=None, units=false, costs=None, costs_from=None, strict_spec=false, keep_dp=false, global_batch=false, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
+#[pyo3(signature = (schedules, *, spec=None, ranks=None, microbatches=None, stages_per_rank=None, units=false, costs=None, costs_from=None, strict_spec=false, keep_dp=false, global_batch=false, split=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
 fn compare<'py>(
     py: Python<'py>,
     schedules: Vec<String>,
@@ -76,12 +76,14 @@ fn compare<'py>(
     strict_spec: bool,
     keep_dp: bool,
     global_batch: bool,
+    split: Option<String>,
     plugin_dirs: Vec<PathBuf>,
     schedule_dirs: Vec<PathBuf>,
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let costs = costs_text(costs)?;
     let params = params(ranks, microbatches, stages_per_rank, kwargs)?;
+    let spec_rule = rule(strict_spec, keep_dp, global_batch, split.as_deref())?;
     let dirs = Dirs {
         plugins: &plugin_dirs,
         schedules: &schedule_dirs,
@@ -96,7 +98,7 @@ fn compare<'py>(
             schedules,
             params,
             spec,
-            rule: rule(strict_spec, keep_dp, global_batch),
+            rule: spec_rule,
             units,
             costs_from,
         };
@@ -113,7 +115,7 @@ fn compare<'py>(
     clippy::too_many_arguments,
     reason = "the Python signature: every keyword is an argument"
 )]
-#[pyo3(signature = (schedules, over, *, metric="bubble", spec=None, costs=None, costs_from=None, ranks=None, microbatches=None, stages_per_rank=None, strict_spec=false, keep_dp=false, global_batch=false, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
+#[pyo3(signature = (schedules, over, *, metric="bubble", spec=None, costs=None, costs_from=None, ranks=None, microbatches=None, stages_per_rank=None, strict_spec=false, keep_dp=false, global_batch=false, split=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
 fn sweep<'py>(
     py: Python<'py>,
     schedules: Vec<String>,
@@ -128,11 +130,18 @@ fn sweep<'py>(
     strict_spec: bool,
     keep_dp: bool,
     global_batch: bool,
+    split: Option<String>,
     plugin_dirs: Vec<PathBuf>,
     schedule_dirs: Vec<PathBuf>,
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let costs = Costs::of(spec, costs, costs_from, strict_spec, keep_dp, global_batch)?;
+    let costs = Costs::of(
+        spec,
+        costs,
+        costs_from,
+        (strict_spec, keep_dp, global_batch),
+        split.as_deref(),
+    )?;
     let params = params(ranks, microbatches, stages_per_rank, kwargs)?;
     let metric = metric.to_owned();
     let dirs = Dirs {
@@ -160,7 +169,7 @@ fn sweep<'py>(
     clippy::too_many_arguments,
     reason = "the Python signature: every keyword is an argument"
 )]
-#[pyo3(signature = (schedules, *, spec=None, costs=None, costs_from=None, ranks=None, microbatches=None, stages_per_rank=None, comms=false, start=None, end=None, strict_spec=false, keep_dp=false, global_batch=false, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
+#[pyo3(signature = (schedules, *, spec=None, costs=None, costs_from=None, ranks=None, microbatches=None, stages_per_rank=None, comms=false, start=None, end=None, strict_spec=false, keep_dp=false, global_batch=false, split=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
 fn render(
     py: Python<'_>,
     schedules: Vec<String>,
@@ -176,11 +185,18 @@ fn render(
     strict_spec: bool,
     keep_dp: bool,
     global_batch: bool,
+    split: Option<String>,
     plugin_dirs: Vec<PathBuf>,
     schedule_dirs: Vec<PathBuf>,
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
-    let costs = Costs::of(spec, costs, costs_from, strict_spec, keep_dp, global_batch)?;
+    let costs = Costs::of(
+        spec,
+        costs,
+        costs_from,
+        (strict_spec, keep_dp, global_batch),
+        split.as_deref(),
+    )?;
     let params = params(ranks, microbatches, stages_per_rank, kwargs)?;
     let dirs = Dirs {
         plugins: &plugin_dirs,
@@ -222,7 +238,7 @@ fn window(start: Option<f64>, end: Option<f64>) -> Result<TimeWindow, Failure> {
     clippy::too_many_arguments,
     reason = "the Python signature: every keyword is an argument"
 )]
-#[pyo3(signature = (schedules, *, spec=None, costs=None, costs_from=None, ranks=None, microbatches=None, stages_per_rank=None, over=None, metric="bubble", comms=false, start=None, end=None, strict_spec=false, keep_dp=false, global_batch=false, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
+#[pyo3(signature = (schedules, *, spec=None, costs=None, costs_from=None, ranks=None, microbatches=None, stages_per_rank=None, over=None, metric="bubble", comms=false, start=None, end=None, strict_spec=false, keep_dp=false, global_batch=false, split=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
 fn report(
     py: Python<'_>,
     schedules: Vec<String>,
@@ -240,11 +256,18 @@ fn report(
     strict_spec: bool,
     keep_dp: bool,
     global_batch: bool,
+    split: Option<String>,
     plugin_dirs: Vec<PathBuf>,
     schedule_dirs: Vec<PathBuf>,
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
-    let costs = Costs::of(spec, costs, costs_from, strict_spec, keep_dp, global_batch)?;
+    let costs = Costs::of(
+        spec,
+        costs,
+        costs_from,
+        (strict_spec, keep_dp, global_batch),
+        split.as_deref(),
+    )?;
     let params = params(ranks, microbatches, stages_per_rank, kwargs)?;
     let metric = metric.to_owned();
     let dirs = Dirs {
@@ -343,14 +366,17 @@ fn diff<'py>(
 }
 
 /// The recommend search on `spec` (the built-in default when `None`), as
-/// `pipeweave recommend --format json` prints it; with `costs_from`, every schedule priced with
-/// the costs measured in a profiled run, as `pipeweave recommend --costs-from FILE --format json`
-/// prints it (`spec` and `costs_from` exclude each other).
+/// `pipeweave recommend --format json` prints it; `split="auto"` (the default) searches the
+/// layers' split with every configuration, `"even"` keeps the even split; with `costs_from`, every
+/// schedule priced with the costs measured in a profiled run, as
+/// `pipeweave recommend --costs-from FILE --format json` prints it (`spec` and `costs_from` exclude
+/// each other, and measured costs keep the profiled run's split).
 #[pyfunction]
-#[pyo3(signature = (spec=None, *, costs_from=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new()))]
+#[pyo3(signature = (spec=None, *, split="auto", costs_from=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new()))]
 fn recommend<'py>(
     py: Python<'py>,
     spec: Option<String>,
+    split: &str,
     costs_from: Option<String>,
     plugin_dirs: Vec<PathBuf>,
     schedule_dirs: Vec<PathBuf>,
@@ -361,6 +387,11 @@ fn recommend<'py>(
         texts: &[],
     };
     if let Some(costs) = costs_from {
+        if split != "auto" {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "recommend takes split or costs_from, not both: measured costs keep the profiled run's split",
+            ));
+        }
         if spec.is_some() {
             return Err(pyo3::exceptions::PyTypeError::new_err(
                 "recommend takes spec or costs_from, not both: measured costs fix the shape a spec would search",
@@ -369,7 +400,18 @@ fn recommend<'py>(
         let r = with_session(py, &dirs, |s| pipeweave_app::recommend_measured(s, &costs))?;
         return to_python(py, &r);
     }
-    let r = with_session(py, &dirs, |s| pipeweave_app::recommend(s, spec.as_deref()))?;
+    let split = match split {
+        "auto" => pipeweave_eval::Split::Auto,
+        "even" => pipeweave_eval::Split::Even,
+        other => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "split: recommend searches every shape, so give \"auto\" or \"even\", not {other:?}"
+            )));
+        }
+    };
+    let r = with_session(py, &dirs, |s| {
+        pipeweave_app::recommend(s, spec.as_deref(), &split)
+    })?;
     to_python(py, &r)
 }
 
@@ -381,7 +423,7 @@ fn recommend<'py>(
     clippy::too_many_arguments,
     reason = "the Python signature: every keyword is an argument"
 )]
-#[pyo3(signature = (*, ranks=None, microbatches=None, placement="loop", stages_per_rank=None, spec=None, costs=None, costs_from=None, memory_limit=None, activations=None, library_memory=false, weight_split=true, pairs=true, time_limit=10.0, evaluations=None, exact_nodes=None, seed=None, strict_spec=false, keep_dp=false, global_batch=false, plugin_dirs=Vec::new(), schedule_dirs=Vec::new()))]
+#[pyo3(signature = (*, ranks=None, microbatches=None, placement="loop", stages_per_rank=None, spec=None, costs=None, costs_from=None, memory_limit=None, activations=None, library_memory=false, weight_split=true, pairs=true, time_limit=10.0, evaluations=None, exact_nodes=None, seed=None, strict_spec=false, keep_dp=false, global_batch=false, split=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new()))]
 fn synthesize<'py>(
     py: Python<'py>,
     ranks: Option<Whole>,
@@ -403,10 +445,17 @@ fn synthesize<'py>(
     strict_spec: bool,
     keep_dp: bool,
     global_batch: bool,
+    split: Option<String>,
     plugin_dirs: Vec<PathBuf>,
     schedule_dirs: Vec<PathBuf>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let costs = Costs::of(spec, costs, costs_from, strict_spec, keep_dp, global_batch)?;
+    let costs = Costs::of(
+        spec,
+        costs,
+        costs_from,
+        (strict_spec, keep_dp, global_batch),
+        split.as_deref(),
+    )?;
     let placement = placement.to_owned();
     let dirs = Dirs {
         plugins: &plugin_dirs,

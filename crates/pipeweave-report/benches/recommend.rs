@@ -1,7 +1,8 @@
 //! `recommend` on every shipped spec, the search and its text page, with every library schedule,
 //! the plugins' generators and Chimera's variants built in memory (the command line adds the
-//! plugins' worker processes and reading the spec), and two specs in range but extreme. The issue
-//! asks for seconds per spec.
+//! plugins' worker processes and reading the spec), and two specs in range but extreme; each with
+//! the layers' split searched (the default) and with the even split. The issues ask for seconds per
+//! spec (#26: under 2 s with the split searched).
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use pipeweave_spec::SHIPPED_SPECS;
@@ -42,20 +43,25 @@ fn recommend(c: &mut Criterion) {
     for (name, source) in specs {
         let (spec, _) = pipeweave_spec::parse(&source, pipeweave_diagnostics::FileId(0));
         let spec = spec.expect("the spec parses");
-        group.bench_with_input(BenchmarkId::from_parameter(name), &spec, |b, spec| {
-            b.iter(|| {
-                let r = match pipeweave_eval::recommend(
-                    spec,
-                    false,
-                    &schedules,
-                    &mut planner::InMemory,
-                ) {
-                    Ok(r) => r,
-                    Err(never) => match never {},
-                };
-                black_box(pipeweave_report::recommend_text(&r).len())
-            })
-        });
+        // the default search (the split searched with every configuration) and the even split's
+        for (split, suffix) in [(true, ""), (false, "/even-split")] {
+            let id = BenchmarkId::from_parameter(format!("{name}{suffix}"));
+            group.bench_with_input(id, &spec, |b, spec| {
+                b.iter(|| {
+                    let r = match pipeweave_eval::recommend(
+                        spec,
+                        false,
+                        &schedules,
+                        split,
+                        &mut planner::InMemory,
+                    ) {
+                        Ok(r) => r,
+                        Err(never) => match never {},
+                    };
+                    black_box(pipeweave_report::recommend_text(&r).len())
+                })
+            });
+        }
     }
     group.finish();
 }

@@ -246,6 +246,7 @@ pub fn traits_table(c: &Comparison) -> Table {
         "model copies",
         "pipelines",
         "stages/rank",
+        "layers per part",
         "W split",
         "F&B overlap",
         "requires",
@@ -262,10 +263,16 @@ pub fn traits_table(c: &Comparison) -> Table {
                     t.model_copies.to_string(),
                     t.pipelines.to_string(),
                     t.stages_per_rank.to_string(),
+                    match &row.outcome {
+                        Ok(f) if !f.layers_per_part.is_empty() => {
+                            crate::format::split_text(&f.layers_per_part)
+                        }
+                        _ => NONE.to_owned(),
+                    },
                     yes_no(t.weight_split),
                     yes_no(t.overlap),
                 ]),
-                None => cells.extend(std::iter::repeat_n(NONE.to_owned(), 5)),
+                None => cells.extend(std::iter::repeat_n(NONE.to_owned(), 6)),
             }
             cells.push(if row.requires.is_empty() {
                 NONE.to_owned()

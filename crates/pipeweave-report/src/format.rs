@@ -138,6 +138,24 @@ pub(crate) fn num(x: f64) -> String {
     trim(format!("{x:.2}"))
 }
 
+/// Layers per part with runs folded: `3, 4×14, 2` (the first part also holds the embedding, the
+/// last the head).
+pub fn split_text(layers: &[u64]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < layers.len() {
+        let n = layers[i];
+        let run = layers[i..].iter().take_while(|&&x| x == n).count();
+        out.push(if run == 1 {
+            n.to_string()
+        } else {
+            format!("{n}×{run}")
+        });
+        i += run;
+    }
+    out.join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

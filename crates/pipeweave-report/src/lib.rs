@@ -39,7 +39,7 @@ pub use listing::{check_text, listing_text, validated_text};
 pub use pipeweave_eval::TimeUnit;
 pub use recommend::{
     candidate_label, recommend_json, recommend_markdown, recommend_measured_json,
-    recommend_measured_markdown, recommend_measured_text, recommend_text,
+    recommend_measured_markdown, recommend_measured_text, recommend_text, split_table,
 };
 pub use simulate::{
     costing_text, measured_text, shape_text, simulation_json, simulation_text, step_report_text,

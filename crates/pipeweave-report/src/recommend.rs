@@ -102,6 +102,14 @@ fn choice_lines(r: &Recommendation) -> Vec<(&'static str, String)> {
             if c.model_copies == 1 { "y" } else { "ies" }
         ),
     ));
+    lines.push((
+        "layers",
+        format!(
+            "{} per part ({})",
+            crate::format::split_text(&c.layers_per_part),
+            if c.split_searched { "searched" } else { "even" }
+        ),
+    ));
     lines.push(("step time", time_text(c)));
     if let Some(f) = &c.figures {
         let b = &f.breakdown_per_rank_mean_s;
@@ -515,4 +523,53 @@ pub fn recommend_measured_markdown(r: &MeasuredRecommendation) -> String {
 /// `recommend --costs-from` as JSON (`schemas/pipeweave-recommend-measured.v1.schema.json`).
 pub fn recommend_measured_json(r: &MeasuredRecommendation) -> String {
     crate::json::json(r)
+}
+
+/// The README's table of the splits: for every spec, the choice with the even split (`even`) and
+/// with the searched split (`searched`), each with its layers per part, step time and most loaded
+/// GPU's memory, as a Markdown table.
+pub fn split_table(rows: &[(&str, &Recommendation, &Recommendation)]) -> String {
+    let cells = |r: &Recommendation| -> Vec<String> {
+        match &r.choice {
+            Some(c) => vec![
+                candidate_label(c),
+                crate::format::split_text(&c.layers_per_part),
+                time_text(c),
+                gib_text(c.memory_bytes),
+            ],
+            None => vec![NONE.to_owned(); 4],
+        }
+    };
+    let header = [
+        "spec",
+        "even split: choice",
+        "layers per part",
+        "step",
+        "memory/GPU",
+        "searched split: choice",
+        "layers per part",
+        "step",
+        "memory/GPU",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(name, even, searched)| {
+            let mut row = vec![format!("`{name}`")];
+            row.extend(cells(even));
+            row.extend(cells(searched));
+            row
+        })
+        .collect();
+    let mut out = String::new();
+    markdown_table(
+        &Table {
+            caption: String::new(),
+            header,
+            rows: body,
+        },
+        &mut out,
+    );
+    out
 }

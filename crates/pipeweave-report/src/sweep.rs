@@ -29,7 +29,7 @@ pub fn sweep_title(sweep: &Sweep) -> String {
     }
     let ranks = sweep.parameter == Param::Ranks.name();
     let microbatches = sweep.parameter == Param::Microbatches.name();
-    if let Some(rule) = sweep.rule {
+    if let Some(rule) = &sweep.rule {
         if rule.strict {
             held.push("strictly the spec's shape".to_owned());
         } else {

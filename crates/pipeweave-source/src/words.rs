@@ -33,6 +33,8 @@ pub enum Flag {
     KeepDp,
     /// Keep the spec's global batch.
     GlobalBatch,
+    /// How the layers are split over the parts.
+    Split,
     /// Uniform costs.
     Costs,
     /// A measured-costs file.
@@ -89,6 +91,7 @@ impl FrontEnd {
                 Flag::StrictSpec => "--strict-spec",
                 Flag::KeepDp => "--keep-dp",
                 Flag::GlobalBatch => "--global-batch",
+                Flag::Split => "--split",
                 Flag::Costs => "--costs",
                 Flag::CostsFrom => "--costs-from",
                 Flag::Plan => "--plan",
@@ -113,6 +116,7 @@ impl FrontEnd {
                 Flag::StrictSpec => "strict_spec",
                 Flag::KeepDp => "keep_dp",
                 Flag::GlobalBatch => "global_batch",
+                Flag::Split => "split",
                 Flag::Costs => "costs=",
                 Flag::CostsFrom => "costs_from=",
                 Flag::Plan => "plan=",

@@ -8,6 +8,8 @@ Importing this module needs torch; nothing else in the `pipeweave` package impor
   included, over torch.distributed point-to-point; `runner.step(inputs, targets)` trains one step.
 - `JsonPlan.load(path_or_dict)` reads the JSON plan `pipeweave export --to json` writes.
 - `parts_of(plan, rank)` lists the model parts a rank hosts.
+- `split(model, plan, rank)` cuts a `Sequential`/`ModuleList` (embedding, layers, head) into the
+  parts a rank hosts by the plan's layer split: `PlanRunner`'s `parts`, with no table by hand.
 - `profile(runner, inputs, targets, steps=..., dir=...)` runs steps under `torch.profiler` and
   writes one trace per rank, every step a span named "pw " + its cell, with the bytes autograd
   saved for the backward after every action (`SavedBytes`); it returns a `Profiled`.
@@ -63,6 +65,7 @@ from ._profile import Profiled, profile
 from ._runner import Batch, LossFn, Output, PlanRunner, parts_of
 from ._saved import SavedBytes
 from ._schedule import RuntimeOptions, schedule
+from ._split import even_split, split
 
 __all__ = [
     "Action",
@@ -79,9 +82,11 @@ __all__ = [
     "SavedBytes",
     "Step",
     "StepProtocol",
+    "even_split",
     "parts_of",
     "profile",
     "schedule",
+    "split",
 ]
 
 # Shown as `pipeweave.torch.PipelineError` in tracebacks, where users catch it.

@@ -8,6 +8,9 @@ micro-batch's loss and, after several steps, every weight, within 1e-5):
   which must also equal each other to the bit);
 - a few plans through PlanRunner with a process group that is not the world (two data-parallel
   copies of the pipeline group) and with a model whose activations are tuples holding integer ids;
+- a plan whose uneven split `pipeweave export --split auto` searched (EVAL_PLANS_DIR's
+  `split-searched.json`), trained through PlanRunner with its parts cut from the whole model
+  (embedding, layers, head) by `pipeweave.torch.split`;
 - every single-pipeline JSON plan through `pipeweave.torch.schedule()`, PyTorch's own runtime
   (lowered by PyTorch, and with the plan's own lowering), one step;
 - the exported CSVs loaded by PyTorch's runtime itself (`_load_csv`), one step;
@@ -206,9 +209,50 @@ def compare(case, results, references):
     return None
 
 
+def split_cases(eval_dir):
+    """PlanRunner on a plan whose split the search chose, the whole model cut by pw.torch.split."""
+    path = os.path.join(eval_dir, "split-searched.json")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        data = json.load(f)
+    cut = [end - start for start, end in (part["layers"] for part in data["parts"])]
+    entry = {
+        "name": "split-searched",
+        "ranks": data["ranks"],
+        "pipelines": len(data["pipelines"]),
+        "stages_per_pipeline": data["stages_per_pipeline"],
+        "microbatches": sum(len(p["microbatches"]) for p in data["pipelines"]),
+        "path": path,
+    }
+    task = {"kind": "runner", "path": path, "steps": TRAIN_STEPS, "cut": cut}
+    name = f"split-searched 1f1b-p4-m8 PlanRunner, parts from pw.torch.split by the searched split {cut}"
+    return [Case(name, entry, task)]
+
+
+def cut_reference(split, microbatches, steps):
+    """The unpipelined run of the whole model (embedding, layers, head), its gradients and weights
+    grouped by the parts pw.torch.split makes of it."""
+    layers = sum(split)
+    ref = model.reference(layers + 2, microbatches, steps)
+    groups, at = [], 1
+    for q, n in enumerate(split):
+        modules = ([0] if q == 0 else []) + list(range(at, at + n)) + ([layers + 1] if q == len(split) - 1 else [])
+        groups.append(modules)
+        at += n
+    regroup = lambda per_layer: [[t for i in g for t in per_layer[i]] for g in groups]  # noqa: E731
+    return dict(ref, grads=regroup(ref["grads"]), params=regroup(ref["params"]))
+
+
 def reference(case, references):
     """The unpipelined run a case must match, built once per shape in this process."""
     entry, task = case.manifest, case.task
+    if task.get("cut"):
+        key = ("cut", tuple(task["cut"]), entry["microbatches"], task.get("steps", 1))
+        if key not in references:
+            model.setup_torch()
+            references[key] = cut_reference(task["cut"], entry["microbatches"], task.get("steps", 1))
+        return references[key]
     key = (entry["stages_per_pipeline"], entry["microbatches"], task.get("steps", 1), task.get("model"))
     if key not in references:
         # Built exactly as the workers build their parts (float64, same seeds).
@@ -335,6 +379,7 @@ def main():
     with tempfile.TemporaryDirectory() as work_dir:
         cases = positive_cases(plans_dir, manifest) + evaluation_cases(manifest, eval_dir)
         cases += torch_eval_cases(manifest) + mistake_cases(manifest) + negative_cases(plans_dir, manifest, work_dir)
+        cases += split_cases(eval_dir)
         cases = [c for c in cases if not only or only in c.name]
         chosen_errors = [n for n in error_names if not only or only in f"errors: {n}"]
         chosen_refused = [e for e in refused if not only or only in e["name"]]

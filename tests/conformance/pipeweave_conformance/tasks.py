@@ -59,8 +59,16 @@ def plan_runner(rank, task):
     replica, plan_rank = divmod(rank, plan.ranks)
     group = groups[replica] if groups else None
     tuple_model = task.get("model") == "tuple"
-    built = model.build_tuple_parts(s_per) if tuple_model else model.build_parts(s_per)
-    parts = {q: built[q] for q in parts_of(plan, plan_rank)}
+    if task.get("cut"):
+        # the whole model (an "embedding" layer, the plan's layers, a "head" layer) cut by the
+        # plan's own split with pipeweave.torch.split: no part table by hand
+        from pipeweave.torch import split
+
+        built = model.build_parts(sum(plan.split) + 2)
+        parts = split(torch.nn.ModuleList(built), plan, plan_rank)
+    else:
+        built = model.build_tuple_parts(s_per) if tuple_model else model.build_parts(s_per)
+        parts = {q: built[q] for q in parts_of(plan, plan_rank)}
     runner_class = UnsummedRunner if task.get("unsummed") else PlanRunner
     runner = runner_class(plan, plan_rank, parts, model.loss_fn, group, scale_grads=not tuple_model)
     opt = model.optimizer([p for part in parts.values() for p in part.parameters()])

@@ -145,7 +145,7 @@ fn synthesize_meets_a_spec_by_the_one_rule() {
         ..SpecRule::default()
     };
     let (kept, _) = run(&mut host, FrontEnd::CommandLine, |s| {
-        pipeweave_app::synthesize(s, &at(batch))
+        pipeweave_app::synthesize(s, &at(batch.clone()))
     });
     // The spec's 8 ranks run 16 micro-batches; at 4 ranks the same global batch is 32 (dp doubles
     // with the GPUs kept, so each replica takes half the sequences: 8).
@@ -160,7 +160,7 @@ fn synthesize_meets_a_spec_by_the_one_rule() {
         .0
         .unwrap(),
         4,
-        batch,
+        &batch,
     )
     .unwrap();
     assert_eq!(kept.report.microbatches, want);

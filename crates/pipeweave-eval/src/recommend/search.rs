@@ -8,6 +8,7 @@ use super::{
 use crate::compare::Figures;
 use crate::fit::fit_spec;
 use crate::planner::{PlanRequest, Planner, Unbuilt};
+use crate::split::search_split_from;
 use crate::step::StepReport;
 use pipeweave_check::ValidPlan;
 use pipeweave_cost::{CostTable, rank_memory};
@@ -200,10 +201,23 @@ fn candidate(
     family: (&str, Option<u32>, &[String]),
     plan: &ValidPlan,
     recompute: Recompute,
+    split: Option<&[u64]>,
 ) -> Result<Candidate, String> {
     let (fitted, _) = fit_spec(base, plan).map_err(|d| d.message)?;
     let mut spec = fitted;
     spec.training.recompute = recompute;
+    // the even split unless another is given: the spec's own is one of the searched splits'
+    // candidates, so `--split even` is even indeed
+    // (measured costs are per part of the spec's own split, which then stays)
+    let measured = spec.measured != pipeweave_spec::Measured::default();
+    match split {
+        Some(layers) => spec.parallelism.layers_per_stage = layers.to_vec(),
+        None if !measured => {
+            spec.parallelism.layers_per_stage =
+                crate::fit::split_layers(spec.model.layers, plan.stages_per_pipeline());
+        }
+        None => {}
+    }
     let costs = CostTable::new(&spec, plan).map_err(|d| crate::step::messages(&d))?;
     let limit = spec.memory_limit_bytes();
     let capacity = spec.cluster.memory_bytes();
@@ -225,6 +239,8 @@ fn candidate(
         v: family.1,
         model_copies: plan.model_copies(),
         recompute: recompute.name().to_owned(),
+        layers_per_part: spec.parallelism.layers_per_stage.clone(),
+        split_searched: split.is_some(),
         step_time_s: None,
         memory_fraction: if capacity > 0.0 {
             memory / capacity
@@ -271,15 +287,79 @@ fn rungs(spec: &Spec, settings: &[String]) -> Vec<Recompute> {
         .collect()
 }
 
-/// The first rung of the recomputation ladder that fits, or the last (with its memory).
+/// The most layers a model may have for `recommend` to search its split (4,096: the cost model
+/// costs larger models in chunks of layers).
+pub const MAX_SEARCHED_LAYERS: u64 = 4096;
+
+/// The least step `plan` could take on `spec` with any split: its forwards and backwards spread
+/// perfectly over its ranks (no bubble, no communication, no synchronisation), so no split can
+/// beat it.
+fn balanced_bound(spec: &Spec, plan: &ValidPlan) -> Option<f64> {
+    let costs = CostTable::new(spec, plan).ok()?;
+    let per_mb: f64 = costs
+        .parts
+        .iter()
+        .map(|p| p.f.cost.compute + p.b.cost.compute)
+        .sum();
+    Some(per_mb * f64::from(plan.num_microbatches()) / f64::from(plan.ranks().max(1)))
+}
+
+/// The split search at one rung, unless it cannot pay: `even` is the even split's candidate, and
+/// `best` the fastest step found so far. Pruned when the perfectly balanced bound of this
+/// configuration cannot beat `best`, or when the even split fits and is within 0.5% of it.
+fn with_split(
+    base: &Spec,
+    family: (&str, Option<u32>, &[String]),
+    plan: &ValidPlan,
+    rc: Recompute,
+    even: &Candidate,
+    best: f64,
+) -> Result<Option<Candidate>, String> {
+    let (mut spec, _) = fit_spec(base, plan).map_err(|d| d.message)?;
+    // measured costs are per part of the spec's own split; beyond MAX_SEARCHED_LAYERS a model's
+    // split is not searched (its layers are costed in chunks, and the search's work, linear in
+    // the layers, would leave the search's budget)
+    if spec.measured != pipeweave_spec::Measured::default()
+        || spec.model.layers > MAX_SEARCHED_LAYERS
+    {
+        return Ok(None);
+    }
+    spec.training.recompute = rc;
+    let Some(bound) = balanced_bound(&spec, plan) else {
+        return Ok(None);
+    };
+    if bound >= best || even.step_time_s.is_some_and(|t| t <= bound * 1.005) {
+        return Ok(None);
+    }
+    let found = search_split_from(&spec, plan, Some((even.step_time_s, even.memory_bytes)))?;
+    if found.layers == even.layers_per_part {
+        return Ok(None);
+    }
+    let c = candidate(base, family, plan, rc, Some(&found.layers))?;
+    let better = match (c.step_time_s, even.step_time_s) {
+        (Some(t), Some(e)) => t < e,
+        (Some(_), None) => true,
+        _ => false,
+    };
+    Ok(better.then_some(c))
+}
+
+/// The first rung of the recomputation ladder that fits, or the last (with its memory); with
+/// `split`, each rung also with a searched split ([`with_split`]), so a split that fits saves
+/// a rung of recomputation. `best` is the fastest step found so far (for the pruning).
 fn climb(
     base: &Spec,
     family: (&str, Option<u32>, &[String]),
     plan: &ValidPlan,
+    split: bool,
+    best: f64,
 ) -> Result<Candidate, String> {
     let mut last = None;
     for rc in rungs(base, family.2) {
-        let c = candidate(base, family, plan, rc)?;
+        let c = candidate(base, family, plan, rc, None)?;
+        if split && let Some(better) = with_split(base, family, plan, rc, &c, best)? {
+            return Ok(better);
+        }
         if !c.out_of_memory {
             return Ok(c);
         }
@@ -367,6 +447,7 @@ fn search<P: Planner + ?Sized>(
     spec: &Spec,
     global: u64,
     schedules: &[SearchSchedule],
+    split: bool,
     planner: &mut P,
 ) -> Result<Searched, P::Stop> {
     let par = &spec.parallelism;
@@ -489,7 +570,12 @@ fn search<P: Planner + ?Sized>(
                         base.parallelism.tp = tp as u32;
                         // the replicas the GPUs hold at this pp and tp, not the spec's dp
                         base.parallelism.dp = (spec.cluster.gpus() / (pp * tp)) as u32;
-                        climb(&base, (&fam.name, fam.v, &fam.texts), &plan)
+                        let best = out
+                            .all
+                            .iter()
+                            .filter_map(|c| c.step_time_s)
+                            .fold(f64::INFINITY, f64::min);
+                        climb(&base, (&fam.name, fam.v, &fam.texts), &plan, split, best)
                     }
                     Err(Unbuilt::Refused(reason)) => Err(reason),
                     Err(Unbuilt::Stop(stop)) => return Err(stop),
@@ -590,12 +676,13 @@ pub fn recommend<P: Planner + ?Sized>(
     spec: &Spec,
     default_spec: bool,
     schedules: &[SearchSchedule],
+    split: bool,
     planner: &mut P,
 ) -> Result<Recommendation, P::Stop> {
     let par = &spec.parallelism;
     let global =
         u64::from(spec.training.microbatches) * spec.training.micro_batch_size * u64::from(par.dp);
-    let searched = search(spec, global, schedules, planner)?;
+    let searched = search(spec, global, schedules, split, planner)?;
     let choice = searched
         .all
         .iter()
@@ -630,7 +717,14 @@ pub fn recommend<P: Planner + ?Sized>(
     } else {
         match planner.plan("1f1b", &request) {
             Ok(plan) if plan.num_ops() as u64 > MAX_CANDIDATE_OPS => None,
-            Ok(plan) => candidate(spec, ("1f1b", None, &[]), &plan, spec.training.recompute).ok(),
+            Ok(plan) => candidate(
+                spec,
+                ("1f1b", None, &[]),
+                &plan,
+                spec.training.recompute,
+                None,
+            )
+            .ok(),
             Err(Unbuilt::Refused(_)) => None,
             Err(Unbuilt::Stop(stop)) => return Err(stop),
         }
@@ -664,6 +758,7 @@ pub fn recommend<P: Planner + ?Sized>(
         spec_pp: par.pp,
         spec_tp: par.tp,
         spec_microbatches: spec.training.microbatches,
+        split_searched: split,
         unmet: searched.unmet,
     })
 }

@@ -163,7 +163,7 @@ fn schedules() -> Vec<SearchSchedule> {
 
 fn search(spec: &Spec) -> (Recommendation, Counting) {
     let mut planner = Counting::default();
-    let r = match recommend(spec, false, &schedules(), &mut planner) {
+    let r = match recommend(spec, false, &schedules(), true, &mut planner) {
         Ok(r) => r,
         Err(never) => match never {},
     };

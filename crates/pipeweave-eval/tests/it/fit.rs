@@ -1,7 +1,7 @@
 //! The spec adapted to a plan's shape: ranks, parts and micro-batches.
 
 use crate::{library, load};
-use pipeweave_eval::{SpecRule, fit, fit_spec, global_batch, microbatches_at, split_layers};
+use pipeweave_eval::{SpecRule, Split, fit, fit_spec, global_batch, microbatches_at, split_layers};
 
 #[test]
 fn fit_spec_adapts_ranks_parts_and_microbatches() {
@@ -61,6 +61,7 @@ fn rule(strict: bool, keep_dp: bool, global_batch: bool) -> SpecRule {
         strict,
         keep_dp,
         global_batch,
+        split: Split::Spec,
     }
 }
 
@@ -125,7 +126,10 @@ fn a_rule_that_cannot_hold_says_why() {
         err[0].message,
         "pp 3 × tp 1 × dp 1 (kept) is 3 GPUs, not whole nodes of 4"
     );
-    assert_eq!(microbatches_at(&deepseek, 32, SpecRule::default()), Ok(240));
+    assert_eq!(
+        microbatches_at(&deepseek, 32, &SpecRule::default()),
+        Ok(240)
+    );
     assert_eq!(global_batch(&deepseek), 15360);
 }
 

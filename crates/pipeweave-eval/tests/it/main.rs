@@ -7,6 +7,7 @@ mod fit;
 mod laws;
 mod questions;
 mod simulation;
+mod split;
 mod sweep;
 
 use pipeweave_check::ValidPlan;

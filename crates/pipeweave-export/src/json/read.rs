@@ -205,6 +205,44 @@ fn from_wire(wire: WirePlan) -> Result<PlanJson, Found> {
     } else {
         plan
     };
+    // the split, when the parts carry it: every part or none, each starting where the last ended
+    let mut split = Vec::new();
+    let carried = wire.parts.iter().filter(|p| p.layers.is_some()).count();
+    if carried > 0 && carried == wire.parts.len() {
+        let mut at = 0u64;
+        for (q, part) in wire.parts.iter().enumerate() {
+            let [start, end] = part.layers.unwrap_or([at, at]);
+            if start != at || end < start {
+                diags.push((
+                    Diagnostic::error(format!(
+                        "part {q} holds layers [{start}, {end}), but the parts before it end at \
+                         layer {at}: each part starts where the one before ends"
+                    )),
+                    vec![key("parts"), index(q), key("layers")],
+                ));
+                break;
+            }
+            split.push(end - start);
+            at = end;
+        }
+    } else if carried > 0 {
+        let q = wire
+            .parts
+            .iter()
+            .position(|p| p.layers.is_none())
+            .unwrap_or(0);
+        diags.push((
+            Diagnostic::error(format!(
+                "part {q} has no `layers` while others have: a split gives every part its layers"
+            )),
+            vec![key("parts"), index(q)],
+        ));
+    }
+    let plan = if split.len() == wire.parts.len() && carried > 0 {
+        plan.with_split(Some(split))
+    } else {
+        plan
+    };
 
     for (r, program) in plan.programs().iter().enumerate() {
         for (i, a) in program.iter().enumerate() {

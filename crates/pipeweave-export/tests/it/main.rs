@@ -6,3 +6,4 @@ mod comms;
 mod formats;
 mod json;
 mod roundtrip;
+mod split;

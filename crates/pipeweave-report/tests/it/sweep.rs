@@ -165,8 +165,8 @@ fn titles_name_the_spec_p_m_and_the_rule() {
     let titles = [
         on_spec("ranks", SpecRule::default(), None, Some(64)),
         on_spec("ranks", keep_dp, None, Some(64)),
-        on_spec("ranks", global, None, None),
-        on_spec("microbatches", global, Some(8), None),
+        on_spec("ranks", global.clone(), None, None),
+        on_spec("microbatches", global.clone(), Some(8), None),
         on_spec("lag", global, Some(8), Some(16)),
         on_spec("microbatches", strict, Some(16), None),
         sweep_title(&example()),
