@@ -18,9 +18,10 @@ mod gemm;
 mod memory;
 mod model;
 mod schedule;
+mod split_weights;
 mod sync;
 
-pub use cost::{CostTable, PartCosts, Pass, RESYNC_S, SplitWeights, Volume, Weight};
+pub use cost::{CostTable, PartCosts, Pass, RESYNC_S, Volume};
 pub use memory::{
     MemoryUse, rank_activation_unit, rank_activation_working, rank_buffers, rank_memory,
     rank_state, rank_weights,
@@ -29,4 +30,5 @@ pub use model::{
     LAUNCH_GAP_S, active_parameters, costed_layers, flops_per_token, total_parameters,
 };
 pub use schedule::{ActionCost, Task, TaskKind};
+pub use split_weights::{SplitWeights, Weight};
 pub use sync::{BUCKETS_ONE_BY_ONE, Buckets, GradSync, StageBuckets, channel_end};
