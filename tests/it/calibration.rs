@@ -6,7 +6,7 @@
 //! - Held-out runs, the specs in `tests/data/calibration/` (each cites its source for every value
 //!   and names its assumptions): Narayanan et al. 2021 Table 1 and Korthikanti et al. 2022
 //!   Table 5 (Megatron-LM on A100); Smith et al. 2022 (MT-NLG 530B on DeepSpeed's pipeline
-//!   engine); Qi et al. 2023 (Zero Bubble: ZB-1p, ZB-2p and interleaved 1F1B over 1F1B, profiled
+//!   engine); BLOOM 176B (Megatron-DeepSpeed on Jean Zay); Qi et al. 2023 (Zero Bubble: ZB-1p, ZB-2p and interleaved 1F1B over 1F1B, profiled
 //!   passes, memory); NVIDIA's dgxc-benchmarking (GPT-3 175B and Nemotron-4 340B in BF16 on H100
 //!   with Megatron-Core's interleaving).
 //! - A row within ±12% passes; a known miss is held in the band of its error today, so that the
@@ -238,6 +238,20 @@ fn korthikanti_points() -> Vec<Point> {
 /// Smith et al. 2022 (MT-NLG 530B, arXiv 2201.11990) §2.4: seconds per iteration of batch 1920 on
 /// DeepSpeed's pipeline engine (1F1B, its `TrainSchedule`) at 280, 350 and 420 DGX A100 servers.
 /// Known misses, all too fast: docs/cost-model.md says why.
+/// BLOOM 176B (Scao et al. 2022, arXiv 2211.05100) on 384 A100 of Jean Zay with
+/// Megatron-DeepSpeed: its iteration time at the full batch of 2,048 sequences.
+fn bloom_points() -> Vec<Point> {
+    let spec = held_out("bloom-176b");
+    vec![Point {
+        run: "BLOOM 176B, 384 A100, TP 4 · PP 12 · DP 8, Megatron-DeepSpeed".to_owned(),
+        figure: "iteration time (s)",
+        published: 104.70,
+        ours: report(&spec, &megatron_plan(&spec)).step_time_s,
+        source: "bigscience-workshop/bigscience, train/tr11-176B-ml/README.md: iteration 85376, 104.70 s (149.77 TFLOP/s)",
+        miss: None,
+    }]
+}
+
 fn smith_points() -> Vec<Point> {
     [
         (280, "2,240", 60.1, (-0.21, -0.12)),
@@ -649,6 +663,7 @@ rows! {
     smith_mtnlg_530b_280_nodes: smith_points[0];
     smith_mtnlg_530b_350_nodes: smith_points[1];
     smith_mtnlg_530b_420_nodes: smith_points[2];
+    bloom_176b: bloom_points[0];
     nemotron4_340b_128_h100: nemotron_points[0];
     nemotron4_340b_512_h100: nemotron_points[1];
     nemotron4_340b_2048_h100: nemotron_points[2];
@@ -695,6 +710,7 @@ fn calibration_table() {
     points.extend(narayanan_points());
     points.extend(korthikanti_points());
     points.extend(smith_points());
+    points.extend(bloom_points());
     points.extend(nemotron_points());
     points.extend(gpt3_points());
     points.extend(qi_zb_1_5b());

@@ -54,18 +54,14 @@ use crate::schedule::{ActionCost, Share, Task, TaskKind, schedule};
 use crate::sync::{GradSync, grad_sync};
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::{Kind, Op, Plan};
-use pipeweave_sim::CostModel;
 use pipeweave_spec::hardware::Key;
 use pipeweave_spec::{Recompute, Spec};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-/// Seconds from a host synchronisation to the next kernel running: NVIDIA's "Getting Started
-/// with CUDA Graphs" (A. Gray, NVIDIA Technical Blog, 2019) times a 2.9 µs kernel at 9.6 µs per
-/// launch when the host synchronises after each, against 3.8 µs without (V100, CUDA 10.1), so
-/// 5.8 µs per synchronisation. Megatron-LM's blocking transfers end in `torch.cuda.synchronize()`
-/// ("to protect against race condition when using batch_isend_irecv()").
-pub const RESYNC_S: f64 = 5.8e-6;
+mod transfers;
+
+pub use transfers::RESYNC_S;
 
 /// Bytes one GPU sends in one action, by kind.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -534,15 +530,17 @@ impl CostTable {
             stage_rank,
             neighbours,
             blocking: t.p2p_blocking,
-            // The frameworks' blocking exchanges are known for plans of F and B with one stage
-            // per rank (Megatron-LM's 1F1B: `send_forward_recv_backward` after a forward,
-            // `send_backward_recv_forward` after a backward; DeepSpeed's pipeline engine runs no
-            // other schedule): each rank posts the receive of its next action's input with its
-            // own send. Megatron-LM's interleaved schedule sends a forward's output only after
-            // the next backward, with that backward's receive posted early, and no framework
-            // runs split or overlapped backwards with blocking sends; for those a send holds its
-            // rank for its transfer only.
-            rendezvous: t.p2p_blocking && plan.num_stages() == plan.ranks() && plain(plan),
+            // The frameworks' blocking exchanges are known for plans of F and B: Megatron-LM's
+            // 1F1B posts each rank's next receive with its own send (`send_forward_recv_backward`
+            // after a forward, `send_backward_recv_forward` after a backward; DeepSpeed's
+            // pipeline engine runs no other schedule), and its interleaved schedule
+            // (`send_forward_recv_forward` in the warm-up, `send_backward_recv_backward` in the
+            // cool-down, `send_forward_backward_recv_forward_backward` after each forward and
+            // backward of the steady state) does the same, a forward's send and the next receives
+            // leaving with the backward after it. No framework runs split or overlapped
+            // backwards with blocking sends; for those a send holds its rank for its transfer
+            // only.
+            rendezvous: t.p2p_blocking && plain(plan),
             // Megatron-LM's interleaved schedule without overlapped communication
             // (`--no-overlap-p2p-communication`, which its zero-bubble runtime requires too):
             // in the steady state a forward and the backward after it exchange together,
@@ -582,30 +580,6 @@ impl CostTable {
         let cost = self.pair_cost_uncached(f, b);
         self.pairs.borrow_mut().insert(key, cost);
         cost.holding(hold)
-    }
-
-    /// Seconds a blocking send holds `op`'s rank after its work (`training.p2p_blocking`): the
-    /// transfer of its output to a stage on another rank, then the host's synchronisation
-    /// ([`RESYNC_S`]); zero when sends do not block or the output stays on the rank.
-    pub fn send_hold(&self, op: Op) -> f64 {
-        if !self.blocking {
-            return 0.0;
-        }
-        let (Some(&from), Some(&(next, prev))) = (
-            self.stage_rank.get(op.stage as usize),
-            self.neighbours.get(op.stage as usize),
-        ) else {
-            return 0.0;
-        };
-        let to = match op.kind {
-            Kind::F => next,
-            Kind::B | Kind::I => prev,
-            Kind::W => None,
-        };
-        match to {
-            Some(r) if r != from => self.p2p(from, r) + RESYNC_S,
-            _ => 0.0,
-        }
     }
 
     fn pair_cost_uncached(&self, f: Op, b: Op) -> ActionCost {
@@ -659,30 +633,6 @@ impl CostTable {
                 Kind::I => p.i.volume,
                 Kind::W => p.w.volume,
             })
-    }
-
-    /// True when two pipeline ranks sit on the same node.
-    pub fn same_node(&self, a: u32, b: u32) -> bool {
-        match (
-            self.rank_node.get(a as usize),
-            self.rank_node.get(b as usize),
-        ) {
-            (Some(x), Some(y)) => x == y,
-            _ => false,
-        }
-    }
-
-    /// Seconds to move one boundary activation between two pipeline ranks.
-    pub fn p2p(&self, from_rank: u32, to_rank: u32) -> f64 {
-        if from_rank == to_rank {
-            return 0.0;
-        }
-        let link = if self.same_node(from_rank, to_rank) {
-            &self.links.intra
-        } else {
-            &self.links.inter
-        };
-        comm::p2p(link, self.p2p_bytes)
     }
 
     /// The part of a global stage.
@@ -835,58 +785,5 @@ impl Builder<'_> {
             expert_params: expert,
             sync,
         }
-    }
-}
-
-impl CostModel for CostTable {
-    fn op(&self, op: Op) -> f64 {
-        self.op_cost(op).duration
-    }
-
-    fn pair(&self, f: Op, b: Op) -> f64 {
-        self.pair_cost(f, b).duration
-    }
-
-    fn transfer(&self, from: u32, to: u32) -> f64 {
-        if self.blocking {
-            // the sender held its rank until the transfer completed: the data is there when the
-            // sending action ends
-            return 0.0;
-        }
-        match (
-            self.stage_rank.get(from as usize),
-            self.stage_rank.get(to as usize),
-        ) {
-            (Some(&a), Some(&b)) => self.p2p(a, b),
-            _ => 0.0,
-        }
-    }
-
-    fn exposed_op(&self, op: Op) -> f64 {
-        self.op_cost(op).exposed()
-    }
-
-    fn rendezvous(&self, op: Op) -> Option<f64> {
-        if !self.rendezvous {
-            return None;
-        }
-        let hold = self.send_hold(op);
-        (hold > 0.0).then_some(hold)
-    }
-
-    fn blocking_sends(&self) -> bool {
-        self.rendezvous
-    }
-
-    fn sends_after_next(&self, op: Op, next: Op) -> bool {
-        self.defer && matches!(next.kind, Kind::B | Kind::I) && self.send_hold(op) > 0.0
-    }
-
-    fn defers_sends(&self) -> bool {
-        self.defer
-    }
-
-    fn exposed_pair(&self, f: Op, b: Op) -> f64 {
-        self.pair_cost(f, b).exposed()
     }
 }

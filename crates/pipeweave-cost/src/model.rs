@@ -36,6 +36,11 @@ use crate::activation;
 use crate::gemm::{Gemm, Roof};
 use pipeweave_spec::{Attention, Dtype, Mlp, Moe, Positions, Spec};
 
+mod attention;
+
+use attention::mla_up_gemms;
+pub(crate) use attention::{AttnShape, attention, attention_gemms};
+
 /// Work of one pass of a block on one GPU: what its compute time is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub(crate) struct Work {
@@ -191,136 +196,6 @@ fn mlp_weights(mlp: Mlp, hidden: f64, ffn: f64) -> f64 {
         Mlp::Plain | Mlp::SquaredRelu => 2.0 * hidden * ffn,
         Mlp::Gated => 3.0 * hidden * ffn,
     }
-}
-
-/// The attention's shape: weights, per-token core factor heads·(d_qk + d_v), up-projection
-/// weights that `recompute_mla_up_projection` runs again, rotary dimensions per token (queries and
-/// keys), widths of the GEMM inputs (per token), and the latent widths MLA normalises.
-pub(crate) struct AttnShape {
-    pub weights: f64,
-    pub core: f64,
-    pub up: f64,
-    pub rope: f64,
-    pub gemm_inputs: f64,
-    pub latents: f64,
-}
-
-pub(crate) fn attention(spec: &Spec) -> AttnShape {
-    let m = &spec.model;
-    let h = m.hidden as f64;
-    let heads = m.heads as f64;
-    match &m.mla {
-        Some(a) => {
-            let qk = (a.qk_nope_head_dim + a.qk_rope_head_dim) as f64;
-            let v = a.v_head_dim as f64;
-            let ql = a.q_lora_rank as f64;
-            let kvl = a.kv_lora_rank as f64;
-            let rope = a.qk_rope_head_dim as f64;
-            let nope = a.qk_nope_head_dim as f64;
-            let q_up = ql * heads * qk;
-            let q = if a.q_lora_rank > 0 {
-                h * ql + q_up
-            } else {
-                h * heads * qk
-            };
-            let kv_up = kvl * heads * (nope + v);
-            let kv = h * (kvl + rope) + kv_up;
-            let o = heads * v * h;
-            let up = if a.q_lora_rank > 0 {
-                q_up + kv_up
-            } else {
-                kv_up
-            };
-            AttnShape {
-                weights: q + kv + o,
-                core: heads * (qk + v),
-                up,
-                // the queries' rotary part per head and the one shared rotary key
-                rope: heads * rope + rope,
-                // the hidden state (query and key-value down-projections share it), the two
-                // latents, the attention output
-                gemm_inputs: h + ql + kvl + heads * v,
-                latents: ql + kvl,
-            }
-        }
-        None => {
-            let d = m.head_dim as f64;
-            let kv = m.kv_heads as f64;
-            AttnShape {
-                weights: h * heads * d * 2.0 + 2.0 * h * kv * d,
-                core: heads * 2.0 * d,
-                up: 0.0,
-                // learned positions and ALiBi touch no query or key
-                rope: if m.positions == Positions::Rotary {
-                    (heads + kv) * d
-                } else {
-                    0.0
-                },
-                gemm_inputs: h + heads * d,
-                latents: 0.0,
-            }
-        }
-    }
-}
-
-/// The GEMMs of the attention block's forward over `m` tokens on one GPU (Megatron-LM's fused
-/// QKV projection and the output projection; MLA's five projections), each `n` outputs by `k`
-/// inputs, split over tensor parallelism as [`attention`]'s weights are.
-pub(crate) fn attention_gemms(spec: &Spec, m: f64) -> Vec<Gemm> {
-    let md = &spec.model;
-    let t = f64::from(spec.parallelism.tp);
-    let h = md.hidden as f64;
-    let heads = md.heads as f64;
-    match &md.mla {
-        Some(a) => {
-            let qk = (a.qk_nope_head_dim + a.qk_rope_head_dim) as f64;
-            let v = a.v_head_dim as f64;
-            let ql = a.q_lora_rank as f64;
-            let kvl = a.kv_lora_rank as f64;
-            let rope = a.qk_rope_head_dim as f64;
-            let mut g = Vec::with_capacity(5);
-            if a.q_lora_rank > 0 {
-                g.push(Gemm::linear(m, ql / t, h));
-            } else {
-                g.push(Gemm::linear(m, heads * qk / t, h));
-            }
-            g.push(Gemm::linear(m, (kvl + rope) / t, h));
-            g.extend(mla_up_gemms(spec, m));
-            g.push(Gemm::linear(m, h, heads * v / t));
-            g
-        }
-        None => {
-            let d = md.head_dim as f64;
-            let kv = md.kv_heads as f64;
-            vec![
-                Gemm::linear(m, (heads * d + 2.0 * kv * d) / t, h),
-                Gemm::linear(m, h, heads * d / t),
-            ]
-        }
-    }
-}
-
-/// MLA's up-projections over `m` tokens on one GPU (what `recompute_mla_up_projection` runs
-/// again): the query's (with a query latent) and the key-value one.
-fn mla_up_gemms(spec: &Spec, m: f64) -> Vec<Gemm> {
-    let Some(a) = &spec.model.mla else {
-        return Vec::new();
-    };
-    let t = f64::from(spec.parallelism.tp);
-    let heads = spec.model.heads as f64;
-    let qk = (a.qk_nope_head_dim + a.qk_rope_head_dim) as f64;
-    let nope = a.qk_nope_head_dim as f64;
-    let v = a.v_head_dim as f64;
-    let mut g = Vec::with_capacity(2);
-    if a.q_lora_rank > 0 {
-        g.push(Gemm::linear(m, heads * qk / t, a.q_lora_rank as f64));
-    }
-    g.push(Gemm::linear(
-        m,
-        heads * (nope + v) / t,
-        a.kv_lora_rank as f64,
-    ));
-    g
 }
 
 /// The GEMMs of an MLP of `ffn` over `m` tokens on one GPU, `count` alike (a grouped GEMM of

@@ -16,7 +16,10 @@
 //! next receive together; DeepSpeed's pipeline engine orders its blocking sends and receives so
 //! that neighbours meet), or at the start for its first action. A forward whose output the cost
 //! model says leaves with the next action's ([`CostModel::sends_after_next`], Megatron-LM's
-//! interleaved exchange) reaches its consumer once that next action has ended. The run is
+//! interleaved exchange) reaches its consumer once that next action has ended; with blocking
+//! sends it meets its receiver then, and the rank posts no receive after such a forward: the
+//! receive of the input of the action after it was posted after the action before it (the
+//! exchange after a backward posts the receives of the next forward and the next backward). The run is
 //! event-driven (a
 //! blocked rank waits on the op it misses, or on the peer it sends to), linear in the number of
 //! actions.
@@ -394,10 +397,17 @@ struct Meet {
     watch: Vec<Vec<(u32, usize)>>,
     /// Per rank: post what has been posted and go on (see [`run`]).
     forced: Vec<bool>,
+    /// Per rank and program index: the action is a forward whose send leaves with the next
+    /// action's ([`defers`]); the rank posts no receive after it, only after that next action.
+    deferred: Vec<Vec<bool>>,
 }
 
 impl Meet {
-    fn new(plan: &Plan, ends: &Ends<'_>) -> Result<Meet, OutOfMemory> {
+    fn new<C: CostModel + ?Sized>(
+        plan: &Plan,
+        ends: &Ends<'_>,
+        costs: &C,
+    ) -> Result<Meet, OutOfMemory> {
         let mut at = filled(
             Ends::keys(plan),
             (NO_RANK, 0),
@@ -422,6 +432,16 @@ impl Meet {
             pending: vec![None; ranks],
             watch: vec![Vec::new(); ranks],
             forced: vec![false; ranks],
+            deferred: plan
+                .programs()
+                .iter()
+                .enumerate()
+                .map(|(r, program)| {
+                    (0..program.len())
+                        .map(|i| costs.defers_sends() && defers(costs, ends, r as u32, program, i))
+                        .collect()
+                })
+                .collect(),
         })
     }
 
@@ -438,7 +458,10 @@ impl Meet {
     }
 
     /// When the consumer of key `key` has its receive posted, or `Err((rank, index))` of the
-    /// action whose work must run first.
+    /// action whose work must run first: the action before the consumer, or, when that one is
+    /// a forward whose send leaves with the consumer's (Megatron-LM's interleaved steady state
+    /// exchanges once after each forward and backward, posting the receives of the next two
+    /// actions together), the action before that.
     fn posted(&self, key: usize) -> Result<f64, (u32, usize)> {
         let Some(&(q, pos)) = self.at.get(key) else {
             return Ok(0.0);
@@ -446,7 +469,13 @@ impl Meet {
         if q == NO_RANK || pos == 0 {
             return Ok(0.0);
         }
-        let need = pos as usize - 1;
+        let mut need = pos as usize - 1;
+        if self.deferred[q as usize].get(need) == Some(&true) {
+            if need == 0 {
+                return Ok(0.0);
+            }
+            need -= 1;
+        }
         match self.work[q as usize].get(need) {
             Some(&t) => Ok(t),
             None => Err((q, need)),
@@ -466,6 +495,27 @@ impl Meet {
                 true
             }
         });
+    }
+}
+
+/// Whether the action at `i` in rank `r`'s program is a forward whose output leaves with the
+/// next action's sends ([`CostModel::sends_after_next`]): only an output that leaves the rank
+/// (its own backward needs it where it is).
+fn defers<C: CostModel + ?Sized>(
+    costs: &C,
+    ends: &Ends<'_>,
+    r: u32,
+    program: &[Action],
+    i: usize,
+) -> bool {
+    match (program.get(i), program.get(i + 1)) {
+        (Some(Action::One(op)), Some(Action::One(next))) => {
+            let link = ends.links.get(op.stage as usize);
+            op.kind == Kind::F
+                && link.is_some_and(|l| l.next != NO_STAGE && l.next_host != r)
+                && costs.sends_after_next(*op, *next)
+        }
+        _ => false,
     }
 }
 
@@ -492,7 +542,7 @@ fn run<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Run, OutOfMemory
     let mut waiting = Waiting::new(Ends::keys(plan), totals.len())?;
     // Blocking sends: only when the cost model has them.
     let mut meet = if costs.blocking_sends() {
-        Some(Meet::new(plan, &ends)?)
+        Some(Meet::new(plan, &ends, costs)?)
     } else {
         None
     };
@@ -556,10 +606,18 @@ fn run<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Run, OutOfMemory
                 // With blocking sends, the action ends once its receivers have posted and its
                 // sends have run.
                 let mut end = p.end;
+                // This forward's output leaves with the next action's, if the costs say so.
+                let defer = held.is_some() && defers(costs, &ends, r, program, ran.len());
                 if let Some(m) = meet.as_mut() {
                     let mut posted = p.work_end;
                     let mut missing = None;
-                    for (op, x) in a.ops().zip(p.slots) {
+                    // A forward held back by the previous action meets its receiver now.
+                    let earlier = held
+                        .as_ref()
+                        .and_then(|h| h[r as usize])
+                        .map(|(f, x, _)| (f, x));
+                    let own = a.ops().zip(p.slots).filter(|_| !defer);
+                    for (op, x) in own.chain(earlier) {
                         if costs.rendezvous(op).is_none() {
                             continue;
                         }
@@ -586,17 +644,6 @@ fn run<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Run, OutOfMemory
                 let [x0, x1] = p.slots;
                 // A forward held back by the previous action leaves now, with this one's sends.
                 let before = held.as_mut().and_then(|h| h[r as usize].take());
-                // This forward's output leaves with the next action's, if the costs say so.
-                let defer = match (&held, *a, program.get(ran.len() + 1)) {
-                    (Some(_), Action::One(op), Some(Action::One(next))) => {
-                        // only an output that leaves the rank: its own backward needs it here
-                        let link = ends.links.get(op.stage as usize);
-                        op.kind == Kind::F
-                            && link.is_some_and(|l| l.next != NO_STAGE && l.next_host != r)
-                            && costs.sends_after_next(op, *next)
-                    }
-                    _ => false,
-                };
                 let mut done = |op: Op, x: usize, end: f64, counted: bool| {
                     if let Some((key, live)) = ends.finish(op, x, end) {
                         if !counted {

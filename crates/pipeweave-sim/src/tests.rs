@@ -445,3 +445,63 @@ fn a_forward_whose_next_backward_needs_it_sends_at_its_own_end() {
     let u = simulate(&valid(&plan), &UnitCosts).expect("runs");
     assert_eq!(t.timing, u.timing);
 }
+
+/// Blocking sends that meet their receivers, and forwards sent with the backward after them
+/// (Megatron-LM's interleaved exchange): stage 0's forward takes 5 and stage 1's backward 2,
+/// each plus 0.5 for its send; the rest unit costs.
+struct Exchanging;
+
+impl CostModel for Exchanging {
+    fn op(&self, op: Op) -> f64 {
+        match (op.stage, op.kind) {
+            (0, Kind::F) => 5.5,
+            (1, Kind::B) => 2.5,
+            _ => StageCosts::UNIT.of(op.kind),
+        }
+    }
+
+    fn rendezvous(&self, op: Op) -> Option<f64> {
+        Blocking::sends(op).then_some(0.5)
+    }
+
+    fn blocking_sends(&self) -> bool {
+        true
+    }
+
+    fn sends_after_next(&self, op: Op, next: Op) -> bool {
+        op.stage == 0 && matches!(next.kind, Kind::B | Kind::I)
+    }
+
+    fn defers_sends(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn a_receive_is_posted_before_a_forward_that_sends_with_the_next_backward() {
+    let plan = Plan::single(
+        2,
+        vec![0, 1],
+        2,
+        vec![ops("0F0,0F1,0B0,0B1"), ops("1F0,1B0,1F1,1B1")],
+    )
+    .expect("structure");
+    let t = simulate(&valid(&plan), &Exchanging).expect("runs");
+    let spans = |r: usize| -> Vec<(f64, f64)> {
+        t.timing.intervals[r]
+            .iter()
+            .map(|i| (i.start, i.end))
+            .collect()
+    };
+    // 0F1 [5.5, 11] sends with 0B0, so rank 0 posts 0B0's receive with 0F0's exchange, at 5:
+    // 1B0's send does not wait for 0F1's work (10.5) and ends at 9. 0B0 [11, 13] carries 0F1's
+    // output, which finds 1F1's receive posted (after 1B0's work, 8.5): 1F1 starts at 13.
+    assert_eq!(
+        spans(0),
+        [(0.0, 5.5), (5.5, 11.0), (11.0, 13.0), (16.5, 18.5)]
+    );
+    assert_eq!(
+        spans(1),
+        [(5.5, 6.5), (6.5, 9.0), (13.0, 14.0), (14.0, 16.5)]
+    );
+}

@@ -683,7 +683,7 @@ fn plan_of(placement: Vec<u32>, m: u32, programs: &[&str]) -> pipeweave_check::V
 }
 
 #[test]
-fn blocking_sends_meet_their_receivers_on_plans_of_f_and_b_with_one_stage_per_rank() {
+fn blocking_sends_meet_their_receivers_on_plans_of_f_and_b() {
     let one_f_one_b = plan_of(vec![0, 1], 2, &["0F0,0F1,0B0,0B1", "1F0,1B0,1F1,1B1"]);
     let split = plan_of(
         vec![0, 1],
@@ -715,9 +715,12 @@ fn blocking_sends_meet_their_receivers_on_plans_of_f_and_b_with_one_stage_per_ra
     let c = CostTable::new(&unit_on_two(1, false), &one_f_one_b).expect("fits");
     assert!(!c.blocking_sends() && c.rendezvous(f).is_none());
     // two stages per rank: a forward sends with the backward after it, as Megatron-LM's
-    // interleaved exchange does, and only a forward whose output leaves the rank
+    // interleaved exchange does, and only a forward whose output leaves the rank; its sends
+    // meet their receivers too
     let c = CostTable::new(&unit_on_two(2, true), &looped).expect("fits");
-    assert!(c.defers_sends() && !c.blocking_sends());
+    assert!(c.defers_sends() && c.blocking_sends());
+    let f2 = Op::new(2, Kind::F, 0);
+    assert_eq!(c.rendezvous(f2), Some(c.send_hold(f2)));
     let b = Op::new(2, Kind::B, 0);
     assert!(c.sends_after_next(Op::new(2, Kind::F, 1), b));
     assert!(!c.sends_after_next(Op::new(0, Kind::F, 1), Op::new(2, Kind::F, 0)));
