@@ -45,6 +45,7 @@ pub fn calibrate(
     }
     let traces = read_traces(session, &request.traces)?;
     let mut notes = Vec::new();
+    let mut inferred = None;
     // Each run: its plan, the plan's name, and its traces' indices.
     let mut runs: Vec<(pipeweave_plan::Plan, String, std::ops::Range<usize>)> = Vec::new();
     if request.plans.is_empty() {
@@ -58,7 +59,7 @@ pub fn calibrate(
             ))
         })?;
         let plan = valid.into_plan();
-        notes.push(format!(
+        inferred = Some(format!(
             "the plan was read from the traces: {} ranks, {} stages on one pipeline, {} micro-batches",
             plan.ranks(),
             plan.num_stages(),
@@ -106,6 +107,7 @@ pub fn calibrate(
     if !problems.is_empty() {
         return Err(Failure::from_diagnostics(problems));
     }
+    notes.extend(inferred);
     let inputs: Vec<MeasureInput<'_>> = runs
         .iter()
         .zip(&matched)
