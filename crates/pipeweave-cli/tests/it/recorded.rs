@@ -464,3 +464,38 @@ fn runs_measured_together_price_the_split_backward_as_it_ran() {
     // As they ran, ZB-H1 is slower than 1F1B under PlanRunner on this CPU.
     assert!(zb_both > one_both);
 }
+
+/// Chimera keeps a copy of every part on both ranks and all-reduces their gradients at the step's
+/// end (PlanRunner's `REDUCE_GRAD` and `WAIT_REDUCE_GRAD`); a run without copies cannot price that,
+/// and the prediction says so. 1F1B has no copies, and no such note.
+#[test]
+fn a_plan_with_copies_says_its_reduction_is_not_priced_by_a_run_without() {
+    let out = calibrate("1f1b", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let path = std::env::temp_dir().join(format!(
+        "pipeweave-recorded-copies-{}.toml",
+        std::process::id()
+    ));
+    std::fs::write(&path, &out.stdout).unwrap();
+    let notes = |schedule: &str| {
+        let out = run(&[
+            "simulate",
+            schedule,
+            "-p",
+            "2",
+            "-m",
+            "8",
+            "--costs-from",
+            path.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stderr)
+    };
+    let (chimera, one) = (notes("chimera"), notes("1f1b"));
+    std::fs::remove_file(&path).ok();
+    assert!(
+        chimera.contains("the plan keeps parts 0, 1 on more than one rank, whose gradients are all-reduced across the copies at the step's end"),
+        "{chimera}"
+    );
+    assert!(!one.contains("more than one rank"), "{one}");
+}
