@@ -94,13 +94,19 @@ pub fn calibrate(
     let mut traces = traces.into_iter();
     let mut matched = Vec::with_capacity(runs.len());
     let mut problems = Vec::new();
-    for (plan, _, range) in &runs {
+    let several = runs.len() > 1;
+    for (k, (plan, name, range)) in runs.iter().enumerate() {
         let group: Vec<_> = traces.by_ref().take(range.len()).collect();
         match match_plan(plan, group) {
             Ok(run) => {
                 notes.extend(run.notes.iter().cloned());
                 matched.push(run);
             }
+            // Of several runs, each problem says which run it is of.
+            Err(d) if several => problems.extend(d.into_iter().map(|mut d| {
+                d.message = format!("run {} ({}): {}", k + 1, visible(name), d.message);
+                d
+            })),
             Err(d) => problems.extend(d),
         }
     }

@@ -620,10 +620,23 @@ fn hostile_traces_are_located_errors() {
     );
     assert_eq!(out.status.code(), Some(1), "{}", text_of(&out.stderr));
     assert!(
-        text_of(&out.stderr).contains("r0.json:"),
-        "the run that differs from its plan is located: {}",
+        text_of(&out.stderr).contains("r0.json:")
+            && text_of(&out.stderr).contains("run 2 (gpipe): "),
+        "the run that differs from its plan is named and located: {}",
         text_of(&out.stderr)
     );
+    // A rank missing from the second run.
+    let out = runs(
+        &["r0.json", "r1.json", "r1.json", "r1.json"],
+        &["1f1b", "1f1b"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out.stderr));
+    assert!(
+        text_of(&out.stderr).contains("run 2 (1f1b): "),
+        "{}",
+        text_of(&out.stderr)
+    );
+    assert!(!dir.path("costs.toml").exists());
     assert!(!dir.path("costs.toml").exists());
     let out = runs(
         &["r0.json", "r1.json", "r0.json", "r1.json"],
