@@ -109,19 +109,25 @@ impl MeasuredCosts {
             ));
         }
         // The first measured part's split (its I computes no input gradient) says nothing of how a
-        // plan's later part within its slice splits: that one splits its share of B as the other
-        // measured parts split theirs (their I's share of I + W, the median), or by halves.
-        let input_share = {
-            let mut v: Vec<f64> = per_part
+        // plan's later part within its slice splits: that one takes its share of B times what the
+        // other measured parts' I and W each cost against their B (the medians of I / B and
+        // W / B, B the measured one, or I + W where none was), or halves of it.
+        let of_b = {
+            let median = |mut v: Vec<f64>| {
+                v.sort_by(f64::total_cmp);
+                v.get(v.len().saturating_sub(1) / 2).copied()
+            };
+            let ratios: Vec<(f64, f64)> = per_part
                 .iter()
                 .skip(1)
-                .filter_map(|p| match (p[2], p[3]) {
-                    (Some(i), Some(w)) if i + w > 0.0 => Some(i / (i + w)),
+                .filter_map(|p| match (p[1], p[2], p[3]) {
+                    (Some(b), Some(i), Some(w)) if b > 0.0 => Some((i / b, w / b)),
                     _ => None,
                 })
                 .collect();
-            v.sort_by(f64::total_cmp);
-            v.get(v.len().saturating_sub(1) / 2).copied().unwrap_or(0.5)
+            median(ratios.iter().map(|r| r.0).collect())
+                .zip(median(ratios.iter().map(|r| r.1).collect()))
+                .unwrap_or((0.5, 0.5))
         };
         let parts = (0..target)
             .map(|q| {
@@ -131,8 +137,8 @@ impl MeasuredCosts {
                         let p = &per_part[m as usize];
                         let b = p[1].unwrap_or(0.0);
                         match k {
-                            2 if m == 0 && q > 0 => b * input_share,
-                            3 if m == 0 && q > 0 => b * (1.0 - input_share),
+                            2 if m == 0 && q > 0 => b * of_b.0,
+                            3 if m == 0 && q > 0 => b * of_b.1,
                             _ => p[k].unwrap_or(0.0),
                         }
                     });

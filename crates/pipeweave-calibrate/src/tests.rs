@@ -200,6 +200,46 @@ fn the_first_part_of_a_run_without_split_backwards_has_no_i() {
     );
 }
 
+#[test]
+fn a_later_part_in_the_first_parts_slice_splits_as_the_measured_parts_do() {
+    let (mut c, _) = calibration();
+    // Part 1's I and W measured (as a ZB-H1 run of PlanRunner's times them): together 1.75 times
+    // its B; part 0's only B, its first part's I none.
+    let b1 = c.parts[1].b.expect("B").median;
+    c.parts[1].i = Stats::of(&[0.8 * b1]);
+    c.parts[1].w = Stats::of(&[0.95 * b1]);
+    use Kind::{F, I, W};
+    let programs = vec![
+        vec![
+            op(0, F, 0),
+            op(2, F, 0),
+            op(2, I, 0),
+            op(0, I, 0),
+            op(2, W, 0),
+            op(0, W, 0),
+        ],
+        vec![
+            op(1, F, 0),
+            op(3, F, 0),
+            op(3, I, 0),
+            op(1, I, 0),
+            op(3, W, 0),
+            op(1, W, 0),
+        ],
+    ];
+    let plan = Plan::single(2, vec![0, 1, 0, 1], 1, programs).expect("a plan");
+    let (costs, _) = MeasuredCosts::for_plan(&c, &plan).expect("costs");
+    let b0 = c.parts[0].b.expect("B").median;
+    // The plan's part 0 starts the model: no I, all of its half of B in W.
+    assert_eq!(costs.op(Op::new(0, I, 0)), 0.0);
+    assert!((costs.op(Op::new(0, W, 0)) - b0 / 2.0).abs() < 1e-15);
+    // Its part 1 holds the second half of measured part 0: that half of B, times 0.8 and 0.95.
+    assert!((costs.op(Op::new(1, I, 0)) - 0.8 * b0 / 2.0).abs() < 1e-12);
+    assert!((costs.op(Op::new(1, W, 0)) - 0.95 * b0 / 2.0).abs() < 1e-12);
+    // Parts 2 and 3 halve measured part 1's I and W.
+    assert!((costs.op(Op::new(3, W, 0)) - 0.95 * b1 / 2.0).abs() < 1e-12);
+}
+
 /// The fixture's run measured twice, as two runs.
 fn twice() -> (Calibration, Vec<String>) {
     let plan = plan();
