@@ -281,7 +281,7 @@ def recommend(
 
 def calibrate(
     traces: Sequence[_Path],
-    plan: _Path | None = None,
+    plan: _Path | Sequence[_Path] | None = None,
     *,
     ranks: int | None = None,
     microbatches: int | None = None,

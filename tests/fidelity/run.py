@@ -1,22 +1,36 @@
 #!/usr/bin/env python3
-"""`cargo xtask fidelity`: plan against actual on this machine, a few minutes, never in CI.
+"""`cargo xtask fidelity`: plan against actual on this machine, about ten minutes, never in CI.
 
 1. Makes sure the conformance suite's environment has pipeweave installed (tests/python/run.py's
    steps: the venv with torch 2.15.0, `pip install ./python` of the workspace's build).
-2. Profiles 1F1B at P = 2, M = 8 (two processes, gloo, one thread each; the transformer of
-   tests/fidelity/model.py) and calibrates from its traces:
-   `pipeweave calibrate TRACES --plan PLAN -o costs.toml`.
-3. For every schedule that runs at P = 2, exports its plan under the measured costs
-   (`pipeweave export SCHEDULE -p 2 -m 8 --to json`, with `--costs-from costs.toml` for a
-   synthesized schedule, so that it is searched under them), predicts it (`pipeweave simulate PLAN --costs-from costs.toml
-   --format json`), runs it under `pipeweave.torch.profile` and measures the median step time
-   (over ranks, the slower rank's) and the peak saved-activation bytes of each rank.
-4. Prints the table: schedule, predicted, measured, error, for time and for memory, and whether
-   every row meets its target (time within 10%, memory within 5%, the order of two schedules kept
-   wherever their measured times differ by more than 10%). Exit code 1 when one does not.
+2. Runs in rounds (`--rounds`, default 3). Every round profiles the two calibrating runs, 1F1B and
+   ZB-H1 at P = 2, M = 8 (two processes, gloo, one thread each; the transformer of
+   tests/fidelity/model.py), and every schedule that runs at P = 2, once each, in an order rotated
+   by one from the round before, so that each schedule meets the machine's slow and fast spells
+   alike and the calibrating runs stand among the runs they predict.
+   1F1B is the schedule a user runs today; ZB-H1 is one step of a schedule that splits its
+   backward, which a run of 1F1B cannot time: PlanRunner's I and W (a W re-runs the graph once per
+   weight group) cost more than half a B each, and on the first part I is next to nothing and W a
+   whole B (docs/plan-vs-actual.md).
+3. Calibrates from every round's calibrating traces together
+   (`pipeweave calibrate TRACES --plan 1F1B --plan ZB-H1 --plan 1F1B ... -o costs.toml`, one
+   `--plan` per run), then predicts every schedule with the costs
+   (`pipeweave simulate PLAN --costs-from costs.toml --format json`).
+   A synthesized schedule is searched under the costs of the first round's calibrating runs
+   (`pipeweave export synth:... --costs-from`), which round 1 runs first, and runs that plan in
+   every round.
+4. Measures each run: its step time is the median over its steps of the slower rank's time; a
+   schedule's measured step is the median over rounds of its runs' step times, printed with their
+   spread (the fastest and slowest round); its peak saved-activation bytes per rank the median
+   over rounds.
+5. Prints the table: schedule, predicted, measured with its spread, error, for time and for
+   memory, and whether every row meets its target (time within 10%, memory within 5%, the order of
+   two schedules kept wherever their measured times differ by more than 10%). Exit code 1 when one
+   does not.
 
-Options: `--steps N` (profiled steps per schedule, default 6), `--only NAME...`, `--keep DIR`
-(keeps every run's traces and results there).
+Options: `--rounds N` (default 3), `--steps N` (profiled steps per run, default 6), `--only
+NAME...` (the schedules to measure; the calibrating runs always run), `--keep DIR` (keeps every
+run's traces and results there), `--measure-only` (no calibration or prediction).
 """
 
 import argparse
@@ -28,6 +42,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -79,7 +94,8 @@ def cli(binary, *args):
 def profile_run(python, plan, out, steps):
     """Runs the JSON plan at P = 2 under `profile`; returns both ranks' results."""
     cmd = [python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", WORKER,
-           "--plan", plan, "--size", "fidelity", "--steps", str(steps), "--warmup", "2", "--out", out]
+           "--plan", plan, "--size", "fidelity", "--steps", str(steps), "--warmup", "2", "--out", out,
+           "--gzip", "--no-operators"]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=out)
     if done.returncode != 0:
         sys.exit(f"error: the run of {plan} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
@@ -91,14 +107,30 @@ def profile_run(python, plan, out, steps):
 
 
 def traces(out):
+    """The run's trace files, rank 0 first."""
     return sorted(os.path.join(out, f) for f in os.listdir(out) if ".pt.trace.json" in f)
 
 
 def measured(results):
-    """The step time (the median over steps of the slower rank's time) and each rank's peak saved bytes."""
+    """The run's step time (the median over steps of the slower rank's time) and each rank's peak saved bytes."""
     steps = len(results[0]["step_times"])
     per_step = [max(r["step_times"][i] for r in results) for i in range(steps)]
     return statistics.median(per_step), [r["peak_saved_bytes"] for r in results]
+
+
+def over_rounds(runs):
+    """A schedule's figures over its rounds: the median of the runs' step times, their extremes,
+    and each rank's median peak saved bytes."""
+    times = [t for t, _ in runs]
+    ranks = len(runs[0][1])
+    memory = [statistics.median_low([m[r] for _, m in runs]) for r in range(ranks)]
+    return statistics.median(times), (min(times), max(times)), memory
+
+
+def rotated(names, r):
+    """`names` in round r's order: rotated left by r."""
+    k = r % len(names) if names else 0
+    return names[k:] + names[:k]
 
 
 def predicted(simulation):
@@ -116,56 +148,104 @@ def error(pred, meas):
     return None if pred is None or not meas else (pred - meas) / meas
 
 
+CALIBRATING = ["1f1b", "zb-h1"]
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=6)
-    ap.add_argument("--only", nargs="*")
-    ap.add_argument("--keep")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of runs, every schedule once a round (default 3)")
+    ap.add_argument("--steps", type=int, default=6, help="profiled steps per run (default 6)")
+    ap.add_argument("--only", nargs="*", help="the schedules to measure (the calibrating runs always run)")
+    ap.add_argument("--keep", help="keep every run's traces and results in this folder")
     ap.add_argument("--measure-only", action="store_true", help="no calibration or prediction: the measured columns only")
     args = ap.parse_args()
+    if args.rounds < 1 or args.steps < 1:
+        ap.error("--rounds and --steps take a whole number of at least 1")
+    unknown = [n for n in args.only or [] if n not in SCHEDULES]
+    if unknown:
+        ap.error(f"--only: no schedule {', '.join(unknown)} (the schedules: {', '.join(SCHEDULES)})")
     python, binary = setup()
     work = args.keep or tempfile.mkdtemp(prefix="pipeweave-fidelity-")
     os.makedirs(work, exist_ok=True)
+    started = time.monotonic()
     try:
-        calib = os.path.join(work, "calibration")
-        os.makedirs(calib, exist_ok=True)
-        plan = os.path.join(calib, "plan.json")
-        cli(binary, "export", "1f1b", "-p", 2, "-m", MICROBATCHES, "--to", "json", "-o", plan)
+        names = [n for n in SCHEDULES if not args.only or n in args.only]
+        plans = {}
+        # The calibrating runs' plans, and the schedules' (a synthesized one once the first
+        # round's calibrating runs have given the costs it is searched under).
+        calibrating = [] if args.measure_only else CALIBRATING
+        for name in calibrating:
+            plans["calibrate:" + name] = export(binary, work, "calibrate-" + name, name, SCHEDULES[name])
+        for name in names:
+            if not name.startswith("synth:") or args.measure_only:
+                plans[name] = export(binary, work, name.replace(":", "-"), name, SCHEDULES[name])
+        calibrating_runs = []  # (plan, folder) of every calibrating run, in order
+        runs = {name: [] for name in names}
+        for r in range(args.rounds):
+            order = rotated(["calibrate:" + n for n in calibrating] + names, r)
+            if r == 0:
+                # The calibrating runs first: the synthesized schedules are searched under their costs.
+                order = ["calibrate:" + n for n in calibrating] + names
+            for name in order:
+                if name not in plans:
+                    first_costs = os.path.join(work, "costs-round1.toml")
+                    if not os.path.exists(first_costs):
+                        calibrate(binary, calibrating_runs, first_costs)
+                    plans[name] = export(binary, work, name.replace(":", "-"), name, SCHEDULES[name],
+                                         ["--costs-from", first_costs])
+                folder = os.path.join(work, f"round{r + 1}", name.replace(":", "-"))
+                os.makedirs(folder, exist_ok=True)
+                print(f"round {r + 1} of {args.rounds}: running {name} ...", flush=True)
+                result = measured(profile_run(python, plans[name], folder, args.steps))
+                if name.startswith("calibrate:"):
+                    calibrating_runs.append((plans[name], folder))
+                else:
+                    runs[name].append(result)
         costs = os.path.join(work, "costs.toml")
         if not args.measure_only:
-            print(f"profiling 1f1b at P = 2, M = {MICROBATCHES} ...", flush=True)
-            profile_run(python, plan, calib, args.steps)
-            cli(binary, "calibrate", *traces(calib), "--plan", plan, "-o", costs)
+            calibrate(binary, calibrating_runs, costs)
         rows = []
-        for name, extra in SCHEDULES.items():
-            if args.only and name not in args.only:
-                continue
-            out = os.path.join(work, name.replace(":", "-"))
-            os.makedirs(out, exist_ok=True)
-            plan = os.path.join(out, "plan.json")
-            # A synthesized schedule is searched under the measured costs; the library's do not depend on them.
-            searched = ["--costs-from", costs] if name.startswith("synth:") and not args.measure_only else []
-            cli(binary, "export", name, "-p", 2, "-m", MICROBATCHES, *extra, *searched, "--to", "json", "-o", plan)
-            print(f"running {name} ...", flush=True)
-            time_meas, mem_meas = measured(profile_run(python, plan, out, args.steps))
+        for name in names:
+            time_meas, spread, mem_meas = over_rounds(runs[name])
             if args.measure_only:
                 time_pred, mem_pred = None, [None, None]
             else:
-                simulation = json.loads(cli(binary, "simulate", plan, "--costs-from", costs, "--format", "json"))
+                simulation = json.loads(cli(binary, "simulate", plans[name], "--costs-from", costs, "--format", "json"))
                 time_pred, mem_pred = predicted(simulation)
-            rows.append((name, time_pred, time_meas, mem_pred, mem_meas))
+            rows.append((name, time_pred, time_meas, spread, mem_pred, mem_meas))
+        print(f"\n{args.rounds} rounds of {args.steps} profiled steps per run, "
+              f"{len(calibrating_runs)} calibrating runs, {time.monotonic() - started:.0f} s in all")
         return report(rows, args.measure_only)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
 
 
+def export(binary, work, folder, name, extra, searched=()):
+    """The JSON plan of `name` at P = 2, M = 8, in its own folder under `work`."""
+    out = os.path.join(work, "plans", folder)
+    os.makedirs(out, exist_ok=True)
+    plan = os.path.join(out, "plan.json")
+    cli(binary, "export", name, "-p", 2, "-m", MICROBATCHES, *extra, *searched, "--to", "json", "-o", plan)
+    return plan
+
+
+def calibrate(binary, calibrating_runs, costs):
+    """`pipeweave calibrate` from every calibrating run's traces together, one `--plan` per run."""
+    files, plan_args = [], []
+    for plan, folder in calibrating_runs:
+        files.extend(traces(folder))
+        plan_args.extend(["--plan", plan])
+    cli(binary, "calibrate", *files, *plan_args, "-o", costs)
+
+
 def report(rows, measure_only=False):
     print()
-    print("| schedule | predicted step (ms) | measured step (ms) | error | predicted peak saved (KiB) | measured (KiB) | error (worst rank) |")
-    print("|---|---|---|---|---|---|---|")
+    print("| schedule | predicted step (ms) | measured step (ms) | spread over rounds (ms) | error "
+          "| predicted peak saved (KiB) | measured (KiB) | error (worst rank) |")
+    print("|---|---|---|---|---|---|---|---|")
     ok = True
-    for name, tp, tm, mp, mm in rows:
+    for name, tp, tm, (lo, hi), mp, mm in rows:
         te = error(tp, tm)
         errors = [error(p, m) for p, m in zip(mp, mm)]
         worst = None if any(e is None for e in errors) else max(errors, key=abs)
@@ -174,7 +254,7 @@ def report(rows, measure_only=False):
         mem_p = " / ".join("n/a" if p is None else f"{p / 1024:.0f}" for p in mp)
         mem_m = " / ".join(f"{m / 1024:.0f}" for m in mm)
         shown = ("n/a", "n/a") if tp is None else (f"{tp * 1e3:.1f}", f"{te:+.1%}")
-        print(f"| {name} | {shown[0]} | {tm * 1e3:.1f} | {shown[1]} | {mem_p} | {mem_m} | "
+        print(f"| {name} | {shown[0]} | {tm * 1e3:.1f} | {lo * 1e3:.1f}–{hi * 1e3:.1f} | {shown[1]} | {mem_p} | {mem_m} | "
               + ("n/a" if worst is None else f"{worst:+.1%}") + " |")
     swapped = []
     for a in rows:

@@ -102,6 +102,13 @@ def test_calibrate_and_diff_are_the_command_lines(cli, tmp_path):
         pw.recommend("default", costs_from=str(path))
     with pytest.raises(pw.PlanError, match="differs from the plan"):
         pw.calibrate(traces, "gpipe", ranks=2, microbatches=8)
+    # Two runs measured together: a list of plans, one per run, the traces each run's in turn.
+    zb = [os.path.join(root, "tests", "data", "traces", "zb-h1", f"rank{r}.pt.trace.json.gz") for r in range(2)]
+    both = pw.calibrate(traces + zb, ["1f1b", "zb-h1"], ranks=2, microbatches=8)
+    assert both == cli.out("calibrate", *traces, *zb, "--plan", "1f1b", "--plan", "zb-h1", "-p", 2, "-m", 8, "-o", "-")
+    assert "[[measured.run]]" in both and "[part.measured_in]" in both
+    with pytest.raises(pw.UsageError, match="2 plans take 4 traces"):
+        pw.calibrate(traces, ["1f1b", "zb-h1"], ranks=2, microbatches=8)
 
 
 def test_bad_arguments_are_the_command_lines_errors_in_pythons_words(cli):

@@ -1,5 +1,6 @@
-//! The costs file (`costs.toml`, `format = "pipeweave-costs"`, version 2; version 1, without
-//! `[overhead]`, is read too): what `pipeweave calibrate` measured, as TOML.
+//! The costs file (`costs.toml`, `format = "pipeweave-costs"`, version 3; version 1, without
+//! `[overhead]`, and version 2, without `[[measured.run]]` and `measured_in`, are read too): what
+//! `pipeweave calibrate` measured, as TOML.
 //! `docs/plan-vs-actual.md` documents every key.
 
 use crate::stats::Stats;
@@ -9,7 +10,7 @@ use serde::{Deserialize, Serialize};
 /// The value of `format`.
 pub const FORMAT_NAME: &str = "pipeweave-costs";
 /// The version this crate writes (it reads this one and every earlier one).
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// The most parts, pairs, links, ranks and saved-bytes rows a costs file may have.
 const MAX_ROWS: usize = 1 << 20;
@@ -139,6 +140,45 @@ pub struct Measured {
     /// The step: from the first action's start on any rank to the last action's end on any rank,
     /// seconds.
     pub step_time: Stats,
+    /// Every run measured together, the first one that of `plan`, `traces` and `steps` above
+    /// (`[[measured.run]]`, version 3), when there are several; each part's `measured_in` says
+    /// which of them its figures are from.
+    #[serde(rename = "run", default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<RunMeasured>,
+}
+
+/// One of several runs measured together (`[[measured.run]]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunMeasured {
+    /// The plan it ran, as given.
+    pub plan: String,
+    /// Its trace files, as given.
+    pub traces: Vec<String>,
+    /// How many steps were measured.
+    pub steps: u32,
+    /// When its first profiled action ran, UTC, when the traces say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+}
+
+/// Which of the runs measured together (their index in `[[measured.run]]`) each of a part's
+/// figures was measured in (`measured_in`, version 3).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sources {
+    /// The runs whose forwards `f` is from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub f: Vec<u32>,
+    /// The runs whose full backwards `b` is from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub b: Vec<u32>,
+    /// The runs whose I `i` is from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub i: Vec<u32>,
+    /// The runs whose W `w` is from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub w: Vec<u32>,
 }
 
 /// One model part's compute: each kind the run measured, seconds per action.
@@ -165,6 +205,9 @@ pub struct Part {
     /// The fraction of those bytes an I frees; the W after it frees the rest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub freed_by_i: Option<f64>,
+    /// Which runs each figure is from, when several were measured together (version 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_in: Option<Sources>,
 }
 
 /// An overlapped F&B pair: its duration and its slowdown against its halves run alone.
@@ -267,8 +310,20 @@ pub fn read_costs(text: &str, file: FileId) -> Result<Calibration, Vec<Diagnosti
 }
 
 /// Where in the text a problem of `check` is: the table its message names, for the tables of
-/// `[overhead]`; the file's start otherwise.
+/// `[overhead]`, `[[measured.run]]` and `measured_in`; the file's start otherwise.
 fn located(text: &str, problem: &str) -> std::ops::Range<usize> {
+    let needle = if problem.starts_with("`[[measured.run]]`") {
+        Some("[[measured.run]]")
+    } else if problem.contains("`measured_in") {
+        Some("measured_in")
+    } else {
+        None
+    };
+    if let Some(needle) = needle
+        && let Some(i) = text.find(needle)
+    {
+        return i..i + needle.len();
+    }
     if problem.starts_with("`[overhead]`") {
         return text
             .find("[overhead")
@@ -312,6 +367,14 @@ fn check(c: &Calibration) -> Vec<String> {
         ));
         return out;
     }
+    if c.version < 3
+        && (!c.measured.runs.is_empty() || c.parts.iter().any(|p| p.measured_in.is_some()))
+    {
+        out.push(format!(
+            "`[[measured.run]]` and `measured_in` are keys of version 3, and this file says `version = {}`",
+            c.version
+        ));
+    }
     if c.version < 2 && !c.overhead.is_empty() {
         out.push(format!(
             "`[overhead]` is a key of version 2, and this file says `version = {}`",
@@ -352,6 +415,7 @@ fn check(c: &Calibration) -> Vec<String> {
         (c.links.len(), "links"),
         (c.ranks.len(), "ranks"),
         (c.saved.len(), "saved rows"),
+        (c.measured.runs.len(), "runs"),
     ] {
         if n > MAX_ROWS {
             out.push(format!("{n} {what} are more than any plan has"));
@@ -399,6 +463,21 @@ fn check(c: &Calibration) -> Vec<String> {
             out.push(format!(
                 "part {q}: `freed_by_i` {x} is no fraction from 0 to 1"
             ));
+        }
+        if let Some(from) = &p.measured_in {
+            let runs = m.runs.len();
+            for (k, v) in [
+                ("f", &from.f),
+                ("b", &from.b),
+                ("i", &from.i),
+                ("w", &from.w),
+            ] {
+                if let Some(&r) = v.iter().find(|&&r| r as usize >= runs) {
+                    out.push(format!(
+                        "part {q}: `measured_in.{k}` names run {r}, and `[[measured.run]]` has {runs}"
+                    ));
+                }
+            }
         }
     }
     for p in &c.pairs {

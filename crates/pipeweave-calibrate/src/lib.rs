@@ -19,9 +19,9 @@ mod stats;
 
 pub use file::{
     Calibration, FORMAT_NAME, FORMAT_VERSION, Gaps, Link, Measured, Overhead, PairCost, Part,
-    RankMeasured, SavedBytes, read_costs, write_costs,
+    RankMeasured, RunMeasured, SavedBytes, Sources, read_costs, write_costs,
 };
-pub use measure::{MeasureInput, measure};
+pub use measure::{MeasureInput, measure, measure_runs};
 pub use memory::{ZB_KEPT_BY_W, saved_peaks};
 pub use model::MeasuredCosts;
 pub use stats::Stats;

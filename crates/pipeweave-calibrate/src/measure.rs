@@ -2,7 +2,7 @@
 
 use crate::file::{
     Calibration, FORMAT_NAME, FORMAT_VERSION, Gaps, Link, Measured, Overhead, PairCost, Part,
-    RankMeasured, SavedBytes,
+    RankMeasured, RunMeasured, SavedBytes, Sources,
 };
 use crate::stats::Stats;
 use pipeweave_plan::{Action, Dir, Kind, Plan, Step};
@@ -28,40 +28,86 @@ pub struct MeasureInput<'a> {
 
 /// Measures a run: the calibration and notes on what it could not measure.
 pub fn measure(input: MeasureInput<'_>) -> Result<(Calibration, Vec<String>), String> {
-    let MeasureInput {
-        plan,
-        plan_name,
-        traces,
-        run,
-    } = input;
+    measure_runs(&[input])
+}
+
+/// Measures several runs together, on the same model cut alike, the same ranks and micro-batches
+/// (the schedule a user runs today, and one step of a schedule that splits its backward, so that
+/// I and W are measured too): every cost is the statistic of all the runs' samples, and each
+/// part says which runs its figures are from. The step and each rank's figures (`step_time`,
+/// `[[rank]]`) are the first run's, of its plan.
+pub fn measure_runs(inputs: &[MeasureInput<'_>]) -> Result<(Calibration, Vec<String>), String> {
+    let Some(first) = inputs.first() else {
+        return Err("no run to measure".to_owned());
+    };
+    let plan = first.plan;
     let parts = plan.stages_per_pipeline();
+    for (k, other) in inputs.iter().enumerate().skip(1) {
+        let p = other.plan;
+        let shape = |p: &Plan| (p.ranks(), p.stages_per_pipeline(), p.num_microbatches());
+        if shape(p) != shape(plan) {
+            return Err(format!(
+                "run {} ({}) has {} ranks, {} parts and {} micro-batches, and run 1 ({}) {}, {} and {}: runs measured together must run the same model cut alike on the same ranks and micro-batches",
+                k + 1,
+                pipeweave_diagnostics::visible(other.plan_name),
+                p.ranks(),
+                p.stages_per_pipeline(),
+                p.num_microbatches(),
+                pipeweave_diagnostics::visible(first.plan_name),
+                plan.ranks(),
+                plan.stages_per_pipeline(),
+                plan.num_microbatches(),
+            ));
+        }
+        if other.run.clock != first.run.clock {
+            return Err(format!(
+                "run {} ({}) is timed on another clock than run 1 (one on the host, one on the GPU)",
+                k + 1,
+                pipeweave_diagnostics::visible(other.plan_name),
+            ));
+        }
+    }
+    let several = inputs.len() > 1;
     let mut notes = Vec::new();
-    // Durations by part and kind, pairs by (f part, b part, b kind).
+    // Durations by part and kind (with the runs they are from), pairs by (f part, b part, b kind).
     let mut ops: BTreeMap<(u32, Kind), Vec<f64>> = BTreeMap::new();
+    let mut from: BTreeMap<(u32, Kind), Vec<u32>> = BTreeMap::new();
     let mut pairs: BTreeMap<(u32, u32, Kind), Vec<f64>> = BTreeMap::new();
-    for (rank, r) in run.ranks.iter().enumerate() {
-        let program = plan.program(rank as u32);
-        for step in &r.steps {
-            for (action, t) in program.iter().zip(&step.actions) {
-                match *action {
-                    Action::One(op) => ops
-                        .entry((plan.part(op.stage), op.kind))
-                        .or_default()
-                        .push(t.dur),
-                    Action::Pair { f, b } => pairs
-                        .entry((plan.part(f.stage), plan.part(b.stage), b.kind))
-                        .or_default()
-                        .push(t.dur),
+    let mut saved = SavedFigures::default();
+    let mut link_samples: BTreeMap<(u32, u32, bool), Vec<f64>> = BTreeMap::new();
+    let mut outside = OutsideSamples::default();
+    for (k, input) in inputs.iter().enumerate() {
+        let (plan, run) = (input.plan, input.run);
+        for (rank, r) in run.ranks.iter().enumerate() {
+            let program = plan.program(rank as u32);
+            for step in &r.steps {
+                for (action, t) in program.iter().zip(&step.actions) {
+                    match *action {
+                        Action::One(op) => {
+                            let key = (plan.part(op.stage), op.kind);
+                            ops.entry(key).or_default().push(t.dur);
+                            let runs = from.entry(key).or_default();
+                            if runs.last() != Some(&(k as u32)) {
+                                runs.push(k as u32);
+                            }
+                        }
+                        Action::Pair { f, b } => pairs
+                            .entry((plan.part(f.stage), plan.part(b.stage), b.kind))
+                            .or_default()
+                            .push(t.dur),
+                    }
                 }
             }
         }
+        saved_bytes(plan, run, &mut saved, k == 0);
+        links(plan, run, &mut link_samples);
+        outside.add(plan, run);
     }
     let median = |part: u32, kind: Kind| {
         ops.get(&(part, kind))
             .and_then(|v| in_seconds(v))
             .map(|s| s.median)
     };
-    let saved = saved_bytes(plan, run);
     let mut part_rows = Vec::with_capacity(parts as usize);
     for q in 0..parts {
         let stats = |kind| ops.get(&(q, kind)).and_then(|v| in_seconds(v));
@@ -70,6 +116,7 @@ pub fn measure(input: MeasureInput<'_>) -> Result<(Calibration, Vec<String>), St
                 "the traces time no forward of part {q} alone, so its costs cannot be measured"
             ));
         };
+        let runs = |kind| from.get(&(q, kind)).cloned().unwrap_or_default();
         part_rows.push(Part {
             part: q,
             f,
@@ -78,6 +125,12 @@ pub fn measure(input: MeasureInput<'_>) -> Result<(Calibration, Vec<String>), St
             w: stats(Kind::W),
             saved_bytes: saved.by_part.get(&q).and_then(|v| median_u64(v)),
             freed_by_i: saved.freed_by_i(q),
+            measured_in: several.then(|| Sources {
+                f: runs(Kind::F),
+                b: runs(Kind::B),
+                i: runs(Kind::I),
+                w: runs(Kind::W),
+            }),
         });
     }
     let mut pair_rows = Vec::new();
@@ -103,43 +156,57 @@ pub fn measure(input: MeasureInput<'_>) -> Result<(Calibration, Vec<String>), St
             slowdown: duration.median / halves,
         });
     }
-    let links = links(plan, run);
+    let links = link_rows(link_samples);
     if links.is_empty() && plan.ranks() > 1 {
         notes.push(
             "the traces name no matched sends and receives: transfer times are not measured"
                 .to_owned(),
         );
     }
-    if !links.is_empty() && run.naming == Naming::Pipeweave {
+    if !links.is_empty() && inputs.iter().any(|i| i.run.naming == Naming::Pipeweave) {
         notes.push(
             "link times are from the receives' waits (PlanRunner times the wait for the data right before the action that consumes it): each is the time from the later of the send's start and the wait's start to the wait's end, the transfer when the receiver waited from before the send, near zero when the data came before the wait (a wait, not a transfer)"
                 .to_owned(),
         );
     }
-    if !run.ranks.iter().any(|r| r.has_saved) {
+    if !inputs
+        .iter()
+        .any(|i| i.run.ranks.iter().any(|r| r.has_saved))
+    {
         notes.push("no saved-bytes records in these traces: memory is not measured".to_owned());
     }
-    let overhead = overhead(plan, run, &mut notes);
-    let (step_times, rank_rows) = steps(plan, run, &saved);
+    let steps_total: usize = inputs.iter().map(|i| i.run.steps).sum();
+    let overhead = outside.finish(steps_total, &mut notes);
+    let (step_times, rank_rows) = steps(plan, first.run, &saved);
     let step_time = in_seconds(&step_times).ok_or("the traces hold no step")?;
-    let first = run
-        .ranks
-        .iter()
-        .flat_map(|r| r.steps.first())
-        .flat_map(|s| s.actions.iter().map(|t| t.start))
-        .fold(f64::INFINITY, f64::min);
-    let when = match run.base_time_ns {
-        Some(base) => Some(base as f64 / 1000.0 + first),
-        None => (first >= EPOCH_2000_US).then_some(first),
+    let runs: Vec<RunMeasured> = if several {
+        inputs
+            .iter()
+            .map(|i| RunMeasured {
+                plan: i.plan_name.to_owned(),
+                traces: i.traces.to_vec(),
+                steps: u32::try_from(i.run.steps).unwrap_or(u32::MAX),
+                when: when(i.run),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if several {
+        notes.push(format!(
+            "{} runs measured together: each part's F, B, I and W are the statistics of every run that timed them (`measured_in` names the runs), and so are the pairs, links, host gaps and saved bytes; the step and each rank's figures are run 1's ({})",
+            inputs.len(),
+            pipeweave_diagnostics::visible(first.plan_name)
+        ));
     }
-    .map(utc);
+    let run = first.run;
     let calibration = Calibration {
         format: FORMAT_NAME.to_owned(),
         version: FORMAT_VERSION,
         measured: Measured {
-            when,
-            traces: traces.to_vec(),
-            plan: plan_name.to_owned(),
+            when: when(run),
+            traces: first.traces.to_vec(),
+            plan: first.plan_name.to_owned(),
             ranks: plan.ranks(),
             parts,
             microbatches: plan.num_microbatches(),
@@ -155,6 +222,7 @@ pub fn measure(input: MeasureInput<'_>) -> Result<(Calibration, Vec<String>), St
             }
             .to_owned(),
             step_time,
+            runs,
         },
         parts: part_rows,
         pairs: pair_rows,
@@ -164,6 +232,21 @@ pub fn measure(input: MeasureInput<'_>) -> Result<(Calibration, Vec<String>), St
         overhead,
     };
     Ok((calibration, notes))
+}
+
+/// When the run's first profiled action ran, UTC, when its traces say.
+fn when(run: &Run) -> Option<String> {
+    let first = run
+        .ranks
+        .iter()
+        .flat_map(|r| r.steps.first())
+        .flat_map(|s| s.actions.iter().map(|t| t.start))
+        .fold(f64::INFINITY, f64::min);
+    match run.base_time_ns {
+        Some(base) => Some(base as f64 / 1000.0 + first),
+        None => (first >= EPOCH_2000_US).then_some(first),
+    }
+    .map(utc)
 }
 
 /// The statistics of microseconds, in seconds: each figure divided once, so that a whole number
@@ -225,9 +308,8 @@ impl SavedFigures {
 }
 
 /// The saved bytes each forward leaves (its record's bytes less the record before it on the rank)
-/// and the part of them each I frees.
-fn saved_bytes(plan: &Plan, run: &Run) -> SavedFigures {
-    let mut out = SavedFigures::default();
+/// and the part of them each I frees, added to `out`; each rank's peak too, for the first run.
+fn saved_bytes(plan: &Plan, run: &Run, out: &mut SavedFigures, first: bool) {
     for (rank, r) in run.ranks.iter().enumerate() {
         let program = plan.program(rank as u32);
         let mut peak: Option<u64> = None;
@@ -263,9 +345,10 @@ fn saved_bytes(plan: &Plan, run: &Run) -> SavedFigures {
                 before = s.bytes;
             }
         }
-        out.peak.push(peak);
+        if first {
+            out.peak.push(peak);
+        }
     }
-    out
 }
 
 /// Each step's time over all ranks, and each rank's figures.
@@ -325,103 +408,129 @@ fn steps(plan: &Plan, run: &Run, saved: &SavedFigures) -> (Vec<f64>, Vec<RankMea
     (step_times, rows)
 }
 
-/// The step's time outside the actions' spans: the host's gaps between compute actions by kind,
-/// and, where every rank's trace has the profiler's step spans, the whole step, its head and its
-/// tail.
-fn overhead(plan: &Plan, run: &Run, notes: &mut Vec<String>) -> Overhead {
-    // Gaps by kind: F, B, I, W, pair.
-    let mut gaps: [Vec<f64>; 5] = Default::default();
-    // PlanRunner's receive spans are waits for the data; PyTorch's are postings (host time).
-    let waits_are_receives = run.naming == Naming::Pipeweave;
-    for (rank, r) in run.ranks.iter().enumerate() {
-        let program = plan.program(rank as u32);
-        for step in &r.steps {
-            for (i, action) in program.iter().enumerate().skip(1) {
-                let (prev, this) = (step.actions[i - 1], step.actions[i]);
-                let waited: f64 = if waits_are_receives {
-                    step.others
-                        .iter()
-                        .filter(|o| o.after == Some(i - 1) && matches!(o.step, Step::Recv { .. }))
-                        .map(|o| o.timed.dur)
-                        .sum()
-                } else {
-                    0.0
-                };
-                let gap = this.start - prev.end() - waited;
-                if !gap.is_finite() {
-                    continue;
-                }
-                let k = match *action {
-                    Action::One(op) => match op.kind {
-                        Kind::F => 0,
-                        Kind::B => 1,
-                        Kind::I => 2,
-                        Kind::W => 3,
-                    },
-                    Action::Pair { .. } => 4,
-                };
-                gaps[k].push(gap.max(0.0));
-            }
-        }
-    }
-    let gap = Gaps {
-        f: in_seconds(&gaps[0]),
-        b: in_seconds(&gaps[1]),
-        i: in_seconds(&gaps[2]),
-        w: in_seconds(&gaps[3]),
-        pair: in_seconds(&gaps[4]),
-    };
-    if !gap.is_empty() {
-        notes.push(format!(
-            "host time between actions (`overhead.gap`): a compute action's start less the previous one's end on its rank{}, by the kind of the action",
-            if waits_are_receives {
-                ", less the receive waits timed between them"
-            } else {
-                ""
-            }
-        ));
-    }
-    let (mut step, mut head, mut tail) = (Vec::new(), Vec::new(), Vec::new());
-    for k in 0..run.steps {
-        let bounds: Option<Vec<Timed>> = run.ranks.iter().map(|r| r.steps[k].bounds).collect();
-        let Some(bounds) = bounds else { continue };
-        let start = bounds.iter().map(|t| t.start).fold(f64::INFINITY, f64::min);
-        let end = bounds
-            .iter()
-            .map(Timed::end)
-            .fold(f64::NEG_INFINITY, f64::max);
-        let computes = run.ranks.iter().flat_map(|r| r.steps[k].actions.iter());
-        let (first, last) = computes.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), t| {
-            (a.min(t.start), b.max(t.end()))
-        });
-        if start <= first && first <= last && last <= end {
-            step.push(end - start);
-            head.push(first - start);
-            tail.push(end - last);
-        }
-    }
-    if step.len() < run.steps {
-        notes.push(if step.is_empty() {
-            "the traces have no profiler step spans (`ProfilerStep#N`) around every rank's steps: the time before the first action and after the last (`overhead.head`, `overhead.tail`) is not measured, and a predicted step is the actions' alone".to_owned()
+/// The samples of the step's time outside the actions' spans, over every run measured.
+#[derive(Default)]
+struct OutsideSamples {
+    /// Gaps by kind: F, B, I, W, pair.
+    gaps: [Vec<f64>; 5],
+    /// Whether a run's receive spans are PlanRunner's waits (subtracted from the gaps).
+    waits_subtracted: bool,
+    /// Whether a run's receive spans are PyTorch's postings (host time, kept in the gaps).
+    postings_kept: bool,
+    step: Vec<f64>,
+    head: Vec<f64>,
+    tail: Vec<f64>,
+}
+
+impl OutsideSamples {
+    /// The host's gaps between compute actions by kind, and, where every rank's trace has the
+    /// profiler's step spans, the whole step, its head and its tail, of one run.
+    fn add(&mut self, plan: &Plan, run: &Run) {
+        // PlanRunner's receive spans are waits for the data; PyTorch's are postings (host time).
+        let waits_are_receives = run.naming == Naming::Pipeweave;
+        if waits_are_receives {
+            self.waits_subtracted = true;
         } else {
-            format!(
-                "{} of the {} steps have profiler step spans around every rank's actions: `overhead.step`, `head` and `tail` are from those",
-                step.len(),
-                run.steps
-            )
-        });
+            self.postings_kept = true;
+        }
+        for (rank, r) in run.ranks.iter().enumerate() {
+            let program = plan.program(rank as u32);
+            for step in &r.steps {
+                for (i, action) in program.iter().enumerate().skip(1) {
+                    let (prev, this) = (step.actions[i - 1], step.actions[i]);
+                    let waited: f64 = if waits_are_receives {
+                        step.others
+                            .iter()
+                            .filter(|o| {
+                                o.after == Some(i - 1) && matches!(o.step, Step::Recv { .. })
+                            })
+                            .map(|o| o.timed.dur)
+                            .sum()
+                    } else {
+                        0.0
+                    };
+                    let gap = this.start - prev.end() - waited;
+                    if !gap.is_finite() {
+                        continue;
+                    }
+                    let k = match *action {
+                        Action::One(op) => match op.kind {
+                            Kind::F => 0,
+                            Kind::B => 1,
+                            Kind::I => 2,
+                            Kind::W => 3,
+                        },
+                        Action::Pair { .. } => 4,
+                    };
+                    self.gaps[k].push(gap.max(0.0));
+                }
+            }
+        }
+        for k in 0..run.steps {
+            let bounds: Option<Vec<Timed>> = run.ranks.iter().map(|r| r.steps[k].bounds).collect();
+            let Some(bounds) = bounds else { continue };
+            let start = bounds.iter().map(|t| t.start).fold(f64::INFINITY, f64::min);
+            let end = bounds
+                .iter()
+                .map(Timed::end)
+                .fold(f64::NEG_INFINITY, f64::max);
+            let computes = run.ranks.iter().flat_map(|r| r.steps[k].actions.iter());
+            let (first, last) = computes.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), t| {
+                (a.min(t.start), b.max(t.end()))
+            });
+            if start <= first && first <= last && last <= end {
+                self.step.push(end - start);
+                self.head.push(first - start);
+                self.tail.push(end - last);
+            }
+        }
     }
-    Overhead {
-        step: in_seconds(&step),
-        head: in_seconds(&head),
-        tail: in_seconds(&tail),
-        gap,
+
+    /// The `[overhead]` table of every run's samples (`steps` in all), with notes.
+    fn finish(self, steps: usize, notes: &mut Vec<String>) -> Overhead {
+        let gaps = &self.gaps;
+        let gap = Gaps {
+            f: in_seconds(&gaps[0]),
+            b: in_seconds(&gaps[1]),
+            i: in_seconds(&gaps[2]),
+            w: in_seconds(&gaps[3]),
+            pair: in_seconds(&gaps[4]),
+        };
+        if !gap.is_empty() {
+            notes.push(format!(
+                "host time between actions (`overhead.gap`): a compute action's start less the previous one's end on its rank{}, by the kind of the action",
+                match (self.waits_subtracted, self.postings_kept) {
+                    (true, false) => ", less the receive waits timed between them",
+                    (true, true) => {
+                        ", less the receive waits timed between them in PlanRunner's runs (PyTorch's runtime waits inside its compute spans)"
+                    }
+                    _ => "",
+                }
+            ));
+        }
+        if self.step.len() < steps {
+            notes.push(if self.step.is_empty() {
+                "the traces have no profiler step spans (`ProfilerStep#N`) around every rank's steps: the time before the first action and after the last (`overhead.head`, `overhead.tail`) is not measured, and a predicted step is the actions' alone".to_owned()
+            } else {
+                format!(
+                    "{} of the {} steps have profiler step spans around every rank's actions: `overhead.step`, `head` and `tail` are from those",
+                    self.step.len(),
+                    steps
+                )
+            });
+        }
+        Overhead {
+            step: in_seconds(&self.step),
+            head: in_seconds(&self.head),
+            tail: in_seconds(&self.tail),
+            gap,
+        }
     }
 }
 
-/// Each link's transfer times: a send on one rank matched with the receive of the same data on
-/// its peer, in the same step.
-fn links(plan: &Plan, run: &Run) -> Vec<Link> {
+/// Each link's transfer times, added to `samples` by (from rank, to rank, forward): a send on one
+/// rank matched with the receive of the same data on its peer, in the same step.
+fn links(plan: &Plan, run: &Run, samples: &mut BTreeMap<(u32, u32, bool), Vec<f64>>) {
     // Receives by (dir, receiving stage, mb, step).
     let mut recvs: HashMap<(Dir, u32, u32, usize), Timed> = HashMap::new();
     for r in &run.ranks {
@@ -433,7 +542,6 @@ fn links(plan: &Plan, run: &Run) -> Vec<Link> {
             }
         }
     }
-    let mut samples: BTreeMap<(u32, u32, bool), Vec<f64>> = BTreeMap::new();
     for (rank, r) in run.ranks.iter().enumerate() {
         for (k, s) in r.steps.iter().enumerate() {
             for o in &s.others {
@@ -460,6 +568,10 @@ fn links(plan: &Plan, run: &Run) -> Vec<Link> {
             }
         }
     }
+}
+
+/// The `[[link]]` rows of the transfer samples.
+fn link_rows(samples: BTreeMap<(u32, u32, bool), Vec<f64>>) -> Vec<Link> {
     samples
         .into_iter()
         .filter_map(|((from, to, fwd), v)| {

@@ -49,7 +49,8 @@ impl MeasuredCosts {
         let mut notes = Vec::new();
         let measured = c.measured.parts;
         let mut per_part: Vec<[Option<f64>; 4]> = Vec::with_capacity(c.parts.len());
-        let mut split_assumed = false;
+        // Parts whose I and W were derived from their B: the first, and the others by halves.
+        let (mut first_assumed, mut halves_assumed) = (false, false);
         for p in &c.parts {
             let f = p.f.median;
             let (i, w) = (p.i.map(|s| s.median), p.w.map(|s| s.median));
@@ -58,8 +59,14 @@ impl MeasuredCosts {
                 (Some(i), Some(w), _) => (Some(i), Some(w)),
                 (Some(i), None, Some(b)) => (Some(i), Some((b - i).max(0.0))),
                 (None, Some(w), Some(b)) => (Some((b - w).max(0.0)), Some(w)),
+                // The first part's input comes from no stage (token ids, the batch): its I has no
+                // input gradient to compute, and its W is the whole backward.
+                (None, None, Some(b)) if p.part == 0 => {
+                    first_assumed = true;
+                    (Some(0.0), Some(b))
+                }
                 (None, None, Some(b)) => {
-                    split_assumed = true;
+                    halves_assumed = true;
                     (Some(b / 2.0), Some(b / 2.0))
                 }
                 _ => (None, None),
@@ -77,16 +84,21 @@ impl MeasuredCosts {
                 "the costs time no backward of part {q}, and the plan has backward actions"
             ));
         }
-        if split_assumed
-            && plan
-                .programs()
-                .iter()
-                .flatten()
-                .flat_map(|a| a.ops())
-                .any(|op| matches!(op.kind, Kind::I | Kind::W))
-        {
+        let splits = plan
+            .programs()
+            .iter()
+            .flatten()
+            .flat_map(|a| a.ops())
+            .any(|op| matches!(op.kind, Kind::I | Kind::W));
+        if splits && first_assumed {
             notes.push(
-                "the run timed no I and W apart: each is taken as half of its part's measured B"
+                "the run timed no I and W of part 0 apart: its I is taken as no time and its W as its whole measured B (the first part's input comes from no stage, so its I computes no input gradient and its W does all of the backward)"
+                    .to_owned(),
+            );
+        }
+        if splits && halves_assumed {
+            notes.push(
+                "the run timed no I and W apart beyond part 0: each is taken as half of its part's measured B (a runtime whose W re-runs the graph per weight group, as PlanRunner's does, takes longer; profile a step of a schedule that splits its backward, such as zb-h1, and calibrate from both runs)"
                     .to_owned(),
             );
         }
@@ -96,12 +108,39 @@ impl MeasuredCosts {
                 "the plan cuts the model into {target} parts and the run into {measured}: each part costs the measured time of the share of the model it holds"
             ));
         }
+        // The first measured part's split (its I computes no input gradient) says nothing of how a
+        // plan's later part within its slice splits: that one takes its share of B times what the
+        // other measured parts' I and W each cost against their B (the medians of I / B and
+        // W / B, B the measured one, or I + W where none was), or halves of it.
+        let of_b = {
+            let median = |mut v: Vec<f64>| {
+                v.sort_by(f64::total_cmp);
+                v.get(v.len().saturating_sub(1) / 2).copied()
+            };
+            let ratios: Vec<(f64, f64)> = per_part
+                .iter()
+                .skip(1)
+                .filter_map(|p| match (p[1], p[2], p[3]) {
+                    (Some(b), Some(i), Some(w)) if b > 0.0 => Some((i / b, w / b)),
+                    _ => None,
+                })
+                .collect();
+            median(ratios.iter().map(|r| r.0).collect())
+                .zip(median(ratios.iter().map(|r| r.1).collect()))
+                .unwrap_or((0.5, 0.5))
+        };
         let parts = (0..target)
             .map(|q| {
                 let mut out = [0.0; 4];
                 for (k, slot) in out.iter_mut().enumerate() {
                     *slot = share(q, target, measured, |m| {
-                        per_part[m as usize][k].unwrap_or(0.0)
+                        let p = &per_part[m as usize];
+                        let b = p[1].unwrap_or(0.0);
+                        match k {
+                            2 if m == 0 && q > 0 => b * of_b.0,
+                            3 if m == 0 && q > 0 => b * of_b.1,
+                            _ => p[k].unwrap_or(0.0),
+                        }
                     });
                 }
                 out
@@ -166,6 +205,18 @@ impl MeasuredCosts {
                     seconds(default_link)
                 ));
             }
+        }
+        let copied = copied_parts(plan);
+        if !copied.is_empty() {
+            notes.push(format!(
+                "the plan keeps part{} {} on more than one rank, whose gradients are all-reduced across the copies at the step's end: that reduction is priced only as far as the measured step's tail (`overhead.tail`) holds one, which a calibrating run without copies (1F1B, ZB-H1) does not",
+                if copied.len() == 1 { "" } else { "s" },
+                copied
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
         }
         let (gaps, head, tail) = outside(c, plan, &mut notes);
         Ok((
@@ -263,6 +314,23 @@ fn outside(c: &Calibration, plan: &Plan, notes: &mut Vec<String>) -> ([f64; 5], 
         notes.push("the run did not time its steps whole (no profiler step spans): the predicted step is the actions' alone".to_owned());
     }
     (gaps, head.unwrap_or(0.0), tail.unwrap_or(0.0))
+}
+
+/// The model parts the plan hosts on more than one rank (Chimera's replicas).
+fn copied_parts(plan: &Plan) -> Vec<u32> {
+    let mut ranks: std::collections::BTreeMap<u32, std::collections::BTreeSet<u32>> =
+        std::collections::BTreeMap::new();
+    for (stage, &rank) in plan.hosts().iter().enumerate() {
+        ranks
+            .entry(plan.part(stage as u32))
+            .or_default()
+            .insert(rank);
+    }
+    ranks
+        .into_iter()
+        .filter(|(_, r)| r.len() > 1)
+        .map(|(q, _)| q)
+        .collect()
 }
 
 /// Which kinds of action (F, B, I, W, pair) the plan runs.

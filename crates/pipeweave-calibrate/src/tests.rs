@@ -162,19 +162,191 @@ fn other_cuts_of_the_model_take_their_share() {
     assert!((costs.op(Op::new(1, F, 0)) - half0).abs() < 1e-15);
     assert!((costs.op(Op::new(2, F, 0)) - half1).abs() < 1e-15);
     assert!((costs.op(Op::new(3, I, 0)) - c.parts[1].b.expect("B").median / 4.0).abs() < 1e-15);
+    // The run split no backward. The first part's I computes no input gradient: the plan's part 0
+    // (the first half of measured part 0) has none, and its W all of its backward; the plan's
+    // part 1 (the second half) has an input gradient, and splits its share as the others do.
+    let b0 = c.parts[0].b.expect("B").median;
+    assert_eq!(costs.op(Op::new(0, I, 0)), 0.0);
+    assert!((costs.op(Op::new(0, W, 0)) - b0 / 2.0).abs() < 1e-15);
+    assert!((costs.op(Op::new(1, I, 0)) - b0 / 4.0).abs() < 1e-15);
+    assert!((costs.op(Op::new(1, W, 0)) - b0 / 4.0).abs() < 1e-15);
+}
+
+#[test]
+fn the_first_part_of_a_run_without_split_backwards_has_no_i() {
+    let (c, _) = calibration();
+    use Kind::{F, I, W};
+    let programs = vec![
+        vec![op(0, F, 0), op(0, I, 0), op(0, W, 0)],
+        vec![op(1, F, 0), op(1, I, 0), op(1, W, 0)],
+    ];
+    let plan = Plan::single(2, vec![0, 1], 1, programs).expect("a plan");
+    let (costs, notes) = MeasuredCosts::for_plan(&c, &plan).expect("costs");
+    let (b0, b1) = (
+        c.parts[0].b.expect("B").median,
+        c.parts[1].b.expect("B").median,
+    );
+    assert_eq!(costs.op(Op::new(0, I, 0)), 0.0);
+    assert_eq!(costs.op(Op::new(0, W, 0)), b0);
+    assert_eq!(costs.op(Op::new(1, I, 0)), b1 / 2.0);
+    assert_eq!(costs.op(Op::new(1, W, 0)), b1 / 2.0);
+    assert!(
+        notes[0].starts_with("the run timed no I and W of part 0 apart: its I is taken as no time"),
+        "{notes:?}"
+    );
+    assert!(
+        notes[1].starts_with("the run timed no I and W apart beyond part 0: each is taken as half"),
+        "{notes:?}"
+    );
+}
+
+#[test]
+fn a_later_part_in_the_first_parts_slice_splits_as_the_measured_parts_do() {
+    let (mut c, _) = calibration();
+    // Part 1's I and W measured (as a ZB-H1 run of PlanRunner's times them): together 1.75 times
+    // its B; part 0's only B, its first part's I none.
+    let b1 = c.parts[1].b.expect("B").median;
+    c.parts[1].i = Stats::of(&[0.8 * b1]);
+    c.parts[1].w = Stats::of(&[0.95 * b1]);
+    use Kind::{F, I, W};
+    let programs = vec![
+        vec![
+            op(0, F, 0),
+            op(2, F, 0),
+            op(2, I, 0),
+            op(0, I, 0),
+            op(2, W, 0),
+            op(0, W, 0),
+        ],
+        vec![
+            op(1, F, 0),
+            op(3, F, 0),
+            op(3, I, 0),
+            op(1, I, 0),
+            op(3, W, 0),
+            op(1, W, 0),
+        ],
+    ];
+    let plan = Plan::single(2, vec![0, 1, 0, 1], 1, programs).expect("a plan");
+    let (costs, _) = MeasuredCosts::for_plan(&c, &plan).expect("costs");
+    let b0 = c.parts[0].b.expect("B").median;
+    // The plan's part 0 starts the model: no I, all of its half of B in W.
+    assert_eq!(costs.op(Op::new(0, I, 0)), 0.0);
+    assert!((costs.op(Op::new(0, W, 0)) - b0 / 2.0).abs() < 1e-15);
+    // Its part 1 holds the second half of measured part 0: that half of B, times 0.8 and 0.95.
+    assert!((costs.op(Op::new(1, I, 0)) - 0.8 * b0 / 2.0).abs() < 1e-12);
+    assert!((costs.op(Op::new(1, W, 0)) - 0.95 * b0 / 2.0).abs() < 1e-12);
+    // Parts 2 and 3 halve measured part 1's I and W.
+    assert!((costs.op(Op::new(3, W, 0)) - 0.95 * b1 / 2.0).abs() < 1e-12);
+}
+
+/// The fixture's run measured twice, as two runs.
+fn twice() -> (Calibration, Vec<String>) {
+    let plan = plan();
+    let traces = vec![
+        read_trace(RANK0, FileId(0)).expect("rank 0 reads"),
+        read_trace(RANK1, FileId(1)).expect("rank 1 reads"),
+    ];
+    let run = match_plan(&plan, traces).expect("the run matches 1F1B");
+    let names = ["rank0.json".to_owned(), "rank1.json".to_owned()];
+    let again = ["again0.json".to_owned(), "again1.json".to_owned()];
+    let input = |traces| MeasureInput {
+        plan: &plan,
+        plan_name: "1f1b",
+        traces,
+        run: &run,
+    };
+    measure_runs(&[input(&names), input(&again)]).expect("measured")
+}
+
+#[test]
+fn runs_measured_together_pool_their_samples_and_say_where_each_figure_is_from() {
+    let (one, _) = calibration();
+    let (two, notes) = twice();
+    assert_eq!(two.measured.runs.len(), 2);
+    assert_eq!(two.measured.runs[1].traces, ["again0.json", "again1.json"]);
+    assert_eq!(two.measured.traces, ["rank0.json", "rank1.json"]);
+    for (a, b) in one.parts.iter().zip(&two.parts) {
+        assert_eq!(a.f.median, b.f.median);
+        assert_eq!(2 * a.f.samples, b.f.samples);
+        let from = b.measured_in.as_ref().expect("sources");
+        assert_eq!(
+            (from.f.as_slice(), from.b.as_slice()),
+            (&[0, 1][..], &[0, 1][..])
+        );
+        assert!(from.i.is_empty() && from.w.is_empty());
+    }
+    // The step and the ranks' figures are the first run's.
+    assert_eq!(one.measured.step_time, two.measured.step_time);
+    assert_eq!(one.ranks, two.ranks);
+    assert!(
+        notes
+            .last()
+            .expect("a note")
+            .starts_with("2 runs measured together")
+    );
+    // The file reads back as written.
+    let text = write_costs(&two).expect("written");
+    assert_eq!(read_costs(&text, FileId(0)).expect("read"), two);
+    // Runs of another shape are not measured together.
+    let other = Plan::single(
+        2,
+        vec![0, 1],
+        1,
+        vec![vec![op(0, Kind::F, 0)], vec![op(1, Kind::F, 0)]],
+    )
+    .expect("a plan");
+    let (plan, names) = (plan(), ["a".to_owned(), "b".to_owned()]);
+    let run = {
+        let traces = vec![
+            read_trace(RANK0, FileId(0)).expect("rank 0 reads"),
+            read_trace(RANK1, FileId(1)).expect("rank 1 reads"),
+        ];
+        match_plan(&plan, traces).expect("matches")
+    };
+    let err = measure_runs(&[
+        MeasureInput {
+            plan: &plan,
+            plan_name: "1f1b",
+            traces: &names,
+            run: &run,
+        },
+        MeasureInput {
+            plan: &other,
+            plan_name: "other",
+            traces: &names,
+            run: &run,
+        },
+    ])
+    .expect_err("another shape");
+    assert!(
+        err.starts_with(
+            "run 2 (other) has 2 ranks, 2 parts and 1 micro-batches, and run 1 (1f1b) 2, 2 and 4"
+        ),
+        "{err}"
+    );
 }
 
 #[test]
 fn broken_costs_files_are_located_errors() {
     let (c, _) = calibration();
     let good = write_costs(&c).expect("written");
+    let two = write_costs(&twice().0).expect("written");
     let cases = [
-        ("syntax", good.replacen("version = 2", "version = ", 1)),
+        ("syntax", good.replacen("version = 3", "version = ", 1)),
         ("format", good.replacen("pipeweave-costs", "other", 1)),
-        ("version", good.replacen("version = 2", "version = 9", 1)),
+        ("version", good.replacen("version = 3", "version = 9", 1)),
         (
             "overhead_in_version_1",
-            good.replacen("version = 2", "version = 1", 1),
+            good.replacen("version = 3", "version = 1", 1),
+        ),
+        (
+            "runs_in_version_2",
+            two.replacen("version = 3", "version = 2", 1),
+        ),
+        (
+            "measured_in_beyond_the_runs",
+            two.replacen("f = [0, 1]", "f = [0, 7]", 1),
         ),
         (
             "overhead_unknown_key",

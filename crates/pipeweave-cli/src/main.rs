@@ -162,13 +162,15 @@ enum Command {
     /// commands that price plans
     Calibrate {
         /// The run's traces, one per rank (`.json`, or gzipped `.json.gz`), as `torch.profiler`'s
-        /// `export_chrome_trace` writes them
+        /// `export_chrome_trace` writes them; of several runs, each run's traces in turn
         #[arg(value_name = "TRACE", required = true)]
         traces: Vec<String>,
         /// The plan the traces ran (a schedule with -p and -m, or a plan file; default: the
-        /// one-pipeline plan the traces show)
+        /// one-pipeline plan the traces show). Given again, once per run, the traces are several
+        /// runs' (as many per run as its plan has ranks, in the order of the plans), measured
+        /// together: e.g. the schedule you run and one that splits its backward, for I and W
         #[arg(long, value_name = "PLAN")]
-        plan: Option<String>,
+        plan: Vec<String>,
         /// Ranks P of the --plan schedule
         #[arg(short = 'p', long = "ranks", value_name = "P", value_parser = args::parse_ranks)]
         ranks: Option<u32>,

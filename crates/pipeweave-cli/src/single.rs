@@ -211,19 +211,19 @@ pub fn show(
 pub fn calibrate(
     session: &mut Session<'_>,
     traces: Vec<String>,
-    plan: Option<String>,
+    plans: Vec<String>,
     ranks: Option<u32>,
     microbatches: Option<u32>,
     output: &Path,
 ) -> Result<(), Failure> {
-    if plan.is_none() && (ranks.is_some() || microbatches.is_some()) {
+    if plans.is_empty() && (ranks.is_some() || microbatches.is_some()) {
         return Err(Failure::usage(
             "-p and -m build the --plan schedule; give the schedule with --plan",
         ));
     }
     let request = pipeweave_app::CalibrateRequest {
         traces,
-        plan,
+        plans,
         params: pipeweave_source::Params {
             ranks,
             microbatches,

@@ -289,11 +289,21 @@ fn report(
     })
 }
 
+/// `calibrate`'s `plan`: one plan, or one per run.
+#[derive(FromPyObject)]
+enum Plans {
+    /// One run's plan.
+    One(PathBuf),
+    /// Several runs' plans, in the order of their traces.
+    Many(Vec<PathBuf>),
+}
+
 /// The costs measured in the profiler traces of a run, one file per rank (`.json` or `.json.gz`),
-/// as `pipeweave calibrate` measures them: the text of the costs file (`pipeweave-costs` v1, TOML,
+/// as `pipeweave calibrate` measures them: the text of the costs file (`pipeweave-costs` v3, TOML,
 /// what `costs_from=` reads once written to a file). `plan` is the plan that ran (a schedule with
-/// `ranks=` and `microbatches=`, or a plan file; `None`: the one-pipeline plan the traces show);
-/// what could not be measured is told as warnings.
+/// `ranks=` and `microbatches=`, or a plan file; `None`: the one-pipeline plan the traces show),
+/// or a list of plans, one per run, the traces then being each run's in turn (as many as its plan
+/// has ranks), measured together.
 #[pyfunction]
 #[allow(
     clippy::too_many_arguments,
@@ -303,7 +313,7 @@ fn report(
 fn calibrate(
     py: Python<'_>,
     traces: Vec<PathBuf>,
-    plan: Option<PathBuf>,
+    plan: Option<Plans>,
     ranks: Option<Whole>,
     microbatches: Option<Whole>,
     stages_per_rank: Option<Whole>,
@@ -319,7 +329,11 @@ fn calibrate(
     };
     let request = CalibrateRequest {
         traces: traces.iter().map(|t| t.display().to_string()).collect(),
-        plan: plan.map(|p| p.display().to_string()),
+        plans: match plan {
+            None => Vec::new(),
+            Some(Plans::One(p)) => vec![p.display().to_string()],
+            Some(Plans::Many(v)) => v.iter().map(|p| p.display().to_string()).collect(),
+        },
         params,
     };
     with_session(py, &dirs, |s| {

@@ -73,8 +73,25 @@ pub fn measured_text(costs: &pipeweave_calibrate::Calibration, file: &str) -> St
         .map_or("at a time the traces do not give".to_owned(), |w| {
             format!("on {w}")
         });
+    let others = if m.runs.len() > 1 {
+        let runs: Vec<String> = m.runs[1..]
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} over {} step{} of {}",
+                    pipeweave_diagnostics::visible(&r.traces.join(", ")),
+                    r.steps,
+                    if r.steps == 1 { "" } else { "s" },
+                    pipeweave_diagnostics::visible(&r.plan)
+                )
+            })
+            .collect();
+        format!(", with {}", runs.join(" and "))
+    } else {
+        String::new()
+    };
     format!(
-        "measured costs from {}: {} over {} step{} of {} on {} rank{} ({} part{}, {} micro-batches), {}, on the {} clock; times in seconds",
+        "measured costs from {}: {} over {} step{} of {}{others} on {} rank{} ({} part{}, {} micro-batches), {}, on the {} clock; times in seconds",
         pipeweave_diagnostics::visible(file),
         pipeweave_diagnostics::visible(&m.traces.join(", ")),
         m.steps,

@@ -7,7 +7,8 @@
 //! the user's own are made from the repository's: `my-plan.actions` (1F1B compiled),
 //! `my-schedule.weave` and `my-schedules/my-schedule.weave` (the library's 1F1B),
 //! `my-cluster.toml` (the built-in default spec), `rank0.json` and `rank1.json` (the hand-made
-//! traces of a 1F1B run, `tests/fixtures/traces/1f1b-p2-m4`). A command outside a shell block (a line starting
+//! traces of a 1F1B run, `tests/fixtures/traces/1f1b-p2-m4`), `1f1b-rank0.json.gz` to
+//! `zb-h1-rank1.json.gz` (the recorded runs of `tests/data/traces/1f1b` and `zb-h1`). A command outside a shell block (a line starting
 //! with `pipeweave ` in a block of another kind) fails the test, so no example escapes it.
 
 use std::path::{Path, PathBuf};
@@ -116,6 +117,11 @@ fn folder(doc: &str) -> PathBuf {
     for r in 0..2 {
         let trace = repo().join(format!("tests/fixtures/traces/1f1b-p2-m4/rank{r}.json"));
         std::fs::copy(trace, dir.join(format!("rank{r}.json"))).expect("a trace");
+        // Two recorded runs at P = 2, M = 8, for calibrating from several runs.
+        for run in ["1f1b", "zb-h1"] {
+            let trace = repo().join(format!("tests/data/traces/{run}/rank{r}.pt.trace.json.gz"));
+            std::fs::copy(trace, dir.join(format!("{run}-rank{r}.json.gz"))).expect("a trace");
+        }
     }
     let out = Command::new(env!("CARGO_BIN_EXE_pipeweave"))
         .args([

@@ -596,6 +596,54 @@ fn hostile_traces_are_located_errors() {
     dir.write("r0.json", &good0);
     let a = dir.run(&["calibrate", "r0.json", "r1.json", "-o", "-"]);
     assert_eq!(a.status.code(), Some(0), "{}", text_of(&a.stderr));
+    // Several runs: as many traces as their plans have ranks, each matching its own plan.
+    let runs = |traces: &[&str], plans: &[&str]| {
+        let mut args = vec!["calibrate"];
+        args.extend(traces);
+        for plan in plans {
+            args.extend(["--plan", plan]);
+        }
+        args.extend(["-p", "2", "-m", "4", "-o", "costs.toml"]);
+        dir.run(&args)
+    };
+    let out = runs(&["r0.json", "r1.json", "r0.json"], &["1f1b", "1f1b"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text_of(&out.stderr));
+    assert!(
+        text_of(&out.stderr).contains("2 plans take 4 traces, one per rank of each run in turn (2 for 1f1b, 2 for 1f1b), and 3 were given"),
+        "{}",
+        text_of(&out.stderr)
+    );
+    assert!(!dir.path("costs.toml").exists());
+    let out = runs(
+        &["r0.json", "r1.json", "r0.json", "r1.json"],
+        &["1f1b", "gpipe"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out.stderr));
+    assert!(
+        text_of(&out.stderr).contains("r0.json:")
+            && text_of(&out.stderr).contains("run 2 (gpipe): "),
+        "the run that differs from its plan is named and located: {}",
+        text_of(&out.stderr)
+    );
+    // A rank missing from the second run.
+    let out = runs(
+        &["r0.json", "r1.json", "r1.json", "r1.json"],
+        &["1f1b", "1f1b"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out.stderr));
+    assert!(
+        text_of(&out.stderr).contains("run 2 (1f1b): "),
+        "{}",
+        text_of(&out.stderr)
+    );
+    assert!(!dir.path("costs.toml").exists());
+    assert!(!dir.path("costs.toml").exists());
+    let out = runs(
+        &["r0.json", "r1.json", "r0.json", "r1.json"],
+        &["1f1b", "1f1b"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text_of(&out.stderr));
+    std::fs::remove_file(dir.path("costs.toml")).unwrap();
     // Usage: measured costs and another source of costs.
     dir.write("costs.toml", &a.stdout);
     let out = dir.run(&[
@@ -614,7 +662,7 @@ fn hostile_traces_are_located_errors() {
     // A broken costs file is located.
     dir.write(
         "bad.toml",
-        text_of(&a.stdout).replacen("version = 2", "version = \"one\"", 1),
+        text_of(&a.stdout).replacen("version = 3", "version = \"one\"", 1),
     );
     let out = dir.run(&[
         "simulate",

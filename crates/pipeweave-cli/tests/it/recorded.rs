@@ -87,8 +87,11 @@ fn every_recorded_run_calibrates_against_its_plan() {
 fn costs_file(folder: &str, plan: &[&str]) -> PathBuf {
     let out = calibrate(folder, plan);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // A name of its own on every call: the tests run at once, and each removes its files.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let path = std::env::temp_dir().join(format!(
-        "pipeweave-recorded-{folder}-{}.toml",
+        "pipeweave-recorded-{folder}-{}-{call}.toml",
         std::process::id()
     ));
     std::fs::write(&path, &out.stdout).unwrap();
@@ -368,4 +371,131 @@ fn recommend_prices_every_schedule_with_the_measured_costs() {
 
 fn text_of_stdout(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// 1F1B's run and ZB-H1's measured together: F and B from both, I and W from ZB-H1's (where
+/// PlanRunner's split backward is timed as it runs: on the first part, whose input needs no
+/// gradient, an I of next to nothing and a W of a whole B; on the second, I and W together longer
+/// than its B), so ZB-H1 is priced as it ran, where 1F1B's costs alone (I and W derived from B)
+/// put it faster than 1F1B.
+#[test]
+fn runs_measured_together_price_the_split_backward_as_it_ran() {
+    let mut args = vec!["calibrate"];
+    let (a, b) = (traces("1f1b"), traces("zb-h1"));
+    args.extend(a.iter().map(String::as_str));
+    args.extend(b.iter().map(String::as_str));
+    args.extend([
+        "--plan", "1f1b", "--plan", "zb-h1", "-p", "2", "-m", "8", "-o", "-",
+    ]);
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let both = text(&out.stdout);
+    insta::assert_snapshot!("recorded_1f1b_and_zb_h1_costs", both);
+    let costs: toml::Value = toml::from_str(&both).expect("TOML");
+    let parts = costs["part"].as_array().expect("parts");
+    for p in parts {
+        let from = &p["measured_in"];
+        assert_eq!(from["f"].as_array().unwrap().len(), 2);
+        assert_eq!(from["b"].as_array().unwrap(), &[toml::Value::Integer(0)]);
+        assert_eq!(from["i"].as_array().unwrap(), &[toml::Value::Integer(1)]);
+        assert_eq!(from["w"].as_array().unwrap(), &[toml::Value::Integer(1)]);
+    }
+    let median = |p: &toml::Value, k: &str| p[k]["median"].as_float().unwrap();
+    // Part 0: I next to nothing, W a whole B.
+    assert!(median(&parts[0], "i") < 0.05 * median(&parts[0], "b"));
+    assert!((median(&parts[0], "w") / median(&parts[0], "b") - 1.0).abs() < 0.01);
+    // Part 1: I and W together longer than B.
+    assert!(median(&parts[1], "i") + median(&parts[1], "w") > median(&parts[1], "b"));
+    let path = std::env::temp_dir().join(format!(
+        "pipeweave-recorded-both-{}.toml",
+        std::process::id()
+    ));
+    std::fs::write(&path, &out.stdout).unwrap();
+    // Files of this test's own (the other tests write `costs_file`'s, and remove them).
+    let own_file = |folder: &str| {
+        let out = calibrate(folder, &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let path = std::env::temp_dir().join(format!(
+            "pipeweave-recorded-together-{folder}-{}.toml",
+            std::process::id()
+        ));
+        std::fs::write(&path, &out.stdout).unwrap();
+        path
+    };
+    let alone = own_file("1f1b");
+    let step = |costs: &Path, schedule: &str| {
+        let sim = json(&run(&[
+            "simulate",
+            schedule,
+            "-p",
+            "2",
+            "-m",
+            "8",
+            "--costs-from",
+            costs.to_str().unwrap(),
+            "--format",
+            "json",
+        ]));
+        sim["step_time"].as_f64().unwrap()
+    };
+    let (zb_alone, zb_both) = (step(&alone, "zb-h1"), step(&path, "zb-h1"));
+    let one_both = step(&path, "1f1b");
+    std::fs::remove_file(&path).ok();
+    std::fs::remove_file(&alone).ok();
+    // The recorded ZB-H1 run's step: the median of its profiler steps (519.1 ms).
+    let own = own_file("zb-h1");
+    let own_costs: toml::Value =
+        toml::from_str(&std::fs::read_to_string(&own).unwrap()).expect("TOML");
+    std::fs::remove_file(&own).ok();
+    let measured = own_costs["overhead"]["step"]["median"].as_float().unwrap();
+    insta::assert_snapshot!(
+        "recorded_zb_h1_predicted_from_both",
+        format!(
+            "zb-h1 from 1f1b's costs alone: {:.1} ms ({:+.1}%)\nzb-h1 from 1f1b's and zb-h1's: {:.1} ms ({:+.1}%)\n1f1b from 1f1b's and zb-h1's: {:.1} ms\n",
+            zb_alone * 1e3,
+            100.0 * (zb_alone - measured) / measured,
+            zb_both * 1e3,
+            100.0 * (zb_both - measured) / measured,
+            one_both * 1e3
+        )
+    );
+    assert!(zb_alone < 0.7 * measured, "{zb_alone}");
+    assert!(((zb_both - measured) / measured).abs() < 0.10, "{zb_both}");
+    // As they ran, ZB-H1 is slower than 1F1B under PlanRunner on this CPU.
+    assert!(zb_both > one_both);
+}
+
+/// Chimera keeps a copy of every part on both ranks and all-reduces their gradients at the step's
+/// end (PlanRunner's `REDUCE_GRAD` and `WAIT_REDUCE_GRAD`); a run without copies cannot price that,
+/// and the prediction says so. 1F1B has no copies, and no such note.
+#[test]
+fn a_plan_with_copies_says_its_reduction_is_not_priced_by_a_run_without() {
+    let out = calibrate("1f1b", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let path = std::env::temp_dir().join(format!(
+        "pipeweave-recorded-copies-{}.toml",
+        std::process::id()
+    ));
+    std::fs::write(&path, &out.stdout).unwrap();
+    let notes = |schedule: &str| {
+        let out = run(&[
+            "simulate",
+            schedule,
+            "-p",
+            "2",
+            "-m",
+            "8",
+            "--costs-from",
+            path.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stderr)
+    };
+    let (chimera, one) = (notes("chimera"), notes("1f1b"));
+    std::fs::remove_file(&path).ok();
+    assert!(
+        chimera.contains("the plan keeps parts 0, 1 on more than one rank, whose gradients are all-reduced across the copies at the step's end"),
+        "{chimera}"
+    );
+    assert!(!one.contains("more than one rank"), "{one}");
 }
