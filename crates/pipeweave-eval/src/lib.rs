@@ -35,6 +35,7 @@ pub use diff::{
 };
 pub use finite::{finite, non_finite};
 pub use fit::{
+    recompute_text,
     Change, Fitted, SpecRule, fit, fit_spec, global_batch, microbatches_at, plan_shape,
     split_layers,
 };
@@ -48,10 +49,12 @@ pub use recommend::{
     MeasuredRecommendation, MeasuredUnmet, Recommendation, RejectedShape, SEARCH_BUDGET,
     SearchSchedule, V_VALUES, Verdict, recommend, recommend_measured,
 };
+/// A part's activation recomputation (the spec's type, for the front ends' `--recompute`).
+pub use pipeweave_spec::Recompute;
 pub use simulation::{RankMemory, RankTimes, Shape, Simulation};
 pub use split::{
     MAX_DESCENT_WORK, MAX_MOVES, PRICED_PER_SEARCH, Split, SplitFound, join as join_layers,
-    search_split, search_split_from, split_problem,
+    parse_recompute, recompute_options, search_split, search_split_from, split_problem,
 };
 pub use step::{Evaluation, MemoryBreakdown, RankReport, StepReport, evaluate, evaluate_on_spec};
 pub use sweep::{Metric, Over, Param, Sweep, SweepPoint, SweepSeries, sweep};

@@ -199,6 +199,7 @@ pub fn rule(
         keep_dp,
         global_batch,
         split,
+        recompute: None,
     })
 }
 

@@ -22,7 +22,14 @@ pub fn candidate_label(c: &Candidate) -> String {
     for x in &c.settings {
         let _ = write!(s, ", {x}");
     }
-    if c.recompute != "none" {
+    let mixed = c.recompute_per_part.iter().any(|r| *r != c.recompute);
+    if mixed {
+        let _ = write!(
+            s,
+            ", recompute {}",
+            crate::format::recompute_text(&c.recompute_per_part)
+        );
+    } else if c.recompute != "none" {
         let _ = write!(s, ", recompute {}", c.recompute);
     }
     lines(s)
