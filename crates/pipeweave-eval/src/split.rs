@@ -187,6 +187,8 @@ pub struct SplitFound {
     pub even_step_time_s: Option<f64>,
     /// The even split's most loaded GPU's memory in bytes.
     pub even_memory_bytes: f64,
+    /// The step with the spec's own split and recomputation, when it fits.
+    pub own_step_time_s: Option<f64>,
     /// Distinct candidates priced exactly.
     pub priced: usize,
 }
@@ -757,6 +759,8 @@ pub fn search_split_from(
     seen.extend(rest.into_iter().take(PRICED_PER_SEARCH).map(|(c, _)| c));
     let mut best: Option<(Candidate, Option<f64>, f64)> = None;
     let mut even_figures = (None, 0.0);
+    let own_c: Candidate = (own.clone(), own_rc.clone());
+    let mut own_step = None;
     for c in &seen {
         let (time, memory) = match even_known {
             Some(known) if *c == even_c => known,
@@ -764,6 +768,9 @@ pub fn search_split_from(
         };
         if *c == even_c {
             even_figures = (time, memory);
+        }
+        if *c == own_c {
+            own_step = time;
         }
         let better = match &best {
             None => true,
@@ -786,6 +793,7 @@ pub fn search_split_from(
         memory_bytes,
         even_step_time_s: even_figures.0,
         even_memory_bytes: even_figures.1,
+        own_step_time_s: own_step,
         priced: seen.len(),
     })
 }
