@@ -54,7 +54,7 @@ pub use pipeweave_spec::Recompute;
 pub use simulation::{RankMemory, RankTimes, Shape, Simulation};
 pub use split::{
     MAX_DESCENT_WORK, MAX_MOVES, PRICED_PER_SEARCH, Split, SplitFound, join as join_layers,
-    parse_recompute, recompute_options, search_split, search_split_from, split_problem,
+    parse_recompute, recompute_options, search_split, search_split_climbing, search_split_from, split_problem,
 };
 pub use step::{Evaluation, MemoryBreakdown, RankReport, StepReport, evaluate, evaluate_on_spec};
 pub use sweep::{Metric, Over, Param, Sweep, SweepPoint, SweepSeries, sweep};

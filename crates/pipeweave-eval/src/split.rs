@@ -675,6 +675,32 @@ pub fn search_split_from(
     even_known: Option<(Option<f64>, f64)>,
     options: &[Recompute],
 ) -> Result<SplitFound, String> {
+    search(spec, plan, even_known, options, (true, f64::INFINITY))
+}
+
+/// [`search_split_from`] for a search that climbs the rungs (`recommend`): the splits of every
+/// part at one of the lighter rungs were searched at the rungs before, so only the heaviest of
+/// `options` starts descents with every part at it, and the lighter rungs come in by the choice
+/// of each part's (a third of the descents with three rungs). A candidate whose least step by the
+/// weights (its busiest rank's forwards and backwards of every micro-batch, nothing else) cannot
+/// beat `beat` seconds is not priced.
+pub fn search_split_climbing(
+    spec: &Spec,
+    plan: &ValidPlan,
+    even_known: Option<(Option<f64>, f64)>,
+    options: &[Recompute],
+    beat: f64,
+) -> Result<SplitFound, String> {
+    search(spec, plan, even_known, options, (false, beat))
+}
+
+fn search(
+    spec: &Spec,
+    plan: &ValidPlan,
+    even_known: Option<(Option<f64>, f64)>,
+    options: &[Recompute],
+    (every_rung, beat): (bool, f64),
+) -> Result<SplitFound, String> {
     let parts = plan.stages_per_pipeline();
     let total = spec.model.layers;
     let even = crate::fit::split_layers(total, parts);
@@ -705,8 +731,13 @@ pub fn search_split_from(
         .iter()
         .map(|r| options.iter().position(|o| o == r).unwrap_or(0))
         .collect();
+    let first = if choose && !every_rung {
+        options.len() - 1
+    } else {
+        0
+    };
     let tries = if choose { options.len() } else { 1 };
-    for o in 0..tries {
+    for o in first..tries {
         let uniform = if choose { vec![o; np] } else { own_rungs.clone() };
         let mut starts = vec![bounds_of(&even)];
         for b in balanced(&model, uniform[0]) {
@@ -755,6 +786,9 @@ pub fn search_split_from(
             (c, (over, time))
         })
         .collect();
+    // the busiest rank runs its parts' forwards and backwards for every micro-batch it carries
+    let per_copy = f64::from(plan.num_microbatches()) / f64::from(plan.model_copies().max(1));
+    rest.retain(|(_, (_, time))| time * per_copy < beat);
     rest.sort_by(|a, b| a.1.partial_cmp(&b.1).unwrap_or(std::cmp::Ordering::Equal));
     seen.extend(rest.into_iter().take(PRICED_PER_SEARCH).map(|(c, _)| c));
     let mut best: Option<(Candidate, Option<f64>, f64)> = None;

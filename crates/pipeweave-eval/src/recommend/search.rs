@@ -8,7 +8,7 @@ use super::{
 use crate::compare::Figures;
 use crate::fit::fit_spec;
 use crate::planner::{PlanRequest, Planner, Unbuilt};
-use crate::split::search_split_from;
+use crate::split::search_split_climbing;
 use crate::step::StepReport;
 use pipeweave_check::ValidPlan;
 use pipeweave_cost::{CostTable, rank_memory};
@@ -341,11 +341,12 @@ fn with_split(
         return Ok(None);
     }
     spec.training.set_recompute(&[rc]);
-    let found = search_split_from(
+    let found = search_split_climbing(
         &spec,
         plan,
         Some((even.step_time_s, even.memory_bytes)),
         options,
+        best,
     )?;
     let uniform = found.recompute.iter().all(|&r| r == rc);
     if found.layers == even.layers_per_part && uniform {
