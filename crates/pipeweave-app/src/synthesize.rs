@@ -11,9 +11,8 @@ use crate::request::CostsArg;
 use crate::session::Session;
 use pipeweave_check::ValidPlan;
 use pipeweave_eval::{
-    Split,
-    Costing, LibraryPlan, SynthesisReport, best_within, gib, library_at_placement, plan_shape,
-    spec_terms,
+    Costing, LibraryPlan, Split, SynthesisReport, best_within, gib, library_at_placement,
+    plan_shape, spec_terms,
 };
 use pipeweave_sim::{CostModel, UnitCosts};
 use pipeweave_source::{Catalog, Failure};
@@ -405,7 +404,11 @@ fn resplit(
         spec.parallelism.layers_per_stage.clone(),
         spec.training.recompute_parts(parts),
     );
-    let recompute: Vec<String> = found.recompute.iter().map(|r| r.name().to_owned()).collect();
+    let recompute: Vec<String> = found
+        .recompute
+        .iter()
+        .map(|r| r.name().to_owned())
+        .collect();
     if (found.layers.clone(), found.recompute.clone()) != own {
         let step = |t: Option<f64>| t.map_or("does not fit".to_owned(), |t| format!("{t:.4} s"));
         session.note(&format!(

@@ -209,8 +209,14 @@ pub fn fit(spec: &Spec, plan: &ValidPlan, rule: SpecRule) -> Result<Fitted, Vec<
         let own: Vec<Recompute> = own.iter().filter_map(|r| Recompute::from_name(r)).collect();
         apply_recompute(&mut fitted, plan, &own, "the plan's own").map_err(|d| vec![d])?;
     }
-    apply_split(&mut fitted, spec, plan, &rule.split, rule.recompute.is_some())
-        .map_err(|d| vec![d])?;
+    apply_split(
+        &mut fitted,
+        spec,
+        plan,
+        &rule.split,
+        rule.recompute.is_some(),
+    )
+    .map_err(|d| vec![d])?;
     Ok(fitted)
 }
 
@@ -282,8 +288,8 @@ fn apply_split(
             } else {
                 crate::split::recompute_options(&fitted.spec)
             };
-            let found = search_split_from(&fitted.spec, plan, None, &options)
-                .map_err(Diagnostic::error)?;
+            let found =
+                search_split_from(&fitted.spec, plan, None, &options).map_err(Diagnostic::error)?;
             apply_recompute(fitted, plan, &found.recompute, "searched")?;
             let steps = Some((found.step_time_s, found.even_step_time_s));
             (found.layers, "searched", steps)

@@ -110,7 +110,13 @@ pub fn runs_text(items: &[&str]) -> String {
         return runs[0].0.to_owned();
     }
     runs.iter()
-        .map(|&(x, n)| if n == 1 { x.to_owned() } else { format!("{x}×{n}") })
+        .map(|&(x, n)| {
+            if n == 1 {
+                x.to_owned()
+            } else {
+                format!("{x}×{n}")
+            }
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -455,7 +461,9 @@ fn balanced(m: &Model, o: usize) -> Vec<Vec<usize>> {
     };
     let total = m.part(0, 0, layers, o).0 + m.rungs[o].last.0;
     let mut out = Vec::new();
-    if let Some(b) = bisect(total, &|cap| fill(m, &|q, a, b| m.part(q, a, b, o).0 <= cap)) {
+    if let Some(b) = bisect(total, &|cap| {
+        fill(m, &|q, a, b| m.part(q, a, b, o).0 <= cap)
+    }) {
         out.push(b);
     }
     let most = (0..m.parts)
@@ -738,7 +746,11 @@ fn search(
     };
     let tries = if choose { options.len() } else { 1 };
     for o in first..tries {
-        let uniform = if choose { vec![o; np] } else { own_rungs.clone() };
+        let uniform = if choose {
+            vec![o; np]
+        } else {
+            own_rungs.clone()
+        };
         let mut starts = vec![bounds_of(&even)];
         for b in balanced(&model, uniform[0]) {
             candidates.push((layers_of(&b), at(&uniform)));

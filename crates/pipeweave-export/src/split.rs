@@ -322,7 +322,9 @@ pub fn recompute_flags(framework: &str, per_part: &[&str]) -> String {
         "none"
     };
     let megatron = |r: &str| match r {
-        "full" => "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1",
+        "full" => {
+            "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1"
+        }
         "selective" => "--recompute-granularity selective",
         _ => "no --recompute-granularity",
     };
@@ -334,7 +336,13 @@ pub fn recompute_flags(framework: &str, per_part: &[&str]) -> String {
         }
         _ => "ActivationCheckpointConfig(mode=\"none\")",
     };
-    let say = |r: &str| if framework == "megatron" { megatron(r).to_owned() } else { titan(r).to_owned() };
+    let say = |r: &str| {
+        if framework == "megatron" {
+            megatron(r).to_owned()
+        } else {
+            titan(r).to_owned()
+        }
+    };
     let name = if framework == "megatron" {
         "Megatron-Core"
     } else {

@@ -84,7 +84,12 @@ fn compare<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let costs = costs_text(costs)?;
     let params = params(ranks, microbatches, stages_per_rank, kwargs)?;
-    let spec_rule = rule(strict_spec, keep_dp, global_batch, (split.as_deref(), recompute.as_deref()))?;
+    let spec_rule = rule(
+        strict_spec,
+        keep_dp,
+        global_batch,
+        (split.as_deref(), recompute.as_deref()),
+    )?;
     let dirs = Dirs {
         plugins: &plugin_dirs,
         schedules: &schedule_dirs,

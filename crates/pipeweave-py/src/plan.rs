@@ -250,7 +250,12 @@ impl Plan {
     ) -> PyResult<Bound<'py, PyAny>> {
         let costs = costs_text(costs)?;
         let plan = self.plan();
-        let spec_rule = rule(strict_spec, keep_dp, global_batch, (split.as_deref(), recompute.as_deref()))?;
+        let spec_rule = rule(
+            strict_spec,
+            keep_dp,
+            global_batch,
+            (split.as_deref(), recompute.as_deref()),
+        )?;
         let request_of = |units: Option<UniformCosts>| CompareRequest {
             schedules: schedules.clone(),
             params: Params {

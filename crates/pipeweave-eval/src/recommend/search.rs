@@ -376,8 +376,7 @@ fn climb(
     let rungs = rungs(base, family.2);
     for (i, &rc) in rungs.iter().enumerate() {
         let c = candidate(base, family, plan, &[rc], None)?;
-        if split
-            && let Some(better) = with_split(base, family, plan, (rc, &rungs[..=i]), &c, best)?
+        if split && let Some(better) = with_split(base, family, plan, (rc, &rungs[..=i]), &c, best)?
         {
             return Ok(better);
         }

@@ -171,13 +171,20 @@ fn the_search_recomputes_only_where_memory_is_tight() {
         .iter()
         .filter(|&&r| r == Recompute::Full)
         .count();
-    assert!(full > 0 && full < found.recompute.len(), "{:?}", found.recompute);
+    assert!(
+        full > 0 && full < found.recompute.len(),
+        "{:?}",
+        found.recompute
+    );
     // every part recomputing: fits, and is slower
     let mut all = fitted.clone();
     all.spec.training.set_recompute(&[Recompute::Full]);
     let every = search_split_from(&all.spec, &plan, None, &[]).expect("searches");
     let t = every.step_time_s.expect("full recomputation fits");
-    assert!(step < t, "{step} against {t} with full recomputation everywhere");
+    assert!(
+        step < t,
+        "{step} against {t} with full recomputation everywhere"
+    );
     // the options a spec allows bound the search: none alone fits nowhere
     let mut only_none = fitted.spec.clone();
     only_none.training.recompute_options = vec![Recompute::None];

@@ -205,9 +205,11 @@ fn each_rank_row_names_the_layers_of_its_parts() {
     let plan = library("zb-v", 4, 8)
         .with_split(Some(vec![0, 3, 3, 3, 3, 3, 3, 2]))
         .with_recompute(Some(
-            ["full", "full", "none", "none", "none", "none", "none", "none"]
-                .map(str::to_owned)
-                .to_vec(),
+            [
+                "full", "full", "none", "none", "none", "none", "none", "none",
+            ]
+            .map(str::to_owned)
+            .to_vec(),
         ));
     let svg = one("zb-v", &plan, false);
     assert_eq!(svg.matches(r#"class="layers""#).count(), 4);
