@@ -689,7 +689,8 @@ pub fn search_split_from(
 /// [`search_split_from`] for a search that climbs the rungs (`recommend`): the splits of every
 /// part at one of the lighter rungs were searched at the rungs before, so only the heaviest of
 /// `options` starts descents with every part at it, and the lighter rungs come in by the choice
-/// of each part's (a third of the descents with three rungs). A candidate whose least step by the
+/// of each part's (a third of the descents with three rungs), and it prices one candidate fewer
+/// ([`PRICED_PER_SEARCH`] − 1 besides the even split and the spec's own). A candidate whose least step by the
 /// weights (its busiest rank's forwards and backwards of every micro-batch, nothing else, in a
 /// plan without overlapped pairs) cannot beat `beat` seconds is not priced.
 pub fn search_split_climbing(
@@ -760,7 +761,9 @@ fn search(
             for goal in [Goal::Time, Goal::TimeWithin] {
                 let b = descend(&model, start.clone(), &uniform, goal);
                 candidates.push((layers_of(&b), at(&uniform)));
-                if choose && options.len() > 1 {
+                // the rungs are chosen from the descents that mind the memory (the time-only
+                // descents' splits overflow where recomputation would matter)
+                if choose && options.len() > 1 && matches!(goal, Goal::TimeWithin) {
                     // each part's rung for this split, then the split again for those rungs
                     let rungs = lighten(&model, &b);
                     candidates.push((layers_of(&b), at(&rungs)));
@@ -813,7 +816,14 @@ fn search(
         rest.retain(|(_, (_, time))| 0.98 * time * per_copy < beat);
     }
     rest.sort_by(|a, b| a.1.partial_cmp(&b.1).unwrap_or(std::cmp::Ordering::Equal));
-    seen.extend(rest.into_iter().take(PRICED_PER_SEARCH).map(|(c, _)| c));
+    // a climbing search runs at every rung of every configuration that can pay: it prices one
+    // fewer
+    let priced = if every_rung {
+        PRICED_PER_SEARCH
+    } else {
+        PRICED_PER_SEARCH - 1
+    };
+    seen.extend(rest.into_iter().take(priced).map(|(c, _)| c));
     let mut best: Option<(Candidate, Option<f64>, f64)> = None;
     let mut even_figures = (None, 0.0);
     let own_c: Candidate = (own.clone(), own_rc.clone());
