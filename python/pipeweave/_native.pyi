@@ -93,6 +93,7 @@ class Plan:
         keep_dp: bool = False,
         global_batch: bool = False,
         split: str | None = None,
+        recompute: str | None = None,
     ) -> Simulation:
         """One simulated step, as `pipeweave simulate --format json` prints it (a spec fitted to the plan, `"fitted"` says how)."""
     def compare(
@@ -106,6 +107,7 @@ class Plan:
         keep_dp: bool = False,
         global_batch: bool = False,
         split: str | None = None,
+        recompute: str | None = None,
         plugin_dirs: list[_Path] = ...,
         schedule_dirs: list[_Path] = ...,
     ) -> list[ComparisonRow]:
@@ -122,6 +124,7 @@ class Plan:
         keep_dp: bool = False,
         global_batch: bool = False,
         split: str | None = None,
+        recompute: str | None = None,
     ) -> str:
         """`pipeweave export --to json` (with the simulated timeline when `spec` or `costs` is given)."""
     def to_trace(
@@ -134,6 +137,7 @@ class Plan:
         keep_dp: bool = False,
         global_batch: bool = False,
         split: str | None = None,
+        recompute: str | None = None,
     ) -> str:
         """`pipeweave export --to chrome-trace` (on `spec`, or under `costs`; unit costs by default)."""
     def to_actions(self) -> str:
@@ -184,6 +188,7 @@ def compare(
     keep_dp: bool = False,
     global_batch: bool = False,
     split: str | None = None,
+    recompute: str | None = None,
     plugin_dirs: list[_Path] = ...,
     schedule_dirs: list[_Path] = ...,
     **params: _Param,
@@ -205,6 +210,7 @@ def sweep(
     keep_dp: bool = False,
     global_batch: bool = False,
     split: str | None = None,
+    recompute: str | None = None,
     plugin_dirs: list[_Path] = ...,
     schedule_dirs: list[_Path] = ...,
     **params: _Param,
@@ -227,6 +233,7 @@ def render(
     keep_dp: bool = False,
     global_batch: bool = False,
     split: str | None = None,
+    recompute: str | None = None,
     plugin_dirs: list[_Path] = ...,
     schedule_dirs: list[_Path] = ...,
     **params: _Param,
@@ -251,6 +258,7 @@ def report(
     keep_dp: bool = False,
     global_batch: bool = False,
     split: str | None = None,
+    recompute: str | None = None,
     plugin_dirs: list[_Path] = ...,
     schedule_dirs: list[_Path] = ...,
     **params: _Param,
@@ -328,6 +336,7 @@ def synthesize(
     keep_dp: bool = False,
     global_batch: bool = False,
     split: str | None = None,
+    recompute: str | None = None,
     plugin_dirs: list[_Path] = ...,
     schedule_dirs: list[_Path] = ...,
 ) -> Synthesis:

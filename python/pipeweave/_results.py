@@ -117,6 +117,8 @@ class SimulationSpec(TypedDict):
     """The GPU's name."""
     gpus: int
     """GPUs of the cluster."""
+    recompute_per_part: list[Literal["none", "selective", "full"]]
+    """Each model part's activation recomputation, as layers_per_part: none, selective (the attention core, Korthikanti et al. 2022) or full (each layer's input kept, its forward run again before its backward); parts may differ (AdaPipe)."""
     layers_per_part: list[int]
     """Layers of each model part (position in a pipeline): the split the step ran with; the first part also holds the embedding, the last the output head."""
     step_time_s: float
@@ -263,6 +265,8 @@ ComparisonVolumes = SimulationVolumes
 
 
 class _ComparisonFiguresRequired(TypedDict):
+    recompute_per_part: list[Literal["none", "selective", "full"]]
+    """Each model part's activation recomputation, as layers_per_part: none, selective (the attention core, Korthikanti et al. 2022) or full (each layer's input kept, its forward run again before its backward); parts may differ (AdaPipe)."""
     layers_per_part: list[int]
     """Layers of each model part (position in a pipeline): the split the step ran with; the first part also holds the embedding, the last the output head."""
     step_time_s: float
@@ -375,6 +379,10 @@ class SweepFit(TypedDict):
     """Where P is not the spec's, the data parallelism stays and the GPU count follows (else the GPUs stay)."""
     global_batch: bool
     """The spec's global batch stays: the micro-batch size follows M, and M follows P where not given."""
+    split: str
+    """How the layers are split over each point's parts (--split): spec (a plan's own split, else the spec's layers_per_stage where it has the point's parts, else even), even, auto (searched at each point, each part's recomputation with it), or layers per part like 1,8,8,7."""
+    recompute: None | list[Literal["none", "selective", "full"]]
+    """Each part's activation recomputation as given (--recompute): one setting for every part or one per part; null for the spec's own (chosen per part with the split under auto)."""
 
 
 class _SweepPointRequired(TypedDict):
@@ -408,7 +416,7 @@ class Sweep(TypedDict):
     spec: str | None
     """The spec's name when the times are a spec's (--spec), else null."""
     fit: None | SweepFit
-    """With --spec, how it meets each point's shape (the flags --strict-spec, --keep-dp, --global-batch); else null."""
+    """With --spec, how it meets each point's shape (the flags --strict-spec, --keep-dp, --global-batch, --split, --recompute); else null."""
     ranks: None | int
     """P of every point, when one P serves them all; null when P is swept."""
     microbatches: None | int
@@ -426,6 +434,8 @@ RecommendationVolumes = SimulationVolumes
 class RecommendationFigures(TypedDict):
     """The step on the spec adapted to the candidate, as compare gives them (makespan_units is null)."""
 
+    recompute_per_part: list[Literal["none", "selective", "full"]]
+    """Each model part's activation recomputation, as layers_per_part: none, selective (the attention core, Korthikanti et al. 2022) or full (each layer's input kept, its forward run again before its backward); parts may differ (AdaPipe)."""
     layers_per_part: list[int]
     """Layers of each model part (position in a pipeline): the split the step ran with; the first part also holds the embedding, the last the output head."""
     step_time_s: float
@@ -492,7 +502,9 @@ class RecommendationCandidate(TypedDict):
     """v as given to a schedule that takes it, else null."""
     model_copies: int
     recompute: Literal["none", "selective", "full"]
-    """Activation recomputation."""
+    """Activation recomputation: every part's, or where the parts differ the heaviest part's (recompute_per_part gives each)."""
+    recompute_per_part: list[Literal["none", "selective", "full"]]
+    """Each model part's activation recomputation, as layers_per_part: none, selective (the attention core, Korthikanti et al. 2022) or full (each layer's input kept, its forward run again before its backward); parts may differ (AdaPipe)."""
     layers_per_part: list[int]
     """Layers of each model part (position in a pipeline): the split the step ran with; the first part also holds the embedding, the last the output head."""
     split_searched: bool

@@ -42,9 +42,23 @@ pub(crate) fn draw(name: &str, plan: &ValidPlan, costing: &Costing) -> Result<Dr
              too small for pipeweave to compute with"
         ));
     }
+    // on a spec the plan is drawn with the layers (and recomputation) of each of its parts
+    let plan = match &run.report {
+        Some(report) => plan
+            .clone()
+            .with_split(Some(report.layers_per_part.clone()))
+            .with_recompute(Some(
+                report
+                    .recompute_per_part
+                    .iter()
+                    .map(|r| (*r).to_owned())
+                    .collect(),
+            )),
+        None => plan.clone(),
+    };
     Ok(Drawn {
         name: name.to_owned(),
-        plan: plan.clone(),
+        plan,
         run,
     })
 }

@@ -49,6 +49,7 @@ impl Session<'_> {
             (rule.keep_dp, Flag::KeepDp),
             (rule.global_batch, Flag::GlobalBatch),
             (rule.split != Split::Spec, Flag::Split),
+            (rule.recompute.is_some(), Flag::Recompute),
         ]
         .into_iter()
         .find_map(|(given, flag)| given.then_some(flag));

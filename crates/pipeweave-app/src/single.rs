@@ -355,7 +355,14 @@ fn exported(
             .built
             .plan
             .clone()
-            .with_split(Some(report.layers_per_part.clone()));
+            .with_split(Some(report.layers_per_part.clone()))
+            .with_recompute(Some(
+                report
+                    .recompute_per_part
+                    .iter()
+                    .map(|r| (*r).to_owned())
+                    .collect(),
+            ));
     }
     if let Some(report) = s.run.report.as_ref().filter(|_| !s.run.fitted.is_empty()) {
         // Standard output may be the file: how the spec was fitted is told beside it.
@@ -364,6 +371,18 @@ fn exported(
             report.spec,
             s.loaded.built.name,
             s.run.fitted.join("; ")
+        ));
+    }
+    if let Some(report) = s.run.report.as_ref().filter(|_| needs_spec) {
+        // the frameworks' recomputation is set apart from the split: told beside the file
+        let framework = if format == ExportFormat::MegatronLayout {
+            "megatron"
+        } else {
+            "torchtitan"
+        };
+        session.note(&pipeweave_export::recompute_flags(
+            framework,
+            &report.recompute_per_part,
         ));
     }
     Ok(Exported {

@@ -11,8 +11,8 @@ use crate::request::CostsArg;
 use crate::session::Session;
 use pipeweave_check::ValidPlan;
 use pipeweave_eval::{
-    Costing, LibraryPlan, SynthesisReport, best_within, gib, library_at_placement, plan_shape,
-    spec_terms,
+    Costing, LibraryPlan, Split, SynthesisReport, best_within, gib, library_at_placement,
+    plan_shape, spec_terms,
 };
 use pipeweave_sim::{CostModel, UnitCosts};
 use pipeweave_source::{Catalog, Failure};
@@ -114,6 +114,8 @@ struct Budget {
     unit_bytes: Option<f64>,
     /// Where the limits come from, in words.
     words: String,
+    /// On a spec, the spec fitted to the placement (its split and recomputation).
+    fitted: Option<pipeweave_spec::Spec>,
 }
 
 impl Session<'_> {
@@ -197,6 +199,7 @@ fn budget(
             weights: Vec::new(),
             unit_bytes: None,
             words: words.to_owned(),
+            fitted: None,
         });
     };
     let limit_bytes = request.memory_limit_gib.map(|g| g * f64::from(1u32 << 30));
@@ -224,6 +227,7 @@ fn budget(
             weights: Vec::new(),
             unit_bytes: None,
             words: "--activations".to_owned(),
+            fitted: Some(terms.fitted.spec.clone()),
         });
     }
     Ok(Budget {
@@ -235,6 +239,7 @@ fn budget(
             "{} per GPU with everything else the spec keeps there",
             gib(terms.limit_bytes)
         ),
+        fitted: Some(terms.fitted.spec),
     })
 }
 
@@ -362,9 +367,60 @@ pub fn synthesize(
         best_library.map(|(l, _)| l.clone()),
     );
     let report = finished("synthesize", report)?;
+    let plan = resplit(session, &costing, budget.fitted.as_ref(), found.plan)?;
     Ok(Synthesized {
         report,
-        plan: found.plan,
+        plan,
         elapsed,
     })
+}
+
+/// Under `--split auto`, the split (and each part's recomputation) searched again for the
+/// synthesized order: the search fitted the spec to the placement's skeleton, whose order keeps
+/// other micro-batches in flight than the plan found. One split search (a handful of exact
+/// pricings, see `pipeweave_eval::search_split`); the plan carries the split that wins (the
+/// skeleton's is a candidate, so it is never worse), and a note says both steps.
+fn resplit(
+    session: &mut Session<'_>,
+    costing: &Costing,
+    fitted: Option<&pipeweave_spec::Spec>,
+    plan: ValidPlan,
+) -> Result<ValidPlan, Failure> {
+    let (Costing::Spec { rule, .. }, Some(spec)) = (costing, fitted) else {
+        return Ok(plan);
+    };
+    if rule.split != Split::Auto || spec.measured != pipeweave_spec::Measured::default() {
+        return Ok(plan);
+    }
+    let options = if rule.recompute.is_some() {
+        Vec::new()
+    } else {
+        pipeweave_eval::recompute_options(spec)
+    };
+    let found = pipeweave_eval::search_split_from(spec, &plan, None, &options)
+        .map_err(|e| Failure::invalid(format!("spec {}: {e}", spec.name)))?;
+    let parts = spec.parallelism.layers_per_stage.len();
+    let own = (
+        spec.parallelism.layers_per_stage.clone(),
+        spec.training.recompute_parts(parts),
+    );
+    let recompute: Vec<String> = found
+        .recompute
+        .iter()
+        .map(|r| r.name().to_owned())
+        .collect();
+    if (found.layers.clone(), found.recompute.clone()) != own {
+        let step = |t: Option<f64>| t.map_or("does not fit".to_owned(), |t| format!("{t:.4} s"));
+        session.note(&format!(
+            "split searched again for the synthesized order: layers per part {}, recomputation \
+             {} (a step of {} against {} with the split searched for the placement)",
+            pipeweave_eval::join_layers(&found.layers),
+            pipeweave_eval::recompute_text(&found.recompute),
+            step(found.step_time_s),
+            step(found.own_step_time_s),
+        ));
+    }
+    Ok(plan
+        .with_split(Some(found.layers))
+        .with_recompute(Some(recompute)))
 }

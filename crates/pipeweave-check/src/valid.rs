@@ -35,6 +35,14 @@ impl ValidPlan {
         }
     }
 
+    /// This plan with each part's recomputation ([`Plan::with_recompute`]), which decides no
+    /// validity either.
+    pub fn with_recompute(self, recompute: Option<Vec<String>>) -> ValidPlan {
+        ValidPlan {
+            plan: self.plan.with_recompute(recompute),
+        }
+    }
+
     /// The plan, no longer vouched for (to edit it).
     pub fn into_plan(self) -> Plan {
         self.plan

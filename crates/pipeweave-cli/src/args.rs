@@ -180,6 +180,19 @@ pub struct SpecArgs {
     /// plan file's own split, else the spec's `layers_per_stage`, else even
     #[arg(long, value_name = "auto|even|A,B,C,…", value_parser = parse_split)]
     pub split: Option<Split>,
+    /// Each part's activation recomputation: `none`, `selective` or `full` for every part, or one
+    /// per part `full,selective,none,…`; by default the spec's `training.recompute`, chosen per
+    /// part with the split under `--split auto`
+    #[arg(long, value_name = "none|selective|full|A,B,C,…", value_parser = parse_recompute)]
+    pub recompute: Option<PerPart>,
+}
+
+/// `--recompute`'s settings (one, or one per part).
+#[derive(Debug, Clone)]
+pub struct PerPart(pub Vec<pipeweave_eval::Recompute>);
+
+fn parse_recompute(text: &str) -> Result<PerPart, String> {
+    pipeweave_eval::parse_recompute(text).map(PerPart)
 }
 
 fn parse_split(text: &str) -> Result<Split, String> {
@@ -194,6 +207,7 @@ impl SpecArgs {
             keep_dp: self.keep_dp,
             global_batch: self.global_batch,
             split: self.split.clone().unwrap_or_default(),
+            recompute: self.recompute.clone().map(|r| r.0),
         }
     }
 }

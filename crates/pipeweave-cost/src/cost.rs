@@ -468,7 +468,14 @@ impl CostTable {
         let last = ranges.len().saturating_sub(1);
         let mut parts = Vec::with_capacity(ranges.len());
         let chunk = model::chunk_size(spec);
+        // each part priced with its own recomputation (`training.recompute_per_part`)
+        let specs = crate::recompute::part_specs(spec);
+        let builders: Vec<Builder<'_>> = specs.iter().map(|s| Builder::of(s, &links)).collect();
         for (q, &(start, end)) in ranges.iter().enumerate() {
+            let (spec, b) = match crate::recompute::index_of(spec, &specs, q) {
+                Some(i) => (&specs[i], &builders[i]),
+                None => (spec, &b),
+            };
             let layers = model::layer_chunks(spec, start, end, chunk);
             let mtp: Vec<model::Layer> = if q == last {
                 (0..spec.model.mtp_depth)

@@ -17,6 +17,7 @@ mod cost;
 mod gemm;
 mod memory;
 mod model;
+mod recompute;
 mod schedule;
 mod split_weights;
 mod sync;

@@ -21,6 +21,8 @@ pub struct Figures {
     pub step_time_s: f64,
     /// Layers of each model part: the split the step ran with.
     pub layers_per_part: Vec<u64>,
+    /// Each part's activation recomputation, as its layers.
+    pub recompute_per_part: Vec<&'static str>,
     /// The makespan with unit costs (F = I = W = 1), when asked for.
     pub makespan_units: Option<f64>,
     /// Share of rank-time spent waiting for other ranks.
@@ -89,6 +91,7 @@ impl Figures {
         Figures {
             step_time_s: report.step_time_s,
             layers_per_part: report.layers_per_part.clone(),
+            recompute_per_part: report.recompute_per_part.clone(),
             makespan_units,
             bubble_fraction: report.bubble_fraction,
             idle_worst_s: max(&idle),

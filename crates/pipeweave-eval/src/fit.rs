@@ -3,11 +3,11 @@
 //! into the plan's stages, the micro-batches M (the micro-batch size or the global batch kept); or,
 //! strictly, the refusal of any difference.
 
-use crate::split::{Split, join, search_split, split_problem};
+use crate::split::{Split, join, search_split_from, split_problem};
 use pipeweave_check::ValidPlan;
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::Plan;
-use pipeweave_spec::{Measured, Spec};
+use pipeweave_spec::{Measured, Recompute, Spec};
 use std::fmt;
 
 /// How a spec meets a plan whose shape differs from the spec's.
@@ -25,6 +25,9 @@ pub struct SpecRule {
     pub global_batch: bool,
     /// How the layers are split over the plan's parts (`--split`).
     pub split: Split,
+    /// Each part's recomputation given by hand (`--recompute`: one setting for every part, or one
+    /// per part); `None`: the spec's own, searched with the split under `--split auto`.
+    pub recompute: Option<Vec<Recompute>>,
 }
 
 /// One way the fitted spec differs from the spec as written.
@@ -57,6 +60,13 @@ pub enum Change {
         how: &'static str,
         /// For a searched split: its step and the even split's, in seconds, when they fit.
         steps: Option<(Option<f64>, Option<f64>)>,
+    },
+    /// Each part's recomputation otherwise than the spec says.
+    Recompute {
+        /// Each part's.
+        per_part: Vec<Recompute>,
+        /// How it was chosen: `given`, `the plan's own` or `searched` (with the split).
+        how: &'static str,
     },
     /// Micro-batches per step.
     Microbatches {
@@ -124,6 +134,9 @@ impl fmt::Display for Change {
                 }
                 write!(f, ")")
             }
+            Change::Recompute { per_part, how } => {
+                write!(f, "recomputation {} ({how})", recompute_text(per_part))
+            }
             Change::Microbatches { m } => {
                 write!(f, "{} micro-batches instead of the spec's {}", m.1, m.0)
             }
@@ -190,16 +203,74 @@ pub fn fit(spec: &Spec, plan: &ValidPlan, rule: SpecRule) -> Result<Fitted, Vec<
     } else {
         fit_shape(spec, plan, &rule).map_err(|d| vec![d])?
     };
-    apply_split(&mut fitted, spec, plan, &rule.split).map_err(|d| vec![d])?;
+    if let Some(given) = &rule.recompute {
+        apply_recompute(&mut fitted, plan, given, "given").map_err(|d| vec![d])?;
+    } else if let Some(own) = plan.recompute() {
+        let own: Vec<Recompute> = own.iter().filter_map(|r| Recompute::from_name(r)).collect();
+        apply_recompute(&mut fitted, plan, &own, "the plan's own").map_err(|d| vec![d])?;
+    }
+    apply_split(
+        &mut fitted,
+        spec,
+        plan,
+        &rule.split,
+        rule.recompute.is_some(),
+    )
+    .map_err(|d| vec![d])?;
     Ok(fitted)
 }
 
-/// Sets the fitted spec's split by `split` (see [`Split`]), noting it where it is not the spec's.
+/// Sets each part's recomputation of the fitted spec, noting it where it differs from the spec's.
+fn apply_recompute(
+    fitted: &mut Fitted,
+    plan: &ValidPlan,
+    per_part: &[Recompute],
+    how: &'static str,
+) -> Result<(), Diagnostic> {
+    let parts = plan.stages_per_pipeline() as usize;
+    if per_part.len() != 1 && per_part.len() != parts {
+        return Err(Diagnostic::error(format!(
+            "the recomputation {} has {} settings but the plan cuts the model into {parts} parts",
+            recompute_text(per_part),
+            per_part.len()
+        )));
+    }
+    let t = &mut fitted.spec.training;
+    let before = t.recompute_parts(parts);
+    let after: Vec<Recompute> = if per_part.len() == 1 {
+        vec![per_part[0]; parts]
+    } else {
+        per_part.to_vec()
+    };
+    if before == after {
+        return Ok(());
+    }
+    t.set_recompute(&after);
+    fitted
+        .changes
+        .retain(|c| !matches!(c, Change::Recompute { .. }));
+    fitted.changes.push(Change::Recompute {
+        per_part: after,
+        how,
+    });
+    Ok(())
+}
+
+/// Each part's recomputation in words: `full` when every part runs it, else runs of settings,
+/// `full×2, selective, none×5`.
+pub fn recompute_text(per_part: &[Recompute]) -> String {
+    let names: Vec<&str> = per_part.iter().map(|r| r.name()).collect();
+    crate::split::runs_text(&names)
+}
+
+/// Sets the fitted spec's split by `split` (see [`Split`]), noting it where it is not the spec's;
+/// `auto` chooses each part's recomputation with the split unless it was `given` by hand.
 fn apply_split(
     fitted: &mut Fitted,
     spec: &Spec,
     plan: &ValidPlan,
     split: &Split,
+    given: bool,
 ) -> Result<(), Diagnostic> {
     let parts = plan.stages_per_pipeline();
     let total = spec.model.layers;
@@ -212,7 +283,14 @@ fn apply_split(
         Split::Even => (split_layers(total, parts), "even", None),
         Split::Layers(v) => (v.clone(), "given", None),
         Split::Auto => {
-            let found = search_split(&fitted.spec, plan).map_err(Diagnostic::error)?;
+            let options = if given {
+                Vec::new()
+            } else {
+                crate::split::recompute_options(&fitted.spec)
+            };
+            let found =
+                search_split_from(&fitted.spec, plan, None, &options).map_err(Diagnostic::error)?;
+            apply_recompute(fitted, plan, &found.recompute, "searched")?;
             let steps = Some((found.step_time_s, found.even_step_time_s));
             (found.layers, "searched", steps)
         }
@@ -383,6 +461,8 @@ fn fit_shape(spec: &Spec, plan: &Plan, rule: &SpecRule) -> Result<Fitted, Diagno
             )));
         }
         par.layers_per_stage = split_layers(layers, parts);
+        // a recomputation per part is per the spec's parts: every part runs the heaviest of it
+        out.training.recompute_per_part = Vec::new();
         changes.push(Change::Parts {
             parts,
             per_rank: v,

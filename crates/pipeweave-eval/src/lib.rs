@@ -36,11 +36,13 @@ pub use diff::{
 pub use finite::{finite, non_finite};
 pub use fit::{
     Change, Fitted, SpecRule, fit, fit_spec, global_batch, microbatches_at, plan_shape,
-    split_layers,
+    recompute_text, split_layers,
 };
 pub use limits::{ActivationBudget, activation_budget};
 pub use listing::{ListedParam, ListedSchedule, ScheduleListing, Unreached};
 pub use pipeweave_param::Value;
+/// A part's activation recomputation (the spec's type, for the front ends' `--recompute`).
+pub use pipeweave_spec::Recompute;
 pub use planner::{PlanRequest, Planner, Tick, Unbuilt};
 pub use questions::{ParamCost, dualpipe_param_cost, gpu_hours_recovered_per_million_tokens};
 pub use recommend::{
@@ -51,7 +53,8 @@ pub use recommend::{
 pub use simulation::{RankMemory, RankTimes, Shape, Simulation};
 pub use split::{
     MAX_DESCENT_WORK, MAX_MOVES, PRICED_PER_SEARCH, Split, SplitFound, join as join_layers,
-    search_split, search_split_from, split_problem,
+    parse_recompute, recompute_options, search_split, search_split_climbing, search_split_from,
+    split_problem,
 };
 pub use step::{Evaluation, MemoryBreakdown, RankReport, StepReport, evaluate, evaluate_on_spec};
 pub use sweep::{Metric, Over, Param, Sweep, SweepPoint, SweepSeries, sweep};

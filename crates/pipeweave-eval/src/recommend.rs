@@ -123,8 +123,12 @@ pub struct Candidate {
     pub v: Option<u32>,
     /// Model copies.
     pub model_copies: u32,
-    /// Activation recomputation: `none`, `selective` or `full`.
+    /// Activation recomputation: `none`, `selective` or `full` (the heaviest part's, where the
+    /// parts differ).
     pub recompute: String,
+    /// Each part's recomputation, as `layers_per_part` (they differ where the split search
+    /// chose a lighter one for the parts with memory to spare).
+    pub recompute_per_part: Vec<String>,
     /// Layers of each model part (the first also holds the embedding, the last the head).
     pub layers_per_part: Vec<u64>,
     /// Whether the split was searched (else it is the even split).
@@ -250,6 +254,7 @@ pub(crate) fn by_time(a: &Candidate, b: &Candidate) -> Ordering {
         .then(b.microbatches.cmp(&a.microbatches))
         .then(a.v.cmp(&b.v))
         .then(a.recompute.cmp(&b.recompute))
+        .then(a.recompute_per_part.cmp(&b.recompute_per_part))
 }
 
 /// The schedule family's label: `chimera (joins=doubling)`, `interleaved-1f1b (v 4)`.

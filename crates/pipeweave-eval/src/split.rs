@@ -31,7 +31,7 @@ use pipeweave_cost::{CostTable, SplitWeights, rank_memory, rank_state, rank_weig
 use pipeweave_diagnostics::Diagnostic;
 use pipeweave_plan::Kind;
 use pipeweave_sim::{live_activations, simulate};
-use pipeweave_spec::Spec;
+use pipeweave_spec::{Recompute, Spec};
 use std::fmt;
 
 /// How the layers are split over a plan's parts.
@@ -97,6 +97,54 @@ pub fn join(v: &[u64]) -> String {
     v.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
 }
 
+/// A list in runs: `a×3, b, c×2` (one word when all agree).
+pub fn runs_text(items: &[&str]) -> String {
+    let mut runs: Vec<(&str, usize)> = Vec::new();
+    for &x in items {
+        match runs.last_mut() {
+            Some((y, n)) if *y == x => *n += 1,
+            _ => runs.push((x, 1)),
+        }
+    }
+    if runs.len() == 1 {
+        return runs[0].0.to_owned();
+    }
+    runs.iter()
+        .map(|&(x, n)| {
+            if n == 1 {
+                x.to_owned()
+            } else {
+                format!("{x}×{n}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Reads `--recompute`: `none`, `selective` or `full` for every part, or one per part
+/// (`full,full,selective,none`).
+pub fn parse_recompute(text: &str) -> Result<Vec<Recompute>, String> {
+    let mut out = Vec::new();
+    for (i, cell) in text.trim().split(',').enumerate() {
+        let cell = cell.trim();
+        match Recompute::from_name(cell) {
+            Some(r) => out.push(r),
+            None => {
+                return Err(format!(
+                    "expected `none`, `selective` or `full`, or one per part like \
+                     `full,selective,none`, found `{}` at entry {}",
+                    cell.chars().take(40).collect::<String>(),
+                    i + 1
+                ));
+            }
+        }
+        if out.len() > 1 << 16 {
+            return Err("more than 65,536 parts".to_owned());
+        }
+    }
+    Ok(out)
+}
+
 /// Why `layers` cannot be the split of a model of `total` layers into `parts` parts, if it
 /// cannot: every part but the first and the last needs a layer (the first holds the embedding,
 /// the last the head, so they may hold none).
@@ -135,6 +183,8 @@ pub fn split_problem(layers: &[u64], total: u64, parts: u32) -> Option<String> {
 pub struct SplitFound {
     /// Layers per part of the chosen split.
     pub layers: Vec<u64>,
+    /// Each part's recomputation in the chosen split.
+    pub recompute: Vec<Recompute>,
     /// Its step in seconds, when it fits and was simulated.
     pub step_time_s: Option<f64>,
     /// The most loaded GPU's memory in bytes.
@@ -143,19 +193,30 @@ pub struct SplitFound {
     pub even_step_time_s: Option<f64>,
     /// The even split's most loaded GPU's memory in bytes.
     pub even_memory_bytes: f64,
+    /// The step with the spec's own split and recomputation, when it fits.
+    pub own_step_time_s: Option<f64>,
     /// Distinct candidates priced exactly.
     pub priced: usize,
 }
 
-/// The layers of each part's pieces and each rank's view of the parts.
-struct Model {
-    /// `prefix[k]`: the seconds, activation bytes and state bytes of layers `[0, k)`.
+/// One recomputation's view of the pieces: prefix sums over the layers of the seconds and
+/// activation bytes, and the first and last parts' own (seconds, activation bytes).
+struct Rung {
     time: Vec<f64>,
     act: Vec<f64>,
+    first: (f64, f64),
+    last: (f64, f64),
+}
+
+/// The layers of each part's pieces and each rank's view of the parts.
+struct Model {
+    /// One per recomputation the search may give a part, lightest first.
+    rungs: Vec<Rung>,
+    /// `state[k]`: the state bytes (weights, gradients, optimizer) of layers `[0, k)`.
     state: Vec<f64>,
-    /// The first and last parts' own pieces: (seconds, activation bytes, state bytes).
-    first: (f64, f64, f64),
-    last: (f64, f64, f64),
+    /// The first and last parts' own state bytes.
+    first_state: f64,
+    last_state: f64,
     parts: usize,
     /// For each rank, the positions it hosts (one entry per replica) with the most micro-batches
     /// of that position it keeps at once.
@@ -165,7 +226,9 @@ struct Model {
 }
 
 impl Model {
-    fn of(spec: &Spec, plan: &ValidPlan, w: &SplitWeights) -> Result<Model, Vec<Diagnostic>> {
+    /// The model of `spec`'s pieces on `plan`, one rung per recomputation of `options` (each
+    /// weighed with every part at that recomputation).
+    fn of(spec: &Spec, plan: &ValidPlan, options: &[Recompute]) -> Result<Model, Vec<Diagnostic>> {
         let parts = spec.parallelism.layers_per_stage.len().max(1);
         let costs = CostTable::new(spec, plan)?;
         // bytes of weights, gradients and optimizer state per parameter, as the plan's ranks
@@ -179,12 +242,33 @@ impl Model {
         let per_param = if params > 0.0 { bytes / params } else { 0.0 };
         let state = |x: &pipeweave_cost::Weight| (x.dense_params + x.expert_params) * per_param;
         let layers = spec.model.layers as usize;
-        let (mut time, mut act, mut st) = (vec![0.0], vec![0.0], vec![0.0]);
-        for k in 0..layers {
-            let l = w.layer(k as u64);
-            time.push(time[k] + l.seconds);
-            act.push(act[k] + l.activation_bytes);
-            st.push(st[k] + state(&l));
+        let mut rungs = Vec::with_capacity(options.len());
+        let mut st = vec![0.0];
+        let (mut first_state, mut last_state) = (0.0, 0.0);
+        for (i, &rc) in options.iter().enumerate() {
+            let mut at = spec.clone();
+            at.training.recompute = rc;
+            at.training.recompute_per_part = Vec::new();
+            let w = SplitWeights::of(&at, plan)?;
+            let (mut time, mut act) = (vec![0.0], vec![0.0]);
+            for k in 0..layers {
+                let l = w.layer(k as u64);
+                time.push(time[k] + l.seconds);
+                act.push(act[k] + l.activation_bytes);
+                if i == 0 {
+                    st.push(st[k] + state(&l));
+                }
+            }
+            if i == 0 {
+                first_state = state(&w.first);
+                last_state = state(&w.last);
+            }
+            rungs.push(Rung {
+                time,
+                act,
+                first: (w.first.seconds, w.first.activation_bytes),
+                last: (w.last.seconds, w.last.activation_bytes),
+            });
         }
         let s = plan.stages_per_pipeline();
         let hosted = (0..plan.ranks())
@@ -214,38 +298,47 @@ impl Model {
             .collect();
         let extra = pipeweave_cost::rank_buffers(spec, &costs) + spec.reserve_bytes();
         Ok(Model {
-            time,
-            act,
+            rungs,
             state: st,
-            first: (w.first.seconds, w.first.activation_bytes, state(&w.first)),
-            last: (w.last.seconds, w.last.activation_bytes, state(&w.last)),
+            first_state,
+            last_state,
             parts,
             hosted,
             limit: spec.memory_limit_bytes() - extra,
         })
     }
 
-    /// (seconds, activation bytes, state bytes) of position `q` holding layers `[a, b)`.
-    fn part(&self, q: usize, a: usize, b: usize) -> (f64, f64, f64) {
+    fn layers(&self) -> usize {
+        self.state.len() - 1
+    }
+
+    /// (seconds, activation bytes, state bytes) of position `q` holding layers `[a, b)` at rung
+    /// `o`.
+    fn part(&self, q: usize, a: usize, b: usize, o: usize) -> (f64, f64, f64) {
+        let r = &self.rungs[o];
         let mut x = (
-            self.time[b] - self.time[a],
-            self.act[b] - self.act[a],
+            r.time[b] - r.time[a],
+            r.act[b] - r.act[a],
             self.state[b] - self.state[a],
         );
-        for (on, fixed) in [(q == 0, self.first), (q + 1 == self.parts, self.last)] {
+        for (on, fixed, st) in [
+            (q == 0, r.first, self.first_state),
+            (q + 1 == self.parts, r.last, self.last_state),
+        ] {
             if on {
                 x.0 += fixed.0;
                 x.1 += fixed.1;
-                x.2 += fixed.2;
+                x.2 += st;
             }
         }
         x
     }
 
-    /// Each rank's (seconds, bytes) under the split given by its boundaries.
-    fn ranks(&self, bounds: &[usize]) -> Vec<(f64, f64)> {
+    /// Each rank's (seconds, bytes) under the split given by its boundaries, part `q` at rung
+    /// `rungs[q]`.
+    fn ranks(&self, bounds: &[usize], rungs: &[usize]) -> Vec<(f64, f64)> {
         let parts: Vec<(f64, f64, f64)> = (0..self.parts)
-            .map(|q| self.part(q, bounds[q], bounds[q + 1]))
+            .map(|q| self.part(q, bounds[q], bounds[q + 1], rungs[q]))
             .collect();
         self.hosted
             .iter()
@@ -256,6 +349,17 @@ impl Model {
                 })
             })
             .collect()
+    }
+
+    /// The ranks hosting each position, with the micro-batches of it they keep.
+    fn hosts(&self) -> Vec<Vec<(usize, f64)>> {
+        let mut hosts: Vec<Vec<(usize, f64)>> = vec![Vec::new(); self.parts];
+        for (r, hosted) in self.hosted.iter().enumerate() {
+            for &(q, keeps) in hosted {
+                hosts[q].push((r, keeps));
+            }
+        }
+        hosts
     }
 }
 
@@ -286,7 +390,7 @@ fn may_be_empty(q: usize, parts: usize) -> bool {
 /// do not all fit. Exact for the question "is there a contiguous split where every part fits":
 /// `fits` grows false with more layers, so a longer prefix never leaves a harder rest.
 fn fill(m: &Model, fits: &dyn Fn(usize, usize, usize) -> bool) -> Option<Vec<usize>> {
-    let layers = m.time.len() - 1;
+    let layers = m.layers();
     let s = m.parts;
     let mut bounds = vec![0usize];
     let mut at = 0usize;
@@ -333,9 +437,10 @@ fn bisect(hi: f64, at: &dyn Fn(f64) -> Option<Vec<usize>>) -> Option<Vec<usize>>
 
 /// The starting splits of the descents: the min-max split of the parts' times; the min-max
 /// split of the parts' memory, each part held to an equal share of its rank's limit; and the
-/// min-max split of the parts' times among those where every part keeps within its share.
-fn balanced(m: &Model) -> Vec<Vec<usize>> {
-    let layers = m.time.len() - 1;
+/// min-max split of the parts' times among those where every part keeps within its share; every
+/// part at rung `o`.
+fn balanced(m: &Model, o: usize) -> Vec<Vec<usize>> {
+    let layers = m.layers();
     // each position's hosts: (rank's share of the limit per part, micro-batches it keeps)
     let mut count = vec![0usize; m.hosted.len()];
     for (r, hosted) in m.hosted.iter().enumerate() {
@@ -348,15 +453,17 @@ fn balanced(m: &Model) -> Vec<Vec<usize>> {
         }
     }
     let share_used = |q: usize, a: usize, b: usize| {
-        let p = m.part(q, a, b);
+        let p = m.part(q, a, b, o);
         hosts[q]
             .iter()
             .map(|&(share, keeps)| (p.2 + p.1 * keeps) / share.max(1.0))
             .fold(0.0, f64::max)
     };
-    let total = m.part(0, 0, layers).0 + m.last.0;
+    let total = m.part(0, 0, layers, o).0 + m.rungs[o].last.0;
     let mut out = Vec::new();
-    if let Some(b) = bisect(total, &|cap| fill(m, &|q, a, b| m.part(q, a, b).0 <= cap)) {
+    if let Some(b) = bisect(total, &|cap| {
+        fill(m, &|q, a, b| m.part(q, a, b, o).0 <= cap)
+    }) {
         out.push(b);
     }
     let most = (0..m.parts)
@@ -367,7 +474,7 @@ fn balanced(m: &Model) -> Vec<Vec<usize>> {
     }
     let within = |cap: f64| {
         fill(m, &|q, a, b| {
-            m.part(q, a, b).0 <= cap && share_used(q, a, b) <= 1.0
+            m.part(q, a, b, o).0 <= cap && share_used(q, a, b) <= 1.0
         })
     };
     if within(total).is_some()
@@ -386,29 +493,16 @@ pub const MAX_MOVES: usize = 256;
 /// parts and ranks gets fewer moves.
 pub const MAX_DESCENT_WORK: usize = 1 << 20;
 
-/// Steepest descent from `bounds`: one layer across one boundary per move. Each move is weighed
+/// Steepest descent from `bounds`, part `q` at rung `rungs[q]`: one layer across one boundary
+/// per move. Each move is weighed
 /// by updating the ranks that host the two parts it changes, so a move costs the ranks, not the
 /// parts.
-fn descend(m: &Model, mut bounds: Vec<usize>, goal: Goal) -> Vec<usize> {
+fn descend(m: &Model, mut bounds: Vec<usize>, rungs: &[usize], goal: Goal) -> Vec<usize> {
     let s = m.parts;
-    let layers = m.time.len() - 1;
-    // the ranks hosting each position, with the micro-batches of it they keep
-    let mut hosts: Vec<Vec<(usize, f64)>> = vec![Vec::new(); s];
-    for (r, hosted) in m.hosted.iter().enumerate() {
-        for &(q, keeps) in hosted {
-            hosts[q].push((r, keeps));
-        }
-    }
-    let mut ranks = m.ranks(&bounds);
-    let key_of = |ranks: &[(f64, f64)]| {
-        let time = ranks.iter().map(|r| r.0).fold(0.0, f64::max);
-        let mem = ranks.iter().map(|r| r.1).fold(0.0, f64::max);
-        let spread: f64 = ranks.iter().map(|r| r.0 * r.0).sum();
-        match goal {
-            Goal::Time => (time, spread, mem),
-            Goal::TimeWithin => ((mem - m.limit).max(0.0), time, spread),
-        }
-    };
+    let layers = m.layers();
+    let hosts = m.hosts();
+    let mut ranks = m.ranks(&bounds, rungs);
+    let key_of = |ranks: &[(f64, f64)]| key(m, ranks, goal);
     let mut key = key_of(&ranks);
     let mut trial = ranks.clone();
     // a move weighs 2(S − 1) neighbours at O(ranks) each: the moves are bounded so that a descent
@@ -437,8 +531,8 @@ fn descend(m: &Model, mut bounds: Vec<usize>, goal: Goal) -> Vec<usize> {
                     (i - 1, (bounds[i - 1], bounds[i]), (bounds[i - 1], b)),
                     (i, (bounds[i], bounds[i + 1]), (b, bounds[i + 1])),
                 ] {
-                    let old = m.part(q, a, z);
-                    let new = m.part(q, a2, z2);
+                    let old = m.part(q, a, z, rungs[q]);
+                    let new = m.part(q, a2, z2, rungs[q]);
                     for &(r, keeps) in &hosts[q] {
                         trial[r].0 += new.0 - old.0;
                         trial[r].1 += (new.2 - old.2) + (new.1 - old.1) * keeps;
@@ -454,7 +548,7 @@ fn descend(m: &Model, mut bounds: Vec<usize>, goal: Goal) -> Vec<usize> {
             Some((i, b, k)) if k < key => {
                 bounds[i] = b;
                 // recomputed whole, so rounding never drifts over many moves
-                ranks = m.ranks(&bounds);
+                ranks = m.ranks(&bounds, rungs);
                 key = k;
             }
             _ => break,
@@ -463,10 +557,78 @@ fn descend(m: &Model, mut bounds: Vec<usize>, goal: Goal) -> Vec<usize> {
     bounds
 }
 
-/// A split priced exactly: (its layers, step seconds when it fits, most loaded GPU's bytes).
-fn price(spec: &Spec, plan: &ValidPlan, layers: &[u64]) -> Result<(Option<f64>, f64), String> {
+/// What a descent or a choice of rungs minimises: (the most loaded rank's time, the sum of the
+/// squares of the ranks' times, the most loaded rank's memory), or for [`Goal::TimeWithin`] the
+/// memory over the limit first.
+fn key(m: &Model, ranks: &[(f64, f64)], goal: Goal) -> (f64, f64, f64) {
+    let time = ranks.iter().map(|r| r.0).fold(0.0, f64::max);
+    let mem = ranks.iter().map(|r| r.1).fold(0.0, f64::max);
+    let spread: f64 = ranks.iter().map(|r| r.0 * r.0).sum();
+    match goal {
+        Goal::Time => (time, spread, mem),
+        Goal::TimeWithin => ((mem - m.limit).max(0.0), time, spread),
+    }
+}
+
+/// Each part's rung for the split `bounds` (AdaPipe's point: recompute where memory is tight,
+/// not everywhere): every part starts at the heaviest rung (the least memory); then, greedily,
+/// the one part whose step down to the next lighter rung most lowers the rank times
+/// ([`Goal::TimeWithin`]'s key) while every rank it is on stays within the limit steps down,
+/// until no part can. At most `parts · (rungs − 1)` steps, each weighing every part on the
+/// ranks that host it.
+fn lighten(m: &Model, bounds: &[usize]) -> Vec<usize> {
+    let top = m.rungs.len() - 1;
+    let mut rungs = vec![top; m.parts];
+    if top == 0 {
+        return rungs;
+    }
+    let hosts = m.hosts();
+    let mut ranks = m.ranks(bounds, &rungs);
+    let mut trial = ranks.clone();
+    loop {
+        let mut best: Option<(usize, (f64, f64, f64))> = None;
+        for q in 0..m.parts {
+            if rungs[q] == 0 {
+                continue;
+            }
+            let old = m.part(q, bounds[q], bounds[q + 1], rungs[q]);
+            let new = m.part(q, bounds[q], bounds[q + 1], rungs[q] - 1);
+            trial.copy_from_slice(&ranks);
+            let mut fits = true;
+            for &(r, keeps) in &hosts[q] {
+                trial[r].0 += new.0 - old.0;
+                trial[r].1 += (new.2 - old.2) + (new.1 - old.1) * keeps;
+                fits &= trial[r].1 <= m.limit;
+            }
+            if !fits {
+                continue;
+            }
+            let k = key(m, &trial, Goal::TimeWithin);
+            if best.as_ref().is_none_or(|b| k < b.1) {
+                best = Some((q, k));
+            }
+        }
+        match best {
+            Some((q, _)) => {
+                rungs[q] -= 1;
+                ranks = m.ranks(bounds, &rungs);
+            }
+            None => return rungs,
+        }
+    }
+}
+
+/// A split priced exactly with each part's recomputation: (step seconds when it fits, most loaded
+/// GPU's bytes).
+fn price(
+    spec: &Spec,
+    plan: &ValidPlan,
+    layers: &[u64],
+    recompute: &[Recompute],
+) -> Result<(Option<f64>, f64), String> {
     let mut s = spec.clone();
     s.parallelism.layers_per_stage = layers.to_vec();
+    s.training.set_recompute(recompute);
     let costs = CostTable::new(&s, plan).map_err(|d| crate::step::messages(&d))?;
     let memory = (0..plan.ranks())
         .map(|r| {
@@ -482,58 +644,155 @@ fn price(spec: &Spec, plan: &ValidPlan, layers: &[u64]) -> Result<(Option<f64>, 
     Ok((Some(report.step_time_s), memory))
 }
 
-/// Searches the split of `spec`'s layers over `plan`'s parts (see the module documentation).
-/// `spec` has the plan's shape; its `layers_per_stage` is a candidate besides the even split.
+/// Searches the split of `spec`'s layers over `plan`'s parts, and each part's recomputation
+/// among the spec's options ([`recompute_options`]), see the module documentation. `spec` has
+/// the plan's shape; its `layers_per_stage` is a candidate besides the even split.
 pub fn search_split(spec: &Spec, plan: &ValidPlan) -> Result<SplitFound, String> {
-    search_split_from(spec, plan, None)
+    search_split_from(spec, plan, None, &recompute_options(spec))
+}
+
+/// The rungs a search may give each part: the spec's `training.recompute_options`, else every
+/// rung that changes anything (none; selective with standard attention, where it drops the score
+/// matrices; full).
+pub fn recompute_options(spec: &Spec) -> Vec<Recompute> {
+    let t = &spec.training;
+    if !t.recompute_options.is_empty() {
+        return t.recompute_options.clone();
+    }
+    let mut out = vec![Recompute::None];
+    if !t.attention.is_flash() {
+        out.push(Recompute::Selective);
+    }
+    out.push(Recompute::Full);
+    out
 }
 
 /// Splits priced exactly per search besides the even split and the spec's own: the best by the
 /// weights (least memory over the limit, then least rank time).
 pub const PRICED_PER_SEARCH: usize = 3;
 
+/// A candidate: layers per part, each part's recomputation.
+type Candidate = (Vec<u64>, Vec<Recompute>);
+
 /// [`search_split`], the even split's step and memory given when the caller has priced it
-/// already (the recommend search).
+/// already (the recommend search), each part's recomputation chosen among `options` (empty: every
+/// candidate keeps the spec's own recomputation, as written).
 pub fn search_split_from(
     spec: &Spec,
     plan: &ValidPlan,
     even_known: Option<(Option<f64>, f64)>,
+    options: &[Recompute],
+) -> Result<SplitFound, String> {
+    search(spec, plan, even_known, options, (true, f64::INFINITY))
+}
+
+/// [`search_split_from`] for a search that climbs the rungs (`recommend`): the splits of every
+/// part at one of the lighter rungs were searched at the rungs before, so only the heaviest of
+/// `options` starts descents with every part at it, and the lighter rungs come in by the choice
+/// of each part's (a third of the descents with three rungs), and it prices one candidate fewer
+/// ([`PRICED_PER_SEARCH`] − 1 besides the even split and the spec's own). A candidate whose least step by the
+/// weights (its busiest rank's forwards and backwards of every micro-batch, nothing else, in a
+/// plan without overlapped pairs) cannot beat `beat` seconds is not priced.
+pub fn search_split_climbing(
+    spec: &Spec,
+    plan: &ValidPlan,
+    even_known: Option<(Option<f64>, f64)>,
+    options: &[Recompute],
+    beat: f64,
+) -> Result<SplitFound, String> {
+    search(spec, plan, even_known, options, (false, beat))
+}
+
+fn search(
+    spec: &Spec,
+    plan: &ValidPlan,
+    even_known: Option<(Option<f64>, f64)>,
+    options: &[Recompute],
+    (every_rung, beat): (bool, f64),
 ) -> Result<SplitFound, String> {
     let parts = plan.stages_per_pipeline();
     let total = spec.model.layers;
     let even = crate::fit::split_layers(total, parts);
+    let own_rc = spec.training.recompute_parts(parts as usize);
+    let mut options = options.to_vec();
+    options.sort();
+    options.dedup();
+    let fixed_rc = options.is_empty();
+    if fixed_rc {
+        options = own_rc.clone();
+        options.sort();
+        options.dedup();
+    }
     let mut even_spec = spec.clone();
     even_spec.parallelism.layers_per_stage = even.clone();
-    let weights = SplitWeights::of(&even_spec, plan).map_err(|d| crate::step::messages(&d))?;
-    let model = Model::of(&even_spec, plan, &weights).map_err(|d| crate::step::messages(&d))?;
-    let mut candidates: Vec<Vec<u64>> = vec![even.clone()];
+    let model = Model::of(&even_spec, plan, &options).map_err(|d| crate::step::messages(&d))?;
+    let at = |rung: &[usize]| -> Vec<Recompute> { rung.iter().map(|&o| options[o]).collect() };
+    let even_c: Candidate = (even.clone(), own_rc.clone());
+    let mut candidates: Vec<Candidate> = vec![even_c.clone()];
     let own = &spec.parallelism.layers_per_stage;
     if split_problem(own, total, parts).is_none() {
-        candidates.push(own.clone());
+        candidates.push((own.clone(), own_rc.clone()));
     }
-    let mut starts = vec![bounds_of(&even)];
-    for b in balanced(&model) {
-        candidates.push(layers_of(&b));
-        starts.push(b);
-    }
-    for start in &starts {
-        for goal in [Goal::Time, Goal::TimeWithin] {
-            candidates.push(layers_of(&descend(&model, start.clone(), goal)));
+    let np = parts as usize;
+    // without options to choose among, every candidate keeps the spec's own recomputation
+    let choose = !fixed_rc;
+    let own_rungs: Vec<usize> = own_rc
+        .iter()
+        .map(|r| options.iter().position(|o| o == r).unwrap_or(0))
+        .collect();
+    let first = if choose && !every_rung {
+        options.len() - 1
+    } else {
+        0
+    };
+    let tries = if choose { options.len() } else { 1 };
+    for o in first..tries {
+        let uniform = if choose {
+            vec![o; np]
+        } else {
+            own_rungs.clone()
+        };
+        let mut starts = vec![bounds_of(&even)];
+        for b in balanced(&model, uniform[0]) {
+            candidates.push((layers_of(&b), at(&uniform)));
+            starts.push(b);
+        }
+        for start in &starts {
+            for goal in [Goal::Time, Goal::TimeWithin] {
+                let b = descend(&model, start.clone(), &uniform, goal);
+                candidates.push((layers_of(&b), at(&uniform)));
+                // the rungs are chosen from the descents that mind the memory (the time-only
+                // descents' splits overflow where recomputation would matter)
+                if choose && options.len() > 1 && matches!(goal, Goal::TimeWithin) {
+                    // each part's rung for this split, then the split again for those rungs
+                    let rungs = lighten(&model, &b);
+                    candidates.push((layers_of(&b), at(&rungs)));
+                    let b2 = descend(&model, b, &rungs, Goal::TimeWithin);
+                    let rungs2 = lighten(&model, &b2);
+                    candidates.push((layers_of(&b2), at(&rungs2)));
+                }
+            }
         }
     }
-    let mut seen: Vec<Vec<u64>> = Vec::new();
+    let mut seen: Vec<Candidate> = Vec::new();
     for c in candidates {
-        if !seen.contains(&c) && split_problem(&c, total, parts).is_none() {
+        if !seen.contains(&c) && split_problem(&c.0, total, parts).is_none() {
             seen.push(c);
         }
     }
     // the even split and the spec's own always; of the others the best few by the weights
-    let fixed = if seen.get(1) == Some(own) { 2 } else { 1 };
-    let mut rest: Vec<(Vec<u64>, (f64, f64))> = seen
+    let fixed = if seen.get(1).is_some_and(|c| &c.0 == own) {
+        2
+    } else {
+        1
+    };
+    let rung_of = |r: Recompute| options.iter().position(|&o| o == r).unwrap_or(0);
+    let mut rest: Vec<(Candidate, (f64, f64))> = seen
         .split_off(fixed.min(seen.len()))
         .into_iter()
         .map(|c| {
-            let ranks = model.ranks(&bounds_of(&c));
+            let rungs: Vec<usize> = c.1.iter().map(|&r| rung_of(r)).collect();
+            let ranks = model.ranks(&bounds_of(&c.0), &rungs);
             let time = ranks.iter().map(|r| r.0).fold(0.0, f64::max);
             let over = ranks
                 .iter()
@@ -542,17 +801,43 @@ pub fn search_split_from(
             (c, (over, time))
         })
         .collect();
+    // the busiest rank runs its parts' forwards and backwards for every micro-batch it carries,
+    // one after the other where no action overlaps a forward with a backward (a pair hides
+    // communication under compute, so there the bound would not hold); the weights are within a
+    // little of a part's own costs (their communication overlaps a little differently), hence
+    // the 2% margin
+    let pairs = (0..plan.ranks()).any(|r| {
+        plan.program(r)
+            .iter()
+            .any(|a| matches!(a, pipeweave_plan::Action::Pair { .. }))
+    });
+    let per_copy = f64::from(plan.num_microbatches()) / f64::from(plan.model_copies().max(1));
+    if !pairs {
+        rest.retain(|(_, (_, time))| 0.98 * time * per_copy < beat);
+    }
     rest.sort_by(|a, b| a.1.partial_cmp(&b.1).unwrap_or(std::cmp::Ordering::Equal));
-    seen.extend(rest.into_iter().take(PRICED_PER_SEARCH).map(|(c, _)| c));
-    let mut best: Option<(Vec<u64>, Option<f64>, f64)> = None;
+    // a climbing search runs at every rung of every configuration that can pay: it prices one
+    // fewer
+    let priced = if every_rung {
+        PRICED_PER_SEARCH
+    } else {
+        PRICED_PER_SEARCH - 1
+    };
+    seen.extend(rest.into_iter().take(priced).map(|(c, _)| c));
+    let mut best: Option<(Candidate, Option<f64>, f64)> = None;
     let mut even_figures = (None, 0.0);
+    let own_c: Candidate = (own.clone(), own_rc.clone());
+    let mut own_step = None;
     for c in &seen {
         let (time, memory) = match even_known {
-            Some(known) if *c == even => known,
-            _ => price(spec, plan, c)?,
+            Some(known) if *c == even_c => known,
+            _ => price(spec, plan, &c.0, &c.1)?,
         };
-        if *c == even {
+        if *c == even_c {
             even_figures = (time, memory);
+        }
+        if *c == own_c {
+            own_step = time;
         }
         let better = match &best {
             None => true,
@@ -567,13 +852,15 @@ pub fn search_split_from(
             best = Some((c.clone(), time, memory));
         }
     }
-    let (layers, step_time_s, memory_bytes) = best.ok_or("no split to price")?;
+    let ((layers, recompute), step_time_s, memory_bytes) = best.ok_or("no split to price")?;
     Ok(SplitFound {
         layers,
+        recompute,
         step_time_s,
         memory_bytes,
         even_step_time_s: even_figures.0,
         even_memory_bytes: even_figures.1,
+        own_step_time_s: own_step,
         priced: seen.len(),
     })
 }

@@ -114,6 +114,8 @@ pub struct StepReport {
     /// Layers of each model part (position in a pipeline): the split the step ran with. The
     /// first part also holds the embedding, the last the output head.
     pub layers_per_part: Vec<u64>,
+    /// Each part's activation recomputation (`none`, `selective`, `full`), as its layers.
+    pub recompute_per_part: Vec<&'static str>,
     /// Multi-token prediction modules after the last layer (in the last part).
     #[serde(skip)]
     pub mtp_depth: u64,
@@ -224,6 +226,12 @@ impl StepReport {
             gpu: spec.cluster.gpu_name().to_owned(),
             gpus,
             layers_per_part: spec.parallelism.layers_per_stage.clone(),
+            recompute_per_part: spec
+                .training
+                .recompute_parts(spec.parallelism.layers_per_stage.len())
+                .iter()
+                .map(|r| r.name())
+                .collect(),
             mtp_depth: spec.model.mtp_depth,
             pipeline_ranks: plan.ranks(),
             stages_per_pipeline: plan.stages_per_pipeline(),

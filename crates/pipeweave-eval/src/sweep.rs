@@ -178,6 +178,10 @@ struct RuleJson {
     strict: bool,
     keep_dp: bool,
     global_batch: bool,
+    /// `--split` as given: `spec`, `even`, `auto` or layers per part `1,8,8,7`.
+    split: String,
+    /// `--recompute` as given, one setting or one per part; `None`: the spec's own.
+    recompute: Option<Vec<&'static str>>,
 }
 
 /// `{"parameter", "metric", "unit", "spec", "fit", "ranks", "microbatches", "series"}` with the
@@ -193,6 +197,11 @@ impl Serialize for Sweep {
             strict: r.strict,
             keep_dp: r.keep_dp,
             global_batch: r.global_batch,
+            split: r.split.to_string(),
+            recompute: r
+                .recompute
+                .as_ref()
+                .map(|v| v.iter().map(|x| x.name()).collect()),
         });
         st.serialize_field("fit", &rule)?;
         st.serialize_field("ranks", &self.ranks)?;

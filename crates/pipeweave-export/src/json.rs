@@ -71,6 +71,9 @@ struct WirePart {
     /// Layers `[start, end)` of the model this part holds, when the plan carries its split.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     layers: Option<[u64; 2]>,
+    /// Its activation recomputation (`none`, `selective`, `full`), when the plan carries it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    recompute: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -273,6 +276,7 @@ fn part_of(plan: &Plan, q: u32) -> WirePart {
             let start: u64 = split.iter().take(q as usize).sum();
             split.get(q as usize).map(|n| [start, start + n])
         }),
+        recompute: plan.recompute().and_then(|r| r.get(q as usize).cloned()),
     }
 }
 

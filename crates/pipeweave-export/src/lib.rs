@@ -27,5 +27,5 @@ pub use pytorch::{
     CommsCsv, CommsFile, StepAt, pytorch_comms_csv, pytorch_csv, read_pytorch_comms, write_pytorch,
     write_pytorch_comms,
 };
-pub use split::{SplitText, megatron_layout, torchtitan_fragment};
+pub use split::{SplitText, megatron_layout, recompute_flags, torchtitan_fragment};
 pub use trace::{ChromeTrace, chrome_trace, write_chrome_trace};

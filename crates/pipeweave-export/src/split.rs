@@ -22,6 +22,13 @@
 //!   layer, `L` the loss (with the output head); `x*n` repeats a character and `(…)*n` a group;
 //!   commas are cosmetic. The embedding comes first, the loss last, the MTP layers after every
 //!   decoder layer and in the last virtual stage of their rank.
+//! - Recomputation ([`recompute_flags`]): Megatron-Core 0.16.1's `--recompute-granularity`
+//!   (`selective`: the core attention, `--recompute-modules core_attn` by default; `full`) with
+//!   `--recompute-method uniform --recompute-num-layers 1` (every layer checkpointed alone), or
+//!   `block` with N (the first N layers of every pipeline stage): one setting for every stage.
+//!   torchtitan 0.3.0's `ActivationCheckpointConfig.mode` (`none`, `selective`, `full`) is one
+//!   setting for the whole model, and its `selective` is per operator or per layer interval, not
+//!   Korthikanti's attention core.
 
 use crate::document::Document;
 use pipeweave_check::ValidPlan;
@@ -298,4 +305,56 @@ pub fn megatron_layout(
     }
     out.push('\n');
     Ok(SplitText(out))
+}
+
+/// How `framework` (`megatron` or `torchtitan`) states each part's recomputation (`none`,
+/// `selective`, `full` per part), in words for a note beside the export: the flags when every
+/// part runs the same, else why the framework cannot say it (both take one setting for every
+/// stage) and the nearest it can.
+pub fn recompute_flags(framework: &str, per_part: &[&str]) -> String {
+    let first = per_part.first().copied().unwrap_or("none");
+    let uniform = per_part.iter().all(|&r| r == first);
+    let heaviest = if per_part.contains(&"full") {
+        "full"
+    } else if per_part.contains(&"selective") {
+        "selective"
+    } else {
+        "none"
+    };
+    let megatron = |r: &str| match r {
+        "full" => {
+            "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1"
+        }
+        "selective" => "--recompute-granularity selective",
+        _ => "no --recompute-granularity",
+    };
+    let titan = |r: &str| match r {
+        "full" => "ActivationCheckpointConfig(mode=\"full\")",
+        "selective" => {
+            "no exact setting (its selective mode recomputes per operator or per layer interval, \
+             not the attention core)"
+        }
+        _ => "ActivationCheckpointConfig(mode=\"none\")",
+    };
+    let say = |r: &str| {
+        if framework == "megatron" {
+            megatron(r).to_owned()
+        } else {
+            titan(r).to_owned()
+        }
+    };
+    let name = if framework == "megatron" {
+        "Megatron-Core"
+    } else {
+        "torchtitan"
+    };
+    if uniform {
+        format!("recomputation {first} on every part: {name} {}", say(first))
+    } else {
+        format!(
+            "the plan recomputes per part, which {name} cannot say (one setting for every stage); \
+             the heaviest part's, {heaviest}, on every part: {}",
+            say(heaviest)
+        )
+    }
 }

@@ -143,6 +143,9 @@ pub struct Plan {
     /// JSON plan's `parts[q].layers`): part of the plan's identity, kept through every pass that
     /// keeps the parts. Checked against a model by the commands that price the plan, not here.
     split: Option<Vec<u64>>,
+    /// Each part's activation recomputation (`none`, `selective`, `full`), when the plan was
+    /// written with it (a JSON plan's `parts[q].recompute`): part of its identity like the split.
+    recompute: Option<Vec<String>>,
 }
 
 impl Plan {
@@ -264,6 +267,7 @@ impl Plan {
             by_rank_starts,
             evaluation: false,
             split: None,
+            recompute: None,
         })
     }
 
@@ -281,6 +285,7 @@ impl Plan {
             by_rank_starts: self.by_rank_starts.clone(),
             evaluation: self.evaluation,
             split: self.split.clone(),
+            recompute: self.recompute.clone(),
         }
     }
 
@@ -305,6 +310,18 @@ impl Plan {
     pub fn with_split(mut self, split: Option<Vec<u64>>) -> Plan {
         self.split = split;
         self
+    }
+
+    /// This plan with each part's recomputation (`recompute[q]` for position q: `none`,
+    /// `selective` or `full`); `None` forgets it.
+    pub fn with_recompute(mut self, recompute: Option<Vec<String>>) -> Plan {
+        self.recompute = recompute;
+        self
+    }
+
+    /// Each part's recomputation, when the plan carries it.
+    pub fn recompute(&self) -> Option<&[String]> {
+        self.recompute.as_deref()
     }
 
     /// The layers of each part, when the plan carries its split.

@@ -153,7 +153,7 @@ impl Costs {
         costs: Option<&Bound<'_, PyAny>>,
         costs_from: Option<String>,
         (strict_spec, keep_dp, global_batch): (bool, bool, bool),
-        split: Option<&str>,
+        split: (Option<&str>, Option<&str>),
     ) -> PyResult<Costs> {
         Ok(Costs {
             spec,
@@ -180,14 +180,21 @@ impl Costs {
     }
 }
 
-/// The rule of `strict_spec`, `keep_dp`, `global_batch` and `split` (`"auto"`, `"even"` or
-/// layers per part `"1,8,8,7"`, as `--split` takes it).
+/// The rule of `strict_spec`, `keep_dp`, `global_batch`, `split` (`"auto"`, `"even"` or
+/// layers per part `"1,8,8,7"`, as `--split` takes it) and `recompute` (`"full"` or one per part
+/// `"full,none,none,none"`, as `--recompute` takes it).
 pub fn rule(
     strict: bool,
     keep_dp: bool,
     global_batch: bool,
-    split: Option<&str>,
+    (split, recompute): (Option<&str>, Option<&str>),
 ) -> PyResult<SpecRule> {
+    let recompute = recompute
+        .map(|text| {
+            pipeweave_eval::parse_recompute(text)
+                .map_err(|e| PyValueError::new_err(format!("recompute: {e}")))
+        })
+        .transpose()?;
     let split = match split {
         Some(text) => {
             Split::parse(text).map_err(|e| PyValueError::new_err(format!("split: {e}")))?
@@ -199,6 +206,7 @@ pub fn rule(
         keep_dp,
         global_batch,
         split,
+        recompute,
     })
 }
 

@@ -62,7 +62,7 @@ fn params(
     clippy::too_many_arguments,
     reason = "the Python signature: every keyword is an argument"
 )]
-#[pyo3(signature = (schedules, *, spec=None, ranks=None, microbatches=None, stages_per_rank=None, units=false, costs=None, costs_from=None, strict_spec=false, keep_dp=false, global_batch=false, split=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
+#[pyo3(signature = (schedules, *, spec=None, ranks=None, microbatches=None, stages_per_rank=None, units=false, costs=None, costs_from=None, strict_spec=false, keep_dp=false, global_batch=false, split=None, recompute=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
 fn compare<'py>(
     py: Python<'py>,
     schedules: Vec<String>,
@@ -77,13 +77,19 @@ fn compare<'py>(
     keep_dp: bool,
     global_batch: bool,
     split: Option<String>,
+    recompute: Option<String>,
     plugin_dirs: Vec<PathBuf>,
     schedule_dirs: Vec<PathBuf>,
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let costs = costs_text(costs)?;
     let params = params(ranks, microbatches, stages_per_rank, kwargs)?;
-    let spec_rule = rule(strict_spec, keep_dp, global_batch, split.as_deref())?;
+    let spec_rule = rule(
+        strict_spec,
+        keep_dp,
+        global_batch,
+        (split.as_deref(), recompute.as_deref()),
+    )?;
     let dirs = Dirs {
         plugins: &plugin_dirs,
         schedules: &schedule_dirs,
@@ -115,7 +121,7 @@ fn compare<'py>(
     clippy::too_many_arguments,
     reason = "the Python signature: every keyword is an argument"
 )]
-#[pyo3(signature = (schedules, over, *, metric="bubble", spec=None, costs=None, costs_from=None, ranks=None, microbatches=None, stages_per_rank=None, strict_spec=false, keep_dp=false, global_batch=false, split=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
+#[pyo3(signature = (schedules, over, *, metric="bubble", spec=None, costs=None, costs_from=None, ranks=None, microbatches=None, stages_per_rank=None, strict_spec=false, keep_dp=false, global_batch=false, split=None, recompute=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
 fn sweep<'py>(
     py: Python<'py>,
     schedules: Vec<String>,
@@ -131,6 +137,7 @@ fn sweep<'py>(
     keep_dp: bool,
     global_batch: bool,
     split: Option<String>,
+    recompute: Option<String>,
     plugin_dirs: Vec<PathBuf>,
     schedule_dirs: Vec<PathBuf>,
     kwargs: Option<&Bound<'py, PyDict>>,
@@ -140,7 +147,7 @@ fn sweep<'py>(
         costs,
         costs_from,
         (strict_spec, keep_dp, global_batch),
-        split.as_deref(),
+        (split.as_deref(), recompute.as_deref()),
     )?;
     let params = params(ranks, microbatches, stages_per_rank, kwargs)?;
     let metric = metric.to_owned();
@@ -169,7 +176,7 @@ fn sweep<'py>(
     clippy::too_many_arguments,
     reason = "the Python signature: every keyword is an argument"
 )]
-#[pyo3(signature = (schedules, *, spec=None, costs=None, costs_from=None, ranks=None, microbatches=None, stages_per_rank=None, comms=false, start=None, end=None, strict_spec=false, keep_dp=false, global_batch=false, split=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
+#[pyo3(signature = (schedules, *, spec=None, costs=None, costs_from=None, ranks=None, microbatches=None, stages_per_rank=None, comms=false, start=None, end=None, strict_spec=false, keep_dp=false, global_batch=false, split=None, recompute=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
 fn render(
     py: Python<'_>,
     schedules: Vec<String>,
@@ -186,6 +193,7 @@ fn render(
     keep_dp: bool,
     global_batch: bool,
     split: Option<String>,
+    recompute: Option<String>,
     plugin_dirs: Vec<PathBuf>,
     schedule_dirs: Vec<PathBuf>,
     kwargs: Option<&Bound<'_, PyDict>>,
@@ -195,7 +203,7 @@ fn render(
         costs,
         costs_from,
         (strict_spec, keep_dp, global_batch),
-        split.as_deref(),
+        (split.as_deref(), recompute.as_deref()),
     )?;
     let params = params(ranks, microbatches, stages_per_rank, kwargs)?;
     let dirs = Dirs {
@@ -238,7 +246,7 @@ fn window(start: Option<f64>, end: Option<f64>) -> Result<TimeWindow, Failure> {
     clippy::too_many_arguments,
     reason = "the Python signature: every keyword is an argument"
 )]
-#[pyo3(signature = (schedules, *, spec=None, costs=None, costs_from=None, ranks=None, microbatches=None, stages_per_rank=None, over=None, metric="bubble", comms=false, start=None, end=None, strict_spec=false, keep_dp=false, global_batch=false, split=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
+#[pyo3(signature = (schedules, *, spec=None, costs=None, costs_from=None, ranks=None, microbatches=None, stages_per_rank=None, over=None, metric="bubble", comms=false, start=None, end=None, strict_spec=false, keep_dp=false, global_batch=false, split=None, recompute=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new(), **kwargs))]
 fn report(
     py: Python<'_>,
     schedules: Vec<String>,
@@ -257,6 +265,7 @@ fn report(
     keep_dp: bool,
     global_batch: bool,
     split: Option<String>,
+    recompute: Option<String>,
     plugin_dirs: Vec<PathBuf>,
     schedule_dirs: Vec<PathBuf>,
     kwargs: Option<&Bound<'_, PyDict>>,
@@ -266,7 +275,7 @@ fn report(
         costs,
         costs_from,
         (strict_spec, keep_dp, global_batch),
-        split.as_deref(),
+        (split.as_deref(), recompute.as_deref()),
     )?;
     let params = params(ranks, microbatches, stages_per_rank, kwargs)?;
     let metric = metric.to_owned();
@@ -437,7 +446,7 @@ fn recommend<'py>(
     clippy::too_many_arguments,
     reason = "the Python signature: every keyword is an argument"
 )]
-#[pyo3(signature = (*, ranks=None, microbatches=None, placement="loop", stages_per_rank=None, spec=None, costs=None, costs_from=None, memory_limit=None, activations=None, library_memory=false, weight_split=true, pairs=true, time_limit=10.0, evaluations=None, exact_nodes=None, seed=None, strict_spec=false, keep_dp=false, global_batch=false, split=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new()))]
+#[pyo3(signature = (*, ranks=None, microbatches=None, placement="loop", stages_per_rank=None, spec=None, costs=None, costs_from=None, memory_limit=None, activations=None, library_memory=false, weight_split=true, pairs=true, time_limit=10.0, evaluations=None, exact_nodes=None, seed=None, strict_spec=false, keep_dp=false, global_batch=false, split=None, recompute=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new()))]
 fn synthesize<'py>(
     py: Python<'py>,
     ranks: Option<Whole>,
@@ -460,6 +469,7 @@ fn synthesize<'py>(
     keep_dp: bool,
     global_batch: bool,
     split: Option<String>,
+    recompute: Option<String>,
     plugin_dirs: Vec<PathBuf>,
     schedule_dirs: Vec<PathBuf>,
 ) -> PyResult<Bound<'py, PyAny>> {
@@ -468,7 +478,7 @@ fn synthesize<'py>(
         costs,
         costs_from,
         (strict_spec, keep_dp, global_batch),
-        split.as_deref(),
+        (split.as_deref(), recompute.as_deref()),
     )?;
     let placement = placement.to_owned();
     let dirs = Dirs {

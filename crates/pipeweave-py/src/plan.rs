@@ -196,7 +196,7 @@ impl Plan {
     /// shape is fitted to the plan, as the command line does (the result's `"fitted"` says how);
     /// `strict_spec`, `keep_dp` and `global_batch` are `--strict-spec`, `--keep-dp` and
     /// `--global-batch`.
-    #[pyo3(signature = (spec=None, costs=None, *, costs_from=None, strict_spec=false, keep_dp=false, global_batch=false, split=None))]
+    #[pyo3(signature = (spec=None, costs=None, *, costs_from=None, strict_spec=false, keep_dp=false, global_batch=false, split=None, recompute=None))]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn simulate<'py>(
         &self,
@@ -208,13 +208,14 @@ impl Plan {
         keep_dp: bool,
         global_batch: bool,
         split: Option<String>,
+        recompute: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let costs = Costs::of(
             spec,
             costs,
             costs_from,
             (strict_spec, keep_dp, global_batch),
-            split.as_deref(),
+            (split.as_deref(), recompute.as_deref()),
         )?;
         let loaded = self.loaded.clone();
         let simulation = with_session(py, &Dirs::default(), |s| {
@@ -231,7 +232,7 @@ impl Plan {
         clippy::too_many_arguments,
         reason = "the Python signature: every keyword is an argument"
     )]
-    #[pyo3(signature = (schedules, spec=None, units=false, *, costs=None, strict_spec=false, keep_dp=false, global_batch=false, split=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new()))]
+    #[pyo3(signature = (schedules, spec=None, units=false, *, costs=None, strict_spec=false, keep_dp=false, global_batch=false, split=None, recompute=None, plugin_dirs=Vec::new(), schedule_dirs=Vec::new()))]
     fn compare<'py>(
         &self,
         py: Python<'py>,
@@ -243,12 +244,18 @@ impl Plan {
         keep_dp: bool,
         global_batch: bool,
         split: Option<String>,
+        recompute: Option<String>,
         plugin_dirs: Vec<PathBuf>,
         schedule_dirs: Vec<PathBuf>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let costs = costs_text(costs)?;
         let plan = self.plan();
-        let spec_rule = rule(strict_spec, keep_dp, global_batch, split.as_deref())?;
+        let spec_rule = rule(
+            strict_spec,
+            keep_dp,
+            global_batch,
+            (split.as_deref(), recompute.as_deref()),
+        )?;
         let request_of = |units: Option<UniformCosts>| CompareRequest {
             schedules: schedules.clone(),
             params: Params {
@@ -296,7 +303,7 @@ impl Plan {
     /// The versioned JSON plan, as `pipeweave export --to json` writes it (with the simulated
     /// timeline when `spec` or `costs` is given, as `--spec` and `--costs` add it; the spec met
     /// by the rule `simulate` takes).
-    #[pyo3(signature = (spec=None, costs=None, *, costs_from=None, strict_spec=false, keep_dp=false, global_batch=false, split=None))]
+    #[pyo3(signature = (spec=None, costs=None, *, costs_from=None, strict_spec=false, keep_dp=false, global_batch=false, split=None, recompute=None))]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn to_json(
         &self,
@@ -308,20 +315,21 @@ impl Plan {
         keep_dp: bool,
         global_batch: bool,
         split: Option<String>,
+        recompute: Option<String>,
     ) -> PyResult<String> {
         let costs = Costs::of(
             spec,
             costs,
             costs_from,
             (strict_spec, keep_dp, global_batch),
-            split.as_deref(),
+            (split.as_deref(), recompute.as_deref()),
         )?;
         self.export(py, &costs, ExportFormat::Json)
     }
 
     /// A Chrome / Perfetto trace of the simulated step, as `pipeweave export --to chrome-trace`
     /// writes it (on `spec`, or under `costs`; unit costs by default, 1 unit = 1 ms).
-    #[pyo3(signature = (spec=None, costs=None, *, costs_from=None, strict_spec=false, keep_dp=false, global_batch=false, split=None))]
+    #[pyo3(signature = (spec=None, costs=None, *, costs_from=None, strict_spec=false, keep_dp=false, global_batch=false, split=None, recompute=None))]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn to_trace(
         &self,
@@ -333,13 +341,14 @@ impl Plan {
         keep_dp: bool,
         global_batch: bool,
         split: Option<String>,
+        recompute: Option<String>,
     ) -> PyResult<String> {
         let costs = Costs::of(
             spec,
             costs,
             costs_from,
             (strict_spec, keep_dp, global_batch),
-            split.as_deref(),
+            (split.as_deref(), recompute.as_deref()),
         )?;
         self.export(py, &costs, ExportFormat::ChromeTrace)
     }

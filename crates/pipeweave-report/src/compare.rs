@@ -265,7 +265,10 @@ pub fn traits_table(c: &Comparison) -> Table {
                     t.stages_per_rank.to_string(),
                     match &row.outcome {
                         Ok(f) if !f.layers_per_part.is_empty() => {
-                            crate::format::split_text(&f.layers_per_part)
+                            crate::format::split_recompute_text(
+                                &f.layers_per_part,
+                                &f.recompute_per_part,
+                            )
                         }
                         _ => NONE.to_owned(),
                     },

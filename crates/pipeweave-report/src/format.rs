@@ -156,6 +156,58 @@ pub fn split_text(layers: &[u64]) -> String {
     out.join(", ")
 }
 
+/// Each part's recomputation in runs: `full` when every part runs it, else `full×2, none×6`.
+pub fn recompute_text<S: AsRef<str>>(per_part: &[S]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < per_part.len() {
+        let x = per_part[i].as_ref();
+        let run = per_part[i..].iter().take_while(|y| y.as_ref() == x).count();
+        out.push(if run == 1 || run == per_part.len() {
+            x.to_owned()
+        } else {
+            format!("{x}×{run}")
+        });
+        i += run;
+    }
+    out.join(", ")
+}
+
+/// Each part's recomputation counted: `full on 44 of 64 parts` or `full on 2, selective on 10 of
+/// 16 parts` (the rest recompute nothing); the one word when every part runs it.
+pub fn recompute_summary<S: AsRef<str>>(per_part: &[S]) -> String {
+    let n = per_part.len();
+    let count = |k: &str| per_part.iter().filter(|r| r.as_ref() == k).count();
+    let kinds: Vec<(&str, usize)> = ["full", "selective"]
+        .into_iter()
+        .map(|k| (k, count(k)))
+        .filter(|&(_, c)| c > 0)
+        .collect();
+    match kinds.as_slice() {
+        [] => "none".to_owned(),
+        [(k, c)] if *c == n => (*k).to_owned(),
+        _ => format!(
+            "{} of {n} parts",
+            kinds
+                .iter()
+                .map(|(k, c)| format!("{k} on {c}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// A split with each part's recomputation where any part recomputes: `4×16` or
+/// `1×13, 2×3 · recompute full, none×3`.
+pub fn split_recompute_text<S: AsRef<str>>(layers: &[u64], recompute: &[S]) -> String {
+    let split = split_text(layers);
+    if recompute.iter().all(|r| r.as_ref() == "none") {
+        split
+    } else {
+        format!("{split} · recompute {}", recompute_text(recompute))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,7 +22,14 @@ pub fn candidate_label(c: &Candidate) -> String {
     for x in &c.settings {
         let _ = write!(s, ", {x}");
     }
-    if c.recompute != "none" {
+    let mixed = c.recompute_per_part.iter().any(|r| *r != c.recompute);
+    if mixed {
+        let _ = write!(
+            s,
+            ", recompute {}",
+            crate::format::recompute_summary(&c.recompute_per_part)
+        );
+    } else if c.recompute != "none" {
         let _ = write!(s, ", recompute {}", c.recompute);
     }
     lines(s)
@@ -110,6 +117,15 @@ fn choice_lines(r: &Recommendation) -> Vec<(&'static str, String)> {
             if c.split_searched { "searched" } else { "even" }
         ),
     ));
+    if c.recompute_per_part.iter().any(|r| *r != c.recompute) {
+        lines.push((
+            "recompute",
+            format!(
+                "{} per part (searched with the split)",
+                crate::format::recompute_text(&c.recompute_per_part)
+            ),
+        ));
+    }
     lines.push(("step time", time_text(c)));
     if let Some(f) = &c.figures {
         let b = &f.breakdown_per_rank_mean_s;

@@ -35,6 +35,8 @@ pub enum Flag {
     GlobalBatch,
     /// How the layers are split over the parts.
     Split,
+    /// Each part's recomputation.
+    Recompute,
     /// Uniform costs.
     Costs,
     /// A measured-costs file.
@@ -92,6 +94,7 @@ impl FrontEnd {
                 Flag::KeepDp => "--keep-dp",
                 Flag::GlobalBatch => "--global-batch",
                 Flag::Split => "--split",
+                Flag::Recompute => "--recompute",
                 Flag::Costs => "--costs",
                 Flag::CostsFrom => "--costs-from",
                 Flag::Plan => "--plan",
@@ -117,6 +120,7 @@ impl FrontEnd {
                 Flag::KeepDp => "keep_dp",
                 Flag::GlobalBatch => "global_batch",
                 Flag::Split => "split",
+                Flag::Recompute => "recompute",
                 Flag::Costs => "costs=",
                 Flag::CostsFrom => "costs_from=",
                 Flag::Plan => "plan=",

@@ -244,8 +244,15 @@ pub struct Training {
     pub comm_sms: f64,
     /// Share of the GPU's memory kept free: a plan fits when it needs at most (1 − headroom) of it.
     pub memory_headroom: f64,
-    /// What the backward recomputes instead of keeping from the forward.
+    /// What the backward recomputes instead of keeping from the forward: every part's setting,
+    /// or, with [`Training::recompute_per_part`], the heaviest of theirs.
     pub recompute: Recompute,
+    /// Each part's recomputation where the parts differ (AdaPipe, Sun et al., ASPLOS 2024),
+    /// indexed like `parallelism.layers_per_stage`; empty when every part runs `recompute`.
+    pub recompute_per_part: Vec<Recompute>,
+    /// The rungs a search (`--split auto`, `recommend`) may give each part; empty: every rung
+    /// that changes anything (none, selective with standard attention, full).
+    pub recompute_options: Vec<Recompute>,
     /// RMSNorm (LayerNorm) outputs are recomputed in the backward, not kept (DeepSeek-V3 §3.2.3).
     pub recompute_norms: bool,
     /// MLA's up-projected queries, keys and values are recomputed from the latents in the
@@ -279,6 +286,47 @@ impl Recompute {
             Recompute::Selective => "selective",
             Recompute::Full => "full",
         }
+    }
+
+    /// The setting a spec or a command line names (`none`, `selective`, `full`).
+    pub fn from_name(name: &str) -> Option<Recompute> {
+        match name {
+            "none" => Some(Recompute::None),
+            "selective" => Some(Recompute::Selective),
+            "full" => Some(Recompute::Full),
+            _ => None,
+        }
+    }
+}
+
+impl Training {
+    /// The recomputation part `q` runs.
+    pub fn recompute_of(&self, q: usize) -> Recompute {
+        self.recompute_per_part
+            .get(q)
+            .copied()
+            .unwrap_or(self.recompute)
+    }
+
+    /// Sets each part's recomputation: one setting for every part when they agree (or `per_part`
+    /// is empty), else the list, with `recompute` the heaviest of it.
+    pub fn set_recompute(&mut self, per_part: &[Recompute]) {
+        match per_part.first() {
+            Some(&first) if per_part.iter().all(|&r| r == first) => {
+                self.recompute = first;
+                self.recompute_per_part = Vec::new();
+            }
+            Some(_) => {
+                self.recompute = per_part.iter().copied().max().unwrap_or(Recompute::None);
+                self.recompute_per_part = per_part.to_vec();
+            }
+            None => self.recompute_per_part = Vec::new(),
+        }
+    }
+
+    /// Each of `parts` parts' recomputation.
+    pub fn recompute_parts(&self, parts: usize) -> Vec<Recompute> {
+        (0..parts).map(|q| self.recompute_of(q)).collect()
     }
 }
 

@@ -373,3 +373,38 @@ fn show_bounds_its_rows() {
         "--rank-range 9..9: the plan has ranks 0 to 3"
     );
 }
+
+/// Under `--split auto` the synthesized plan carries the split (and each part's recomputation)
+/// searched again for its own order, never slower than the one the placement's skeleton got.
+#[test]
+fn synthesize_searches_the_split_again_for_its_plan() {
+    let mut host = MemoryHost::default();
+    let at = |split: pipeweave_eval::Split| SynthesizeRequest {
+        ranks: Some(4),
+        evaluations: 20,
+        exact_nodes: 0,
+        costs: CostsArg {
+            spec: Some("gpt2-1.3b-p100-32".into()),
+            rule: SpecRule {
+                split,
+                ..SpecRule::default()
+            },
+            ..CostsArg::default()
+        },
+        ..SynthesizeRequest::default()
+    };
+    let (auto, _) = run(&mut host, FrontEnd::CommandLine, |s| {
+        pipeweave_app::synthesize(s, &at(pipeweave_eval::Split::Auto))
+    });
+    let plan = auto.expect("synthesizes").plan;
+    let split = plan.split().expect("the plan carries its split");
+    assert_eq!(split.len(), 4);
+    assert_eq!(split.iter().sum::<u64>(), 64);
+    let recompute = plan.recompute().expect("and its recomputation");
+    assert_eq!(recompute.len(), 4);
+    // without `--split auto` nothing is searched again: the plan carries no split of its own
+    let (spec, _) = run(&mut host, FrontEnd::CommandLine, |s| {
+        pipeweave_app::synthesize(s, &at(pipeweave_eval::Split::Spec))
+    });
+    assert!(spec.expect("synthesizes").plan.split().is_none());
+}

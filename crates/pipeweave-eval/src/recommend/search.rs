@@ -8,12 +8,12 @@ use super::{
 use crate::compare::Figures;
 use crate::fit::fit_spec;
 use crate::planner::{PlanRequest, Planner, Unbuilt};
-use crate::split::search_split_from;
+use crate::split::search_split_climbing;
 use crate::step::StepReport;
 use pipeweave_check::ValidPlan;
 use pipeweave_cost::{CostTable, rank_memory};
 use pipeweave_sim::{live_activations, simulate};
-use pipeweave_spec::{Attention, Recompute, Spec};
+use pipeweave_spec::{Recompute, Spec};
 use std::cmp::Ordering;
 
 /// A schedule family: a schedule with its `v` and its settings.
@@ -183,29 +183,30 @@ fn shape_problem(spec: &Spec, pp: u64, tp: u64, global: u64) -> Option<String> {
     None
 }
 
-/// The recomputation ladder: none, selective where it changes anything (standard attention),
-/// full.
+/// The recomputation ladder: the spec's `training.recompute_options`, else none, selective where
+/// it changes anything (standard attention), full.
 fn ladder(spec: &Spec) -> Vec<Recompute> {
-    let mut out = vec![Recompute::None];
-    if spec.training.attention == Attention::Standard {
-        out.push(Recompute::Selective);
-    }
-    out.push(Recompute::Full);
-    out
+    crate::split::recompute_options(spec)
 }
 
-/// `plan` on `base` (the spec at this shape) with `recompute`: its memory, and its step when it
-/// fits.
+/// `plan` on `base` (the spec at this shape) with `recompute` (one setting for every part, or one
+/// per part): its memory, and its step when it fits.
 fn candidate(
     base: &Spec,
     family: (&str, Option<u32>, &[String]),
     plan: &ValidPlan,
-    recompute: Recompute,
+    recompute: &[Recompute],
     split: Option<&[u64]>,
 ) -> Result<Candidate, String> {
     let (fitted, _) = fit_spec(base, plan).map_err(|d| d.message)?;
     let mut spec = fitted;
-    spec.training.recompute = recompute;
+    if recompute.len() == plan.stages_per_pipeline() as usize || recompute.len() <= 1 {
+        spec.training.set_recompute(recompute);
+    } else {
+        // a list for other parts: the heaviest of it for every part
+        spec.training
+            .set_recompute(&[recompute.iter().copied().max().unwrap_or(Recompute::None)]);
+    }
     // the even split unless another is given: the spec's own is one of the searched splits'
     // candidates, so `--split even` is even indeed
     // (measured costs are per part of the spec's own split, which then stays)
@@ -238,7 +239,13 @@ fn candidate(
         stages_per_rank: spec.parallelism.stages_per_rank,
         v: family.1,
         model_copies: plan.model_copies(),
-        recompute: recompute.name().to_owned(),
+        recompute: spec.training.recompute.name().to_owned(),
+        recompute_per_part: spec
+            .training
+            .recompute_parts(spec.parallelism.layers_per_stage.len())
+            .iter()
+            .map(|r| r.name().to_owned())
+            .collect(),
         layers_per_part: spec.parallelism.layers_per_stage.clone(),
         split_searched: split.is_some(),
         step_time_s: None,
@@ -304,14 +311,16 @@ fn balanced_bound(spec: &Spec, plan: &ValidPlan) -> Option<f64> {
     Some(per_mb * f64::from(plan.num_microbatches()) / f64::from(plan.ranks().max(1)))
 }
 
-/// The split search at one rung, unless it cannot pay: `even` is the even split's candidate, and
-/// `best` the fastest step found so far. Pruned when the perfectly balanced bound of this
-/// configuration cannot beat `best`, or when the even split fits and is within 0.5% of it.
+/// The split search at one rung, each part's recomputation chosen among the rungs up to `rc`
+/// (lighter ones where memory allows, AdaPipe's point), unless it cannot pay: `even` is the even
+/// split's candidate at `rc`, and `best` the fastest step found so far. Pruned when the
+/// perfectly balanced bound of this configuration at the lightest rung cannot beat `best`, or
+/// when the even split fits and is within 0.5% of it.
 fn with_split(
     base: &Spec,
     family: (&str, Option<u32>, &[String]),
     plan: &ValidPlan,
-    rc: Recompute,
+    (rc, options): (Recompute, &[Recompute]),
     even: &Candidate,
     best: f64,
 ) -> Result<Option<Candidate>, String> {
@@ -324,18 +333,26 @@ fn with_split(
     {
         return Ok(None);
     }
-    spec.training.recompute = rc;
+    spec.training.set_recompute(&[options[0]]);
     let Some(bound) = balanced_bound(&spec, plan) else {
         return Ok(None);
     };
     if bound >= best || even.step_time_s.is_some_and(|t| t <= bound * 1.005) {
         return Ok(None);
     }
-    let found = search_split_from(&spec, plan, Some((even.step_time_s, even.memory_bytes)))?;
-    if found.layers == even.layers_per_part {
+    spec.training.set_recompute(&[rc]);
+    let found = search_split_climbing(
+        &spec,
+        plan,
+        Some((even.step_time_s, even.memory_bytes)),
+        options,
+        best,
+    )?;
+    let uniform = found.recompute.iter().all(|&r| r == rc);
+    if found.layers == even.layers_per_part && uniform {
         return Ok(None);
     }
-    let c = candidate(base, family, plan, rc, Some(&found.layers))?;
+    let c = candidate(base, family, plan, &found.recompute, Some(&found.layers))?;
     let better = match (c.step_time_s, even.step_time_s) {
         (Some(t), Some(e)) => t < e,
         (Some(_), None) => true,
@@ -345,8 +362,9 @@ fn with_split(
 }
 
 /// The first rung of the recomputation ladder that fits, or the last (with its memory); with
-/// `split`, each rung also with a searched split ([`with_split`]), so a split that fits saves
-/// a rung of recomputation. `best` is the fastest step found so far (for the pruning).
+/// `split`, each rung also with a searched split and each part's recomputation among the rungs so
+/// far ([`with_split`]), so a split that fits saves a rung of recomputation, on some parts or on
+/// all. `best` is the fastest step found so far (for the pruning).
 fn climb(
     base: &Spec,
     family: (&str, Option<u32>, &[String]),
@@ -355,9 +373,11 @@ fn climb(
     best: f64,
 ) -> Result<Candidate, String> {
     let mut last = None;
-    for rc in rungs(base, family.2) {
-        let c = candidate(base, family, plan, rc, None)?;
-        if split && let Some(better) = with_split(base, family, plan, rc, &c, best)? {
+    let rungs = rungs(base, family.2);
+    for (i, &rc) in rungs.iter().enumerate() {
+        let c = candidate(base, family, plan, &[rc], None)?;
+        if split && let Some(better) = with_split(base, family, plan, (rc, &rungs[..=i]), &c, best)?
+        {
             return Ok(better);
         }
         if !c.out_of_memory {
@@ -721,7 +741,9 @@ pub fn recommend<P: Planner + ?Sized>(
                 spec,
                 ("1f1b", None, &[]),
                 &plan,
-                spec.training.recompute,
+                &spec
+                    .training
+                    .recompute_parts(spec.parallelism.layers_per_stage.len()),
                 None,
             )
             .ok(),

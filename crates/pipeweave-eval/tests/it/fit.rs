@@ -62,6 +62,7 @@ fn rule(strict: bool, keep_dp: bool, global_batch: bool) -> SpecRule {
         keep_dp,
         global_batch,
         split: Split::Spec,
+        recompute: None,
     }
 }
 

@@ -243,6 +243,33 @@ fn from_wire(wire: WirePlan) -> Result<PlanJson, Found> {
     } else {
         plan
     };
+    // each part's recomputation, when the parts carry it: every part or none
+    let named = wire.parts.iter().filter(|p| p.recompute.is_some()).count();
+    let mut recompute = Vec::new();
+    for (q, part) in wire.parts.iter().enumerate() {
+        match part.recompute.as_deref() {
+            Some(r @ ("none" | "selective" | "full")) => recompute.push(r.to_owned()),
+            Some(other) => diags.push((
+                Diagnostic::error(format!(
+                    "part {q}'s recompute is `{}`; expected `none`, `selective` or `full`",
+                    other.chars().take(40).collect::<String>()
+                )),
+                vec![key("parts"), index(q), key("recompute")],
+            )),
+            None if named > 0 => diags.push((
+                Diagnostic::error(format!(
+                    "part {q} has no `recompute` while others have: give every part its own"
+                )),
+                vec![key("parts"), index(q)],
+            )),
+            None => {}
+        }
+    }
+    let plan = if named > 0 && recompute.len() == wire.parts.len() {
+        plan.with_recompute(Some(recompute))
+    } else {
+        plan
+    };
 
     for (r, program) in plan.programs().iter().enumerate() {
         for (i, a) in program.iter().enumerate() {

@@ -92,3 +92,35 @@ fn the_json_plan_carries_its_split_and_reads_it_back() {
         "{err:?}"
     );
 }
+
+#[test]
+fn the_json_plan_carries_each_parts_recomputation() {
+    let names = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    let plan = library("1f1b", 4, 8, None)
+        .with_split(Some(vec![1, 3, 3, 1]))
+        .with_recompute(Some(names(&["full", "selective", "none", "none"])));
+    let text = json_text(&plan, None).expect("writes").to_text();
+    assert!(text.contains("\"recompute\":\"selective\""), "{text}");
+    let back = read_json(&text, FileId(0)).expect("reads");
+    assert_eq!(
+        back.plan.recompute(),
+        Some(&names(&["full", "selective", "none", "none"])[..])
+    );
+    // an unknown setting, and a part without one while others have, are refused where they are
+    let bad = text.replacen("\"recompute\":\"selective\"", "\"recompute\":\"half\"", 1);
+    let err = read_json(&bad, FileId(0)).expect_err("an unknown setting");
+    assert!(
+        err.iter().any(|d| d
+            .message
+            .contains("part 1's recompute is `half`; expected `none`, `selective` or `full`")),
+        "{err:?}"
+    );
+    let missing = text.replacen(",\"recompute\":\"full\"", "", 1);
+    let err = read_json(&missing, FileId(0)).expect_err("a part without one");
+    assert!(
+        err.iter().any(|d| d
+            .message
+            .contains("part 0 has no `recompute` while others have")),
+        "{err:?}"
+    );
+}

@@ -229,19 +229,36 @@ impl<'a> Rows<'a> {
                 self.action(c, rank, a, iv, row_y);
             }
         }
+        let layers = rank_layers(c.plan, rank);
         if let Some(m) = t.ranks.get(rank) {
             let share = if t.timing.makespan > 0.0 {
                 m.idle / t.timing.makespan
             } else {
                 0.0
             };
+            // with the layers below it, the idle time in the upper half of the row
+            let y = if layers.is_some() {
+                row_y + ROW_H * 0.3
+            } else {
+                row_y + ROW_H / 2.0
+            };
             let _ = writeln!(
                 self.out,
                 r##"<text x="{}" y="{}" font-size="10" fill="#555" dominant-baseline="central">idle {} ({})</text>"##,
                 num(LEFT + self.lay.plot_w + 8.0),
-                num(row_y + ROW_H / 2.0),
+                num(y),
                 esc(&self.unit.format(m.idle)),
                 percent(share, 0),
+            );
+        }
+        if let Some((short, long)) = layers {
+            let _ = writeln!(
+                self.out,
+                r##"<text x="{}" y="{}" font-size="9" fill="#2a6f3f" dominant-baseline="central" class="layers"><title>{}</title>{}</text>"##,
+                num(LEFT + self.lay.plot_w + 8.0),
+                num(row_y + ROW_H * 0.75),
+                esc(&long),
+                esc(&short),
             );
         }
     }
@@ -489,4 +506,73 @@ fn tooltip(rank: usize, a: &Action, c: &Chart, start: f64, end: f64, unit: TimeU
         unit.format(start),
         unit.format(end)
     )
+}
+
+/// The layers the parts on `rank` hold, when the plan carries its split: a short label for the
+/// row (`layers 0–15 + embedding`, or `3 parts, 12 layers + head` for several) and the whole
+/// list for its tooltip, each part with its recomputation where it recomputes.
+pub(super) fn rank_layers(plan: &pipeweave_plan::Plan, rank: usize) -> Option<(String, String)> {
+    let split = plan.split()?;
+    let s = plan.stages_per_pipeline();
+    let recompute = plan.recompute();
+    let mut parts: Vec<u32> = plan
+        .stages_on_rank(rank as u32)
+        .iter()
+        .map(|&st| st % s.max(1))
+        .collect();
+    parts.sort_unstable();
+    parts.dedup();
+    if parts.is_empty() {
+        return None;
+    }
+    let last = split.len().saturating_sub(1);
+    let range = |q: usize| -> String {
+        let start: u64 = split.iter().take(q).sum();
+        let n = split.get(q).copied().unwrap_or(0);
+        let mut t = match n {
+            0 => String::new(),
+            1 => format!("layer {start}"),
+            _ => format!("layers {start}–{}", start + n - 1),
+        };
+        for (on, what) in [(q == 0, "embedding"), (q == last, "head")] {
+            if on {
+                t = if t.is_empty() {
+                    what.to_owned()
+                } else {
+                    format!("{t} + {what}")
+                };
+            }
+        }
+        t
+    };
+    let ends = |qs: &[u32]| -> String {
+        let mut t = String::new();
+        if qs.contains(&0) {
+            t.push_str(" + embedding");
+        }
+        if qs.iter().any(|&q| q as usize == last) {
+            t.push_str(" + head");
+        }
+        t
+    };
+    let short = match parts.as_slice() {
+        [q] => range(*q as usize),
+        qs => {
+            let layers: u64 = qs.iter().filter_map(|&q| split.get(q as usize)).sum();
+            format!("{} parts, {layers} layers{}", qs.len(), ends(qs))
+        }
+    };
+    let long = parts
+        .iter()
+        .map(|&q| {
+            let rc = recompute
+                .and_then(|r| r.get(q as usize))
+                .filter(|r| r.as_str() != "none")
+                .map(|r| format!(", recompute {r}"))
+                .unwrap_or_default();
+            format!("part {q}: {}{rc}", range(q as usize))
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    Some((short, format!("rank {rank} holds {long}")))
 }

@@ -197,3 +197,34 @@ fn a_window_clips_cells_and_lanes() {
         timelines_svg(std::slice::from_ref(&chart), TimeUnit::Units, "w")
     );
 }
+
+#[test]
+fn each_rank_row_names_the_layers_of_its_parts() {
+    // a V of 4 ranks, 8 parts with an uneven split: rank 0 holds parts 0 and 7, the embedding
+    // and the head; the tooltip lists every part with its recomputation where it recomputes
+    let plan = library("zb-v", 4, 8)
+        .with_split(Some(vec![0, 3, 3, 3, 3, 3, 3, 2]))
+        .with_recompute(Some(
+            [
+                "full", "full", "none", "none", "none", "none", "none", "none",
+            ]
+            .map(str::to_owned)
+            .to_vec(),
+        ));
+    let svg = one("zb-v", &plan, false);
+    assert_eq!(svg.matches(r#"class="layers""#).count(), 4);
+    assert!(svg.contains(
+        "<title>rank 0 holds part 0: embedding, recompute full; part 7: layers 18–19 + head</title>2 parts, 2 layers + embedding + head"
+    ));
+    assert!(svg.contains(
+        "<title>rank 1 holds part 1: layers 0–2, recompute full; part 6: layers 15–17</title>2 parts, 6 layers<"
+    ));
+    // a one-part rank says its layers in full
+    let one_f_one_b = library("1f1b", 4, 8).with_split(Some(vec![1, 8, 8, 7]));
+    let svg = one("1f1b", &one_f_one_b, false);
+    assert!(svg.contains(">layer 0 + embedding<"));
+    assert!(svg.contains(">layers 17–23 + head<"));
+    // without a split the rows say nothing of layers
+    assert!(!one("1f1b", &library("1f1b", 4, 8), false).contains(r#"class="layers""#));
+    insta::assert_snapshot!(svg);
+}

@@ -14,6 +14,7 @@ pub(super) fn consistency(spec: &Spec) -> Vec<Diagnostic> {
     checks.gpu_count();
     checks.heads_over_tp();
     checks.recompute_options();
+    checks.recompute_per_part();
     checks.kv_heads();
     checks.tp_within_node();
     checks.experts();
@@ -81,6 +82,24 @@ impl Checks<'_> {
         if !m.heads.is_multiple_of(u64::from(p.tp)) {
             let message = format!("{} attention heads do not split over tp {}", m.heads, p.tp);
             self.push("parallelism.tp", "tensor-parallel ranks", message);
+        }
+    }
+
+    /// A list of recomputations has one per part of the model.
+    fn recompute_per_part(&mut self) {
+        let (t, p) = (&self.spec.training, &self.spec.parallelism);
+        let parts = p.layers_per_stage.len();
+        if !t.recompute_per_part.is_empty() && t.recompute_per_part.len() != parts {
+            let message = format!(
+                "`training.recompute` lists {} settings but the model is cut into {parts} parts (pp {} × stages_per_rank {})",
+                t.recompute_per_part.len(),
+                p.pp,
+                p.stages_per_rank
+            );
+            let d = self
+                .err("training.recompute", "one setting per part", message)
+                .with_help("give one setting for every part, or one word for all of them");
+            self.out.push(d);
         }
     }
 

@@ -365,6 +365,15 @@ impl<'t, 'i> Table<'t, 'i> {
         }
     }
 
+    /// Whether `key` holds an array (`Ok(Some(()))`), without looking it up.
+    pub(super) fn peek_array(&self, key: &str) -> Result<Option<()>, ()> {
+        match self.table.get(key).map(|v| v.get_ref()) {
+            Some(DeValue::Array(_)) => Ok(Some(())),
+            Some(_) => Err(()),
+            None => Ok(None),
+        }
+    }
+
     /// An array of numbers (milliseconds), or of positive integers.
     pub(super) fn array(
         &mut self,

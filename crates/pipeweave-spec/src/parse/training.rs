@@ -107,6 +107,7 @@ pub(super) fn read_training(
     let comm_sms = t.opt_num(cx, "comm_sms", Bound::Within(0.0, 100_000.0));
     let headroom = t.opt_num(cx, "memory_headroom", Bound::Within(0.0, MAX_HEADROOM));
     let recompute = read_recompute(cx, &mut t);
+    let options = read_recompute_options(cx, &mut t);
     let norms = t.opt_bool(cx, "recompute_norms", false);
     let mla_up = t.opt_bool(cx, "recompute_mla_up_projection", false);
     let moe_act = t.opt_bool(cx, "recompute_moe_activation", false);
@@ -141,7 +142,9 @@ pub(super) fn read_training(
         p2p_blocking: p2p_blocking?,
         comm_sms: comm_sms.ok()?.unwrap_or(DEFAULT_COMM_SMS),
         memory_headroom: headroom.ok()?.unwrap_or(DEFAULT_HEADROOM),
-        recompute: recompute?,
+        recompute: recompute.as_ref()?.0,
+        recompute_per_part: recompute?.1,
+        recompute_options: options?,
         recompute_norms: norms?,
         recompute_mla_up_projection: mla_up?,
         recompute_moe_activation: moe_act?,
@@ -206,9 +209,17 @@ fn read_zero(cx: &mut Cx, t: &mut Table<'_, '_>) -> Option<u32> {
 }
 
 /// `training.recompute`: `"none"`, `"selective"` (Korthikanti et al. 2022: the attention core) or
-/// `"full"`.
-fn read_recompute(cx: &mut Cx, t: &mut Table<'_, '_>) -> Option<Recompute> {
-    t.choice(
+/// `"full"` for every part, or a list of them, one per part (AdaPipe: recomputation per stage;
+/// its length is checked against the parts with the rest of the spec). Returns the heaviest
+/// setting and the list (empty for one setting).
+fn read_recompute(cx: &mut Cx, t: &mut Table<'_, '_>) -> Option<(Recompute, Vec<Recompute>)> {
+    if let Ok(Some(_)) = t.peek_array("recompute") {
+        let list = read_recompute_list(cx, t, "recompute")?;
+        let heaviest = list.iter().copied().max().unwrap_or(Recompute::None);
+        let uniform = list.iter().all(|&r| r == heaviest);
+        return Some((heaviest, if uniform { Vec::new() } else { list }));
+    }
+    let one = t.choice(
         cx,
         "recompute",
         Recompute::None,
@@ -217,5 +228,55 @@ fn read_recompute(cx: &mut Cx, t: &mut Table<'_, '_>) -> Option<Recompute> {
             ("selective", Recompute::Selective),
             ("full", Recompute::Full),
         ],
-    )
+    )?;
+    Some((one, Vec::new()))
+}
+
+/// `training.recompute_options`: the rungs a search may give each part (absent: every rung).
+fn read_recompute_options(cx: &mut Cx, t: &mut Table<'_, '_>) -> Option<Vec<Recompute>> {
+    let mut list = read_recompute_list(cx, t, "recompute_options")?;
+    list.sort();
+    list.dedup();
+    Some(list)
+}
+
+/// An array of recomputation names at `key` (empty when absent).
+fn read_recompute_list(
+    cx: &mut Cx,
+    t: &mut Table<'_, '_>,
+    key: &'static str,
+) -> Option<Vec<Recompute>> {
+    let path = t.key_path(key);
+    let (items, span) = match t.array(cx, key) {
+        Ok(None) => return Some(Vec::new()),
+        Ok(Some(x)) => x,
+        Err(()) => return None,
+    };
+    if items.is_empty() {
+        let d = Diagnostic::error(format!("`{path}` is an empty list"))
+            .with_span_label(cx.span(&span), "no setting")
+            .with_help("give `\"none\"`, `\"selective\"` or `\"full\"`, or a list of them");
+        cx.diags.push(d);
+        return None;
+    }
+    let mut out = Vec::with_capacity(items.len());
+    let mut ok = true;
+    for (i, item) in items.iter().enumerate() {
+        let word = match item.get_ref() {
+            toml::de::DeValue::String(s) => Recompute::from_name(s),
+            _ => None,
+        };
+        match word {
+            Some(r) => out.push(r),
+            None => {
+                ok = false;
+                let d = Diagnostic::error(format!(
+                    "`{path}[{i}]` must be `\"none\"`, `\"selective\"` or `\"full\"`"
+                ))
+                .with_span_label(cx.span(&item.span()), "unknown setting");
+                cx.diags.push(d);
+            }
+        }
+    }
+    ok.then_some(out)
 }
