@@ -142,9 +142,9 @@ fn conformance() -> Result<(), String> {
 
 /// Plan against actual (`tests/fidelity/run.py`, about ten minutes, never part of `test`): in
 /// rounds, profiles the calibrating runs (1F1B and ZB-H1 at P = 2 on two CPU processes) and every
-/// schedule that runs at P = 2, in an order rotated from round to round, calibrates from every
-/// round's calibrating traces together, and prints predicted against measured step time (the median
-/// over rounds, with its spread) and memory. `args` go to the script (`--rounds N`, `--steps N`,
+/// schedule that runs at P = 2, in an order rotated from round to round, calibrates from the least
+/// disturbed calibrating run of each plan, and prints predicted against measured step time (the
+/// lowest over rounds, with its spread) and memory. `args` go to the script (`--rounds N`, `--steps N`,
 /// `--only NAME...`, `--keep DIR`, `--measure-only`).
 fn fidelity(args: &[String]) -> Result<(), String> {
     let mut all = vec!["tests/fidelity/run.py"];
