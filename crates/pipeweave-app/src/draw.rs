@@ -5,7 +5,7 @@
 use crate::many::Many;
 use crate::request::CostsArg;
 use crate::session::Session;
-use crate::single::check_window;
+use crate::single::{check_window, with_parts_of};
 use pipeweave_check::ValidPlan;
 use pipeweave_eval::{Costing, Run, Shape, Simulation, TimeUnit};
 use pipeweave_report::{
@@ -44,16 +44,7 @@ pub(crate) fn draw(name: &str, plan: &ValidPlan, costing: &Costing) -> Result<Dr
     }
     // on a spec the plan is drawn with the layers (and recomputation) of each of its parts
     let plan = match &run.report {
-        Some(report) => plan
-            .clone()
-            .with_split(Some(report.layers_per_part.clone()))
-            .with_recompute(Some(
-                report
-                    .recompute_per_part
-                    .iter()
-                    .map(|r| (*r).to_owned())
-                    .collect(),
-            )),
+        Some(report) => with_parts_of(plan, report),
         None => plan.clone(),
     };
     Ok(Drawn {

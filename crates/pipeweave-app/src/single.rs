@@ -350,19 +350,7 @@ fn exported(
     let mut s = simulated(session, loaded, costing)?;
     if let Some(report) = &s.run.report {
         // the split the step ran with is part of the plan's identity: a JSON plan carries it
-        s.loaded.built.plan = s
-            .loaded
-            .built
-            .plan
-            .clone()
-            .with_split(Some(report.layers_per_part.clone()))
-            .with_recompute(Some(
-                report
-                    .recompute_per_part
-                    .iter()
-                    .map(|r| (*r).to_owned())
-                    .collect(),
-            ));
+        s.loaded.built.plan = with_parts_of(&s.loaded.built.plan, report);
     }
     if let Some(report) = s.run.report.as_ref().filter(|_| !s.run.fitted.is_empty()) {
         // Standard output may be the file: how the spec was fitted is told beside it.
@@ -391,4 +379,21 @@ fn exported(
         run: Some(s.run),
         format,
     })
+}
+
+/// `plan` with the layers and the recomputation of each part that `report`'s step ran with: on a
+/// spec they are part of the plan's identity (a JSON plan carries them, a timeline draws them).
+pub(crate) fn with_parts_of(
+    plan: &pipeweave_check::ValidPlan,
+    report: &pipeweave_eval::StepReport,
+) -> pipeweave_check::ValidPlan {
+    plan.clone()
+        .with_split(Some(report.layers_per_part.clone()))
+        .with_recompute(Some(
+            report
+                .recompute_per_part
+                .iter()
+                .map(|r| (*r).to_owned())
+                .collect(),
+        ))
 }
