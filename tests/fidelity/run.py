@@ -3,39 +3,37 @@
 
 1. Makes sure the conformance suite's environment has pipeweave installed (tests/python/run.py's
    steps: the venv with torch 2.15.0, `pip install ./python` of the workspace's build).
-2. Runs in rounds (`--rounds`, default 5). Every round profiles the two calibrating runs, 1F1B and
-   ZB-H1 at P = 2, M = 8 (two processes, gloo, one thread each; the transformer of
-   tests/fidelity/model.py), and every schedule that runs at P = 2, once each, in an order rotated
-   by one from the round before, so that each schedule meets the machine's slow and fast spells
-   alike and the calibrating runs stand among the runs they predict.
+2. Runs every plan in one pair of processes (two processes, gloo, one thread each; the transformer
+   of tests/fidelity/model.py; worker.py --plans), in rounds (`--rounds`, default 12): every round
+   runs the two calibrating plans, 1F1B and ZB-H1 at P = 2, M = 8, and every schedule that runs at
+   P = 2, each under `pipeweave.torch.profile` for `--warmup` steps (default 1) and then `--steps`
+   profiled ones (default 3), in an order rotated by one from the round before.
+   This virtual machine slows down in spells of one to a few seconds (the same part's forward and
+   backward in a loop on an otherwise idle machine: 8.5 ms, then 12.6 ms for two seconds, then 8.7
+   ms), and a process's start takes seconds; one run per process put each schedule in a spell of
+   its own, minutes from the runs it was compared with (the same 1F1B plan measured 120 to 184 ms
+   per step in runs a minute apart). In rounds of one process, every plan meets the spells alike,
+   a few seconds apart, and a round takes seconds instead of minutes.
    1F1B is the schedule a user runs today; ZB-H1 is one step of a schedule that splits its
    backward, which a run of 1F1B cannot time: PlanRunner's I and W (a W re-runs the graph once per
    weight group) cost more than half a B each, and on the first part I is next to nothing and W a
    whole B (docs/plan-vs-actual.md).
-3. Calibrates from the least disturbed calibrating run of each plan (the one whose step time,
-   below, is the lowest over the rounds): `pipeweave calibrate TRACES --plan 1F1B --plan ZB-H1
-   -o costs.toml`, one `--plan` per run; then predicts every schedule with the costs
-   (`pipeweave simulate PLAN --costs-from costs.toml --format json`).
-   A synthesized schedule is searched under the costs of the first round's calibrating runs
-   (`pipeweave export synth:... --costs-from`), which round 1 runs first, and runs that plan in
-   every round.
-4. Measures each run: its step time is the median over its steps of the slower rank's time; a
-   schedule's measured step is the lowest of its runs' step times over the rounds, printed with
-   their spread (the fastest and slowest round); its peak saved-activation bytes per rank the
-   median over rounds.
-   The lowest, on both sides: other work on the machine only ever adds time to a run, and on this
-   virtual machine it comes in spells of tens of seconds (the same 1F1B plan measured 135 to 170 ms
-   per step in runs a minute apart, its forward 4.0 to 6.0 ms), so the least disturbed run is the
-   one that says what the plan costs. This is the rule of Python's `timeit` ("the lowest value
-   gives a lower bound for how fast your machine can run the given code snippet; higher values in
-   the result vector are typically not caused by variability in Python's speed, but by other
-   processes interfering with your timing accuracy", docs of `Timer.repeat`).
+   A synthesized schedule is searched under the costs of a short run of the calibrating plans
+   alone before the rounds (`pipeweave export synth:... --costs-from`).
+3. Calibrates from every round's calibrating runs together (`pipeweave calibrate TRACES --plan 1F1B
+   --plan ZB-H1 ... -o costs.toml`, one `--plan` per run: every cost is a median over all of
+   them), then predicts every schedule with the costs (`pipeweave simulate PLAN --costs-from
+   costs.toml --format json`).
+4. Measures each schedule: its step time is the median over every profiled step of every round
+   of the slower rank's time, the same statistic the calibration takes, printed with the spread of
+   the rounds' medians; its peak saved-activation bytes per rank the median over rounds.
 5. Prints the table: schedule, predicted, measured with its spread, error, for time and for
    memory, and whether every row meets its target (time within 10%, memory within 5%, the order of
    two schedules kept wherever their measured times differ by more than 10%). Exit code 1 when one
    does not.
 
-Options: `--rounds N` (default 5), `--steps N` (profiled steps per run, default 6), `--only
+Options: `--rounds N` (default 12), `--steps N` (profiled steps per schedule and round, default 3),
+`--warmup N` (default 1), `--only
 NAME...` (the schedules to measure; the calibrating runs always run), `--keep DIR` (keeps every
 run's traces and results there), `--measure-only` (no calibration or prediction).
 """
@@ -98,19 +96,29 @@ def cli(binary, *args):
     return done.stdout
 
 
-def profile_run(python, plan, out, steps):
-    """Runs the JSON plan at P = 2 under `profile`; returns both ranks' results."""
+def profile_rounds(python, plans, work, rounds, steps, warmup):
+    """Profiles the JSON plans {name: path} at P = 2 in one pair of processes, in `rounds` rounds
+    (worker.py --plans): every round runs each plan for `warmup` steps, then `steps` profiled, in
+    an order rotated by one from the round before, into WORK/round{K}/{name}/. Returns the results
+    {name: [(folder, both ranks' results) per round]}."""
     cmd = [python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", WORKER,
-           "--plan", plan, "--size", "fidelity", "--steps", str(steps), "--warmup", "2", "--out", out,
+           "--plans", *[f"{name}={path}" for name, path in plans.items()], "--rounds", str(rounds),
+           "--size", "fidelity", "--steps", str(steps), "--warmup", str(warmup), "--out", work,
            "--gzip", "--no-operators"]
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=out)
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=work)
     if done.returncode != 0:
-        sys.exit(f"error: the run of {plan} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
-    results = []
-    for rank in range(2):
-        with open(os.path.join(out, f"result-rank{rank}.json")) as f:
-            results.append(json.load(f))
-    return results
+        sys.exit(f"error: the runs failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+    out = {}
+    for name in plans:
+        out[name] = []
+        for r in range(rounds):
+            folder = os.path.join(work, f"round{r + 1}", name)
+            results = []
+            for rank in range(2):
+                with open(os.path.join(folder, f"result-rank{rank}.json")) as f:
+                    results.append(json.load(f))
+            out[name].append((folder, results))
+    return out
 
 
 def traces(out):
@@ -118,35 +126,21 @@ def traces(out):
     return sorted(os.path.join(out, f) for f in os.listdir(out) if ".pt.trace.json" in f)
 
 
-def measured(results):
-    """The run's step time (the median over steps of the slower rank's time) and each rank's peak saved bytes."""
+def slower_rank_steps(results):
+    """A run's step times: per step, the slower rank's."""
     steps = len(results[0]["step_times"])
-    per_step = [max(r["step_times"][i] for r in results) for i in range(steps)]
-    return statistics.median(per_step), [r["peak_saved_bytes"] for r in results]
+    return [max(r["step_times"][i] for r in results) for i in range(steps)]
 
 
 def over_rounds(runs):
-    """A schedule's figures over its rounds: the lowest of the runs' step times (the least
-    disturbed run), their extremes, and each rank's median peak saved bytes."""
-    times = [t for t, _ in runs]
+    """A schedule's figures over its rounds [(folder, both ranks' results)]: the median step over
+    every profiled step of every round (the slower rank's), the lowest and highest of the rounds'
+    medians, and each rank's median peak saved bytes."""
+    pooled = [t for _, results in runs for t in slower_rank_steps(results)]
+    per_round = [statistics.median(slower_rank_steps(results)) for _, results in runs]
     ranks = len(runs[0][1])
-    memory = [statistics.median_low([m[r] for _, m in runs]) for r in range(ranks)]
-    return min(times), (min(times), max(times)), memory
-
-
-def least_disturbed(calibrating_runs):
-    """Of the calibrating runs (plan, folder, step time), each plan's run with the lowest step time."""
-    best = {}
-    for plan, folder, step in calibrating_runs:
-        if plan not in best or step < best[plan][2]:
-            best[plan] = (plan, folder, step)
-    return list(best.values())
-
-
-def rotated(names, r):
-    """`names` in round r's order: rotated left by r."""
-    k = r % len(names) if names else 0
-    return names[k:] + names[:k]
+    memory = [statistics.median_low([results[r]["peak_saved_bytes"] for _, results in runs]) for r in range(ranks)]
+    return statistics.median(pooled), (min(per_round), max(per_round)), memory
 
 
 def predicted(simulation):
@@ -165,18 +159,21 @@ def error(pred, meas):
 
 
 CALIBRATING = ["1f1b", "zb-h1"]
+# Rounds of the calibrating runs alone that the synthesized schedules are searched under.
+SEARCH_ROUNDS = 2
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=5, help="rounds of runs, every schedule once a round (default 5)")
-    ap.add_argument("--steps", type=int, default=6, help="profiled steps per run (default 6)")
+    ap.add_argument("--rounds", type=int, default=12, help="rounds, every schedule once a round (default 12)")
+    ap.add_argument("--steps", type=int, default=3, help="profiled steps per schedule and round (default 3)")
+    ap.add_argument("--warmup", type=int, default=1, help="steps before each profiled run (default 1)")
     ap.add_argument("--only", nargs="*", help="the schedules to measure (the calibrating runs always run)")
     ap.add_argument("--keep", help="keep every run's traces and results in this folder")
     ap.add_argument("--measure-only", action="store_true", help="no calibration or prediction: the measured columns only")
     args = ap.parse_args()
-    if args.rounds < 1 or args.steps < 1:
-        ap.error("--rounds and --steps take a whole number of at least 1")
+    if args.rounds < 1 or args.steps < 1 or args.warmup < 0:
+        ap.error("--rounds and --steps take a whole number of at least 1, --warmup of at least 0")
     unknown = [n for n in args.only or [] if n not in SCHEDULES]
     if unknown:
         ap.error(f"--only: no schedule {', '.join(unknown)} (the schedules: {', '.join(SCHEDULES)})")
@@ -186,52 +183,41 @@ def main():
     started = time.monotonic()
     try:
         names = [n for n in SCHEDULES if not args.only or n in args.only]
-        plans = {}
-        # The calibrating runs' plans, and the schedules' (a synthesized one once the first
-        # round's calibrating runs have given the costs it is searched under).
         calibrating = [] if args.measure_only else CALIBRATING
+        plans = {}  # folder name: plan file, in the order of the rounds
         for name in calibrating:
-            plans["calibrate:" + name] = export(binary, work, "calibrate-" + name, name, SCHEDULES[name])
+            plans["calibrate-" + name] = export(binary, work, "calibrate-" + name, name, SCHEDULES[name])
+        synthesized = [n for n in names if n.startswith("synth:") and not args.measure_only]
+        if synthesized:
+            # The synthesized schedules are searched under the costs of a short run of the
+            # calibrating plans alone, before the rounds.
+            search = os.path.join(work, "search")
+            os.makedirs(search, exist_ok=True)
+            print(f"calibrating for the synthesized schedules: {SEARCH_ROUNDS} rounds ...", flush=True)
+            first = profile_rounds(python, dict(plans), search, SEARCH_ROUNDS, args.steps, args.warmup)
+            search_costs = os.path.join(work, "costs-search.toml")
+            calibrate(binary, [(plans[c], folder) for c in first for folder, _ in first[c]], search_costs)
         for name in names:
-            if not name.startswith("synth:") or args.measure_only:
-                plans[name] = export(binary, work, name.replace(":", "-"), name, SCHEDULES[name])
-        calibrating_runs = []  # (plan, folder, step time) of every calibrating run, in order
-        runs = {name: [] for name in names}
-        for r in range(args.rounds):
-            order = rotated(["calibrate:" + n for n in calibrating] + names, r)
-            if r == 0:
-                # The calibrating runs first: the synthesized schedules are searched under their costs.
-                order = ["calibrate:" + n for n in calibrating] + names
-            for name in order:
-                if name not in plans:
-                    first_costs = os.path.join(work, "costs-round1.toml")
-                    if not os.path.exists(first_costs):
-                        calibrate(binary, calibrating_runs, first_costs)
-                    plans[name] = export(binary, work, name.replace(":", "-"), name, SCHEDULES[name],
-                                         ["--costs-from", first_costs])
-                folder = os.path.join(work, f"round{r + 1}", name.replace(":", "-"))
-                os.makedirs(folder, exist_ok=True)
-                print(f"round {r + 1} of {args.rounds}: running {name} ...", flush=True)
-                result = measured(profile_run(python, plans[name], folder, args.steps))
-                if name.startswith("calibrate:"):
-                    calibrating_runs.append((plans[name], folder, result[0]))
-                else:
-                    runs[name].append(result)
+            extra = ["--costs-from", search_costs] if name in synthesized else []
+            plans[name.replace(":", "-")] = export(binary, work, name.replace(":", "-"), name, SCHEDULES[name], extra)
+        print(f"{args.rounds} rounds of {len(plans)} plans, {args.steps} profiled steps each ...", flush=True)
+        runs = profile_rounds(python, plans, work, args.rounds, args.steps, args.warmup)
         costs = os.path.join(work, "costs.toml")
         if not args.measure_only:
-            calibrate(binary, least_disturbed(calibrating_runs), costs)
+            calibrate(binary, [(plans["calibrate-" + c], folder) for c in calibrating
+                               for folder, _ in runs["calibrate-" + c]], costs)
         rows = []
         for name in names:
-            time_meas, spread, mem_meas = over_rounds(runs[name])
+            key = name.replace(":", "-")
+            time_meas, spread, mem_meas = over_rounds(runs[key])
             if args.measure_only:
                 time_pred, mem_pred = None, [None, None]
             else:
-                simulation = json.loads(cli(binary, "simulate", plans[name], "--costs-from", costs, "--format", "json"))
+                simulation = json.loads(cli(binary, "simulate", plans[key], "--costs-from", costs, "--format", "json"))
                 time_pred, mem_pred = predicted(simulation)
             rows.append((name, time_pred, time_meas, spread, mem_pred, mem_meas))
-        print(f"\n{args.rounds} rounds of {args.steps} profiled steps per run, "
-              f"{len(calibrating_runs)} calibrating runs (calibrated from the least disturbed of each plan), "
-              f"{time.monotonic() - started:.0f} s in all")
+        print(f"\n{args.rounds} rounds of {args.steps} profiled steps per schedule after {args.warmup} of warm-up, "
+              f"calibrated from every round's 1F1B and ZB-H1 runs, {time.monotonic() - started:.0f} s in all")
         return report(rows, args.measure_only)
     finally:
         if not args.keep:
@@ -247,10 +233,10 @@ def export(binary, work, folder, name, extra, searched=()):
     return plan
 
 
-def calibrate(binary, calibrating_runs, costs):
-    """`pipeweave calibrate` from every calibrating run's traces together, one `--plan` per run."""
+def calibrate(binary, runs, costs):
+    """`pipeweave calibrate` from the runs [(plan, folder)] together, one `--plan` per run."""
     files, plan_args = [], []
-    for plan, folder, _ in calibrating_runs:
+    for plan, folder in runs:
         files.extend(traces(folder))
         plan_args.extend(["--plan", plan])
     cli(binary, "calibrate", *files, *plan_args, "-o", costs)

@@ -9,6 +9,11 @@ saved bytes of every action of the last step and their peak. Gloo on the CPU, on
 `--runtime both` times PlanRunner and PyTorch's runtime on the same plan and model, step by step
 in turn (so the machine's load touches both alike), and writes their step times: each from a
 barrier to a barrier, so that a step lasts until its last rank is done.
+`--plans NAME=PLAN ... --rounds N` profiles several JSON plans in one pair of processes, in rounds: every
+round runs each plan under `profile` (`--warmup` steps, then `--steps` profiled), in an order rotated by
+one from the round before, into OUT/round{K}/NAME/ (its trace and result-rank{R}.json, as a single run
+writes them). So every plan meets the machine's slow and fast spells alike, a few seconds apart,
+instead of each in a run of its own minutes away from the others.
 `--grads` also saves OUT/grads-rank{R}.pt: the gradients of one step without the profiler and of
 the same step under it.
 """
@@ -113,10 +118,47 @@ def misuse(runner, x, y, out, rank):
     return errors
 
 
+def rounds(args, rank):
+    """`--plans`: every plan profiled once a round, in an order rotated from round to round."""
+    size = model.SIZES[args.size]
+    named = []
+    for item in args.plans:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            sys.exit(f"--plans takes NAME=PLAN, got {item!r}")
+        named.append((name, pwt.JsonPlan.load(path)))
+    runners = {}
+    for name, plan in named:
+        x, y = model.batch(size, plan.microbatches)
+        parts = model.parts(size, plan.stages_per_pipeline, pwt.parts_of(plan, rank))
+        runners[name] = (pwt.PlanRunner(plan, rank, parts, model.loss_fn), parts, x, y, plan.microbatches)
+    names = [n for n, _ in named]
+    for r in range(args.rounds):
+        k = r % len(names)
+        for name in names[k:] + names[:k]:
+            runner, parts, x, y, microbatches = runners[name]
+            out = os.path.join(args.out, f"round{r + 1}", name)
+            os.makedirs(out, exist_ok=True)
+            profiled = pwt.profile(
+                runner, x, y, steps=args.steps, warmup=args.warmup, dir=out,
+                after_step=lambda parts=parts: zero(parts), gzip=args.gzip, operators=not args.no_operators,
+            )
+            result = {"schedule": name, "rank": rank, "runtime": "pipeweave", "size": args.size,
+                      "microbatches": microbatches,
+                      "torch": torch.__version__, "round": r + 1,
+                      "trace": os.path.basename(profiled.trace), "step_times": profiled.step_times,
+                      "peak_saved_bytes": profiled.peak_saved_bytes,
+                      "saved_bytes": [[s.action, s.bytes, s.peak] for s in profiled.saved_bytes[-1]]}
+            with open(os.path.join(out, f"result-rank{rank}.json"), "w") as f:
+                json.dump(result, f, indent=1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--schedule", default="1f1b")
     ap.add_argument("--plan", help="a JSON plan (`pipeweave export PLAN --to json`), instead of --schedule")
+    ap.add_argument("--plans", nargs="+", metavar="NAME=PLAN", help="several JSON plans, profiled in rounds (see above)")
+    ap.add_argument("--rounds", type=int, default=1, help="rounds of --plans (default 1)")
     ap.add_argument("--stages-per-rank", type=int, default=0)
     ap.add_argument("--microbatches", type=int, default=8)
     ap.add_argument("--size", choices=[*sorted(model.SIZES), "mlp"], default="fidelity")
@@ -132,6 +174,10 @@ def main():
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     rank = dist.get_rank()
+    if args.plans:
+        rounds(args, rank)
+        dist.destroy_process_group()
+        return
     if args.plan:
         plan = pwt.JsonPlan.load(args.plan)
     else:

@@ -140,12 +140,12 @@ fn conformance() -> Result<(), String> {
     run("conformance", "python3", &["tests/conformance/run.py"])
 }
 
-/// Plan against actual (`tests/fidelity/run.py`, about ten minutes, never part of `test`): in
-/// rounds, profiles the calibrating runs (1F1B and ZB-H1 at P = 2 on two CPU processes) and every
-/// schedule that runs at P = 2, in an order rotated from round to round, calibrates from the least
-/// disturbed calibrating run of each plan, and prints predicted against measured step time (the
-/// lowest over rounds, with its spread) and memory. `args` go to the script (`--rounds N`, `--steps N`,
-/// `--only NAME...`, `--keep DIR`, `--measure-only`).
+/// Plan against actual (`tests/fidelity/run.py`, a few minutes, never part of `test`): in one
+/// pair of CPU processes, in rounds, profiles the calibrating plans (1F1B and ZB-H1 at P = 2) and
+/// every schedule that runs at P = 2, in an order rotated from round to round, calibrates from
+/// every round's calibrating runs, and prints predicted against measured step time (the median
+/// over every round's steps, with the rounds' spread) and memory. `args` go to the script
+/// (`--rounds N`, `--steps N`, `--warmup N`, `--only NAME...`, `--keep DIR`, `--measure-only`).
 fn fidelity(args: &[String]) -> Result<(), String> {
     let mut all = vec!["tests/fidelity/run.py"];
     all.extend(args.iter().map(String::as_str));
@@ -174,9 +174,10 @@ const USAGE: &str =
   python          only the Python package's tests (pip install ./python, then pytest)
   typed           write python/pipeweave/_results.py from schemas/ (the package's result types)
   conformance     only the PyTorch conformance suite
-  fidelity [ARGS] plan against actual, about ten minutes: in rounds, profile 1F1B and ZB-H1 at
+  fidelity [ARGS] plan against actual, a few minutes: in rounds, profile 1F1B and ZB-H1 at
                   P = 2 and every schedule at P = 2, calibrate from the 1F1B and ZB-H1 runs,
-                  predict and measure (tests/fidelity/run.py ARGS: --rounds, --steps, --only)
+                  predict and measure (tests/fidelity/run.py ARGS: --rounds, --steps, --warmup,
+                  --only, --keep, --measure-only)
   playground      rebuild the playground's script bundle (npm ci from web/package-lock.json, then
                   esbuild) into crates/pipeweave-serve/web/dist/playground.js
   playground --check  only check that the committed bundle is what that build makes";
