@@ -336,6 +336,44 @@ fn each_send_a_plan_posts_is_charged_once_after_its_action() {
     assert_eq!(costs.host_after(op(2, Kind::W, 0)), 0.0);
 }
 
+/// Costs without the sends' host time add none after an action, and say why: a file of version 3
+/// (its gaps hold the calibrating run's sends), or a run whose traces name no sends.
+#[test]
+fn costs_without_sends_add_no_host_time_after_an_action_and_say_so() {
+    let (mut c, _) = calibration();
+    c.overhead.send = None;
+    let plan = plan();
+    let (costs, notes) = MeasuredCosts::for_plan(&c, &plan).expect("costs");
+    assert_eq!(costs.host_after(op(0, Kind::F, 0)), 0.0);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("the run timed no send (`overhead.send`)")),
+        "{notes:?}"
+    );
+    c.version = 3;
+    let (_, notes) = MeasuredCosts::for_plan(&c, &plan).expect("costs");
+    assert!(
+        notes.iter().any(|n| n.starts_with(
+            "the costs file is of version 3, without `overhead.send`: the measured gaps between actions hold the calibrating run's sends"
+        )),
+        "{notes:?}"
+    );
+    // One rank sends nothing: no note.
+    let alone = Plan::single(
+        1,
+        vec![0],
+        1,
+        vec![vec![op(0, Kind::F, 0), op(0, Kind::B, 0)]],
+    )
+    .expect("a plan");
+    let (mut one, _) = calibration();
+    one.parts.truncate(1);
+    one.measured.parts = 1;
+    let (_, notes) = MeasuredCosts::for_plan(&one, &alone).expect("costs");
+    assert!(!notes.iter().any(|n| n.contains("send")), "{notes:?}");
+}
+
 /// The fixture's run measured twice, as two runs.
 fn twice() -> (Calibration, Vec<String>) {
     let plan = plan();
