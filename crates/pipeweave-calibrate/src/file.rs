@@ -1,6 +1,7 @@
-//! The costs file (`costs.toml`, `format = "pipeweave-costs"`, version 3; version 1, without
-//! `[overhead]`, and version 2, without `[[measured.run]]` and `measured_in`, are read too): what
-//! `pipeweave calibrate` measured, as TOML.
+//! The costs file (`costs.toml`, `format = "pipeweave-costs"`, version 4; version 1, without
+//! `[overhead]`, version 2, without `[[measured.run]]` and `measured_in`, and version 3, without
+//! `[overhead.send]` and `[overhead.wait_send]`, are read too): what `pipeweave calibrate`
+//! measured, as TOML.
 //! `docs/plan-vs-actual.md` documents every key.
 
 use crate::stats::Stats;
@@ -10,7 +11,7 @@ use serde::{Deserialize, Serialize};
 /// The value of `format`.
 pub const FORMAT_NAME: &str = "pipeweave-costs";
 /// The version this crate writes (it reads this one and every earlier one).
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 /// The most parts, pairs, links, ranks and saved-bytes rows a costs file may have.
 const MAX_ROWS: usize = 1 << 20;
@@ -62,15 +63,30 @@ pub struct Overhead {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tail: Option<Stats>,
     /// Host time between one compute action's end and the next's start on a rank, less the waits
-    /// for data timed there, by the kind of the next action (`[overhead.gap]`).
+    /// for data and the sends' postings and waits timed there, by the kind of the next action
+    /// (`[overhead.gap]`).
     #[serde(default, skip_serializing_if = "Gaps::is_empty")]
     pub gap: Gaps,
+    /// Host time of posting one send: every send's span (`SEND_F`, `SEND_B`), seconds
+    /// (`[overhead.send]`, version 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send: Option<Stats>,
+    /// Host time of waiting for one send whose data its peer has consumed: the spans of the waits
+    /// for sends (`WAIT_SEND_F`, `WAIT_SEND_B`) that stand between two compute actions, seconds
+    /// (`[overhead.wait_send]`, version 4). Those after a rank's last action are in `tail`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_send: Option<Stats>,
 }
 
 impl Overhead {
     /// Whether nothing was measured.
     pub fn is_empty(&self) -> bool {
-        self.step.is_none() && self.head.is_none() && self.tail.is_none() && self.gap.is_empty()
+        self.step.is_none()
+            && self.head.is_none()
+            && self.tail.is_none()
+            && self.gap.is_empty()
+            && self.send.is_none()
+            && self.wait_send.is_none()
     }
 }
 
@@ -381,8 +397,25 @@ fn check(c: &Calibration) -> Vec<String> {
             c.version
         ));
     }
+    for (key, s) in [
+        ("send", c.overhead.send),
+        ("wait_send", c.overhead.wait_send),
+    ] {
+        if c.version < 4 && s.is_some() {
+            out.push(format!(
+                "`overhead.{key}` is a key of version 4, and this file says `version = {}`",
+                c.version
+            ));
+        }
+    }
     let o = &c.overhead;
-    for (key, s) in [("step", o.step), ("head", o.head), ("tail", o.tail)] {
+    for (key, s) in [
+        ("step", o.step),
+        ("head", o.head),
+        ("tail", o.tail),
+        ("send", o.send),
+        ("wait_send", o.wait_send),
+    ] {
         if let Some(s) = s
             && !s.is_sound()
         {

@@ -413,6 +413,12 @@ fn steps(plan: &Plan, run: &Run, saved: &SavedFigures) -> (Vec<f64>, Vec<RankMea
 struct OutsideSamples {
     /// Gaps by kind: F, B, I, W, pair.
     gaps: [Vec<f64>; 5],
+    /// Every send's posting.
+    sends: Vec<f64>,
+    /// The waits for sends that stand between two compute actions.
+    wait_sends: Vec<f64>,
+    /// Whether a run's plan sends from one rank to another.
+    sends_expected: bool,
     /// Whether a run's receive spans are PlanRunner's waits (subtracted from the gaps).
     waits_subtracted: bool,
     /// Whether a run's receive spans are PyTorch's postings (host time, kept in the gaps).
@@ -423,8 +429,17 @@ struct OutsideSamples {
 }
 
 impl OutsideSamples {
-    /// The host's gaps between compute actions by kind, and, where every rank's trace has the
-    /// profiler's step spans, the whole step, its head and its tail, of one run.
+    /// The host's gaps between compute actions by kind, every send's posting, the waits for sends
+    /// between compute actions, and, where every rank's trace has the profiler's step spans, the
+    /// whole step, its head and its tail, of one run.
+    ///
+    /// A gap is the next action's start less the previous one's end, less what the trace times
+    /// in between and is measured on its own: the sends posted there and the waits for sends
+    /// (each send's host time, `overhead.send` and `overhead.wait_send`, charged once per send a
+    /// plan posts), and PlanRunner's receive waits (waits for data, which the simulation times
+    /// as transfers). What stays is the host's own time: the runner's Python, PyTorch's receive
+    /// postings (timed in their spans, but one per receive as a send is not priced), the
+    /// gradient reductions launched between actions, a garbage collection.
     fn add(&mut self, plan: &Plan, run: &Run) {
         // PlanRunner's receive spans are waits for the data; PyTorch's are postings (host time).
         let waits_are_receives = run.naming == Naming::Pipeweave;
@@ -433,23 +448,42 @@ impl OutsideSamples {
         } else {
             self.postings_kept = true;
         }
+        self.sends_expected |= plan.hosts().iter().enumerate().any(|(s, &host)| {
+            plan.next_stage(s as u32)
+                .and_then(|n| plan.stage_rank(n))
+                .is_some_and(|to| to != host)
+        });
         for (rank, r) in run.ranks.iter().enumerate() {
             let program = plan.program(rank as u32);
+            // Per compute action, the time timed right after it that is not the host's gap.
+            let mut timed_after = vec![0.0f64; program.len()];
             for step in &r.steps {
+                timed_after.fill(0.0);
+                for o in &step.others {
+                    let measured = match o.step {
+                        Step::Send { .. } => {
+                            self.sends.push(o.timed.dur);
+                            true
+                        }
+                        Step::WaitSend { .. } => {
+                            // Between two compute actions: a wait after the last one is the tail's.
+                            let between = o.after.is_some_and(|a| a + 1 < program.len());
+                            if between {
+                                self.wait_sends.push(o.timed.dur);
+                            }
+                            between
+                        }
+                        Step::Recv { .. } => waits_are_receives,
+                        Step::ReduceGrad { .. } | Step::WaitReduceGrad { .. } => false,
+                        Step::Compute(_) => false,
+                    };
+                    if measured && let Some(slot) = o.after.and_then(|a| timed_after.get_mut(a)) {
+                        *slot += o.timed.dur;
+                    }
+                }
                 for (i, action) in program.iter().enumerate().skip(1) {
                     let (prev, this) = (step.actions[i - 1], step.actions[i]);
-                    let waited: f64 = if waits_are_receives {
-                        step.others
-                            .iter()
-                            .filter(|o| {
-                                o.after == Some(i - 1) && matches!(o.step, Step::Recv { .. })
-                            })
-                            .map(|o| o.timed.dur)
-                            .sum()
-                    } else {
-                        0.0
-                    };
-                    let gap = this.start - prev.end() - waited;
+                    let gap = this.start - prev.end() - timed_after[i - 1];
                     if !gap.is_finite() {
                         continue;
                     }
@@ -496,9 +530,15 @@ impl OutsideSamples {
             w: in_seconds(&gaps[3]),
             pair: in_seconds(&gaps[4]),
         };
+        let (send, wait_send) = (in_seconds(&self.sends), in_seconds(&self.wait_sends));
         if !gap.is_empty() {
             notes.push(format!(
-                "host time between actions (`overhead.gap`): a compute action's start less the previous one's end on its rank{}, by the kind of the action",
+                "host time between actions (`overhead.gap`): a compute action's start less the previous one's end on its rank{}{}, by the kind of the action",
+                if send.is_some() || wait_send.is_some() {
+                    ", less the sends posted and waited for between them (timed per send: `overhead.send`, `overhead.wait_send`)"
+                } else {
+                    ""
+                },
                 match (self.waits_subtracted, self.postings_kept) {
                     (true, false) => ", less the receive waits timed between them",
                     (true, true) => {
@@ -507,6 +547,11 @@ impl OutsideSamples {
                     _ => "",
                 }
             ));
+        }
+        if send.is_none() && self.sends_expected {
+            notes.push(
+                "the traces name no sends: the host's time of posting one (`overhead.send`) is not measured, and stays in the gaps between actions".to_owned(),
+            );
         }
         if self.step.len() < steps {
             notes.push(if self.step.is_empty() {
@@ -524,6 +569,8 @@ impl OutsideSamples {
             head: in_seconds(&self.head),
             tail: in_seconds(&self.tail),
             gap,
+            send,
+            wait_send,
         }
     }
 }

@@ -28,6 +28,11 @@ pub struct MeasuredCosts {
     default_link: f64,
     /// The host's time before an action, by kind: F, B, I, W, pair (`overhead.gap`).
     gaps: [f64; 5],
+    /// Per global stage, the host's time right after its F and after its B or I: posting the
+    /// output's send where the next (for F) or previous (for B, I) stage is on another rank
+    /// (`overhead.send`), and after a B or I the wait for its forward's send, when that went to
+    /// another rank (`overhead.wait_send`).
+    after: Vec<[f64; 2]>,
     /// The step's time before its first action and after its last (`overhead.head`, `tail`).
     head: f64,
     tail: f64,
@@ -219,6 +224,7 @@ impl MeasuredCosts {
             ));
         }
         let (gaps, head, tail) = outside(c, plan, &mut notes);
+        let after = sends(c, plan, &mut notes);
         Ok((
             MeasuredCosts {
                 parts,
@@ -229,6 +235,7 @@ impl MeasuredCosts {
                 links,
                 default_link,
                 gaps,
+                after,
                 head,
                 tail,
             },
@@ -314,6 +321,78 @@ fn outside(c: &Calibration, plan: &Plan, notes: &mut Vec<String>) -> ([f64; 5], 
         notes.push("the run did not time its steps whole (no profiler step spans): the predicted step is the actions' alone".to_owned());
     }
     (gaps, head.unwrap_or(0.0), tail.unwrap_or(0.0))
+}
+
+/// Per global stage, the host's time after its F and after its B or I (`MeasuredCosts`'s
+/// `after`), from `overhead.send` and `overhead.wait_send`, with notes: the
+/// means, as for the gaps (a step lasts the sum of them).
+fn sends(c: &Calibration, plan: &Plan, notes: &mut Vec<String>) -> Vec<[f64; 2]> {
+    let o = &c.overhead;
+    let typical = |s: crate::stats::Stats| s.mean.unwrap_or(s.median);
+    let (send, wait) = (o.send.map(typical), o.wait_send.map(typical));
+    let hosts = plan.hosts();
+    let away = |s: u32, other: Option<u32>| {
+        other
+            .and_then(|o| plan.stage_rank(o))
+            .is_some_and(|r| Some(r) != plan.stage_rank(s))
+    };
+    let (mut any, mut waits) = (false, false);
+    let after: Vec<[f64; 2]> = (0..hosts.len() as u32)
+        .map(|s| {
+            let (next, prev) = (away(s, plan.next_stage(s)), away(s, plan.prev_stage(s)));
+            any |= next || prev;
+            waits |= next;
+            let posting = send.unwrap_or(0.0);
+            [
+                if next { posting } else { 0.0 },
+                if prev { posting } else { 0.0 } + if next { wait.unwrap_or(0.0) } else { 0.0 },
+            ]
+        })
+        .collect();
+    if !any {
+        return after;
+    }
+    match send {
+        Some(send) => {
+            // Sends per step: one per op whose output leaves its rank.
+            let posted: usize = plan
+                .programs()
+                .iter()
+                .flatten()
+                .flat_map(|a| a.ops())
+                .filter(|op| {
+                    let s = op.stage;
+                    match op.kind {
+                        Kind::F => away(s, plan.next_stage(s)),
+                        Kind::B | Kind::I => away(s, plan.prev_stage(s)),
+                        Kind::W => false,
+                    }
+                })
+                .count();
+            notes.push(format!(
+                "each of the plan's {posted} sends a step adds its rank {} of host time right after the action that computes it (the mean of `overhead.send`){}",
+                seconds(send),
+                match wait {
+                    Some(wait) => format!(
+                        ", and each wait for a forward's send {} after the backward of its micro-batch (`overhead.wait_send`)",
+                        seconds(wait)
+                    ),
+                    None if waits => ", and the run timed no wait for a send between two actions (`overhead.wait_send`): none is added".to_owned(),
+                    None => String::new(),
+                }
+            ));
+        }
+        None if c.version >= 4 => notes.push(
+            "the run timed no send (`overhead.send`): a send adds no host time of its own, and the measured gaps between actions hold what the calibrating run's sends took"
+                .to_owned(),
+        ),
+        None if !o.gap.is_empty() => notes.push(format!(
+            "the costs file is of version {}, without `overhead.send`: the measured gaps between actions hold the calibrating run's sends, so a plan that posts more sends per action is predicted too fast (calibrate again to time each send)",
+            c.version
+        )),
+        None => {}
+    }
+    after
 }
 
 /// The model parts the plan hosts on more than one rank (Chimera's replicas).
@@ -404,6 +483,23 @@ impl CostModel for MeasuredCosts {
         match action {
             Action::One(op) => self.gaps[index(op.kind)],
             Action::Pair { .. } => self.gaps[4],
+        }
+    }
+
+    fn host_after(&self, action: Action) -> f64 {
+        let of = |op: Op| {
+            let Some(after) = self.after.get(op.stage as usize) else {
+                return 0.0;
+            };
+            match op.kind {
+                Kind::F => after[0],
+                Kind::B | Kind::I => after[1],
+                Kind::W => 0.0,
+            }
+        };
+        match action {
+            Action::One(op) => of(op),
+            Action::Pair { f, b } => of(f) + of(b),
         }
     }
 

@@ -76,13 +76,19 @@ fn the_fixture_calibrates_to_its_made_up_figures() {
     assert!(notes[0].starts_with("link times are from the receives' waits"));
     assert!(notes[1].starts_with("host time between actions"));
     assert!(notes[2].starts_with("the traces have no profiler step spans"));
-    // The host's gap before a forward: the 20 µs send of the one before (the receive's wait is
-    // not host time), every time.
-    let f = c.overhead.gap.f.expect("gaps before forwards");
+    // Every send is posted in 20 µs: 4 a step on each rank, over 3 steps. The host's gap before
+    // a forward held the one before it (the receive's wait is not host time); timed per send, it
+    // is out of the gap, which is then none, every time.
+    let send = c.overhead.send.expect("the sends' postings");
+    assert_eq!(send.samples, 24);
     assert!(
-        (f.median - 20e-6).abs() < 1e-12 && (f.max - 20e-6).abs() < 1e-12,
-        "{f:?}"
+        (send.min - 20e-6).abs() < 1e-12 && (send.max - 20e-6).abs() < 1e-12,
+        "{send:?}"
     );
+    let f = c.overhead.gap.f.expect("gaps before forwards");
+    assert!(f.median == 0.0 && f.max == 0.0, "{f:?}");
+    // The fixture waits for no send.
+    assert!(c.overhead.wait_send.is_none());
     assert!(c.overhead.step.is_none() && c.overhead.head.is_none());
     // Forwards of part 0: 1000 µs plus ((7 mb + 3 step) mod 5) · 10 µs over 3 steps and 4
     // micro-batches: 1000, 1020, 1040, 1010 | 1030, 1000, 1020, 1040 | 1010, 1030, 1000, 1020.
@@ -115,13 +121,21 @@ fn measured_costs_are_the_medians_on_the_same_parts() {
     assert_eq!(
         notes,
         [
-            "the run did not time its steps whole (no profiler step spans): the predicted step is the actions' alone"
+            "the run did not time its steps whole (no profiler step spans): the predicted step is the actions' alone",
+            "each of the plan's 8 sends a step adds its rank 20.0 µs of host time right after the action that computes it (the mean of `overhead.send`), and the run timed no wait for a send between two actions (`overhead.wait_send`): none is added",
         ]
     );
     assert_eq!(costs.op(Op::new(0, Kind::F, 0)), c.parts[0].f.median);
     // The host's time before an action is its gaps' mean.
     let gap_f = c.overhead.gap.f.and_then(|s| s.mean).expect("a mean");
     assert_eq!(costs.host_gap(op(0, Kind::F, 1)), gap_f);
+    // After an action whose output leaves its rank, its send's posting: rank 0's forwards and
+    // rank 1's backwards; nothing after the others.
+    let send = c.overhead.send.and_then(|s| s.mean).expect("a mean");
+    assert_eq!(costs.host_after(op(0, Kind::F, 1)), send);
+    assert_eq!(costs.host_after(op(1, Kind::B, 1)), send);
+    assert_eq!(costs.host_after(op(1, Kind::F, 1)), 0.0);
+    assert_eq!(costs.host_after(op(0, Kind::B, 1)), 0.0);
     assert_eq!(costs.outside_actions(), 0.0);
     assert_eq!(
         costs.op(Op::new(1, Kind::B, 2)),
@@ -135,25 +149,7 @@ fn other_cuts_of_the_model_take_their_share() {
     let (c, _) = calibration();
     // Interleaved on 2 ranks with 2 stages each: 4 parts, each half of a measured part, I and W.
     use Kind::{F, I, W};
-    let programs = vec![
-        vec![
-            op(0, F, 0),
-            op(2, F, 0),
-            op(2, I, 0),
-            op(0, I, 0),
-            op(2, W, 0),
-            op(0, W, 0),
-        ],
-        vec![
-            op(1, F, 0),
-            op(3, F, 0),
-            op(3, I, 0),
-            op(1, I, 0),
-            op(3, W, 0),
-            op(1, W, 0),
-        ],
-    ];
-    let plan = Plan::single(2, vec![0, 1, 0, 1], 1, programs).expect("a plan");
+    let plan = interleaved();
     let (costs, notes) = MeasuredCosts::for_plan(&c, &plan).expect("costs");
     insta::assert_snapshot!("share_notes", notes.join("\n"));
     let half0 = c.parts[0].f.median / 2.0;
@@ -208,6 +204,23 @@ fn a_later_part_in_the_first_parts_slice_splits_as_the_measured_parts_do() {
     let b1 = c.parts[1].b.expect("B").median;
     c.parts[1].i = Stats::of(&[0.8 * b1]);
     c.parts[1].w = Stats::of(&[0.95 * b1]);
+    use Kind::{I, W};
+    let plan = interleaved();
+    let (costs, _) = MeasuredCosts::for_plan(&c, &plan).expect("costs");
+    let b0 = c.parts[0].b.expect("B").median;
+    // The plan's part 0 starts the model: no I, all of its half of B in W.
+    assert_eq!(costs.op(Op::new(0, I, 0)), 0.0);
+    assert!((costs.op(Op::new(0, W, 0)) - b0 / 2.0).abs() < 1e-15);
+    // Its part 1 holds the second half of measured part 0: that half of B, times 0.8 and 0.95.
+    assert!((costs.op(Op::new(1, I, 0)) - 0.8 * b0 / 2.0).abs() < 1e-12);
+    assert!((costs.op(Op::new(1, W, 0)) - 0.95 * b0 / 2.0).abs() < 1e-12);
+    // Parts 2 and 3 halve measured part 1's I and W.
+    assert!((costs.op(Op::new(3, W, 0)) - 0.95 * b1 / 2.0).abs() < 1e-12);
+}
+
+/// The interleaved plan of the tests above: 2 ranks, 4 stages in a loop, one micro-batch, the
+/// backward split.
+fn interleaved() -> Plan {
     use Kind::{F, I, W};
     let programs = vec![
         vec![
@@ -227,17 +240,138 @@ fn a_later_part_in_the_first_parts_slice_splits_as_the_measured_parts_do() {
             op(1, W, 0),
         ],
     ];
-    let plan = Plan::single(2, vec![0, 1, 0, 1], 1, programs).expect("a plan");
-    let (costs, _) = MeasuredCosts::for_plan(&c, &plan).expect("costs");
-    let b0 = c.parts[0].b.expect("B").median;
-    // The plan's part 0 starts the model: no I, all of its half of B in W.
-    assert_eq!(costs.op(Op::new(0, I, 0)), 0.0);
-    assert!((costs.op(Op::new(0, W, 0)) - b0 / 2.0).abs() < 1e-15);
-    // Its part 1 holds the second half of measured part 0: that half of B, times 0.8 and 0.95.
-    assert!((costs.op(Op::new(1, I, 0)) - 0.8 * b0 / 2.0).abs() < 1e-12);
-    assert!((costs.op(Op::new(1, W, 0)) - 0.95 * b0 / 2.0).abs() < 1e-12);
-    // Parts 2 and 3 halve measured part 1's I and W.
-    assert!((costs.op(Op::new(3, W, 0)) - 0.95 * b1 / 2.0).abs() < 1e-12);
+    Plan::single(2, vec![0, 1, 0, 1], 1, programs).expect("a plan")
+}
+
+/// A V on 2 ranks (stages 0 and 3 on rank 0, 1 and 2 on rank 1), 2 micro-batches, with an
+/// overlapped pair whose halves both send: 3B0's gradient to stage 2, and 3F1 none (the last
+/// stage).
+fn v_with_a_pair() -> Plan {
+    let cells = |line: &str| -> Vec<Action> {
+        line.split(',')
+            .map(|c| pipeweave_plan::cell::parse_action(c, u32::MAX).expect("a cell"))
+            .collect()
+    };
+    Plan::single(
+        2,
+        vec![0, 1, 1, 0],
+        2,
+        vec![
+            cells("0F0,0F1,3F0,(3F1;3B0)OVERLAP_F_B,3B1,0B0,0B1"),
+            cells("1F0,2F0,1F1,2F1,2B0,1B0,2B1,1B1"),
+        ],
+    )
+    .expect("a plan")
+}
+
+/// Each send a plan posts is charged once, on its rank, right after the action that computes its
+/// data, and each wait for a forward's send after the backward the lowering puts it behind: per
+/// action, what the lowered program posts and waits for right after it, at the measured means.
+/// So a plan that sends more pays exactly that many sends more.
+#[test]
+fn each_send_a_plan_posts_is_charged_once_after_its_action() {
+    let (mut c, _) = calibration();
+    // The fixture waits for no send; a wait of 7 µs, as if measured.
+    c.overhead.wait_send = Stats::of(&[7e-6]);
+    let send = c
+        .overhead
+        .send
+        .and_then(|s| s.mean)
+        .expect("sends were timed");
+    let wait = 7e-6;
+    // (sends, waits) the lowered plan puts after each action, rank by rank, and the charge.
+    let charged = |plan: &Plan| -> (usize, usize, f64) {
+        let (costs, _) = MeasuredCosts::for_plan(&c, plan).expect("costs");
+        let lowered = pipeweave_plan::lower(plan);
+        let (mut sends, mut waits, mut total) = (0, 0, 0.0);
+        for (rank, steps) in lowered.to_vecs().into_iter().enumerate() {
+            let program = plan.program(rank as u32);
+            let mut after = vec![(0usize, 0usize); program.len()];
+            let mut last = None;
+            for step in steps {
+                match step {
+                    pipeweave_plan::Step::Compute(_) => last = Some(last.map_or(0, |i| i + 1)),
+                    pipeweave_plan::Step::Send { .. } => {
+                        after[last.expect("after an action")].0 += 1
+                    }
+                    pipeweave_plan::Step::WaitSend {
+                        dir: pipeweave_plan::Dir::Fwd,
+                        ..
+                    } => after[last.expect("after an action")].1 += 1,
+                    _ => {}
+                }
+            }
+            for (a, &(n, w)) in program.iter().zip(&after) {
+                let expected = n as f64 * send + w as f64 * wait;
+                let got = costs.host_after(*a);
+                assert!(
+                    (got - expected).abs() < 1e-15,
+                    "{a:?}: {got} for {n} sends and {w} waits"
+                );
+                sends += n;
+                waits += w;
+                total += got;
+            }
+        }
+        (sends, waits, total)
+    };
+    let (one, one_waits, one_total) = charged(&plan());
+    // 1F1B at P = 2, M = 4: each of rank 0's forwards and rank 1's backwards sends; rank 0
+    // waits for each forward's send after its backward.
+    assert_eq!((one, one_waits), (8, 4));
+    let (inter, inter_waits, inter_total) = charged(&interleaved());
+    assert_eq!((inter, inter_waits), (6, 3));
+    let (v, v_waits, v_total) = charged(&v_with_a_pair());
+    // 0F0, 0F1 and 2F0, 2F1 leave their ranks, and 3B0 (in the pair), 3B1, 1B0, 1B1.
+    assert_eq!((v, v_waits), (8, 4));
+    for (n, w, total) in [
+        (one, one_waits, one_total),
+        (inter, inter_waits, inter_total),
+        (v, v_waits, v_total),
+    ] {
+        assert!((total - (n as f64 * send + w as f64 * wait)).abs() < 1e-15);
+    }
+    // Nothing after a weight gradient, which sends nothing.
+    let (costs, _) = MeasuredCosts::for_plan(&c, &interleaved()).expect("costs");
+    assert_eq!(costs.host_after(op(2, Kind::W, 0)), 0.0);
+}
+
+/// Costs without the sends' host time add none after an action, and say why: a file of version 3
+/// (its gaps hold the calibrating run's sends), or a run whose traces name no sends.
+#[test]
+fn costs_without_sends_add_no_host_time_after_an_action_and_say_so() {
+    let (mut c, _) = calibration();
+    c.overhead.send = None;
+    let plan = plan();
+    let (costs, notes) = MeasuredCosts::for_plan(&c, &plan).expect("costs");
+    assert_eq!(costs.host_after(op(0, Kind::F, 0)), 0.0);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("the run timed no send (`overhead.send`)")),
+        "{notes:?}"
+    );
+    c.version = 3;
+    let (_, notes) = MeasuredCosts::for_plan(&c, &plan).expect("costs");
+    assert!(
+        notes.iter().any(|n| n.starts_with(
+            "the costs file is of version 3, without `overhead.send`: the measured gaps between actions hold the calibrating run's sends"
+        )),
+        "{notes:?}"
+    );
+    // One rank sends nothing: no note.
+    let alone = Plan::single(
+        1,
+        vec![0],
+        1,
+        vec![vec![op(0, Kind::F, 0), op(0, Kind::B, 0)]],
+    )
+    .expect("a plan");
+    let (mut one, _) = calibration();
+    one.parts.truncate(1);
+    one.measured.parts = 1;
+    let (_, notes) = MeasuredCosts::for_plan(&one, &alone).expect("costs");
+    assert!(!notes.iter().any(|n| n.contains("send")), "{notes:?}");
 }
 
 /// The fixture's run measured twice, as two runs.
@@ -333,16 +467,16 @@ fn broken_costs_files_are_located_errors() {
     let good = write_costs(&c).expect("written");
     let two = write_costs(&twice().0).expect("written");
     let cases = [
-        ("syntax", good.replacen("version = 3", "version = ", 1)),
+        ("syntax", good.replacen("version = 4", "version = ", 1)),
         ("format", good.replacen("pipeweave-costs", "other", 1)),
-        ("version", good.replacen("version = 3", "version = 9", 1)),
+        ("version", good.replacen("version = 4", "version = 9", 1)),
         (
             "overhead_in_version_1",
-            good.replacen("version = 3", "version = 1", 1),
+            good.replacen("version = 4", "version = 1", 1),
         ),
         (
             "runs_in_version_2",
-            two.replacen("version = 3", "version = 2", 1),
+            two.replacen("version = 4", "version = 2", 1),
         ),
         (
             "measured_in_beyond_the_runs",
@@ -355,7 +489,7 @@ fn broken_costs_files_are_located_errors() {
         (
             "overhead_negative_gap",
             good.replacen(
-                "[overhead.gap.f]\nmedian = 0.00002",
+                "[overhead.gap.f]\nmedian = 0.0",
                 "[overhead.gap.f]\nmedian = -0.00002",
                 1,
             ),
@@ -368,7 +502,27 @@ fn broken_costs_files_are_located_errors() {
         ),
         (
             "overhead_mean_outside_the_extremes",
-            good.replacen("mean = 0.000013333", "mean = 5.0", 1),
+            good.replacen(
+                "samples = 18\nmean = 0.0\n",
+                "samples = 18\nmean = 5.0\n",
+                1,
+            ),
+        ),
+        (
+            "send_in_version_3",
+            good.replacen("version = 4", "version = 3", 1),
+        ),
+        (
+            "overhead_negative_send",
+            good.replacen(
+                "[overhead.send]\nmedian = 0.00002",
+                "[overhead.send]\nmedian = -0.00002",
+                1,
+            ),
+        ),
+        (
+            "overhead_wait_send_unknown_key",
+            format!("{good}\n[overhead.wait_send]\nmedain = 0.0\n"),
         ),
         (
             "unknown_key",

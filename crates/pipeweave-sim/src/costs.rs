@@ -68,6 +68,16 @@ pub trait CostModel {
         0.0
     }
 
+    /// Host time a rank spends right after `action` ends, before its next action can start:
+    /// posting the sends of what the action computed (a launcher's thread posts each one), and
+    /// the waits for sends the action proves consumed. Its outputs still depart at the action's
+    /// end; a wait for the next action's inputs hides this, as it hides
+    /// [`CostModel::host_gap`]. Not counted after a rank's last action (the step's end is its
+    /// last action's); zero by default.
+    fn host_after(&self, _action: Action) -> f64 {
+        0.0
+    }
+
     /// Exposed communication inside an overlapped pair.
     fn exposed_pair(&self, _f: Op, _b: Op) -> f64 {
         0.0

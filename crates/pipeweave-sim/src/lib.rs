@@ -5,8 +5,9 @@
 //! I) the next stage's backward (or, on the last stage, its own forward), a W its I; an input from
 //! another rank arrives `transfer` after the producing action ends. An overlapped pair starts when
 //! the inputs of both halves have arrived, runs as one block for `pair(f, b)`, and both halves end
-//! together. Between two actions a rank may spend host time of its own ([`CostModel::host_gap`],
-//! zero unless the costs measured it), which a wait for an input hides. Sends are asynchronous
+//! together. Between two actions a rank may spend host time of its own ([`CostModel::host_gap`]
+//! before an action, [`CostModel::host_after`] after one: zero unless the costs measured them),
+//! which a wait for an input hides. Sends are asynchronous
 //! (the validator checks that the blocking form still makes
 //! progress), so the timeline is the one a launcher with enough buffering achieves, unless the
 //! cost model says a send blocks ([`CostModel::rendezvous`]): then the sender holds its rank at
@@ -219,6 +220,8 @@ fn input<C: CostModel + ?Sized>(
 struct Running {
     /// When the rank is free again (the end of its last action).
     free: f64,
+    /// The host's time after its last action ([`CostModel::host_after`]), before its next.
+    after: f64,
     busy: f64,
     longest_idle: f64,
     exposed: f64,
@@ -231,6 +234,7 @@ impl Running {
     fn start() -> Running {
         Running {
             free: 0.0,
+            after: 0.0,
             // As `Iterator::sum` over no terms, so a rank without actions reports the same busy
             // time as summing its intervals would.
             busy: std::iter::empty::<f64>().sum(),
@@ -563,11 +567,12 @@ fn run<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Run, OutOfMemory
                     Some(p) => p,
                     None => {
                         let input = |op| input(costs, &ends, r, op);
-                        // The host's time between two actions, hidden by a wait for an input.
+                        // The host's time after the previous action and before this one,
+                        // hidden by a wait for an input.
                         let free = if ran.is_empty() {
                             rn.free
                         } else {
-                            rn.free + costs.host_gap(*a)
+                            rn.free + rn.after + costs.host_gap(*a)
                         };
                         let inputs = match *a {
                             Action::One(op) => input(op).map(|(t, x)| (free.max(t), [x, 0])),
@@ -681,6 +686,7 @@ fn run<C: CostModel + ?Sized>(plan: &Plan, costs: &C) -> Result<Run, OutOfMemory
                     end,
                 });
                 rn.record(p.start, end, exposed);
+                rn.after = costs.host_after(*a);
             }
         }
         // Every rank left waits. A forward held back for the next action's sends, when that

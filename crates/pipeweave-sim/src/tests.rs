@@ -131,6 +131,49 @@ fn stuck_plans_are_errors_not_hangs() {
     );
 }
 
+/// Unit costs, and host time after the actions whose outputs leave the rank: 0.25 after a
+/// forward of stage 0, 0.5 after a backward of stage 1.
+struct Posting;
+
+impl CostModel for Posting {
+    fn op(&self, op: Op) -> f64 {
+        UnitCosts.op(op)
+    }
+
+    fn host_after(&self, action: Action) -> f64 {
+        match action {
+            Action::One(op) if op.stage == 0 && op.kind == Kind::F => 0.25,
+            Action::One(op) if op.stage == 1 && op.kind == Kind::B => 0.5,
+            _ => 0.0,
+        }
+    }
+}
+
+#[test]
+fn host_time_after_an_action_delays_the_rank_not_its_outputs() {
+    let plan = Plan::single(
+        2,
+        vec![0, 1],
+        2,
+        vec![ops("0F0,0F1,0B0,0B1"), ops("1F0,1B0,1F1,1B1")],
+    )
+    .expect("structure");
+    let t = simulate(&valid(&plan), &Posting).expect("runs");
+    let spans = |r: usize| -> Vec<(f64, f64)> {
+        t.timing.intervals[r]
+            .iter()
+            .map(|i| (i.start, i.end))
+            .collect()
+    };
+    // Rank 0's second forward starts 0.25 after its first; rank 1's first forward gets its input
+    // at rank 0's first end, 1, not after the posting. A wait for an input hides the posting
+    // (0B0 waits for 1B0 until 4, past 2.25 + 0.25).
+    assert_eq!(spans(0), [(0.0, 1.0), (1.25, 2.25), (4.0, 6.0), (7.5, 9.5)]);
+    // Rank 1's forward after 1B0 starts 0.5 after it; its last posting ends no action.
+    assert_eq!(spans(1), [(1.0, 2.0), (2.0, 4.0), (4.5, 5.5), (5.5, 7.5)]);
+    assert_eq!(t.timing.makespan, 9.5);
+}
+
 /// Costs that are not numbers: a forward takes NaN.
 struct NanForward;
 

@@ -499,3 +499,67 @@ fn a_plan_with_copies_says_its_reduction_is_not_priced_by_a_run_without() {
     );
     assert!(!one.contains("more than one rank"), "{one}");
 }
+
+/// Each send's host time, measured per send in the recorded 1F1B run (`overhead.send`, the mean
+/// of every `SEND` span), is charged on the critical path once per send: priced with and without
+/// it, a plan whose slowest rank runs back to back after its first action (rank 1, which holds
+/// the slower part and the loss) takes exactly that many sends longer as the sends that rank
+/// posts before its last action: 7 in 1F1B and GPipe (after each of its backwards but the last),
+/// 8 in ZB-H1 (after each I; its W's come last). A plan that sends more pays more.
+#[test]
+fn each_send_on_the_critical_path_adds_the_measured_send() {
+    let with = costs_file("1f1b", &[]);
+    let text = std::fs::read_to_string(&with).unwrap();
+    let costs: toml::Value = toml::from_str(&text).expect("TOML");
+    let send = costs["overhead"]["send"]["mean"].as_float().unwrap();
+    assert_eq!(costs["overhead"]["send"]["samples"].as_integer(), Some(48));
+    // The same costs without the sends' tables: a send costs no host time of its own.
+    let without_sends = {
+        let mut out = String::new();
+        let mut skip = false;
+        for line in text.lines() {
+            if line.starts_with('[') {
+                skip = line == "[overhead.send]" || line == "[overhead.wait_send]";
+            }
+            if !skip {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        out
+    };
+    assert!(!without_sends.contains("overhead.send"));
+    let without = with.with_extension("without-sends.toml");
+    std::fs::write(&without, &without_sends).unwrap();
+    let makespan = |costs: &Path, schedule: &str| {
+        let sim = json(&run(&[
+            "simulate",
+            schedule,
+            "-p",
+            "2",
+            "-m",
+            "8",
+            "--costs-from",
+            costs.to_str().unwrap(),
+            "--format",
+            "json",
+        ]));
+        sim["makespan"].as_f64().unwrap()
+    };
+    let mut charged = Vec::new();
+    for (schedule, sends) in [("1f1b", 7.0), ("gpipe", 7.0), ("zb-h1", 8.0)] {
+        let more = makespan(&with, schedule) - makespan(&without, schedule);
+        assert!(
+            (more - sends * send).abs() < 1e-9,
+            "{schedule}: {more} s more, {} sends",
+            more / send
+        );
+        charged.push(more);
+    }
+    // Interleaved 1F1B posts 48 sends a step against 1F1B's 16: some are hidden by waits for
+    // inputs, but it pays for more of them than 1F1B.
+    let interleaved = makespan(&with, "interleaved-1f1b") - makespan(&without, "interleaved-1f1b");
+    assert!(interleaved > 2.0 * charged[0], "{interleaved}");
+    std::fs::remove_file(&with).ok();
+    std::fs::remove_file(&without).ok();
+}
