@@ -249,7 +249,8 @@ def test_the_trace_holds_the_message_and_gradient_bytes_and_the_link_probe(runs,
         messages = [(0, "F", 0, 1), (1, "B", 1, 0), (2, "F", 1, 0), (3, "B", 0, 1)]
     want_messages = [{"stage": s, "dir": d, "from": a, "to": b, "bytes": per_mb} for s, d, a, b in messages]
     p2p_sizes, reduce_sizes = probe.probe_sizes([per_mb], list(grads.values()))
-    assert p2p_sizes == [1024, 4096, 16384, max(grads.values())] and reduce_sizes == sorted(grads.values())
+    assert p2p_sizes == [1024, 4096, 16384, max(grads.values())]
+    assert reduce_sizes == sorted({*p2p_sizes, *grads.values()})
     for rank in range(2):
         meta = load_trace(runs[name] / result(runs[name], rank)["trace"])["pipeweave"]
         assert meta["messages"] == want_messages
@@ -278,11 +279,13 @@ def test_probe_sizes_are_the_messages_and_a_geometric_range_up_to_the_gradients(
 
     assert probe.probe_sizes([65536, 65536], [881664, 866816]) == (
         [1024, 4096, 16384, 65536, 262144, 881664],
-        [866816, 881664],
+        [1024, 4096, 16384, 65536, 262144, 866816, 881664],
     )
     # Capped at 64 MiB; sizes rounded up to whole float32s.
     assert probe.probe_sizes([6], [1 << 40]) == (
         [8, *[1024 * 4**k for k in range(8)], 1 << 26],
-        [1 << 26],
+        [8, *[1024 * 4**k for k in range(8)], 1 << 26],
     )
+    # No gradients (an evaluation, or frozen parts): no all-reduce.
+    assert probe.probe_sizes([4096], [0]) == ([1024, 4096], [])
     assert probe.probe_sizes([], []) == ([1024], [])

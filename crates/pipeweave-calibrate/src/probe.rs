@@ -67,7 +67,7 @@ pub struct TransferPoint {
     pub to: u32,
     /// Bytes each way.
     pub bytes: u64,
-    /// Seconds, the median of the probe's repeats.
+    /// Seconds, the least of the probe's repeats.
     pub time: f64,
 }
 
@@ -79,7 +79,7 @@ pub struct ReducePoint {
     pub ranks: [u32; 2],
     /// Bytes all-reduced.
     pub bytes: u64,
-    /// Seconds, the median of the probe's repeats.
+    /// Seconds, the least of the probe's repeats.
     pub time: f64,
 }
 

@@ -9,8 +9,10 @@ all-reduces among the part's copies).
 `probe` times, after the profiled steps, every pair of ranks that the plan's pipelines connect
 (consecutive ranks of a pipeline): a round trip of a message at each of a few sizes (the plan's
 message sizes and a geometric range up to the largest part's gradient bytes, at most `MAX_BYTES`),
-halved, and an all-reduce of the two ranks at each part's gradient bytes (at most `MAX_BYTES`);
-each point the median of `REPEATS` timings after one untimed. Every rank runs the same sequence,
+halved, and an all-reduce of the two ranks at each part's gradient bytes and the same sizes (at
+most `MAX_BYTES`; none when no part has gradients);
+each point the least of `REPEATS` timings after one untimed (timeit's rule: on a shared machine the
+least disturbed timing is the link's own). Every rank runs the same sequence,
 pair by pair in order, so the blocking transfers meet; the lower rank of a pair records its
 points. A rank whose probe fails aborts the runner's process groups, as a failed step does, and
 every rank raises the same `PipelineError`.
@@ -18,7 +20,6 @@ every rank raises the same `PipelineError`.
 
 from __future__ import annotations
 
-import statistics
 import time
 
 import torch
@@ -26,8 +27,8 @@ import torch.distributed as dist
 
 from ._comm import Broken, Meta, PipelineError, _transfer, differentiable
 
-# Timings per point, after one untimed (which also lines the two ranks up).
-REPEATS = 3
+# Timings per point, after one untimed (which also lines the two ranks up); the least is kept.
+REPEATS = 5
 # The largest buffer the probe sends or reduces: a model's gradients can be gigabytes, and a line
 # fitted up to 64 MiB carries a link's bandwidth to them.
 MAX_BYTES = 1 << 26
@@ -97,7 +98,11 @@ def probe_sizes(message_bytes: list[int], gradients: list[int]) -> tuple[list[in
     while n < top:
         p2p.add(n)
         n *= RATIO
+    # The all-reduce at each part's gradient bytes, and along the same range, so that a line
+    # through its points is not drawn between two sizes close together.
     reduce = {whole(n) for n in gradients if n > 0}
+    if reduce:
+        reduce |= p2p
     return sorted(p2p), sorted(reduce)
 
 
@@ -174,7 +179,7 @@ def _run(runner: object, made: list[dist.ProcessGroup]) -> dict[str, object]:
                 if i > 0:
                     times.append((time.perf_counter() - start) / 2)
             if me == a:
-                p2p.append({"from": a, "to": b, "bytes": n, "time": round(statistics.median(times), 9)})
+                p2p.append({"from": a, "to": b, "bytes": n, "time": round(min(times), 9)})
         if not reduce_sizes:
             continue
         if layout.ranks == 2:
@@ -203,5 +208,5 @@ def _run(runner: object, made: list[dist.ProcessGroup]) -> dict[str, object]:
                 if i > 0:
                     times.append(time.perf_counter() - start)
             if me == a:
-                reduces.append({"ranks": [a, b], "bytes": n, "time": round(statistics.median(times), 9)})
+                reduces.append({"ranks": [a, b], "bytes": n, "time": round(min(times), 9)})
     return {"repeats": REPEATS, "p2p": p2p, "all_reduce": reduces}

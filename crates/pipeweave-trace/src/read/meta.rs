@@ -54,7 +54,7 @@ pub struct PartGradient {
 /// The link probe's points that this rank timed.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Probe {
-    /// Timings per point (their median is the point's time).
+    /// Timings per point (the least is the point's time).
     pub repeats: u32,
     /// One-way transfers (half a round trip).
     pub p2p: Vec<ProbePoint>,
@@ -72,7 +72,7 @@ pub struct ProbePoint {
     pub to: u32,
     /// The bytes moved (sent, or all-reduced).
     pub bytes: u64,
-    /// Seconds it took (the median of the repeats).
+    /// Seconds it took (the least of the repeats).
     pub seconds: f64,
 }
 
