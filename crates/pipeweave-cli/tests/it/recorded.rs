@@ -529,21 +529,35 @@ fn the_link_probe_prices_the_copies_gradient_reduction() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|p| (p["bytes"].as_integer().unwrap() as f64, p["time"].as_float().unwrap()))
+            .map(|p| {
+                (
+                    p["bytes"].as_integer().unwrap() as f64,
+                    p["time"].as_float().unwrap(),
+                )
+            })
             .collect()
     };
     let (p2p, reduce) = (points("p2p"), points("all_reduce"));
     // The sizes the probe chose: the geometric range from 1 KiB by 4 up to the largest part's
     // gradients (881664 bytes), through the messages' 65536; the all-reduce at each part's too.
     let sizes: Vec<f64> = p2p.iter().map(|p| p.0).collect();
-    assert_eq!(sizes, [1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 881664.0]);
+    assert_eq!(
+        sizes,
+        [1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 881664.0]
+    );
     assert_eq!(reduce.len(), 7);
     let link = &probe["link"][0];
     let (a, s) = line(&p2p);
-    assert!(a > 0.0 && s > 0.0, "the recorded points make a rising line from above 0");
+    assert!(
+        a > 0.0 && s > 0.0,
+        "the recorded points make a rising line from above 0"
+    );
     let close = |x: f64, y: f64| (x - y).abs() <= 1e-9 * y.abs();
     assert!(close(link["latency"].as_float().unwrap(), a), "{link:?}");
-    assert!(close(link["bandwidth"].as_float().unwrap(), 1.0 / s), "{link:?}");
+    assert!(
+        close(link["bandwidth"].as_float().unwrap(), 1.0 / s),
+        "{link:?}"
+    );
     let parts = costs["part"].as_array().unwrap();
     let grads: Vec<f64> = parts
         .iter()
@@ -598,6 +612,9 @@ fn the_link_probe_prices_the_copies_gradient_reduction() {
     ]);
     std::fs::remove_file(&path).ok();
     let sim = json(&out);
-    let (makespan, step) = (sim["makespan"].as_f64().unwrap(), sim["step_time"].as_f64().unwrap());
+    let (makespan, step) = (
+        sim["makespan"].as_f64().unwrap(),
+        sim["step_time"].as_f64().unwrap(),
+    );
     assert!((step - (makespan + mean("head") + mean("tail"))).abs() < 1e-12);
 }
