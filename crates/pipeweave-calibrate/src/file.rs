@@ -250,7 +250,8 @@ pub struct Link {
     /// Seconds from the later of the send's and the receive's starts to the receive's end: the
     /// time the data took once both sides were there.
     pub transfer: Stats,
-    /// The bytes of each message it carried (version 4), when the traces record them.
+    /// The bytes of the largest message it carries per micro-batch (version 4), when the traces
+    /// record them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
     /// Seconds a message takes whatever its size, from the probe's fit of its two ranks
