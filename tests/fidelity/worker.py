@@ -119,11 +119,15 @@ def probe_fails(runner, x, y, out, rank):
     each rank raises (type, message)."""
     import pipeweave.torch._probe as probe
 
-    def failing(values):
-        raise RuntimeError("injected failure")
+    import builtins
+
+    def failing(*args):
+        if len(args) == 1 and isinstance(args[0], list):
+            raise RuntimeError("injected failure")
+        return builtins.min(*args)
 
     if rank == 0:
-        # The probe keeps the least of its timings: rank 0 fails taking its first point's.
+        # The probe keeps the least of its timings (a list): rank 0 fails taking its first point's.
         probe.min = failing
     try:
         pwt.profile(runner, x, y, steps=1, warmup=0, dir=out)
