@@ -241,7 +241,7 @@ class Simulation(_SimulationRequired, total=False):
     time_unit: Literal["s"]
     """Present with --spec: every time is in seconds. Absent: abstract units (F = I = W = 1 unless --costs says otherwise)."""
     step_time: float
-    """With --costs-from: the predicted step, in seconds: the makespan and the profiled run's time before its first action and after its last (overhead.head and overhead.tail of the costs file)."""
+    """With --costs-from: the predicted step, in seconds: the makespan (the latest end of a rank's actions plus, where the plan keeps a part on several ranks and the costs hold the link probe, each rank's all-reduce of those parts' gradients after its last action) and the profiled run's time before its first action and after its last (overhead.head and overhead.tail of the costs file)."""
     spec: SimulationSpec
     fitted: list[str]
     """With --spec: how the spec was fitted to the plan's shape, one sentence per change (the pipeline degree with the data parallelism or the GPUs, the cut of the model into parts, the micro-batches, the micro-batch size), then one per default the spec relies on that moves its figures (the attention kernel, when it names none); empty when the plan has the spec's shape and the spec names them all."""
@@ -253,7 +253,7 @@ class ComparisonFiguresMeasured(TypedDict):
     makespan_s: float
     """The simulated makespan under the measured costs, in seconds."""
     step_time_s: float
-    """The predicted step under the measured costs: the makespan and the profiled run's time before its first action and after its last (overhead.head and overhead.tail of the costs file), in seconds."""
+    """The predicted step under the measured costs: the makespan (the latest end of a rank's actions plus, where the plan keeps a part on several ranks and the costs hold the link probe, each rank's all-reduce of those parts' gradients after its last action) and the profiled run's time before its first action and after its last (overhead.head and overhead.tail of the costs file), in seconds."""
     peak_saved_bytes: int | None
     """The largest predicted peak of saved-activation bytes of any rank, from the bytes measured per stage and micro-batch; null when the run recorded none."""
 
@@ -611,7 +611,7 @@ class MeasuredRecommendationCandidate(TypedDict):
     stages_per_rank: int
     """Stages per rank and model copy, from the plan."""
     step_time_s: float
-    """The predicted step: the makespan and the run's time before its first action and after its last (overhead.head and overhead.tail of the costs file), seconds."""
+    """The predicted step: the makespan (the latest end of a rank's actions plus, where the plan keeps a part on several ranks and the costs hold the link probe, each rank's all-reduce of those parts' gradients after its last action) and the run's time before its first action and after its last (overhead.head and overhead.tail of the costs file), seconds."""
     makespan_s: float
     """The simulated makespan under the measured costs, seconds."""
     peak_saved_bytes: int | None
@@ -814,7 +814,7 @@ class PlanDiff(TypedDict):
     measured: float
     """The measured step: the first action's start on any rank to the last action's end on any rank, seconds."""
     predicted_step: float
-    """The predicted whole step: the makespan and the profiled run's time before its first action and after its last (overhead.head and overhead.tail of the costs), seconds."""
+    """The predicted whole step: the makespan (the latest end of a rank's actions plus, where the plan keeps a part on several ranks and the costs hold the link probe, each rank's all-reduce of those parts' gradients after its last action) and the profiled run's time before its first action and after its last (overhead.head and overhead.tail of the costs), seconds."""
     measured_step: float | None
     """The measured whole step: the earliest start of a profiler step span (ProfilerStep#N) on any rank to the latest end of one, seconds; null when the traces have none."""
     error: float

@@ -105,6 +105,7 @@ def misuse(runner, x, y, out, rank):
         "steps_zero": lambda: pwt.profile(runner, x, y, steps=0, dir=out),
         "steps_bool": lambda: pwt.profile(runner, x, y, steps=True, dir=out),
         "warmup_negative": lambda: pwt.profile(runner, x, y, warmup=-1, dir=out),
+        "probe_not_bool": lambda: pwt.profile(runner, x, y, probe=1, dir=out),
         # Unwritable on every rank, then on rank 1 only: both ranks raise, neither waits.
         "dir_is_a_file": lambda: pwt.profile(runner, x, y, dir=os.path.join(bad_dir, "traces")),
         "dir_bad_on_rank_1": lambda: pwt.profile(runner, x, y, dir=os.path.join(bad_dir, "traces") if rank == 1 else out),
@@ -153,6 +154,28 @@ def rounds(args, rank):
                 json.dump(result, f, indent=1)
 
 
+def probe_fails(runner, x, y, out, rank):
+    """`profile`'s link probe failing on rank 0 while rank 1 waits for its next message: the words
+    each rank raises (type, message)."""
+    import pipeweave.torch._probe as probe
+
+    import builtins
+
+    def failing(*args):
+        if len(args) == 1 and isinstance(args[0], list):
+            raise RuntimeError("injected failure")
+        return builtins.min(*args)
+
+    if rank == 0:
+        # The probe keeps the least of its timings (a list): rank 0 fails taking its first point's.
+        probe.min = failing
+    try:
+        pwt.profile(runner, x, y, steps=1, warmup=0, dir=out)
+    except Exception as e:
+        return {"probe": [type(e).__name__, str(e)]}
+    return {"probe": None}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--schedule", default="1f1b")
@@ -169,6 +192,7 @@ def main():
     ap.add_argument("--no-operators", action="store_true")
     ap.add_argument("--grads", action="store_true")
     ap.add_argument("--misuse", action="store_true")
+    ap.add_argument("--probe-fails", action="store_true", help="rank 0's link probe fails after its first round trip")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -226,7 +250,10 @@ def main():
         runner = pwt.PlanRunner(plan, rank, parts, loss_fn)
         if args.misuse:
             result["errors"] = misuse(runner, x, y, args.out, rank)
-        if args.grads:
+        profiled = None
+        if args.probe_fails:
+            result["errors"] = probe_fails(runner, x, y, args.out, rank)
+        elif args.grads:
             # One step without the profiler, then the same step under it, from the same weights.
             runner.step(x, y)
             plain = grads_of(parts)
@@ -238,10 +265,11 @@ def main():
                 runner, x, y, steps=args.steps, warmup=args.warmup, dir=args.out,
                 after_step=lambda: zero(parts), gzip=args.gzip, operators=not args.no_operators,
             )
-        result["trace"] = os.path.basename(profiled.trace)
-        result["step_times"] = profiled.step_times
-        result["peak_saved_bytes"] = profiled.peak_saved_bytes
-        result["saved_bytes"] = [[r.action, r.bytes, r.peak] for r in profiled.saved_bytes[-1]]
+        if profiled is not None:
+            result["trace"] = os.path.basename(profiled.trace)
+            result["step_times"] = profiled.step_times
+            result["peak_saved_bytes"] = profiled.peak_saved_bytes
+            result["saved_bytes"] = [[r.action, r.bytes, r.peak] for r in profiled.saved_bytes[-1]]
     with open(os.path.join(args.out, f"result-rank{rank}.json"), "w") as f:
         json.dump(result, f, indent=1)
     dist.destroy_process_group()

@@ -24,6 +24,7 @@ RUNS = {
     "zb-h1": ("zb-h1", ["--size", "small", "--microbatches", "4", "--steps", "1", "--warmup", "1"]),
     "dualpipe": ("dualpipe", ["--size", "small", "--microbatches", "4", "--steps", "1", "--warmup", "1", "--gzip"]),
     "mlp": ("gpipe", ["--size", "mlp", "--microbatches", "4", "--steps", "1", "--grads", "--misuse"]),
+    "probe-fails": ("1f1b", ["--size", "mlp", "--microbatches", "2", "--probe-fails"]),
 }
 
 
@@ -155,6 +156,7 @@ def test_misuse_is_refused_with_clear_words_on_every_rank(runs):
         assert errors["steps_zero"] == ["ValueError", "steps must be a positive integer, got 0"]
         assert errors["steps_bool"] == ["ValueError", "steps must be a positive integer, got True"]
         assert errors["warmup_negative"] == ["ValueError", "warmup must be a non-negative integer, got -1"]
+        assert errors["probe_not_bool"] == ["TypeError", "probe must be True or False, got 1"]
         bad = str(runs["mlp"] / f"file-rank{rank}" / "traces")
         assert errors["dir_is_a_file"] == ["OSError", f"cannot write the traces into {bad}: Not a directory"]
         bad1 = str(runs["mlp"] / "file-rank1" / "traces")
@@ -226,3 +228,64 @@ def test_the_recorded_traces_follow_their_plans(folder):
         assert len(saved) == len(plan.actions(rank)) * steps
         if "--no-operators" not in args:
             assert any(e.get("cat") == "cpu_op" for e in events)
+
+
+@pytest.mark.parametrize("name", ["1f1b", "dualpipe"])
+def test_the_trace_holds_the_message_and_gradient_bytes_and_the_link_probe(runs, name):
+    import pipeweave as pw
+    import pipeweave.torch as pwt
+    import pipeweave.torch._probe as probe
+
+    schedule, args = RUNS[name]
+    plan = pw.compile(schedule, ranks=2, microbatches=4)
+    size = model.SIZES["small"]
+    # A part's output is (rows, seq, width) float32 per micro-batch, its gradient the same.
+    per_mb = size.rows * size.seq * size.width * 4
+    grads = {q: sum(p.numel() * 4 for p in m.parameters()) for q, m in model.parts(size, 2, [0, 1]).items()}
+    if name == "1f1b":
+        messages = [(0, "F", 0, 1), (1, "B", 1, 0)]
+    else:
+        # DualPipe: pipeline 0 runs ranks 0 -> 1, pipeline 1 ranks 1 -> 0; each rank hosts both parts.
+        messages = [(0, "F", 0, 1), (1, "B", 1, 0), (2, "F", 1, 0), (3, "B", 0, 1)]
+    want_messages = [{"stage": s, "dir": d, "from": a, "to": b, "bytes": per_mb} for s, d, a, b in messages]
+    p2p_sizes, reduce_sizes = probe.probe_sizes([per_mb], list(grads.values()))
+    assert p2p_sizes == [1024, 4096, 16384, max(grads.values())]
+    assert reduce_sizes == sorted({*p2p_sizes, *grads.values()})
+    for rank in range(2):
+        meta = load_trace(runs[name] / result(runs[name], rank)["trace"])["pipeweave"]
+        assert meta["messages"] == want_messages
+        assert meta["gradients"] == [{"part": q, "bytes": grads[q]} for q in pwt.parts_of(plan, rank)]
+        got = meta["probe"]
+        assert got["repeats"] == probe.REPEATS
+        if rank == 1:
+            # The lower rank of a pair records its points.
+            assert got["p2p"] == [] and got["all_reduce"] == []
+            continue
+        assert [(p["from"], p["to"], p["bytes"]) for p in got["p2p"]] == [(0, 1, n) for n in p2p_sizes]
+        assert [(p["ranks"], p["bytes"]) for p in got["all_reduce"]] == [([0, 1], n) for n in reduce_sizes]
+        for point in got["p2p"] + got["all_reduce"]:
+            assert isinstance(point["time"], float) and 0 < point["time"] < 1
+
+
+def test_a_probe_that_fails_on_one_rank_raises_the_same_error_on_every_rank(runs):
+    want = ["PipelineError", "rank 0 failed in the link probe: RuntimeError: injected failure"]
+    for rank in range(2):
+        assert result(runs["probe-fails"], rank)["errors"]["probe"] == want
+    assert not list(runs["probe-fails"].glob("*.pt.trace.json"))
+
+
+def test_probe_sizes_are_the_messages_and_a_geometric_range_up_to_the_gradients():
+    import pipeweave.torch._probe as probe
+
+    assert probe.probe_sizes([65536, 65536], [881664, 866816]) == (
+        [1024, 4096, 16384, 65536, 262144, 881664],
+        [1024, 4096, 16384, 65536, 262144, 866816, 881664],
+    )
+    # Capped at 64 MiB; sizes rounded up to whole float32s.
+    assert probe.probe_sizes([6], [1 << 40]) == (
+        [8, *[1024 * 4**k for k in range(8)], 1 << 26],
+        [8, *[1024 * 4**k for k in range(8)], 1 << 26],
+    )
+    # No gradients (an evaluation, or frozen parts): no all-reduce.
+    assert probe.probe_sizes([4096], [0]) == ([1024, 4096], [])
+    assert probe.probe_sizes([], []) == ([1024], [])

@@ -146,6 +146,8 @@ def profile(runner: pwt.PlanRunner, x: torch.Tensor, y: torch.Tensor) -> int:
     assert_type(record, pwt.SavedBytes)
     assert_type(record.max_memory_allocated, int | None)
     assert_type(runner.saved_bytes, list[pwt.SavedBytes])
+    pwt.profile(runner, x, y, dir="traces", probe=False)
+    pwt.profile(runner, x, y, dir="traces", probe=1)  # type: ignore[arg-type]
     pwt.profile(runner, x, y, steps="2", dir="traces")  # type: ignore[arg-type]
     pwt.profile(runner, x, y)  # type: ignore[call-arg]
     return record.bytes + profiled.peak_saved_bytes

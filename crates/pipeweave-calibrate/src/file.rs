@@ -1,9 +1,10 @@
 //! The costs file (`costs.toml`, `format = "pipeweave-costs"`, version 4; version 1, without
 //! `[overhead]`, version 2, without `[[measured.run]]` and `measured_in`, and version 3, without
-//! `[overhead.send]` and `[overhead.wait_send]`, are read too): what `pipeweave calibrate`
+//! `[overhead.send]`, `[overhead.wait_send]`, `[probe]` and the links' and parts' bytes, are read too): what `pipeweave calibrate`
 //! measured, as TOML.
 //! `docs/plan-vs-actual.md` documents every key.
 
+use crate::probe::ProbeCosts;
 use crate::stats::Stats;
 use pipeweave_diagnostics::{Diagnostic, FileId, Span, visible};
 use serde::{Deserialize, Serialize};
@@ -44,6 +45,10 @@ pub struct Calibration {
     /// The step's time outside the actions' spans (`[overhead]`, version 2), where measured.
     #[serde(default, skip_serializing_if = "Overhead::is_empty")]
     pub overhead: Overhead,
+    /// The link probe's points and each link's latency and bandwidth (`[probe]`, version 4),
+    /// when the traces have a probe.
+    #[serde(default, skip_serializing_if = "ProbeCosts::is_empty")]
+    pub probe: ProbeCosts,
 }
 
 /// The time a step spends outside any action's span, measured per step (`[overhead]`).
@@ -224,6 +229,10 @@ pub struct Part {
     /// Which runs each figure is from, when several were measured together (version 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured_in: Option<Sources>,
+    /// The bytes of its gradients (version 4), when the traces record them: what the reduction
+    /// among the copies of a part kept on several ranks all-reduces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gradient_bytes: Option<u64>,
 }
 
 /// An overlapped F&B pair: its duration and its slowdown against its halves run alone.
@@ -256,6 +265,17 @@ pub struct Link {
     /// Seconds from the later of the send's and the receive's starts to the receive's end: the
     /// time the data took once both sides were there.
     pub transfer: Stats,
+    /// The bytes of the largest message it carries per micro-batch (version 4), when the traces
+    /// record them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// Seconds a message takes whatever its size, from the probe's fit of its two ranks
+    /// (version 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<f64>,
+    /// Bytes per second beyond the latency, from the probe's fit (version 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth: Option<f64>,
 }
 
 /// One rank's step.
@@ -288,10 +308,10 @@ pub struct SavedBytes {
 /// The costs file as TOML, with a header saying what it is.
 pub fn write_costs(c: &Calibration) -> Result<String, String> {
     let body = toml::to_string(c).map_err(|e| format!("cannot write the costs: {e}"))?;
-    let links = if c.links.is_empty() {
+    let links = if c.links.is_empty() || !c.probe.links.is_empty() {
         ""
     } else {
-        "# A link's `transfer` is one time per link: the traces name no message sizes, so no bandwidth is measured.\n"
+        "# A link's `transfer` is one time per link: the traces hold no link probe, so no bandwidth is measured.\n"
     };
     Ok(format!(
         "# Measured costs, written by `pipeweave calibrate` (docs/plan-vs-actual.md): seconds and bytes.\n{links}{body}"
@@ -328,7 +348,16 @@ pub fn read_costs(text: &str, file: FileId) -> Result<Calibration, Vec<Diagnosti
 /// Where in the text a problem of `check` is: the table its message names, for the tables of
 /// `[overhead]`, `[[measured.run]]` and `measured_in`; the file's start otherwise.
 fn located(text: &str, problem: &str) -> std::ops::Range<usize> {
-    let needle = if problem.starts_with("`[[measured.run]]`") {
+    let probe = ["[[probe.link]]", "[[probe.p2p]]", "[[probe.all_reduce]]"]
+        .into_iter()
+        .find(|t| problem.starts_with(&format!("`{t}`")));
+    let needle = if let Some(table) = probe {
+        Some(table)
+    } else if problem.starts_with("`[probe]`") {
+        Some("[[probe.")
+    } else if problem.contains("`gradient_bytes`") {
+        Some("gradient_bytes")
+    } else if problem.starts_with("`[[measured.run]]`") {
         Some("[[measured.run]]")
     } else if problem.contains("`measured_in") {
         Some("measured_in")
@@ -391,6 +420,17 @@ fn check(c: &Calibration) -> Vec<String> {
             c.version
         ));
     }
+    let v4_keys = !c.probe.is_empty()
+        || c.parts.iter().any(|p| p.gradient_bytes.is_some())
+        || c.links
+            .iter()
+            .any(|l| l.bytes.is_some() || l.latency.is_some() || l.bandwidth.is_some());
+    if c.version < 4 && v4_keys {
+        out.push(format!(
+            "`[probe]`, a link's `bytes`, `latency` and `bandwidth` and a part's `gradient_bytes` are keys of version 4, and this file says `version = {}`",
+            c.version
+        ));
+    }
     if c.version < 2 && !c.overhead.is_empty() {
         out.push(format!(
             "`[overhead]` is a key of version 2, and this file says `version = {}`",
@@ -449,6 +489,9 @@ fn check(c: &Calibration) -> Vec<String> {
         (c.ranks.len(), "ranks"),
         (c.saved.len(), "saved rows"),
         (c.measured.runs.len(), "runs"),
+        (c.probe.links.len(), "probed links"),
+        (c.probe.p2p.len(), "probed transfers"),
+        (c.probe.all_reduce.len(), "probed all-reduces"),
     ] {
         if n > MAX_ROWS {
             out.push(format!("{n} {what} are more than any plan has"));
@@ -513,6 +556,14 @@ fn check(c: &Calibration) -> Vec<String> {
             }
         }
     }
+    for p in &c.parts {
+        if p.gradient_bytes.is_some_and(|b| b > 1 << 53) {
+            out.push(format!(
+                "part {}: `gradient_bytes` is more than 2^53",
+                p.part
+            ));
+        }
+    }
     for p in &c.pairs {
         if p.f_part >= m.parts || p.b_part >= m.parts {
             out.push(format!(
@@ -551,6 +602,15 @@ fn check(c: &Calibration) -> Vec<String> {
                 l.from, l.to
             ));
         }
+        if l.latency.is_some_and(|x| !(x.is_finite() && x >= 0.0))
+            || l.bandwidth.is_some_and(|x| !(x.is_finite() && x > 0.0))
+            || l.bytes.is_some_and(|x| x > 1 << 53)
+        {
+            out.push(format!(
+                "link {} → {}: `latency` must be seconds from 0, `bandwidth` positive bytes per second, `bytes` at most 2^53",
+                l.from, l.to
+            ));
+        }
     }
     for r in &c.ranks {
         if r.rank >= m.ranks || !r.step_time.is_sound() || !r.busy.is_sound() {
@@ -560,6 +620,7 @@ fn check(c: &Calibration) -> Vec<String> {
             ));
         }
     }
+    crate::probe::check(&c.probe, m.ranks, &mut out);
     out.truncate(20);
     out
 }

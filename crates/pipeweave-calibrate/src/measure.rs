@@ -4,6 +4,7 @@ use crate::file::{
     Calibration, FORMAT_NAME, FORMAT_VERSION, Gaps, Link, Measured, Overhead, PairCost, Part,
     RankMeasured, RunMeasured, SavedBytes, Sources,
 };
+use crate::probe::{ProbeCosts, ReducePoint, TransferPoint, link_fits};
 use crate::stats::Stats;
 use pipeweave_plan::{Action, Dir, Kind, Plan, Step};
 use pipeweave_trace::{Clock, Naming, Run, Timed};
@@ -76,6 +77,7 @@ pub fn measure_runs(inputs: &[MeasureInput<'_>]) -> Result<(Calibration, Vec<Str
     let mut saved = SavedFigures::default();
     let mut link_samples: BTreeMap<(u32, u32, bool), Vec<f64>> = BTreeMap::new();
     let mut outside = OutsideSamples::default();
+    let mut transfers = Transfers::default();
     for (k, input) in inputs.iter().enumerate() {
         let (plan, run) = (input.plan, input.run);
         for (rank, r) in run.ranks.iter().enumerate() {
@@ -102,6 +104,7 @@ pub fn measure_runs(inputs: &[MeasureInput<'_>]) -> Result<(Calibration, Vec<Str
         saved_bytes(plan, run, &mut saved, k == 0);
         links(plan, run, &mut link_samples);
         outside.add(plan, run);
+        transfers.add(run);
     }
     let median = |part: u32, kind: Kind| {
         ops.get(&(part, kind))
@@ -124,6 +127,7 @@ pub fn measure_runs(inputs: &[MeasureInput<'_>]) -> Result<(Calibration, Vec<Str
             i: stats(Kind::I),
             w: stats(Kind::W),
             saved_bytes: saved.by_part.get(&q).and_then(|v| median_u64(v)),
+            gradient_bytes: transfers.gradients.get(&q).copied(),
             freed_by_i: saved.freed_by_i(q),
             measured_in: several.then(|| Sources {
                 f: runs(Kind::F),
@@ -156,7 +160,22 @@ pub fn measure_runs(inputs: &[MeasureInput<'_>]) -> Result<(Calibration, Vec<Str
             slowdown: duration.median / halves,
         });
     }
-    let links = link_rows(link_samples);
+    let mut links = link_rows(link_samples);
+    let mut probe = transfers.probe();
+    probe.reduction_in_tail = inputs
+        .iter()
+        .any(|i| !crate::model::copies(i.plan).is_empty());
+    for l in &mut links {
+        l.bytes = transfers
+            .messages
+            .get(&(l.from, l.to, l.dir == "F"))
+            .copied();
+        let key = (l.from.min(l.to), l.from.max(l.to));
+        if let Some(f) = probe.links.iter().find(|f| (f.from, f.to) == key) {
+            l.latency = Some(f.latency);
+            l.bandwidth = f.bandwidth;
+        }
+    }
     if links.is_empty() && plan.ranks() > 1 {
         notes.push(
             "the traces name no matched sends and receives: transfer times are not measured"
@@ -168,6 +187,20 @@ pub fn measure_runs(inputs: &[MeasureInput<'_>]) -> Result<(Calibration, Vec<Str
             "link times are from the receives' waits (PlanRunner times the wait for the data right before the action that consumes it): each is the time from the later of the send's start and the wait's start to the wait's end, the transfer when the receiver waited from before the send, near zero when the data came before the wait (a wait, not a transfer)"
                 .to_owned(),
         );
+    }
+    if probe.p2p.is_empty() && plan.ranks() > 1 {
+        notes.push(
+            "the traces hold no link probe (`pipeweave.torch.profile(..., probe=True)` writes one): no link's latency and bandwidth are measured, and a part kept on several ranks has its gradients' all-reduce priced only as far as the step's tail holds one"
+                .to_owned(),
+        );
+    }
+    for l in &probe.links {
+        if l.bandwidth.is_none() {
+            notes.push(format!(
+                "the probe's transfers between ranks {} and {} did not take longer with their size (a loaded machine?): the link has a latency, {} s, and no bandwidth",
+                l.from, l.to, l.latency
+            ));
+        }
     }
     if !inputs
         .iter()
@@ -230,6 +263,7 @@ pub fn measure_runs(inputs: &[MeasureInput<'_>]) -> Result<(Calibration, Vec<Str
         ranks: rank_rows,
         saved: saved.rows(),
         overhead,
+        probe,
     };
     Ok((calibration, notes))
 }
@@ -617,6 +651,53 @@ fn links(plan: &Plan, run: &Run, samples: &mut BTreeMap<(u32, u32, bool), Vec<f6
     }
 }
 
+/// What the traces' `pipeweave` objects say of the transfers: the bytes of each message and of
+/// each part's gradients (the largest any trace gives), and every probe point, in order.
+#[derive(Default)]
+struct Transfers {
+    messages: BTreeMap<(u32, u32, bool), u64>,
+    gradients: BTreeMap<u32, u64>,
+    p2p: Vec<TransferPoint>,
+    all_reduce: Vec<ReducePoint>,
+}
+
+impl Transfers {
+    fn add(&mut self, run: &Run) {
+        for meta in run.ranks.iter().filter_map(|r| r.meta.as_ref()) {
+            for m in &meta.messages {
+                let slot = self.messages.entry((m.from, m.to, m.forward)).or_default();
+                *slot = (*slot).max(m.bytes);
+            }
+            for g in &meta.gradients {
+                let slot = self.gradients.entry(g.part).or_default();
+                *slot = (*slot).max(g.bytes);
+            }
+            let Some(probe) = &meta.probe else { continue };
+            self.p2p.extend(probe.p2p.iter().map(|p| TransferPoint {
+                from: p.from,
+                to: p.to,
+                bytes: p.bytes,
+                time: p.seconds,
+            }));
+            self.all_reduce
+                .extend(probe.all_reduce.iter().map(|p| ReducePoint {
+                    ranks: [p.from, p.to],
+                    bytes: p.bytes,
+                    time: p.seconds,
+                }));
+        }
+    }
+
+    fn probe(&self) -> ProbeCosts {
+        ProbeCosts {
+            links: link_fits(&self.p2p),
+            p2p: self.p2p.clone(),
+            all_reduce: self.all_reduce.clone(),
+            reduction_in_tail: false,
+        }
+    }
+}
+
 /// The `[[link]]` rows of the transfer samples.
 fn link_rows(samples: BTreeMap<(u32, u32, bool), Vec<f64>>) -> Vec<Link> {
     samples
@@ -627,6 +708,9 @@ fn link_rows(samples: BTreeMap<(u32, u32, bool), Vec<f64>>) -> Vec<Link> {
                 to,
                 dir: if fwd { "F" } else { "B" }.to_owned(),
                 transfer,
+                bytes: None,
+                latency: None,
+                bandwidth: None,
             })
         })
         .collect()

@@ -6,7 +6,7 @@
 //! number of parts gives the measured figures exactly.
 
 use crate::file::Calibration;
-use pipeweave_plan::{Action, Kind, Op, Plan};
+use pipeweave_plan::{Action, Kind, Op, Plan, Timing};
 use pipeweave_sim::CostModel;
 use std::collections::HashMap;
 
@@ -36,6 +36,9 @@ pub struct MeasuredCosts {
     /// The step's time before its first action and after its last (`overhead.head`, `tail`).
     head: f64,
     tail: f64,
+    /// Each rank's all-reduce of the gradients of the parts it shares, after its last action
+    /// (empty when none is priced).
+    reduction: Vec<f64>,
 }
 
 fn index(kind: Kind) -> usize {
@@ -211,10 +214,21 @@ impl MeasuredCosts {
                 ));
             }
         }
-        let copied = copied_parts(plan);
-        if !copied.is_empty() {
+        let copied = copies(plan);
+        let reduce = if copied.is_empty() {
+            None
+        } else if c.probe.reduction_in_tail {
+            notes.push("the calibrating run kept parts on several ranks: its tail (`overhead.tail`) holds their gradients' all-reduce, and it is not added again".to_owned());
+            None
+        } else {
+            reductions(c, plan, &copied)
+        };
+        if let Some((_, note)) = &reduce {
+            notes.push(note.clone());
+        } else if !copied.is_empty() && !c.probe.reduction_in_tail {
+            let copied: Vec<u32> = copied.iter().map(|(q, _)| *q).collect();
             notes.push(format!(
-                "the plan keeps part{} {} on more than one rank, whose gradients are all-reduced across the copies at the step's end: that reduction is priced only as far as the measured step's tail (`overhead.tail`) holds one, which a calibrating run without copies (1F1B, ZB-H1) does not",
+                "the plan keeps part{} {} on more than one rank, whose gradients are all-reduced across the copies at the step's end: the costs hold no link probe or no gradient bytes to price that reduction (`pipeweave.torch.profile` records both), so it is priced only as far as the measured step's tail (`overhead.tail`) holds one, which a calibrating run without copies (1F1B, ZB-H1) does not",
                 if copied.len() == 1 { "" } else { "s" },
                 copied
                     .iter()
@@ -223,6 +237,7 @@ impl MeasuredCosts {
                     .join(", ")
             ));
         }
+        let reduction = reduce.map(|(r, _)| r).unwrap_or_default();
         let (gaps, head, tail) = outside(c, plan, &mut notes);
         let after = sends(c, plan, &mut notes);
         Ok((
@@ -238,6 +253,7 @@ impl MeasuredCosts {
                 after,
                 head,
                 tail,
+                reduction,
             },
             notes,
         ))
@@ -248,6 +264,25 @@ impl MeasuredCosts {
     /// run did not measure them). A predicted step is this plus the simulated makespan.
     pub fn outside_actions(&self) -> f64 {
         self.head + self.tail
+    }
+
+    /// The seconds rank `rank` spends after its last action all-reducing the gradients of the
+    /// parts it shares with other ranks (0 when it shares none, or the costs cannot price it).
+    pub fn reduction(&self, rank: u32) -> f64 {
+        self.reduction.get(rank as usize).copied().unwrap_or(0.0)
+    }
+
+    /// The predicted step from the plan's simulated timing: the latest end of a rank's last
+    /// action plus its gradient reduction ([`Self::reduction`]), never before the makespan,
+    /// plus the time before the first action and after the last ([`Self::outside_actions`]).
+    pub fn step_time(&self, timing: &Timing) -> f64 {
+        let end = timing
+            .intervals
+            .iter()
+            .enumerate()
+            .map(|(r, row)| row.last().map_or(0.0, |i| i.end) + self.reduction(r as u32))
+            .fold(timing.makespan, f64::max);
+        end + self.outside_actions()
     }
 
     fn part(&self, stage: u32) -> &[f64; 4] {
@@ -395,8 +430,9 @@ fn sends(c: &Calibration, plan: &Plan, notes: &mut Vec<String>) -> Vec<[f64; 2]>
     after
 }
 
-/// The model parts the plan hosts on more than one rank (Chimera's replicas).
-fn copied_parts(plan: &Plan) -> Vec<u32> {
+/// Each model part the plan hosts on more than one rank (Chimera's and DualPipe's copies), with
+/// those ranks (ascending).
+pub(crate) fn copies(plan: &Plan) -> Vec<(u32, Vec<u32>)> {
     let mut ranks: std::collections::BTreeMap<u32, std::collections::BTreeSet<u32>> =
         std::collections::BTreeMap::new();
     for (stage, &rank) in plan.hosts().iter().enumerate() {
@@ -408,8 +444,67 @@ fn copied_parts(plan: &Plan) -> Vec<u32> {
     ranks
         .into_iter()
         .filter(|(_, r)| r.len() > 1)
-        .map(|(q, _)| q)
+        .map(|(q, r)| (q, r.into_iter().collect()))
         .collect()
+}
+
+/// Each rank's time after its last action for the all-reduce of the gradients of the parts it
+/// shares with other ranks, seconds, from the probe, with a note; `None` when the costs cannot
+/// price it (no probe, or no gradient bytes).
+///
+/// A part's reduction all-reduces its gradient bytes (the measured parts' share of the plan's
+/// part, as the plan cuts the model) among the ranks that hold a copy: between two ranks, the
+/// line fitted to the probe's all-reduces of those two (of any two probed, when not those);
+/// among more, the ring algorithm's `2 (n − 1)` messages of a copy's `1 / n` on the slowest of
+/// the links joining consecutive members ([`crate::probe`]). PlanRunner launches each part's
+/// all-reduce after the part's last backward on the rank and waits for all of them at the step's
+/// end; they are taken as exposed after the rank's last action, one after another (they share
+/// the rank's links).
+fn reductions(
+    c: &Calibration,
+    plan: &Plan,
+    copied: &[(u32, Vec<u32>)],
+) -> Option<(Vec<f64>, String)> {
+    let measured = c.measured.parts;
+    let grads: Vec<f64> = c
+        .parts
+        .iter()
+        .map(|p| p.gradient_bytes.map(|b| b as f64))
+        .collect::<Option<_>>()?;
+    let target = plan.stages_per_pipeline();
+    let mut per_rank = vec![0.0; plan.ranks() as usize];
+    let mut hows = std::collections::BTreeSet::new();
+    let mut parts = Vec::new();
+    for (q, members) in copied {
+        let bytes = share(*q, target, measured, |m| grads[m as usize]).round() as u64;
+        let (t, how) = crate::probe::all_reduce_time(&c.probe, members, bytes)?;
+        hows.insert(how);
+        parts.push(format!(
+            "part {q}'s {bytes} bytes among ranks {members:?}: {}",
+            seconds(t)
+        ));
+        for &r in members {
+            if let Some(slot) = per_rank.get_mut(r as usize) {
+                *slot += t;
+            }
+        }
+    }
+    let how = hows
+        .iter()
+        .map(|h| match *h {
+            "pair" => "the line fitted to the probe's all-reduces of the same two ranks",
+            "any pair" => "the line fitted to the probe's all-reduces of another pair of ranks",
+            _ => "the ring all-reduce on the probed links' latency and bandwidth",
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    Some((
+        per_rank,
+        format!(
+            "the gradients of the parts kept on several ranks are all-reduced across the copies after each rank's last action ({how}): {}",
+            parts.join(", ")
+        ),
+    ))
 }
 
 /// Which kinds of action (F, B, I, W, pair) the plan runs.

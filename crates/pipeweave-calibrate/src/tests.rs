@@ -70,12 +70,13 @@ fn calibration() -> (Calibration, Vec<String>) {
 #[test]
 fn the_fixture_calibrates_to_its_made_up_figures() {
     let (c, notes) = calibration();
-    // What a receive's span measures, what the host's gaps are, and that the fixture has no
-    // profiler step spans.
-    assert_eq!(notes.len(), 3, "{notes:?}");
+    // What a receive's span measures, that there is no link probe, what the host's gaps are, and
+    // that the fixture has no profiler step spans.
+    assert_eq!(notes.len(), 4, "{notes:?}");
     assert!(notes[0].starts_with("link times are from the receives' waits"));
-    assert!(notes[1].starts_with("host time between actions"));
-    assert!(notes[2].starts_with("the traces have no profiler step spans"));
+    assert!(notes[1].starts_with("the traces hold no link probe"));
+    assert!(notes[2].starts_with("host time between actions"));
+    assert!(notes[3].starts_with("the traces have no profiler step spans"));
     // Every send is posted in 20 µs: 4 a step on each rank, over 3 steps. The host's gap before
     // a forward held the one before it (the receive's wait is not host time); timed per send, it
     // is out of the gap, which is then none, every time.
@@ -581,4 +582,314 @@ fn saved_bytes_follow_the_schedule() {
     let mut none = c.clone();
     none.parts[0].saved_bytes = None;
     assert!(saved_peaks(&none, &zb).is_none());
+}
+
+/// A trace's text with a `pipeweave` object `meta` (JSON) added to its top-level object.
+fn with_meta(trace: &str, meta: &str) -> String {
+    let end = trace.rfind('}').expect("an object");
+    format!("{},\n \"pipeweave\": {meta}\n}}", trace[..end].trim_end())
+}
+
+/// The probe's made-up figures: one-way transfers of 50 µs plus a byte per nanosecond (1 GB/s),
+/// all-reduces of 100 µs plus two bytes per nanosecond... (500 MB/s), exactly on their lines.
+const LATENCY: f64 = 50e-6;
+const BANDWIDTH: f64 = 1e9;
+const AR_LATENCY: f64 = 100e-6;
+const AR_BANDWIDTH: f64 = 5e8;
+const GRADS: [u64; 2] = [881_664, 866_816];
+
+/// The fixture with rank 0's trace holding the probe (the lower rank of the pair times it) and
+/// both ranks their messages and gradients, as `pipeweave.torch.profile` writes them.
+fn probed() -> (Calibration, Vec<String>) {
+    let plan = plan();
+    let messages = r#"[{"stage": 0, "dir": "F", "from": 0, "to": 1, "bytes": 65536},
+                      {"stage": 1, "dir": "B", "from": 1, "to": 0, "bytes": 32768}]"#;
+    let p2p: Vec<String> = [1024u64, 4096, 65536, 1 << 20]
+        .iter()
+        .map(|&n| {
+            let t = LATENCY + n as f64 / BANDWIDTH;
+            format!(r#"{{"from": 0, "to": 1, "bytes": {n}, "time": {t:?}}}"#)
+        })
+        .collect();
+    let ar: Vec<String> = GRADS
+        .iter()
+        .rev()
+        .map(|&n| {
+            let t = AR_LATENCY + n as f64 / AR_BANDWIDTH;
+            format!(r#"{{"ranks": [0, 1], "bytes": {n}, "time": {t:?}}}"#)
+        })
+        .collect();
+    let rank0 = with_meta(
+        RANK0,
+        &format!(
+            r#"{{"rank": 0, "messages": {messages}, "gradients": [{{"part": 0, "bytes": {}}}],
+               "probe": {{"repeats": 3, "p2p": [{}], "all_reduce": [{}]}}}}"#,
+            GRADS[0],
+            p2p.join(", "),
+            ar.join(", ")
+        ),
+    );
+    let rank1 = with_meta(
+        RANK1,
+        &format!(
+            r#"{{"rank": 1, "messages": {messages}, "gradients": [{{"part": 1, "bytes": {}}}],
+               "probe": {{"repeats": 3, "p2p": [], "all_reduce": []}}}}"#,
+            GRADS[1]
+        ),
+    );
+    let traces = vec![
+        read_trace(&rank0, FileId(0)).expect("rank 0 reads"),
+        read_trace(&rank1, FileId(1)).expect("rank 1 reads"),
+    ];
+    let run = match_plan(&plan, traces).expect("the run matches 1F1B");
+    let names = ["rank0.json".to_owned(), "rank1.json".to_owned()];
+    measure(MeasureInput {
+        plan: &plan,
+        plan_name: "1f1b",
+        traces: &names,
+        run: &run,
+    })
+    .expect("measured")
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-12 * b.abs().max(1e-6)
+}
+
+#[test]
+fn the_probe_gives_each_link_its_latency_and_bandwidth() {
+    let (c, notes) = probed();
+    assert!(!notes.iter().any(|n| n.contains("link probe")), "{notes:?}");
+    let p = &c.probe;
+    assert_eq!(p.p2p.len(), 4);
+    assert_eq!(p.all_reduce.len(), 2);
+    assert!(!p.reduction_in_tail, "1F1B keeps no part on two ranks");
+    assert_eq!(p.links.len(), 1);
+    let l = p.links[0];
+    assert_eq!((l.from, l.to, l.points), (0, 1, 4));
+    assert!(close(l.latency, LATENCY), "{l:?}");
+    assert!(close(l.bandwidth.expect("a bandwidth"), BANDWIDTH), "{l:?}");
+    // Each `[[link]]` row takes its ranks' fit and the bytes its messages carried.
+    assert_eq!(c.links.len(), 2);
+    for row in &c.links {
+        let want = if row.dir == "F" { 65536 } else { 32768 };
+        assert_eq!(row.bytes, Some(want), "{row:?}");
+        assert!(close(row.latency.expect("latency"), LATENCY));
+        assert!(close(row.bandwidth.expect("bandwidth"), BANDWIDTH));
+    }
+    assert_eq!(c.parts[0].gradient_bytes, Some(GRADS[0]));
+    assert_eq!(c.parts[1].gradient_bytes, Some(GRADS[1]));
+    let text = write_costs(&c).expect("written");
+    assert!(text.contains("[[probe.link]]") && text.contains("[[probe.all_reduce]]"));
+    assert!(!text.contains("no bandwidth is measured"));
+    assert_eq!(read_costs(&text, FileId(0)).expect("reads back"), c);
+}
+
+#[test]
+fn the_fit_is_least_squares_on_time_against_bytes() {
+    // Exactly on a line.
+    let f = fit(&[(0.0, 1.0), (10.0, 2.0), (20.0, 3.0)]).expect("a fit");
+    assert!(
+        close(f.latency, 1.0) && close(f.bandwidth.expect("b"), 10.0),
+        "{f:?}"
+    );
+    // Noisy: slope Σ(x−x̄)(t−t̄)/Σ(x−x̄)² = (−10·−1.4 + 0 + 10·1.6)/200 = 0.15, intercept 2 − 0.15·10.
+    let f = fit(&[(0.0, 0.6), (10.0, 1.8), (20.0, 3.6)]).expect("a fit");
+    assert!(
+        close(f.latency, 0.5) && close(f.bandwidth.expect("b"), 1.0 / 0.15),
+        "{f:?}"
+    );
+    // A line that would start below zero goes through the origin: slope Σxt/Σx² = (10·1 + 20·3)/500.
+    let f = fit(&[(10.0, 1.0), (20.0, 3.0)]).expect("a fit");
+    assert_eq!(f.latency, 0.0);
+    assert!(close(f.bandwidth.expect("b"), 500.0 / 70.0), "{f:?}");
+    // Times that do not grow with the size: their mean, no bandwidth.
+    let f = fit(&[(10.0, 3.0), (20.0, 1.0)]).expect("a fit");
+    assert_eq!((f.latency, f.bandwidth), (2.0, None));
+    // One size: no line.
+    assert_eq!(fit(&[(10.0, 3.0), (10.0, 1.0)]), None);
+    assert_eq!(fit(&[]), None);
+}
+
+#[test]
+fn copies_of_a_part_pay_their_gradients_all_reduce_after_their_last_action() {
+    use Kind::{B, F};
+    use pipeweave_plan::{Interval, Pipeline, Timing};
+    let (c, _) = probed();
+    // Two pipelines, 0 → 1 and 1 → 0 (DualPipe's shape at P = 2): each rank holds both parts.
+    let pipelines = vec![
+        Pipeline {
+            placement: vec![0, 1],
+            microbatches: vec![0],
+        },
+        Pipeline {
+            placement: vec![1, 0],
+            microbatches: vec![1],
+        },
+    ];
+    let programs = vec![
+        vec![op(0, F, 0), op(3, F, 1), op(3, B, 1), op(0, B, 0)],
+        vec![op(2, F, 1), op(1, F, 0), op(1, B, 0), op(2, B, 1)],
+    ];
+    let plan = Plan::new(2, pipelines, programs).expect("a plan");
+    let (costs, notes) = MeasuredCosts::for_plan(&c, &plan).expect("costs");
+    let each: f64 = GRADS
+        .iter()
+        .map(|&g| AR_LATENCY + g as f64 / AR_BANDWIDTH)
+        .sum();
+    for r in 0..2 {
+        assert!(close(costs.reduction(r), each), "{}", costs.reduction(r));
+    }
+    let note = notes
+        .iter()
+        .find(|n| n.starts_with("the gradients of the parts kept on several ranks"))
+        .expect("a note");
+    assert!(
+        note.contains("the same two ranks")
+            && note.contains("part 0's 881664 bytes among ranks [0, 1]"),
+        "{note}"
+    );
+    // The step: the later of each rank's last end plus its reduction (no head or tail measured).
+    let timing = Timing {
+        intervals: vec![
+            vec![Interval {
+                start: 0.0,
+                end: 1.0,
+            }],
+            vec![Interval {
+                start: 0.0,
+                end: 0.5,
+            }],
+        ],
+        makespan: 1.0,
+    };
+    assert!(close(costs.step_time(&timing), 1.0 + each));
+    // 1F1B shares no part: nothing is added.
+    let (single, _) = MeasuredCosts::for_plan(&c, &plan_of_1f1b()).expect("costs");
+    assert_eq!(single.reduction(0), 0.0);
+    assert_eq!(single.step_time(&timing), 1.0);
+    // A calibrating run with copies holds the reduction in its tail already.
+    let mut tail = c.clone();
+    tail.probe.reduction_in_tail = true;
+    let (held, notes) = MeasuredCosts::for_plan(&tail, &plan).expect("costs");
+    assert_eq!(held.reduction(0), 0.0);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("the calibrating run kept parts on several ranks"))
+    );
+    // Without a probe, the old rule and its note.
+    let mut bare = c.clone();
+    bare.probe = ProbeCosts::default();
+    let (none, notes) = MeasuredCosts::for_plan(&bare, &plan).expect("costs");
+    assert_eq!(none.reduction(1), 0.0);
+    assert!(
+        notes.iter().any(|n| n.contains("costs hold no link probe")),
+        "{notes:?}"
+    );
+}
+
+fn plan_of_1f1b() -> Plan {
+    plan()
+}
+
+#[test]
+fn more_than_two_copies_reduce_as_a_ring_on_the_slowest_link() {
+    let link = |from, to, latency, bandwidth| LinkFit {
+        from,
+        to,
+        latency,
+        bandwidth: Some(bandwidth),
+        points: 4,
+    };
+    let probe = ProbeCosts {
+        links: vec![
+            link(0, 1, 1e-5, 1e9),
+            link(1, 2, 2e-5, 5e8),
+            link(0, 2, 1e-5, 1e9),
+        ],
+        ..ProbeCosts::default()
+    };
+    let (t, how) = crate::probe::all_reduce_time(&probe, &[0, 1, 2], 3_000_000).expect("priced");
+    // 2 (n − 1) = 4 messages of a third of the bytes, on the slowest link (1 – 2).
+    assert_eq!(how, "ring");
+    assert!(close(t, 4.0 * (2e-5 + 1e6 / 5e8)), "{t}");
+    // Two ranks with no all-reduce probed: not priced.
+    assert_eq!(crate::probe::all_reduce_time(&probe, &[0, 1], 8), None);
+}
+
+#[test]
+fn broken_probes_in_costs_files_are_errors_naming_the_key() {
+    let (c, _) = probed();
+    let good = write_costs(&c).expect("written");
+    let cases = [
+        (
+            "probe_in_version_3",
+            good.replacen("version = 4", "version = 3", 1),
+        ),
+        (
+            "negative_latency",
+            good.replacen(
+                "[[probe.link]]\nfrom = 0\nto = 1\nlatency = ",
+                "[[probe.link]]\nfrom = 0\nto = 1\nlatency = -",
+                1,
+            ),
+        ),
+        (
+            "link_to_itself",
+            good.replacen(
+                "[[probe.link]]\nfrom = 0\nto = 1",
+                "[[probe.link]]\nfrom = 1\nto = 1",
+                1,
+            ),
+        ),
+        (
+            "beyond_the_ranks",
+            good.replacen(
+                "[[probe.p2p]]\nfrom = 0\nto = 1",
+                "[[probe.p2p]]\nfrom = 0\nto = 7",
+                1,
+            ),
+        ),
+        (
+            "nan_time",
+            good.replacen(
+                "[[probe.all_reduce]]\nranks = [0, 1]\nbytes = 866816\ntime = ",
+                "[[probe.all_reduce]]\nranks = [0, 1]\nbytes = 866816\ntime = nan #",
+                1,
+            ),
+        ),
+        (
+            "zero_bandwidth",
+            good.replacen(
+                "bandwidth = 999999999.9999999\npoints",
+                "bandwidth = 0.0\npoints",
+                1,
+            ),
+        ),
+        (
+            "huge_gradients",
+            good.replacen(
+                "gradient_bytes = 881664",
+                "gradient_bytes = 18446744073709551615",
+                1,
+            ),
+        ),
+        (
+            "unknown_key",
+            good.replacen("[[probe.link]]", "[[probe.link]]\nspeed = 3", 1),
+        ),
+    ];
+    let mut out = String::new();
+    for (name, text) in &cases {
+        assert_ne!(text, &good, "{name} changed nothing");
+        let d = read_costs(text, FileId(0)).expect_err(name);
+        out.push_str(&format!("== {name}\n"));
+        for d in d {
+            let span = d.span.map(|s| s.range).unwrap_or(0..0);
+            assert!(span.end <= text.len());
+            out.push_str(&format!("{} {:?}\n", d.message, span));
+        }
+    }
+    insta::assert_snapshot!("broken_probe", out);
 }

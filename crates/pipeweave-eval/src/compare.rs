@@ -287,7 +287,7 @@ impl Comparison {
                     if let Ok(t) = pipeweave_sim::simulate(plan, &model) {
                         figures.measured = Some(MeasuredFigures {
                             makespan_s: t.timing.makespan,
-                            step_time_s: t.timing.makespan + model.outside_actions(),
+                            step_time_s: model.step_time(&t.timing),
                             peak_saved_bytes: pipeweave_calibrate::saved_peaks(costs, plan)
                                 .and_then(|(peaks, _)| peaks.into_iter().max()),
                         });

@@ -58,8 +58,10 @@ pub struct Run {
     /// The simulated step.
     pub timeline: Timeline,
     /// The step time: the makespan with unit costs; on a spec the pipeline, then the
-    /// data-parallel synchronisation and the optimizer; on measured costs the makespan and the
-    /// run's time before the first action and after the last (`overhead.head`, `overhead.tail`).
+    /// data-parallel synchronisation and the optimizer; on measured costs the latest end of a
+    /// rank's actions and its all-reduce of the gradients of the parts it shares with other ranks
+    /// (from the link probe), and the run's time before the first action and after the last
+    /// (`overhead.head`, `overhead.tail`) ([`MeasuredCosts::step_time`]).
     pub step_time: f64,
     /// The costs the step was simulated with (for transfer times).
     pub costs: Box<dyn CostModel>,
@@ -148,10 +150,11 @@ impl Costing {
             Costing::Measured { costs, .. } => {
                 let (model, notes) =
                     MeasuredCosts::for_plan(costs, plan).map_err(|e| vec![Diagnostic::error(e)])?;
-                let outside = model.outside_actions();
+                let priced = model.clone();
                 let mut run = simulated(Box::new(model))?;
-                // The step: the actions, and the run's time before the first and after the last.
-                run.step_time += outside;
+                // The step: the actions, each rank's gradient reduction after its last, and the
+                // run's time before the first and after the last.
+                run.step_time = priced.step_time(&run.timeline.timing);
                 run.measured = true;
                 run.derived = notes;
                 if let Some((peaks, notes)) = pipeweave_calibrate::saved_peaks(costs, plan) {

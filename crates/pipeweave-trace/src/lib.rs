@@ -13,7 +13,10 @@ pub mod read;
 
 pub use infer::infer_plan;
 pub use matching::{RankRun, RankStep, Run, Saved, Timed, TimedStep, match_plan};
-pub use read::{Clock, Naming, RankTrace, SavedRecord, StepSpan, TraceSpan, read_trace};
+pub use read::{
+    Clock, Message, Naming, PartGradient, Probe, ProbePoint, RankTrace, SavedRecord, StepSpan,
+    TraceMeta, TraceSpan, read_trace,
+};
 
 #[cfg(test)]
 mod tests;

@@ -11,7 +11,7 @@
 //! wait for the data, right before the consuming action (for a pair, F's receive first), and does
 //! not time the posting.
 
-use crate::read::{Clock, Naming, RankTrace, TraceSpan};
+use crate::read::{Clock, Naming, RankTrace, TraceMeta, TraceSpan};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
 use pipeweave_plan::cell::StepCell;
 use pipeweave_plan::{Action, Plan, Step, try_lower};
@@ -46,6 +46,8 @@ pub struct RankRun {
     pub steps: Vec<RankStep>,
     /// Whether the trace has saved-bytes records.
     pub has_saved: bool,
+    /// pipeweave's record of the run's transfers in the trace, when it has one.
+    pub meta: Option<TraceMeta>,
 }
 
 /// One step of one rank.
@@ -528,6 +530,7 @@ fn match_rank(
         file: trace.file,
         steps,
         has_saved,
+        meta: trace.meta.clone(),
     })
 }
 

@@ -15,7 +15,12 @@ use serde_json::value::RawValue;
 use std::ops::Range;
 use stream::{DistributedInfo, RawEvent, SavedArgs, TopSeed, out_of_range, syntax};
 
+mod meta;
 mod stream;
+
+pub use meta::{
+    MAX_META_ROWS, MAX_PROBE_SECONDS, Message, PartGradient, Probe, ProbePoint, TraceMeta,
+};
 
 /// The prefix of pipeweave's action names.
 pub const PIPEWEAVE_PREFIX: &str = "pw ";
@@ -142,6 +147,9 @@ pub struct RankTrace {
     /// each step as the training loop ran it, with the time outside any action. Empty when the
     /// trace has none.
     pub step_spans: Vec<StepSpan>,
+    /// pipeweave's own record of the run's transfers (the `pipeweave` object `profile` writes),
+    /// when the file has one.
+    pub meta: Option<TraceMeta>,
 }
 
 /// A profiler step span (`ProfilerStep#N`): one step of the training loop on the host.
@@ -209,6 +217,7 @@ struct Reading<'a> {
     rank: Option<Located<u32>>,
     world_size: Option<Located<u32>>,
     base_time_ns: Option<u64>,
+    meta: Option<TraceMeta>,
     events: usize,
     problems: Vec<Diagnostic>,
     more_problems: usize,
@@ -245,6 +254,7 @@ impl<'a> Reading<'a> {
             rank: None,
             world_size: None,
             base_time_ns: None,
+            meta: None,
             events: 0,
             problems: Vec::new(),
             more_problems: 0,
@@ -694,6 +704,7 @@ impl<'a> Reading<'a> {
             events: self.events,
             base_time_ns: self.base_time_ns,
             step_spans: self.step_spans,
+            meta: self.meta,
         })
     }
 

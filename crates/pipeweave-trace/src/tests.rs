@@ -5,6 +5,7 @@
 //! its few events determine.
 
 use super::*;
+use crate::read::MAX_META_ROWS;
 use pipeweave_diagnostics::{Diagnostic, FileId};
 use pipeweave_plan::cell::StepCell;
 use pipeweave_plan::{Action, Kind, Op, Plan};
@@ -686,5 +687,185 @@ fn profiler_step_spans_bound_the_steps_they_hold() {
             None,
             None
         ]
+    );
+}
+
+/// Rank 0's trace of 1F1B with a `pipeweave` object `meta` (the JSON text) after its events.
+fn with_meta(meta: &str) -> String {
+    let text = trace(Some(0), &rank0(1));
+    let end = text.rfind('}').expect("an object");
+    format!("{},\n  \"pipeweave\": {meta}\n}}", text[..end].trim_end())
+}
+
+#[test]
+fn the_pipeweave_object_gives_the_messages_gradients_and_probe() {
+    let meta = r#"{"rank": 0, "ranks": 2, "steps": 1,
+        "messages": [{"stage": 0, "dir": "F", "from": 0, "to": 1, "bytes": 65536},
+                     {"stage": 1, "dir": "B", "from": 1, "to": 0, "bytes": 32768}],
+        "gradients": [{"part": 0, "bytes": 881664}],
+        "probe": {"repeats": 3,
+                  "p2p": [{"from": 0, "to": 1, "bytes": 1024, "time": 1e-4},
+                          {"from": 0, "to": 1, "bytes": 4096, "time": 2.5e-4}],
+                  "all_reduce": [{"ranks": [0, 1], "bytes": 881664, "time": 0.002}]}}"#;
+    let t = read(&with_meta(meta), 0);
+    let m = t.meta.expect("the object is read");
+    assert_eq!(
+        m.messages,
+        vec![
+            Message {
+                stage: 0,
+                forward: true,
+                from: 0,
+                to: 1,
+                bytes: 65536
+            },
+            Message {
+                stage: 1,
+                forward: false,
+                from: 1,
+                to: 0,
+                bytes: 32768
+            },
+        ]
+    );
+    assert_eq!(
+        m.gradients,
+        vec![PartGradient {
+            part: 0,
+            bytes: 881664
+        }]
+    );
+    let p = m.probe.expect("the probe is read");
+    assert_eq!(p.repeats, 3);
+    assert_eq!(
+        p.p2p,
+        vec![
+            ProbePoint {
+                from: 0,
+                to: 1,
+                bytes: 1024,
+                seconds: 1e-4
+            },
+            ProbePoint {
+                from: 0,
+                to: 1,
+                bytes: 4096,
+                seconds: 2.5e-4
+            },
+        ]
+    );
+    assert_eq!(
+        p.all_reduce,
+        vec![ProbePoint {
+            from: 0,
+            to: 1,
+            bytes: 881664,
+            seconds: 0.002
+        }]
+    );
+    // The matched run carries it to the calibration.
+    let plan = one_f_one_b();
+    let run = match_plan(
+        &plan,
+        vec![
+            read(&with_meta(meta), 0),
+            read(&trace(Some(1), &rank1(1)), 1),
+        ],
+    )
+    .expect("matches");
+    assert_eq!(
+        run.ranks[0].meta.as_ref().map(|m| m.gradients.len()),
+        Some(1)
+    );
+    assert_eq!(run.ranks[1].meta, None);
+    // A trace without the object has none.
+    assert_eq!(read(&trace(Some(0), &rank0(1)), 0).meta, None);
+}
+
+#[test]
+fn a_hostile_pipeweave_object_is_refused_at_its_values() {
+    let cases = [
+        ("not an object", r#"[1, 2]"#),
+        ("probe not an object", r#"{"probe": [3, [], []]}"#),
+        ("row a list", r#"{"gradients": [[0, 5]]}"#),
+        ("repeats negative", r#"{"probe": {"repeats": -3}}"#),
+        (
+            "negative bytes",
+            r#"{"messages": [{"stage": 0, "dir": "F", "from": 0, "to": 1, "bytes": -5}]}"#,
+        ),
+        (
+            "bad dir",
+            r#"{"messages": [{"stage": 0, "dir": "X", "from": 0, "to": 1, "bytes": 5}]}"#,
+        ),
+        (
+            "missing dir",
+            r#"{"messages": [{"stage": 0, "from": 0, "to": 1, "bytes": 5}]}"#,
+        ),
+        (
+            "fractional bytes",
+            r#"{"gradients": [{"part": 0, "bytes": 1.5}]}"#,
+        ),
+        (
+            "huge rank",
+            r#"{"probe": {"repeats": 3, "p2p": [{"from": 0, "to": 4294967295, "bytes": 8, "time": 1e-4}]}}"#,
+        ),
+        (
+            "to itself",
+            r#"{"probe": {"repeats": 3, "p2p": [{"from": 1, "to": 1, "bytes": 8, "time": 1e-4}]}}"#,
+        ),
+        (
+            "negative time",
+            r#"{"probe": {"repeats": 3, "p2p": [{"from": 0, "to": 1, "bytes": 8, "time": -1e-4}]}}"#,
+        ),
+        (
+            "zero time",
+            r#"{"probe": {"repeats": 3, "all_reduce": [{"ranks": [0, 1], "bytes": 8, "time": 0}]}}"#,
+        ),
+        (
+            "time as text",
+            r#"{"probe": {"repeats": 3, "all_reduce": [{"ranks": [0, 1], "bytes": 8, "time": "NaN"}]}}"#,
+        ),
+        (
+            "ranks reversed",
+            r#"{"probe": {"repeats": 3, "all_reduce": [{"ranks": [1, 0], "bytes": 8, "time": 1e-3}]}}"#,
+        ),
+        ("no repeats", r#"{"probe": {"p2p": []}}"#),
+        ("p2p not a list", r#"{"probe": {"repeats": 3, "p2p": 7}}"#),
+        ("row not an object", r#"{"gradients": [3]}"#),
+    ];
+    let mut out = String::new();
+    for (name, meta) in cases {
+        let text = with_meta(meta);
+        let at = text.find("\"pipeweave\"").expect("the key");
+        let d = read_trace(&text, FileId(0)).expect_err(name);
+        let _ = writeln!(out, "{name}:");
+        for p in &d {
+            let span = p.span.as_ref().expect("located");
+            assert!(span.range.start >= at, "{name}: {p:?} is before the object");
+            let _ = writeln!(out, "  {} at `{}`", p.message, &text[span.range.clone()]);
+        }
+    }
+    insta::assert_snapshot!("hostile_meta", out);
+}
+
+#[test]
+fn a_pipeweave_list_too_long_is_refused_without_reading_it_all() {
+    let rows = vec!["{\"part\": 0, \"bytes\": 1}"; MAX_META_ROWS + 1].join(",");
+    let text = with_meta(&format!("{{\"gradients\": [{rows}]}}"));
+    let d = read_trace(&text, FileId(0)).expect_err("too long");
+    assert_eq!(d.len(), 1);
+    assert_eq!(
+        d[0].message,
+        format!("`pipeweave.gradients` has more than {MAX_META_ROWS} rows")
+    );
+    // NaN is no JSON: the file is refused where it stands.
+    let text = with_meta(
+        r#"{"probe": {"repeats": 3, "p2p": [{"from": 0, "to": 1, "bytes": 8, "time": NaN}]}}"#,
+    );
+    let d = read_trace(&text, FileId(0)).expect_err("NaN");
+    assert!(
+        d[0].message.starts_with("invalid trace JSON"),
+        "{}",
+        d[0].message
     );
 }

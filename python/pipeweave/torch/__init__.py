@@ -12,7 +12,9 @@ Importing this module needs torch; nothing else in the `pipeweave` package impor
   parts a rank hosts by the plan's layer split: `PlanRunner`'s `parts`, with no table by hand.
 - `profile(runner, inputs, targets, steps=..., dir=...)` runs steps under `torch.profiler` and
   writes one trace per rank, every step a span named "pw " + its cell, with the bytes autograd
-  saved for the backward after every action (`SavedBytes`); it returns a `Profiled`.
+  saved for the backward after every action (`SavedBytes`), the bytes of the plan's messages and
+  gradients, and (`probe=True`, the default) the times of a probe of the links the plan uses;
+  it returns a `Profiled`.
 
 The plan protocol
 -----------------

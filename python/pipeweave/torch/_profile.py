@@ -4,7 +4,8 @@ The trace is the Chrome/Kineto JSON that `torch.profiler.profile.export_chrome_t
 the runner's spans ("pw " + each step's cell), and pipeweave's additions:
 - one instant event "pw saved" after every compute action (the saved bytes, `SavedBytes`),
 - "distributedInfo" (rank and world size) where PyTorch did not write it,
-- "pipeweave": the plan's rank and size, the profiled steps and their wall times.
+- "pipeweave": the plan's rank and size, the profiled steps and their wall times, the bytes of the
+  plan's messages and of this rank's gradients per part, and the link probe's timings (`_probe.py`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import torch
 import torch.distributed as dist
 
 from ._comm import Broken, PipelineError
+from . import _probe
 from ._layout import Compute
 from ._runner import Batch, PlanRunner
 from ._saved import SavedBytes, SavedCounter
@@ -66,6 +68,7 @@ def profile(
     after_step: Callable[[], object] | None = None,
     gzip: bool = False,
     operators: bool = True,
+    probe: bool = True,
 ) -> Profiled:
     """Runs `warmup` steps, then `steps` steps, under `torch.profiler`; writes this rank's trace of the `steps` into `dir`.
 
@@ -76,6 +79,12 @@ def profile(
     only the profiler's step spans and pipeweave's events (PyTorch's operators dropped, a much
     smaller file). Every step counts the bytes autograd saves for the backward (hooks that only a
     profiled step installs); the runner's `saved_bytes` holds the last step's records.
+    The trace's "pipeweave" object holds the bytes of every message between two ranks and of each
+    part's gradients on this rank; with `probe=True` (the default), after the profiled steps,
+    every rank times the links the plan uses (round trips at a few sizes and a two-rank
+    all-reduce at each part's gradient bytes, outside the profiler) and its trace holds the times
+    it took (`pipeweave calibrate` fits each link's latency and bandwidth to them). A probe that
+    fails on one rank raises the same `PipelineError` on every rank, as a failed step does.
     """
     if not isinstance(runner, PlanRunner):
         raise TypeError(f"profile needs a pipeweave.torch.PlanRunner, got {type(runner).__name__}")
@@ -85,6 +94,8 @@ def profile(
         raise ValueError(f"warmup must be a non-negative integer, got {warmup!r}")
     if after_step is not None and not callable(after_step):
         raise TypeError("after_step must be callable with no argument, or None")
+    if type(probe) is not bool:
+        raise TypeError(f"probe must be True or False, got {probe!r}")
     if not isinstance(dir, (str, os.PathLike)):
         raise TypeError(f"dir must be a path, got {type(dir).__name__}")
     rank = runner._layout.rank
@@ -119,12 +130,13 @@ def profile(
                 prof.step()
     finally:
         runner._counter = None
+    probed = _probe.run(runner) if probe else None
     with tempfile.TemporaryDirectory(dir=folder, prefix=".pw-trace-") as scratch:
         raw = os.path.join(scratch, "raw.json")
         prof.export_chrome_trace(raw)
         with open(raw, encoding="utf-8") as f:
             trace = json.load(f)
-    _annotate(trace, runner, records, times, operators)
+    _annotate(trace, runner, records, times, operators, probed)
     _write(path, trace, gzip)
     return Profiled(rank=rank, trace=path, step_times=times, saved_bytes=records)
 
@@ -156,7 +168,12 @@ def _agree_on(runner: PlanRunner, problem: str | None) -> None:
 
 
 def _annotate(
-    trace: dict[str, object], runner: PlanRunner, records: list[list[SavedBytes]], times: list[float], operators: bool
+    trace: dict[str, object],
+    runner: PlanRunner,
+    records: list[list[SavedBytes]],
+    times: list[float],
+    operators: bool,
+    probed: dict[str, object] | None,
 ) -> None:
     raw_events = trace.get("traceEvents")
     if not isinstance(raw_events, list):
@@ -198,13 +215,19 @@ def _annotate(
         world = dist.get_world_size()
         trace["distributedInfo"] = {"backend": dist.get_backend(), "rank": dist.get_rank(), "world_size": world}
     layout = runner._layout
-    trace["pipeweave"] = {
+    agreed = runner._agreed
+    meta: dict[str, object] = {
         "rank": layout.rank,
         "ranks": layout.ranks,
         "microbatches": layout.microbatches,
         "steps": len(times),
         "step_times_s": [round(t, 9) for t in times],
+        "messages": _probe.messages(layout.stage_rank, layout.s_per, agreed.out_metas if agreed is not None else {}),
+        "gradients": _probe.gradient_bytes(runner._params),
     }
+    if probed is not None:
+        meta["probe"] = probed
+    trace["pipeweave"] = meta
 
 
 def _number(value: object) -> float:

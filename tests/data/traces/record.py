@@ -20,6 +20,8 @@ COMMON = ["--size", "fidelity", "--microbatches", "8", "--warmup", "2", "--gzip"
 # folder: worker arguments
 RECORDS = {
     "1f1b": ["--schedule", "1f1b", "--steps", "3", "--no-operators"],
+    # With the link probe (`profile(..., probe=True)`, the default since it was added).
+    "1f1b-probe": ["--schedule", "1f1b", "--steps", "2", "--no-operators"],
     "1f1b-operators": ["--schedule", "1f1b", "--steps", "1", "--microbatches", "4"],
     "gpipe": ["--schedule", "gpipe", "--steps", "2", "--no-operators"],
     "zb-h1": ["--schedule", "zb-h1", "--steps", "2", "--no-operators"],

@@ -563,3 +563,122 @@ fn each_send_on_the_critical_path_adds_the_measured_send() {
     std::fs::remove_file(&with).ok();
     std::fs::remove_file(&without).ok();
 }
+
+/// The least-squares line `time = a + bytes · s` through `(bytes, seconds)` points: `(a, s)`.
+fn line(points: &[(f64, f64)]) -> (f64, f64) {
+    let n = points.len() as f64;
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let mt = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxt: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - mt)).sum();
+    let s = sxt / sxx;
+    (mt - s * mx, s)
+}
+
+#[test]
+fn the_link_probe_prices_the_copies_gradient_reduction() {
+    // The recorded 1F1B run with its link probe: each link's latency and bandwidth are the line
+    // through the probe's one-way transfers, and Chimera's copies (parts 0 and 1 on both ranks)
+    // pay the all-reduce of each part's gradient bytes after their last action, from the line
+    // through the probe's all-reduces.
+    let out = calibrate("1f1b-probe", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    insta::assert_snapshot!("recorded_1f1b_probe_costs", text(&out.stdout));
+    insta::assert_snapshot!("recorded_1f1b_probe_notes", text(&out.stderr));
+    let path = costs_file("1f1b-probe", &[]);
+    let costs: toml::Value = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let probe = &costs["probe"];
+    let points = |key: &str| -> Vec<(f64, f64)> {
+        probe[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p["bytes"].as_integer().unwrap() as f64,
+                    p["time"].as_float().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let (p2p, reduce) = (points("p2p"), points("all_reduce"));
+    // The sizes the probe chose: the geometric range from 1 KiB by 4 up to the largest part's
+    // gradients (881664 bytes), through the messages' 65536; the all-reduce at each part's too.
+    let sizes: Vec<f64> = p2p.iter().map(|p| p.0).collect();
+    assert_eq!(
+        sizes,
+        [1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 881664.0]
+    );
+    assert_eq!(reduce.len(), 7);
+    let link = &probe["link"][0];
+    let (a, s) = line(&p2p);
+    assert!(
+        a > 0.0 && s > 0.0,
+        "the recorded points make a rising line from above 0"
+    );
+    let close = |x: f64, y: f64| (x - y).abs() <= 1e-9 * y.abs();
+    assert!(close(link["latency"].as_float().unwrap(), a), "{link:?}");
+    assert!(
+        close(link["bandwidth"].as_float().unwrap(), 1.0 / s),
+        "{link:?}"
+    );
+    let parts = costs["part"].as_array().unwrap();
+    let grads: Vec<f64> = parts
+        .iter()
+        .map(|p| p["gradient_bytes"].as_integer().unwrap() as f64)
+        .collect();
+    assert_eq!(grads, [881664.0, 866816.0]);
+    // Chimera at the run's shape: the step is the makespan, the head and tail, and each rank's
+    // reductions of both parts after its last action (both ranks end together at most).
+    let out = run(&[
+        "simulate",
+        "chimera",
+        "-p",
+        "2",
+        "-m",
+        "8",
+        "--costs-from",
+        path.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let notes = text(&out.stderr);
+    let sim = json(&out);
+    std::fs::remove_file(&path).ok();
+    let (ra, rs) = line(&reduce);
+    let reduction: f64 = grads.iter().map(|g| ra + g * rs).sum();
+    let mean = |key: &str| costs["overhead"][key]["mean"].as_float().unwrap();
+    let makespan = sim["makespan"].as_f64().unwrap();
+    let step = sim["step_time"].as_f64().unwrap();
+    assert!(reduction > 0.0);
+    assert!(
+        step <= makespan + reduction + mean("head") + mean("tail") + 1e-12
+            && step > makespan + mean("head") + mean("tail"),
+        "{step} against {makespan} + {reduction}"
+    );
+    assert!(
+        notes.contains("the gradients of the parts kept on several ranks are all-reduced across the copies after each rank's last action (the line fitted to the probe's all-reduces of the same two ranks): part 0's 881664 bytes among ranks [0, 1]"),
+        "{notes}"
+    );
+    // 1F1B keeps no copies: its step is the makespan, the head and the tail.
+    let path = costs_file("1f1b-probe", &[]);
+    let out = run(&[
+        "simulate",
+        "1f1b",
+        "-p",
+        "2",
+        "-m",
+        "8",
+        "--costs-from",
+        path.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    std::fs::remove_file(&path).ok();
+    let sim = json(&out);
+    let (makespan, step) = (
+        sim["makespan"].as_f64().unwrap(),
+        sim["step_time"].as_f64().unwrap(),
+    );
+    assert!((step - (makespan + mean("head") + mean("tail"))).abs() < 1e-12);
+}

@@ -89,6 +89,10 @@ impl<'de: 'a, 'a> Visitor<'de> for TopSeed<'_, 'a> {
                         ),
                     }
                 }
+                "pipeweave" => {
+                    let raw: &'de RawValue = map.next_value()?;
+                    self.reading.meta(raw);
+                }
                 "distributedInfo" => {
                     let raw: &'de RawValue = map.next_value()?;
                     self.reading.distributed(raw);
