@@ -73,6 +73,9 @@ pub fn measured_text(costs: &pipeweave_calibrate::Calibration, file: &str) -> St
         .map_or("at a time the traces do not give".to_owned(), |w| {
             format!("on {w}")
         });
+    if m.runs.len() > 2 {
+        return many_runs_text(costs, file, &when);
+    }
     let others = if m.runs.len() > 1 {
         let runs: Vec<String> = m.runs[1..]
             .iter()
@@ -106,6 +109,57 @@ pub fn measured_text(costs: &pipeweave_calibrate::Calibration, file: &str) -> St
         pipeweave_diagnostics::visible(&m.clock),
     )
 }
+
+/// [`measured_text`] for more than two runs measured together: the runs counted by plan (at most
+/// [`PLANS_SHOWN`] plans named), not every trace, so that the note stays one short line however
+/// many runs the costs hold; the file lists them in `[[measured.run]]`.
+fn many_runs_text(costs: &pipeweave_calibrate::Calibration, file: &str, when: &str) -> String {
+    let m = &costs.measured;
+    // (plan, runs, steps), in the order of each plan's first run.
+    let mut plans: Vec<(&str, usize, u64)> = Vec::new();
+    for r in &m.runs {
+        match plans.iter_mut().find(|(p, _, _)| *p == r.plan) {
+            Some(g) => {
+                g.1 += 1;
+                g.2 += u64::from(r.steps);
+            }
+            None => plans.push((&r.plan, 1, u64::from(r.steps))),
+        }
+    }
+    let mut named: Vec<String> = plans
+        .iter()
+        .take(PLANS_SHOWN)
+        .map(|(plan, runs, steps)| {
+            format!(
+                "{runs} run{} of {} over {steps} step{} in all",
+                if *runs == 1 { "" } else { "s" },
+                pipeweave_diagnostics::visible(plan),
+                if *steps == 1 { "" } else { "s" },
+            )
+        })
+        .collect();
+    if plans.len() > PLANS_SHOWN {
+        named.push(format!("{} more plans", plans.len() - PLANS_SHOWN));
+    }
+    format!(
+        "measured costs from {}: {} runs of {} plan{} ({}; their traces are listed in the file's `[[measured.run]]`) on {} rank{} ({} part{}, {} micro-batches), {}, on the {} clock; times in seconds",
+        pipeweave_diagnostics::visible(file),
+        m.runs.len(),
+        plans.len(),
+        if plans.len() == 1 { "" } else { "s" },
+        named.join(", "),
+        m.ranks,
+        if m.ranks == 1 { "" } else { "s" },
+        m.parts,
+        if m.parts == 1 { "" } else { "s" },
+        m.microbatches,
+        when,
+        pipeweave_diagnostics::visible(&m.clock),
+    )
+}
+
+/// How many plans the note of more than two runs names.
+const PLANS_SHOWN: usize = 3;
 
 /// The figures of a step on a spec: time, throughput, efficiency, bubbles, communication,
 /// GPU-hours, and a table of memory per rank.

@@ -682,3 +682,61 @@ fn the_link_probe_prices_the_copies_gradient_reduction() {
     );
     assert!((step - (makespan + mean("head") + mean("tail"))).abs() < 1e-12);
 }
+
+/// Costs measured from many runs (the fidelity harness calibrates from every round's runs) say
+/// where they come from in one short note: the runs counted by plan, not every trace named.
+#[test]
+fn costs_of_many_runs_name_their_plans_not_every_trace() {
+    let mut args = vec!["calibrate"];
+    let (a, b) = (traces("1f1b"), traces("zb-h1"));
+    for _ in 0..5 {
+        args.extend(a.iter().map(String::as_str));
+    }
+    args.extend(b.iter().map(String::as_str));
+    for _ in 0..5 {
+        args.extend(["--plan", "1f1b"]);
+    }
+    args.extend(["--plan", "zb-h1", "-p", "2", "-m", "8", "-o", "-"]);
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let path = std::env::temp_dir().join(format!(
+        "pipeweave-recorded-many-runs-{}.toml",
+        std::process::id()
+    ));
+    std::fs::write(&path, &out.stdout).unwrap();
+    let sim = run(&[
+        "simulate",
+        "zb-h1",
+        "-p",
+        "2",
+        "-m",
+        "8",
+        "--costs-from",
+        path.to_str().unwrap(),
+    ]);
+    std::fs::remove_file(&path).ok();
+    assert_eq!(sim.status.code(), Some(0), "{}", text(&sim.stderr));
+    let notes = text(&sim.stderr);
+    let note = notes
+        .lines()
+        .find(|l| l.starts_with("note: measured costs from"))
+        .expect("the note of where the costs come from");
+    let steps = |folder: &str| {
+        let costs = costs_file(folder, &[]);
+        let text = std::fs::read_to_string(&costs).unwrap();
+        std::fs::remove_file(&costs).ok();
+        toml::from_str::<toml::Value>(&text).unwrap()["measured"]["steps"]
+            .as_integer()
+            .unwrap()
+    };
+    let (s1, s2) = (steps("1f1b"), steps("zb-h1"));
+    assert!(
+        note.contains(&format!(
+            ": 6 runs of 2 plans (5 runs of 1f1b over {} steps in all, 1 run of zb-h1 over {s2} step",
+            5 * s1
+        )),
+        "{note}"
+    );
+    assert!(note.contains("`[[measured.run]]`"), "{note}");
+    assert!(!note.contains(".json"), "no trace named: {note}");
+}
