@@ -104,7 +104,7 @@ pub fn measure_runs(inputs: &[MeasureInput<'_>]) -> Result<(Calibration, Vec<Str
         saved_bytes(plan, run, &mut saved, k == 0);
         links(plan, run, &mut link_samples);
         outside.add(plan, run);
-        transfers.add(run);
+        transfers.add(plan, run, k, inputs.len())?;
     }
     let median = |part: u32, kind: Kind| {
         ops.get(&(part, kind))
@@ -662,7 +662,51 @@ struct Transfers {
 }
 
 impl Transfers {
-    fn add(&mut self, run: &Run) {
+    /// Adds run `k`'s (of `runs`) `pipeweave` objects; a message or part gradient the plan does
+    /// not have is an error naming the rank, the run and the row.
+    fn add(&mut self, plan: &Plan, run: &Run, k: usize, runs: usize) -> Result<(), String> {
+        for (rank, meta) in run.ranks.iter().enumerate() {
+            let Some(meta) = meta.meta.as_ref() else {
+                continue;
+            };
+            let whose = if runs > 1 {
+                format!("the trace of rank {rank} of run {}", k + 1)
+            } else {
+                format!("the trace of rank {rank}")
+            };
+            for m in &meta.messages {
+                let neighbour = if m.forward {
+                    plan.next_stage(m.stage)
+                } else {
+                    plan.prev_stage(m.stage)
+                };
+                let fits = plan.stage_rank(m.stage) == Some(m.from)
+                    && neighbour.and_then(|n| plan.stage_rank(n)) == Some(m.to)
+                    && m.from != m.to;
+                if !fits {
+                    return Err(format!(
+                        "{whose} records a {} message of stage {} from rank {} to rank {} (`pipeweave.messages`), which the plan does not send",
+                        if m.forward { "forward" } else { "backward" },
+                        m.stage,
+                        m.from,
+                        m.to
+                    ));
+                }
+            }
+            for g in &meta.gradients {
+                let hosted = plan
+                    .hosts()
+                    .iter()
+                    .enumerate()
+                    .any(|(s, &r)| r as usize == rank && plan.part(s as u32) == g.part);
+                if !hosted {
+                    return Err(format!(
+                        "{whose} records the gradient bytes of part {} (`pipeweave.gradients`), which the plan does not put on that rank",
+                        g.part
+                    ));
+                }
+            }
+        }
         for meta in run.ranks.iter().filter_map(|r| r.meta.as_ref()) {
             for m in &meta.messages {
                 let slot = self.messages.entry((m.from, m.to, m.forward)).or_default();
@@ -686,6 +730,7 @@ impl Transfers {
                     time: p.seconds,
                 }));
         }
+        Ok(())
     }
 
     fn probe(&self) -> ProbeCosts {

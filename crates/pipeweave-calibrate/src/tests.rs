@@ -893,3 +893,42 @@ fn broken_probes_in_costs_files_are_errors_naming_the_key() {
     }
     insta::assert_snapshot!("broken_probe", out);
 }
+
+/// A `pipeweave` object whose messages or gradients the plan does not have (a message a rank
+/// sends itself, or to a rank that does not hold the next stage; the gradients of a part the rank
+/// does not hold) is an error naming the rank and the row, never a figure taken on trust.
+#[test]
+fn messages_and_gradients_the_plan_does_not_have_are_errors() {
+    let plan = plan();
+    let cases = [
+        (
+            r#"{"rank": 0, "messages": [{"stage": 0, "dir": "F", "from": 0, "to": 0, "bytes": 8}]}"#,
+            "the trace of rank 0 records a forward message of stage 0 from rank 0 to rank 0 (`pipeweave.messages`), which the plan does not send",
+        ),
+        (
+            r#"{"rank": 0, "messages": [{"stage": 1, "dir": "F", "from": 1, "to": 0, "bytes": 8}]}"#,
+            "the trace of rank 0 records a forward message of stage 1 from rank 1 to rank 0 (`pipeweave.messages`), which the plan does not send",
+        ),
+        (
+            r#"{"rank": 0, "gradients": [{"part": 1, "bytes": 8}]}"#,
+            "the trace of rank 0 records the gradient bytes of part 1 (`pipeweave.gradients`), which the plan does not put on that rank",
+        ),
+    ];
+    for (meta, wanted) in cases {
+        let rank0 = with_meta(RANK0, meta);
+        let traces = vec![
+            read_trace(&rank0, FileId(0)).expect("rank 0 reads"),
+            read_trace(RANK1, FileId(1)).expect("rank 1 reads"),
+        ];
+        let run = match_plan(&plan, traces).expect("the run matches 1F1B");
+        let names = ["rank0.json".to_owned(), "rank1.json".to_owned()];
+        let err = measure(MeasureInput {
+            plan: &plan,
+            plan_name: "1f1b",
+            traces: &names,
+            run: &run,
+        })
+        .expect_err(meta);
+        assert_eq!(err, wanted);
+    }
+}
