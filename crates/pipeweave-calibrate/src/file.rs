@@ -49,6 +49,23 @@ pub struct Calibration {
     /// when the traces have a probe.
     #[serde(default, skip_serializing_if = "ProbeCosts::is_empty")]
     pub probe: ProbeCosts,
+    /// The model cut into other numbers of parts than `measured.parts`, each as runs measured
+    /// with it cut so (`[[cut]]`, version 4): what prices a plan cut alike.
+    #[serde(rename = "cut", default, skip_serializing_if = "Vec::is_empty")]
+    pub cuts: Vec<Cut>,
+}
+
+/// The compute of a model cut into `parts` parts, from the runs that cut it so (`[[cut]]`,
+/// version 4): each part's F, and B, I, W where measured, with the runs each is from. A part
+/// of a cut holds no bytes: saved bytes and gradients are measured on the first run's cut.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cut {
+    /// How many parts the model is cut into.
+    pub parts: u32,
+    /// Each part's compute, in part order (`[[cut.part]]`).
+    #[serde(rename = "part")]
+    pub part: Vec<Part>,
 }
 
 /// The time a step spends outside any action's span, measured per step (`[overhead]`).
@@ -421,13 +438,14 @@ fn check(c: &Calibration) -> Vec<String> {
         ));
     }
     let v4_keys = !c.probe.is_empty()
+        || !c.cuts.is_empty()
         || c.parts.iter().any(|p| p.gradient_bytes.is_some())
         || c.links
             .iter()
             .any(|l| l.bytes.is_some() || l.latency.is_some() || l.bandwidth.is_some());
     if c.version < 4 && v4_keys {
         out.push(format!(
-            "`[probe]`, a link's `bytes`, `latency` and `bandwidth` and a part's `gradient_bytes` are keys of version 4, and this file says `version = {}`",
+            "`[probe]`, `[[cut]]`, a link's `bytes`, `latency` and `bandwidth` and a part's `gradient_bytes` are keys of version 4, and this file says `version = {}`",
             c.version
         ));
     }
@@ -492,6 +510,8 @@ fn check(c: &Calibration) -> Vec<String> {
         (c.probe.links.len(), "probed links"),
         (c.probe.p2p.len(), "probed transfers"),
         (c.probe.all_reduce.len(), "probed all-reduces"),
+        (c.cuts.len(), "cuts"),
+        (c.cuts.iter().map(|k| k.part.len()).sum(), "parts of cuts"),
     ] {
         if n > MAX_ROWS {
             out.push(format!("{n} {what} are more than any plan has"));
@@ -508,53 +528,27 @@ fn check(c: &Calibration) -> Vec<String> {
     if !m.step_time.is_sound() {
         out.push("`measured.step_time` is no sound statistic (finite, at least 0, min ≤ q1 ≤ median ≤ q3 ≤ max, samples ≥ 1)".to_owned());
     }
-    for (q, p) in c.parts.iter().enumerate() {
-        if p.part as usize != q {
+    check_parts(&c.parts, "", m.runs.len(), &mut out);
+    let mut cut_seen = std::collections::BTreeSet::new();
+    for k in &c.cuts {
+        let name = format!("`[[cut]]` of {} parts", k.parts);
+        if k.parts == 0 || k.parts == m.parts || !cut_seen.insert(k.parts) {
             out.push(format!(
-                "`[[part]]` {q} says `part = {}`: parts go in order from 0",
-                p.part
+                "{name}: a cut is into a number of parts other than `measured.parts` ({}) and every other cut's",
+                m.parts
             ));
         }
-        for (k, s) in [
-            ("f", Some(&p.f)),
-            ("b", p.b.as_ref()),
-            ("i", p.i.as_ref()),
-            ("w", p.w.as_ref()),
-        ] {
-            if let Some(s) = s
-                && !s.is_sound()
-            {
-                out.push(format!("part {q}: `{k}` is no sound statistic"));
-            }
+        if k.part.len() != k.parts as usize {
+            out.push(format!("{name} has {} `[[cut.part]]` tables", k.part.len()));
         }
-        if p.f.median <= 0.0 {
+        if k.part.iter().any(|p| {
+            p.saved_bytes.is_some() || p.freed_by_i.is_some() || p.gradient_bytes.is_some()
+        }) {
             out.push(format!(
-                "part {q}: a forward takes some time, `f.median` is {}",
-                p.f.median
+                "{name}: a part of a cut holds no bytes (`saved_bytes`, `freed_by_i` and `gradient_bytes` are the first run's, under `[[part]]`)"
             ));
         }
-        if let Some(x) = p.freed_by_i
-            && !(0.0..=1.0).contains(&x)
-        {
-            out.push(format!(
-                "part {q}: `freed_by_i` {x} is no fraction from 0 to 1"
-            ));
-        }
-        if let Some(from) = &p.measured_in {
-            let runs = m.runs.len();
-            for (k, v) in [
-                ("f", &from.f),
-                ("b", &from.b),
-                ("i", &from.i),
-                ("w", &from.w),
-            ] {
-                if let Some(&r) = v.iter().find(|&&r| r as usize >= runs) {
-                    out.push(format!(
-                        "part {q}: `measured_in.{k}` names run {r}, and `[[measured.run]]` has {runs}"
-                    ));
-                }
-            }
-        }
+        check_parts(&k.part, &format!("{name}, "), m.runs.len(), &mut out);
     }
     for p in &c.parts {
         if p.gradient_bytes.is_some_and(|b| b > 1 << 53) {
@@ -623,4 +617,56 @@ fn check(c: &Calibration) -> Vec<String> {
     crate::probe::check(&c.probe, m.ranks, &mut out);
     out.truncate(20);
     out
+}
+
+/// What is wrong in a list of parts (`[[part]]`, or a cut's `[[cut.part]]`; `what` prefixes each
+/// message), `runs` the runs `[[measured.run]]` lists.
+fn check_parts(parts: &[Part], what: &str, runs: usize, out: &mut Vec<String>) {
+    for (q, p) in parts.iter().enumerate() {
+        if p.part as usize != q {
+            out.push(format!(
+                "{what}`[[part]]` {q} says `part = {}`: parts go in order from 0",
+                p.part
+            ));
+        }
+        for (k, s) in [
+            ("f", Some(&p.f)),
+            ("b", p.b.as_ref()),
+            ("i", p.i.as_ref()),
+            ("w", p.w.as_ref()),
+        ] {
+            if let Some(s) = s
+                && !s.is_sound()
+            {
+                out.push(format!("{what}part {q}: `{k}` is no sound statistic"));
+            }
+        }
+        if p.f.median <= 0.0 {
+            out.push(format!(
+                "{what}part {q}: a forward takes some time, `f.median` is {}",
+                p.f.median
+            ));
+        }
+        if let Some(x) = p.freed_by_i
+            && !(0.0..=1.0).contains(&x)
+        {
+            out.push(format!(
+                "{what}part {q}: `freed_by_i` {x} is no fraction from 0 to 1"
+            ));
+        }
+        if let Some(from) = &p.measured_in {
+            for (k, v) in [
+                ("f", &from.f),
+                ("b", &from.b),
+                ("i", &from.i),
+                ("w", &from.w),
+            ] {
+                if let Some(&r) = v.iter().find(|&&r| r as usize >= runs) {
+                    out.push(format!(
+                        "{what}part {q}: `measured_in.{k}` names run {r}, and `[[measured.run]]` has {runs}"
+                    ));
+                }
+            }
+        }
+    }
 }

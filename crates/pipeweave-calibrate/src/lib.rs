@@ -20,7 +20,7 @@ mod probe;
 mod stats;
 
 pub use file::{
-    Calibration, FORMAT_NAME, FORMAT_VERSION, Gaps, Link, Measured, Overhead, PairCost, Part,
+    Calibration, Cut, FORMAT_NAME, FORMAT_VERSION, Gaps, Link, Measured, Overhead, PairCost, Part,
     RankMeasured, RunMeasured, SavedBytes, Sources, read_costs, write_costs,
 };
 pub use measure::{MeasureInput, measure, measure_runs};

@@ -1,7 +1,7 @@
 //! From a matched run to a [`Calibration`]: every figure a median of what the traces recorded.
 
 use crate::file::{
-    Calibration, FORMAT_NAME, FORMAT_VERSION, Gaps, Link, Measured, Overhead, PairCost, Part,
+    Calibration, Cut, FORMAT_NAME, FORMAT_VERSION, Gaps, Link, Measured, Overhead, PairCost, Part,
     RankMeasured, RunMeasured, SavedBytes, Sources,
 };
 use crate::stats::Stats;
@@ -47,18 +47,16 @@ pub fn measure_runs(inputs: &[MeasureInput<'_>]) -> Result<(Calibration, Vec<Str
     let parts = plan.stages_per_pipeline();
     for (k, other) in inputs.iter().enumerate().skip(1) {
         let p = other.plan;
-        let shape = |p: &Plan| (p.ranks(), p.stages_per_pipeline(), p.num_microbatches());
+        let shape = |p: &Plan| (p.ranks(), p.num_microbatches());
         if shape(p) != shape(plan) {
             return Err(format!(
-                "run {} ({}) has {} ranks, {} parts and {} micro-batches, and run 1 ({}) {}, {} and {}: runs measured together must run the same model cut alike on the same ranks and micro-batches",
+                "run {} ({}) has {} ranks and {} micro-batches, and run 1 ({}) {} and {}: runs measured together must run the same model on the same ranks and micro-batches",
                 k + 1,
                 pipeweave_diagnostics::visible(other.plan_name),
                 p.ranks(),
-                p.stages_per_pipeline(),
                 p.num_microbatches(),
                 pipeweave_diagnostics::visible(first.plan_name),
                 plan.ranks(),
-                plan.stages_per_pipeline(),
                 plan.num_microbatches(),
             ));
         }
@@ -80,8 +78,24 @@ pub fn measure_runs(inputs: &[MeasureInput<'_>]) -> Result<(Calibration, Vec<Str
     let mut link_samples: BTreeMap<(u32, u32, bool), Vec<f64>> = BTreeMap::new();
     let mut outside = OutsideSamples::default();
     let mut transfers = Transfers::default();
+    // The compute of runs that cut the model into other numbers of parts than run 1: by cut,
+    // then as `ops` and `from`.
+    type Timed = (
+        BTreeMap<(u32, Kind), Vec<f64>>,
+        BTreeMap<(u32, Kind), Vec<u32>>,
+    );
+    let mut cut_ops: BTreeMap<u32, Timed> = BTreeMap::new();
     for (k, input) in inputs.iter().enumerate() {
         let (plan, run) = (input.plan, input.run);
+        let cut = plan.stages_per_pipeline();
+        if cut != parts {
+            let (ops, from) = cut_ops.entry(cut).or_default();
+            time_ops(plan, run, k, ops, from);
+            links(plan, run, &mut link_samples);
+            outside.add(plan, run);
+            transfers.add(plan, run, k, inputs.len(), false)?;
+            continue;
+        }
         for (rank, r) in run.ranks.iter().enumerate() {
             let program = plan.program(rank as u32);
             for step in &r.steps {
@@ -106,7 +120,7 @@ pub fn measure_runs(inputs: &[MeasureInput<'_>]) -> Result<(Calibration, Vec<Str
         saved_bytes(plan, run, &mut saved, k == 0);
         links(plan, run, &mut link_samples);
         outside.add(plan, run);
-        transfers.add(plan, run, k, inputs.len())?;
+        transfers.add(plan, run, k, inputs.len(), true)?;
     }
     let median = |part: u32, kind: Kind| {
         ops.get(&(part, kind))
@@ -227,6 +241,42 @@ pub fn measure_runs(inputs: &[MeasureInput<'_>]) -> Result<(Calibration, Vec<Str
     } else {
         Vec::new()
     };
+    let mut cuts = Vec::new();
+    for (&cut, (ops, from)) in &cut_ops {
+        let mut rows = Vec::with_capacity(cut as usize);
+        for q in 0..cut {
+            let stats = |kind| ops.get(&(q, kind)).and_then(|v| in_seconds(v));
+            let Some(f) = stats(Kind::F) else {
+                return Err(format!(
+                    "the runs that cut the model into {cut} parts time no forward of part {q} alone, so that cut's costs cannot be measured"
+                ));
+            };
+            let runs = |kind| from.get(&(q, kind)).cloned().unwrap_or_default();
+            rows.push(Part {
+                part: q,
+                f,
+                b: stats(Kind::B),
+                i: stats(Kind::I),
+                w: stats(Kind::W),
+                saved_bytes: None,
+                gradient_bytes: None,
+                freed_by_i: None,
+                measured_in: Some(Sources {
+                    f: runs(Kind::F),
+                    b: runs(Kind::B),
+                    i: runs(Kind::I),
+                    w: runs(Kind::W),
+                }),
+            });
+        }
+        cuts.push(Cut {
+            parts: cut,
+            part: rows,
+        });
+        notes.push(format!(
+            "the runs that cut the model into {cut} parts (not run 1's {parts}) give that cut's F, B, I and W (`[[cut]]`, for plans cut alike) and their links and host time between actions; their pairs and bytes are not measured"
+        ));
+    }
     if several {
         notes.push(format!(
             "{} runs measured together: each part's F, B, I and W are the statistics of every run that timed them (`measured_in` names the runs), and so are the pairs, links, host gaps and saved bytes; the step and each rank's figures are run 1's ({})",
@@ -266,11 +316,38 @@ pub fn measure_runs(inputs: &[MeasureInput<'_>]) -> Result<(Calibration, Vec<Str
         saved: saved.rows(),
         overhead,
         probe,
+        cuts,
     };
     Ok((calibration, notes))
 }
 
 /// When the run's first profiled action ran, UTC, when its traces say.
+/// Adds run `k`'s lone actions' durations by (part, kind) to `ops`, and `k` to the runs of each
+/// (part, kind) it timed.
+fn time_ops(
+    plan: &Plan,
+    run: &Run,
+    k: usize,
+    ops: &mut BTreeMap<(u32, Kind), Vec<f64>>,
+    from: &mut BTreeMap<(u32, Kind), Vec<u32>>,
+) {
+    for (rank, r) in run.ranks.iter().enumerate() {
+        let program = plan.program(rank as u32);
+        for step in &r.steps {
+            for (action, t) in program.iter().zip(&step.actions) {
+                if let Action::One(op) = *action {
+                    let key = (plan.part(op.stage), op.kind);
+                    ops.entry(key).or_default().push(t.dur);
+                    let runs = from.entry(key).or_default();
+                    if runs.last() != Some(&(k as u32)) {
+                        runs.push(k as u32);
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn when(run: &Run) -> Option<String> {
     let first = run
         .ranks

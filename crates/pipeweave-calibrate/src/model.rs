@@ -111,7 +111,8 @@ impl MeasuredCosts {
             );
         }
         let target = plan.stages_per_pipeline();
-        if target != measured {
+        let has_cut = c.cuts.iter().any(|k| k.parts == target);
+        if target != measured && !has_cut {
             notes.push(format!(
                 "the plan cuts the model into {target} parts and the run into {measured}: each part costs the measured time of the share of the model it holds"
             ));
@@ -137,23 +138,50 @@ impl MeasuredCosts {
                 .zip(median(ratios.iter().map(|r| r.1).collect()))
                 .unwrap_or((0.5, 0.5))
         };
-        let parts = (0..target)
-            .map(|q| {
-                let mut out = [0.0; 4];
-                for (k, slot) in out.iter_mut().enumerate() {
-                    *slot = share(q, target, measured, |m| {
-                        let p = &per_part[m as usize];
-                        let b = p[1].unwrap_or(0.0);
-                        match k {
-                            2 if m == 0 && q > 0 => b * of_b.0,
-                            3 if m == 0 && q > 0 => b * of_b.1,
-                            _ => p[k].unwrap_or(0.0),
-                        }
-                    });
+        let cut = c
+            .cuts
+            .iter()
+            .find(|k| k.parts == target && target != measured);
+        let parts = match cut {
+            Some(cut) => {
+                let untimed = cut
+                    .part
+                    .iter()
+                    .find(|p| p.b.is_none() && (p.i.is_none() || p.w.is_none()));
+                if has_backward && let Some(p) = untimed {
+                    return Err(format!(
+                        "the costs time no backward of part {} of the model cut into {target} parts (`[[cut]]`), and the plan has backward actions",
+                        p.part
+                    ));
                 }
-                out
-            })
-            .collect();
+                notes.push(format!(
+                    "the plan cuts the model into {target} parts, as the runs of `[[cut]]` did: each part costs what it took there{}",
+                    if splits && cut.part.iter().any(|p| p.i.is_none() || p.w.is_none()) {
+                        " (an I and W they did not time apart: of the first part, none and its whole B; of another, its B times the measured parts' median I / B and W / B)"
+                    } else {
+                        ""
+                    }
+                ));
+                cut_parts(cut, of_b)
+            }
+            None => (0..target)
+                .map(|q| {
+                    let mut out = [0.0; 4];
+                    for (k, slot) in out.iter_mut().enumerate() {
+                        *slot = share(q, target, measured, |m| {
+                            let p = &per_part[m as usize];
+                            let b = p[1].unwrap_or(0.0);
+                            match k {
+                                2 if m == 0 && q > 0 => b * of_b.0,
+                                3 if m == 0 && q > 0 => b * of_b.1,
+                                _ => p[k].unwrap_or(0.0),
+                            }
+                        });
+                    }
+                    out
+                })
+                .collect(),
+        };
         let all: Vec<f64> = c.pairs.iter().map(|p| p.slowdown).collect();
         let default_slowdown = if all.is_empty() {
             if plan.programs().iter().flatten().any(|a| a.is_pair()) {
@@ -541,6 +569,31 @@ pub(crate) fn share(q: u32, target: u32, measured: u32, of: impl Fn(u32) -> f64)
         }
     }
     total
+}
+
+/// Each part's F, B, I and W from a cut the runs measured: the medians, and an I and W not timed
+/// apart derived from B (the first part: none and all of it, its input needing no gradient;
+/// another: B times `of_b`, the measured parts' median I / B and W / B).
+fn cut_parts(cut: &crate::file::Cut, of_b: (f64, f64)) -> Vec<[f64; 4]> {
+    cut.part
+        .iter()
+        .map(|p| {
+            let f = p.f.median;
+            let (i, w) = (p.i.map(|s| s.median), p.w.map(|s| s.median));
+            let b =
+                p.b.map(|s| s.median)
+                    .or(i.zip(w).map(|(i, w)| i + w))
+                    .unwrap_or(0.0);
+            let (i, w) = match (i, w) {
+                (Some(i), Some(w)) => (i, w),
+                (Some(i), None) => (i, (b - i).max(0.0)),
+                (None, Some(w)) => ((b - w).max(0.0), w),
+                (None, None) if p.part == 0 => (0.0, b),
+                (None, None) => (b * of_b.0, b * of_b.1),
+            };
+            [f, b, i, w]
+        })
+        .collect()
 }
 
 /// Seconds as the notes write them.

@@ -423,7 +423,8 @@ fn runs_measured_together_pool_their_samples_and_say_where_each_figure_is_from()
     // The file reads back as written.
     let text = write_costs(&two).expect("written");
     assert_eq!(read_costs(&text, FileId(0)).expect("read"), two);
-    // Runs of another shape are not measured together.
+    // Runs of another shape (ranks, micro-batches) are not measured together; a run that cuts
+    // the model into other parts is a `[[cut]]` (`a_run_cut_finer_prices_plans_cut_alike`).
     let other = Plan::single(
         2,
         vec![0, 1],
@@ -455,9 +456,7 @@ fn runs_measured_together_pool_their_samples_and_say_where_each_figure_is_from()
     ])
     .expect_err("another shape");
     assert!(
-        err.starts_with(
-            "run 2 (other) has 2 ranks, 2 parts and 1 micro-batches, and run 1 (1f1b) 2, 2 and 4"
-        ),
+        err.starts_with("run 2 (other) has 2 ranks and 1 micro-batches, and run 1 (1f1b) 2 and 4"),
         "{err}"
     );
 }
@@ -931,4 +930,69 @@ fn messages_and_gradients_the_plan_does_not_have_are_errors() {
         .expect_err(meta);
         assert_eq!(err, wanted);
     }
+}
+
+/// `[[cut]]` reads back as written, and a cut that says nothing new or holds what it cannot is
+/// an error naming it.
+#[test]
+fn cuts_read_back_and_bad_cuts_are_named() {
+    let (c, _) = calibration();
+    let cut_part = |q: u32| Part {
+        part: q,
+        saved_bytes: None,
+        freed_by_i: None,
+        gradient_bytes: None,
+        measured_in: None,
+        ..c.parts[0].clone()
+    };
+    let good = Calibration {
+        cuts: vec![crate::Cut {
+            parts: 4,
+            part: (0..4).map(cut_part).collect(),
+        }],
+        ..c.clone()
+    };
+    let text = write_costs(&good).expect("written");
+    assert!(text.contains("[[cut]]\nparts = 4"), "{text}");
+    assert_eq!(read_costs(&text, FileId(0)).expect("reads back"), good);
+    let errors = |c: &Calibration| -> Vec<String> {
+        let text = write_costs(c).expect("written");
+        read_costs(&text, FileId(0))
+            .expect_err("refused")
+            .into_iter()
+            .map(|d| d.message)
+            .collect()
+    };
+    let mut same = good.clone();
+    same.cuts[0] = crate::Cut {
+        parts: 2,
+        part: (0..2).map(cut_part).collect(),
+    };
+    assert_eq!(
+        errors(&same),
+        [
+            "`[[cut]]` of 2 parts: a cut is into a number of parts other than `measured.parts` (2) and every other cut's"
+        ]
+    );
+    let mut short = good.clone();
+    short.cuts[0].part.pop();
+    assert_eq!(
+        errors(&short),
+        ["`[[cut]]` of 4 parts has 3 `[[cut.part]]` tables"]
+    );
+    let mut bytes = good.clone();
+    bytes.cuts[0].part[1].saved_bytes = Some(8);
+    assert_eq!(
+        errors(&bytes),
+        [
+            "`[[cut]]` of 4 parts: a part of a cut holds no bytes (`saved_bytes`, `freed_by_i` and `gradient_bytes` are the first run's, under `[[part]]`)"
+        ]
+    );
+    let mut old = good.clone();
+    old.version = 3;
+    assert!(
+        errors(&old)[0].starts_with("`[probe]`, `[[cut]]`,"),
+        "{:?}",
+        errors(&old)
+    );
 }

@@ -19,13 +19,16 @@ pub(super) struct Transfers {
 
 impl Transfers {
     /// Adds run `k`'s (of `runs`) `pipeweave` objects; a message or part gradient the plan does
-    /// not have is an error naming the rank, the run and the row.
+    /// not have is an error naming the rank, the run and the row. `base`: the run cuts the model
+    /// as run 1 does, so its part gradients are kept (a part of another cut is another share of
+    /// the model).
     pub(super) fn add(
         &mut self,
         plan: &Plan,
         run: &Run,
         k: usize,
         runs: usize,
+        base: bool,
     ) -> Result<(), String> {
         for (rank, meta) in run.ranks.iter().enumerate() {
             let Some(meta) = meta.meta.as_ref() else {
@@ -74,7 +77,7 @@ impl Transfers {
                 let slot = self.messages.entry((m.from, m.to, m.forward)).or_default();
                 *slot = (*slot).max(m.bytes);
             }
-            for g in &meta.gradients {
+            for g in meta.gradients.iter().filter(|_| base) {
                 let slot = self.gradients.entry(g.part).or_default();
                 *slot = (*slot).max(g.bytes);
             }

@@ -740,3 +740,87 @@ fn costs_of_many_runs_name_their_plans_not_every_trace() {
     assert!(note.contains("`[[measured.run]]`"), "{note}");
     assert!(!note.contains(".json"), "no trace named: {note}");
 }
+
+/// A run that cuts the model into more parts than the first run (interleaved 1F1B's four chunks
+/// beside 1F1B's two parts) is kept as that cut (`[[cut]]`): a plan cut alike costs each part
+/// what that run measured (its medians, exactly), not its share of the first run's parts, and a
+/// note says so; a plan cut as the first run is priced from the first run's parts as before.
+#[test]
+fn a_run_cut_finer_prices_plans_cut_alike() {
+    let mut args = vec!["calibrate"];
+    let (a, b) = (traces("1f1b"), traces("interleaved-1f1b"));
+    args.extend(a.iter().map(String::as_str));
+    args.extend(b.iter().map(String::as_str));
+    args.extend([
+        "--plan",
+        "1f1b",
+        "--plan",
+        "interleaved-1f1b",
+        "-p",
+        "2",
+        "-m",
+        "8",
+        "-o",
+        "-",
+    ]);
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let both: toml::Value = toml::from_str(&text(&out.stdout)).expect("TOML");
+    assert!(text(&out.stderr).contains("the runs that cut the model into 4 parts"));
+    // The interleaved run alone: its four parts' medians.
+    let alone = costs_file("interleaved-1f1b", &[]);
+    let own: toml::Value = toml::from_str(&std::fs::read_to_string(&alone).unwrap()).unwrap();
+    std::fs::remove_file(&alone).ok();
+    let cut = &both["cut"].as_array().expect("[[cut]]")[0];
+    assert_eq!(cut["parts"].as_integer(), Some(4));
+    let (cut_parts, own_parts) = (
+        cut["part"].as_array().unwrap(),
+        own["part"].as_array().unwrap(),
+    );
+    assert_eq!(cut_parts.len(), 4);
+    for (c, o) in cut_parts.iter().zip(own_parts) {
+        for k in ["f", "b"] {
+            assert_eq!(c[k]["median"], o[k]["median"], "part {} {k}", c["part"]);
+        }
+        assert_eq!(c["measured_in"]["f"].as_array().unwrap().len(), 1);
+    }
+    // The first run's two parts are 1F1B's alone.
+    let first = costs_file("1f1b", &[]);
+    let own_first: toml::Value = toml::from_str(&std::fs::read_to_string(&first).unwrap()).unwrap();
+    std::fs::remove_file(&first).ok();
+    for (p, o) in both["part"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(own_first["part"].as_array().unwrap())
+    {
+        assert_eq!(p["f"]["median"], o["f"]["median"]);
+        assert_eq!(p["b"]["median"], o["b"]["median"]);
+    }
+    let path = std::env::temp_dir().join(format!(
+        "pipeweave-recorded-cut-{}.toml",
+        std::process::id()
+    ));
+    std::fs::write(&path, text(&out.stdout)).unwrap();
+    let sim = run(&[
+        "simulate",
+        "interleaved-1f1b",
+        "-p",
+        "2",
+        "-m",
+        "8",
+        "--costs-from",
+        path.to_str().unwrap(),
+    ]);
+    std::fs::remove_file(&path).ok();
+    assert_eq!(sim.status.code(), Some(0), "{}", text(&sim.stderr));
+    let notes = text(&sim.stderr);
+    assert!(
+        notes.contains("the plan cuts the model into 4 parts, as the runs of `[[cut]]` did"),
+        "{notes}"
+    );
+    assert!(
+        !notes.contains("the share of the model it holds"),
+        "{notes}"
+    );
+}
