@@ -114,8 +114,13 @@ fn the_fixture_calibrates_to_its_made_up_figures() {
     assert_eq!(read_costs(&text, FileId(0)).expect("reads back"), c);
 }
 
+/// What a measured kind of action costs: its mean (`MeasuredCosts`'s rule).
+fn typical(s: &Stats) -> f64 {
+    s.mean.expect("a mean")
+}
+
 #[test]
-fn measured_costs_are_the_medians_on_the_same_parts() {
+fn measured_costs_are_the_means_on_the_same_parts() {
     let (c, _) = calibration();
     let plan = plan();
     let (costs, notes) = MeasuredCosts::for_plan(&c, &plan).expect("costs");
@@ -126,7 +131,7 @@ fn measured_costs_are_the_medians_on_the_same_parts() {
             "each of the plan's 8 sends a step adds its rank 20.0 µs of host time right after the action that computes it (the mean of `overhead.send`), and the run timed no wait for a send between two actions (`overhead.wait_send`): none is added",
         ]
     );
-    assert_eq!(costs.op(Op::new(0, Kind::F, 0)), c.parts[0].f.median);
+    assert_eq!(costs.op(Op::new(0, Kind::F, 0)), typical(&c.parts[0].f));
     // The host's time before an action is its gaps' mean.
     let gap_f = c.overhead.gap.f.and_then(|s| s.mean).expect("a mean");
     assert_eq!(costs.host_gap(op(0, Kind::F, 1)), gap_f);
@@ -140,7 +145,7 @@ fn measured_costs_are_the_medians_on_the_same_parts() {
     assert_eq!(costs.outside_actions(), 0.0);
     assert_eq!(
         costs.op(Op::new(1, Kind::B, 2)),
-        c.parts[1].b.expect("B").median
+        typical(&c.parts[1].b.expect("B"))
     );
     assert!((costs.transfer(0, 1) - 150e-6).abs() < 1e-9);
 }
@@ -153,16 +158,16 @@ fn other_cuts_of_the_model_take_their_share() {
     let plan = interleaved();
     let (costs, notes) = MeasuredCosts::for_plan(&c, &plan).expect("costs");
     insta::assert_snapshot!("share_notes", notes.join("\n"));
-    let half0 = c.parts[0].f.median / 2.0;
-    let half1 = c.parts[1].f.median / 2.0;
+    let half0 = typical(&c.parts[0].f) / 2.0;
+    let half1 = typical(&c.parts[1].f) / 2.0;
     assert!((costs.op(Op::new(0, F, 0)) - half0).abs() < 1e-15);
     assert!((costs.op(Op::new(1, F, 0)) - half0).abs() < 1e-15);
     assert!((costs.op(Op::new(2, F, 0)) - half1).abs() < 1e-15);
-    assert!((costs.op(Op::new(3, I, 0)) - c.parts[1].b.expect("B").median / 4.0).abs() < 1e-15);
+    assert!((costs.op(Op::new(3, I, 0)) - typical(&c.parts[1].b.expect("B")) / 4.0).abs() < 1e-15);
     // The run split no backward. The first part's I computes no input gradient: the plan's part 0
     // (the first half of measured part 0) has none, and its W all of its backward; the plan's
     // part 1 (the second half) has an input gradient, and splits its share as the others do.
-    let b0 = c.parts[0].b.expect("B").median;
+    let b0 = typical(&c.parts[0].b.expect("B"));
     assert_eq!(costs.op(Op::new(0, I, 0)), 0.0);
     assert!((costs.op(Op::new(0, W, 0)) - b0 / 2.0).abs() < 1e-15);
     assert!((costs.op(Op::new(1, I, 0)) - b0 / 4.0).abs() < 1e-15);
@@ -180,8 +185,8 @@ fn the_first_part_of_a_run_without_split_backwards_has_no_i() {
     let plan = Plan::single(2, vec![0, 1], 1, programs).expect("a plan");
     let (costs, notes) = MeasuredCosts::for_plan(&c, &plan).expect("costs");
     let (b0, b1) = (
-        c.parts[0].b.expect("B").median,
-        c.parts[1].b.expect("B").median,
+        typical(&c.parts[0].b.expect("B")),
+        typical(&c.parts[1].b.expect("B")),
     );
     assert_eq!(costs.op(Op::new(0, I, 0)), 0.0);
     assert_eq!(costs.op(Op::new(0, W, 0)), b0);
@@ -202,13 +207,13 @@ fn a_later_part_in_the_first_parts_slice_splits_as_the_measured_parts_do() {
     let (mut c, _) = calibration();
     // Part 1's I and W measured (as a ZB-H1 run of PlanRunner's times them): together 1.75 times
     // its B; part 0's only B, its first part's I none.
-    let b1 = c.parts[1].b.expect("B").median;
+    let b1 = typical(&c.parts[1].b.expect("B"));
     c.parts[1].i = Stats::of(&[0.8 * b1]);
     c.parts[1].w = Stats::of(&[0.95 * b1]);
     use Kind::{I, W};
     let plan = interleaved();
     let (costs, _) = MeasuredCosts::for_plan(&c, &plan).expect("costs");
-    let b0 = c.parts[0].b.expect("B").median;
+    let b0 = typical(&c.parts[0].b.expect("B"));
     // The plan's part 0 starts the model: no I, all of its half of B in W.
     assert_eq!(costs.op(Op::new(0, I, 0)), 0.0);
     assert!((costs.op(Op::new(0, W, 0)) - b0 / 2.0).abs() < 1e-15);
