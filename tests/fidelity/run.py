@@ -7,7 +7,9 @@
    of tests/fidelity/model.py; worker.py --plans), in rounds (`--rounds`, default 12): every round
    runs the two calibrating plans, 1F1B and ZB-H1 at P = 2, M = 8, and every schedule that runs at
    P = 2, each under `pipeweave.torch.profile` for `--warmup` steps (default 1) and then `--steps`
-   profiled ones (default 3), in an order rotated by one from the round before.
+   profiled ones (default 3), in an order shuffled anew each round (seeded, so that no plan always follows the same one), with
+   a garbage collection after each plan (its trace's export leaves garbage that would otherwise be
+   collected in the next plan's steps).
    This virtual machine slows down in spells of one to a few seconds (the same part's forward and
    backward in a loop on an otherwise idle machine: 8.5 ms, then 12.6 ms for two seconds, then 8.7
    ms), and a process's start takes seconds; one run per process put each schedule in a spell of
@@ -17,12 +19,14 @@
    1F1B is the schedule a user runs today; ZB-H1 is one step of a schedule that splits its
    backward, which a run of 1F1B cannot time: PlanRunner's I and W (a W re-runs the graph once per
    weight group) cost more than half a B each, and on the first part I is next to nothing and W a
-   whole B (docs/plan-vs-actual.md).
+   whole B (docs/plan-vs-actual.md). Looped BFS (none of the schedules measured) cuts the model into
+   4 parts, as every plan of 2 stages per rank does: a part of 2 blocks costs more than half of one
+   of 4, and the part that holds the head more still, which 1F1B's parts alone cannot say.
    A synthesized schedule is searched under the costs of a short run of the calibrating plans
    alone before the rounds (`pipeweave export synth:... --costs-from`).
 3. Calibrates from every round's calibrating runs together (`pipeweave calibrate TRACES --plan 1F1B
-   --plan ZB-H1 ... -o costs.toml`, one `--plan` per run: every cost is a median over all of
-   them), then predicts every schedule with the costs (`pipeweave simulate PLAN --costs-from
+   --plan ZB-H1 --plan LOOPED-BFS ... -o costs.toml`, one `--plan` per run: every cost is a
+   statistic over all of them, the looped runs' kept as their own cut of the model), then predicts every schedule with the costs (`pipeweave simulate PLAN --costs-from
    costs.toml --format json`).
 4. Measures each schedule: its step time is the median over every profiled step of every round
    of the slower rank's time, the same statistic the calibration takes, printed with the spread of
@@ -99,7 +103,7 @@ def cli(binary, *args):
 def profile_rounds(python, plans, work, rounds, steps, warmup):
     """Profiles the JSON plans {name: path} at P = 2 in one pair of processes, in `rounds` rounds
     (worker.py --plans): every round runs each plan for `warmup` steps, then `steps` profiled, in
-    an order rotated by one from the round before, into WORK/round{K}/{name}/. Returns the results
+    an order shuffled anew each round, into WORK/round{K}/{name}/. Returns the results
     {name: [(folder, both ranks' results) per round]}."""
     cmd = [python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", WORKER,
            "--plans", *[f"{name}={path}" for name, path in plans.items()], "--rounds", str(rounds),

@@ -10,8 +10,8 @@ saved bytes of every action of the last step and their peak. Gloo on the CPU, on
 in turn (so the machine's load touches both alike), and writes their step times: each from a
 barrier to a barrier, so that a step lasts until its last rank is done.
 `--plans NAME=PLAN ... --rounds N` profiles several JSON plans in one pair of processes, in rounds: every
-round runs each plan under `profile` (`--warmup` steps, then `--steps` profiled), in an order rotated by
-one from the round before, into OUT/round{K}/NAME/ (its trace and result-rank{R}.json, as a single run
+round runs each plan under `profile` (`--warmup` steps, then `--steps` profiled), in an order shuffled
+anew each round (seeded by the round, the same on every rank; after each plan a garbage collection), into OUT/round{K}/NAME/ (its trace and result-rank{R}.json, as a single run
 writes them). So every plan meets the machine's slow and fast spells alike, a few seconds apart,
 instead of each in a run of its own minutes away from the others.
 `--grads` also saves OUT/grads-rank{R}.pt: the gradients of one step without the profiler and of
@@ -19,8 +19,10 @@ the same step under it.
 """
 
 import argparse
+import gc
 import json
 import os
+import random
 import sys
 import time
 
@@ -120,7 +122,7 @@ def misuse(runner, x, y, out, rank):
 
 
 def rounds(args, rank):
-    """`--plans`: every plan profiled once a round, in an order rotated from round to round."""
+    """`--plans`: every plan profiled once a round, in an order shuffled anew each round."""
     size = model.SIZES[args.size]
     named = []
     for item in args.plans:
@@ -135,8 +137,9 @@ def rounds(args, rank):
         runners[name] = (pwt.PlanRunner(plan, rank, parts, model.loss_fn), parts, x, y, plan.microbatches)
     names = [n for n, _ in named]
     for r in range(args.rounds):
-        k = r % len(names)
-        for name in names[k:] + names[:k]:
+        # A new order every round, the same on every rank (a seeded shuffle): no plan always
+        # follows the same one.
+        for name in random.Random(r).sample(names, len(names)):
             runner, parts, x, y, microbatches = runners[name]
             out = os.path.join(args.out, f"round{r + 1}", name)
             os.makedirs(out, exist_ok=True)
@@ -152,6 +155,8 @@ def rounds(args, rank):
                       "saved_bytes": [[s.action, s.bytes, s.peak] for s in profiled.saved_bytes[-1]]}
             with open(os.path.join(out, f"result-rank{rank}.json"), "w") as f:
                 json.dump(result, f, indent=1)
+            # The trace just written leaves garbage: collected here, not in the next plan's steps.
+            gc.collect()
 
 
 def probe_fails(runner, x, y, out, rank):

@@ -142,7 +142,7 @@ fn conformance() -> Result<(), String> {
 
 /// Plan against actual (`tests/fidelity/run.py`, a few minutes, never part of `test`): in one
 /// pair of CPU processes, in rounds, profiles the calibrating plans (1F1B and ZB-H1 at P = 2) and
-/// every schedule that runs at P = 2, in an order rotated from round to round, calibrates from
+/// every schedule that runs at P = 2, in an order shuffled anew each round, calibrates from
 /// every round's calibrating runs, and prints predicted against measured step time (the median
 /// over every round's steps, with the rounds' spread) and memory. `args` go to the script
 /// (`--rounds N`, `--steps N`, `--warmup N`, `--only NAME...`, `--keep DIR`, `--measure-only`).
