@@ -141,9 +141,9 @@ fn conformance() -> Result<(), String> {
 }
 
 /// Plan against actual (`tests/fidelity/run.py`, a few minutes, never part of `test`): in one
-/// pair of CPU processes, in rounds, profiles the calibrating plans (1F1B and ZB-H1 at P = 2) and
-/// every schedule that runs at P = 2, in an order shuffled anew each round, calibrates from
-/// every round's calibrating runs, and prints predicted against measured step time (the median
+/// pair of CPU processes, in rounds, profiles the calibrating plans (1F1B, ZB-H1 and looped BFS at
+/// P = 2) and every schedule that runs at P = 2, in an order shuffled anew each round, calibrates
+/// from every round's calibrating runs, and prints predicted against measured step time (the median
 /// over every round's steps, with the rounds' spread) and memory. `args` go to the script
 /// (`--rounds N`, `--steps N`, `--warmup N`, `--only NAME...`, `--keep DIR`, `--measure-only`).
 fn fidelity(args: &[String]) -> Result<(), String> {
@@ -174,8 +174,8 @@ const USAGE: &str =
   python          only the Python package's tests (pip install ./python, then pytest)
   typed           write python/pipeweave/_results.py from schemas/ (the package's result types)
   conformance     only the PyTorch conformance suite
-  fidelity [ARGS] plan against actual, a few minutes: in rounds, profile 1F1B and ZB-H1 at
-                  P = 2 and every schedule at P = 2, calibrate from the 1F1B and ZB-H1 runs,
+  fidelity [ARGS] plan against actual, a few minutes: in rounds, profile 1F1B, ZB-H1 and
+                  looped BFS at P = 2 and every schedule at P = 2, calibrate from those runs,
                   predict and measure (tests/fidelity/run.py ARGS: --rounds, --steps, --warmup,
                   --only, --keep, --measure-only)
   playground      rebuild the playground's script bundle (npm ci from web/package-lock.json, then
