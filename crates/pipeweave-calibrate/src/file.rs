@@ -363,7 +363,8 @@ pub fn read_costs(text: &str, file: FileId) -> Result<Calibration, Vec<Diagnosti
 }
 
 /// Where in the text a problem of `check` is: the table its message names, for the tables of
-/// `[overhead]`, `[[measured.run]]` and `measured_in`; the file's start otherwise.
+/// `[overhead]`, `[probe]`, `[[cut]]`, `[[measured.run]]` and `measured_in`; the file's start
+/// otherwise.
 fn located(text: &str, problem: &str) -> std::ops::Range<usize> {
     let probe = ["[[probe.link]]", "[[probe.p2p]]", "[[probe.all_reduce]]"]
         .into_iter()
@@ -372,6 +373,8 @@ fn located(text: &str, problem: &str) -> std::ops::Range<usize> {
         Some(table)
     } else if problem.starts_with("`[probe]`") {
         Some("[[probe.")
+    } else if problem.starts_with("`[[cut]]`") {
+        Some("[[cut]]")
     } else if problem.contains("`gradient_bytes`") {
         Some("gradient_bytes")
     } else if problem.starts_with("`[[measured.run]]`") {

@@ -985,6 +985,14 @@ fn cuts_read_back_and_bad_cuts_are_named() {
         errors(&short),
         ["`[[cut]]` of 4 parts has 3 `[[cut.part]]` tables"]
     );
+    // Located at the cut's table.
+    let short_text = write_costs(&short).expect("written");
+    let at = short_text.find("[[cut]]").expect("the table");
+    let d = read_costs(&short_text, FileId(0)).expect_err("refused");
+    assert_eq!(
+        d[0].span.as_ref().map(|s| s.range.clone()),
+        Some(at..at + 7)
+    );
     let mut bytes = good.clone();
     bytes.cuts[0].part[1].saved_bytes = Some(8);
     assert_eq!(
