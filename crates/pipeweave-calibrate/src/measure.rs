@@ -96,23 +96,16 @@ pub fn measure_runs(inputs: &[MeasureInput<'_>]) -> Result<(Calibration, Vec<Str
             transfers.add(plan, run, k, inputs.len(), false)?;
             continue;
         }
+        time_ops(plan, run, k, &mut ops, &mut from);
         for (rank, r) in run.ranks.iter().enumerate() {
             let program = plan.program(rank as u32);
             for step in &r.steps {
                 for (action, t) in program.iter().zip(&step.actions) {
-                    match *action {
-                        Action::One(op) => {
-                            let key = (plan.part(op.stage), op.kind);
-                            ops.entry(key).or_default().push(t.dur);
-                            let runs = from.entry(key).or_default();
-                            if runs.last() != Some(&(k as u32)) {
-                                runs.push(k as u32);
-                            }
-                        }
-                        Action::Pair { f, b } => pairs
+                    if let Action::Pair { f, b } = *action {
+                        pairs
                             .entry((plan.part(f.stage), plan.part(b.stage), b.kind))
                             .or_default()
-                            .push(t.dur),
+                            .push(t.dur);
                     }
                 }
             }

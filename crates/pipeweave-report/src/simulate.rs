@@ -94,19 +94,13 @@ pub fn measured_text(costs: &pipeweave_calibrate::Calibration, file: &str) -> St
         String::new()
     };
     format!(
-        "measured costs from {}: {} over {} step{} of {}{others} on {} rank{} ({} part{}, {} micro-batches), {}, on the {} clock; times in seconds",
+        "measured costs from {}: {} over {} step{} of {}{others} {}",
         pipeweave_diagnostics::visible(file),
         pipeweave_diagnostics::visible(&m.traces.join(", ")),
         m.steps,
         if m.steps == 1 { "" } else { "s" },
         pipeweave_diagnostics::visible(&m.plan),
-        m.ranks,
-        if m.ranks == 1 { "" } else { "s" },
-        m.parts,
-        if m.parts == 1 { "" } else { "s" },
-        m.microbatches,
-        when,
-        pipeweave_diagnostics::visible(&m.clock),
+        run_shape(m, &when),
     )
 }
 
@@ -142,18 +136,25 @@ fn many_runs_text(costs: &pipeweave_calibrate::Calibration, file: &str, when: &s
         named.push(format!("{} more plans", plans.len() - PLANS_SHOWN));
     }
     format!(
-        "measured costs from {}: {} runs of {} plan{} ({}; their traces are listed in the file's `[[measured.run]]`) on {} rank{} ({} part{}, {} micro-batches), {}, on the {} clock; times in seconds",
+        "measured costs from {}: {} runs of {} plan{} ({}; their traces are listed in the file's `[[measured.run]]`) {}",
         pipeweave_diagnostics::visible(file),
         m.runs.len(),
         plans.len(),
         if plans.len() == 1 { "" } else { "s" },
         named.join(", "),
+        run_shape(m, when),
+    )
+}
+
+/// The end of the measured-costs note: the run's ranks, parts, micro-batches, time and clock.
+fn run_shape(m: &pipeweave_calibrate::Measured, when: &str) -> String {
+    format!(
+        "on {} rank{} ({} part{}, {} micro-batches), {when}, on the {} clock; times in seconds",
         m.ranks,
         if m.ranks == 1 { "" } else { "s" },
         m.parts,
         if m.parts == 1 { "" } else { "s" },
         m.microbatches,
-        when,
         pipeweave_diagnostics::visible(&m.clock),
     )
 }
