@@ -1,7 +1,8 @@
-//! The costs file (`costs.toml`, `format = "pipeweave-costs"`, version 4; version 1, without
-//! `[overhead]`, version 2, without `[[measured.run]]` and `measured_in`, and version 3, without
-//! `[overhead.send]`, `[overhead.wait_send]`, `[probe]` and the links' and parts' bytes, are read too): what `pipeweave calibrate`
-//! measured, as TOML.
+//! The costs file (`costs.toml`, `format = "pipeweave-costs"`, version 5; version 1, without
+//! `[overhead]`, version 2, without `[[measured.run]]` and `measured_in`, version 3, without
+//! `[overhead.send]`, `[overhead.wait_send]`, `[probe]`, `[[cut]]` and the links' and parts'
+//! bytes, and version 4, without `[overhead.post_recv]`, are read too): what `pipeweave
+//! calibrate` measured, as TOML.
 //! `docs/plan-vs-actual.md` documents every key.
 
 use crate::probe::ProbeCosts;
@@ -12,7 +13,7 @@ use serde::{Deserialize, Serialize};
 /// The value of `format`.
 pub const FORMAT_NAME: &str = "pipeweave-costs";
 /// The version this crate writes (it reads this one and every earlier one).
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 
 /// The most parts, pairs, links, ranks and saved-bytes rows a costs file may have.
 const MAX_ROWS: usize = 1 << 20;
@@ -98,6 +99,10 @@ pub struct Overhead {
     /// (`[overhead.wait_send]`, version 4). Those after a rank's last action are in `tail`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait_send: Option<Stats>,
+    /// Host time of posting one receive: PlanRunner's `pw post` spans and PyTorch's runtime's
+    /// `RECV_F`, `RECV_B` spans, seconds (`[overhead.post_recv]`, version 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post_recv: Option<Stats>,
 }
 
 impl Overhead {
@@ -109,6 +114,7 @@ impl Overhead {
             && self.gap.is_empty()
             && self.send.is_none()
             && self.wait_send.is_none()
+            && self.post_recv.is_none()
     }
 }
 
@@ -469,6 +475,12 @@ fn check(c: &Calibration) -> Vec<String> {
             ));
         }
     }
+    if c.version < 5 && c.overhead.post_recv.is_some() {
+        out.push(format!(
+            "`overhead.post_recv` is a key of version 5, and this file says `version = {}`",
+            c.version
+        ));
+    }
     let o = &c.overhead;
     for (key, s) in [
         ("step", o.step),
@@ -476,6 +488,7 @@ fn check(c: &Calibration) -> Vec<String> {
         ("tail", o.tail),
         ("send", o.send),
         ("wait_send", o.wait_send),
+        ("post_recv", o.post_recv),
     ] {
         if let Some(s) = s
             && !s.is_sound()

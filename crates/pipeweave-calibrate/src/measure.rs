@@ -4,6 +4,7 @@ use crate::file::{
     Calibration, Cut, FORMAT_NAME, FORMAT_VERSION, Gaps, Link, Measured, Overhead, PairCost, Part,
     RankMeasured, RunMeasured, SavedBytes, Sources,
 };
+use crate::model::receives_from_another_rank;
 use crate::stats::Stats;
 use pipeweave_plan::{Action, Dir, Kind, Plan, Step};
 use pipeweave_trace::{Clock, Naming, Run, Timed};
@@ -523,12 +524,15 @@ struct OutsideSamples {
     sends: Vec<f64>,
     /// The waits for sends that stand between two compute actions.
     wait_sends: Vec<f64>,
+    /// Every receive's posting: PlanRunner's `pw post` spans, PyTorch's runtime's `RECV` spans.
+    post_recvs: Vec<f64>,
     /// Whether a run's plan sends from one rank to another.
     sends_expected: bool,
     /// Whether a run's receive spans are PlanRunner's waits (subtracted from the gaps).
     waits_subtracted: bool,
-    /// Whether a run's receive spans are PyTorch's postings (host time, kept in the gaps).
-    postings_kept: bool,
+    /// Whether a run of PlanRunner's timed no posting of a receive (an older trace: their host
+    /// time stays in the gaps).
+    postings_untimed: bool,
     step: Vec<f64>,
     head: Vec<f64>,
     tail: Vec<f64>,
@@ -542,18 +546,29 @@ impl OutsideSamples {
     /// A gap is the next action's start less the previous one's end, less what the trace times
     /// in between and is measured on its own: the sends posted there and the waits for sends
     /// (each send's host time, `overhead.send` and `overhead.wait_send`, charged once per send a
-    /// plan posts), and PlanRunner's receive waits (waits for data, which the simulation times
-    /// as transfers). What stays is the host's own time: the runner's Python, PyTorch's receive
-    /// postings (timed in their spans, but one per receive as a send is not priced), the
-    /// gradient reductions launched between actions, a garbage collection.
+    /// plan posts), each receive's posting (`overhead.post_recv`, charged once per receive
+    /// where the plan posts it), and PlanRunner's receive waits (waits for data, which the
+    /// simulation times as transfers). What stays is the host's own time: the runner's Python,
+    /// the gradient reductions launched between actions, a garbage collection.
     fn add(&mut self, plan: &Plan, run: &Run) {
-        // PlanRunner's receive spans are waits for the data; PyTorch's are postings (host time).
+        // PlanRunner's receive spans are waits for the data, its `pw post` spans the postings;
+        // PyTorch's receive spans are postings.
         let waits_are_receives = run.naming == Naming::Pipeweave;
-        if waits_are_receives {
-            self.waits_subtracted = true;
-        } else {
-            self.postings_kept = true;
-        }
+        self.waits_subtracted |= waits_are_receives;
+        let posts_timed = !waits_are_receives
+            || run
+                .ranks
+                .iter()
+                .flat_map(|r| &r.steps)
+                .flat_map(|s| &s.others)
+                .any(|o| o.post);
+        let receives_expected = plan
+            .programs()
+            .iter()
+            .flatten()
+            .flat_map(|a| a.ops())
+            .any(|op| receives_from_another_rank(plan, op));
+        self.postings_untimed |= receives_expected && !posts_timed;
         self.sends_expected |= plan.hosts().iter().enumerate().any(|(s, &host)| {
             plan.next_stage(s as u32)
                 .and_then(|n| plan.stage_rank(n))
@@ -579,7 +594,11 @@ impl OutsideSamples {
                             }
                             between
                         }
-                        Step::Recv { .. } => waits_are_receives,
+                        Step::Recv { .. } if o.post || !waits_are_receives => {
+                            self.post_recvs.push(o.timed.dur);
+                            true
+                        }
+                        Step::Recv { .. } => true,
                         Step::ReduceGrad { .. } | Step::WaitReduceGrad { .. } => false,
                         Step::Compute(_) => false,
                     };
@@ -637,22 +656,27 @@ impl OutsideSamples {
             pair: in_seconds(&gaps[4]),
         };
         let (send, wait_send) = (in_seconds(&self.sends), in_seconds(&self.wait_sends));
+        let post_recv = in_seconds(&self.post_recvs);
         if !gap.is_empty() {
             notes.push(format!(
                 "host time between actions (`overhead.gap`): a compute action's start less the previous one's end on its rank{}{}, by the kind of the action",
-                if send.is_some() || wait_send.is_some() {
-                    ", less the sends posted and waited for between them (timed per send: `overhead.send`, `overhead.wait_send`)"
+                match (send.is_some() || wait_send.is_some(), post_recv.is_some()) {
+                    (true, true) => ", less the sends and receives posted and the sends waited for between them (timed per transfer: `overhead.send`, `overhead.wait_send`, `overhead.post_recv`)",
+                    (true, false) => ", less the sends posted and waited for between them (timed per send: `overhead.send`, `overhead.wait_send`)",
+                    (false, true) => ", less the receives posted between them (timed per receive: `overhead.post_recv`)",
+                    (false, false) => "",
+                },
+                if self.waits_subtracted {
+                    ", less the receive waits PlanRunner timed between them"
                 } else {
                     ""
-                },
-                match (self.waits_subtracted, self.postings_kept) {
-                    (true, false) => ", less the receive waits timed between them",
-                    (true, true) => {
-                        ", less the receive waits timed between them in PlanRunner's runs (PyTorch's runtime waits inside its compute spans)"
-                    }
-                    _ => "",
                 }
             ));
+        }
+        if self.postings_untimed {
+            notes.push(
+                "a run of PlanRunner timed no receive's posting (a trace of a pipeweave before `pw post` spans): there, posting a receive stays in the gaps between actions".to_owned(),
+            );
         }
         if send.is_none() && self.sends_expected {
             notes.push(
@@ -677,6 +701,7 @@ impl OutsideSamples {
             gap,
             send,
             wait_send,
+            post_recv,
         }
     }
 }
@@ -689,7 +714,10 @@ fn links(plan: &Plan, run: &Run, samples: &mut BTreeMap<(u32, u32, bool), Vec<f6
     for r in &run.ranks {
         for (k, s) in r.steps.iter().enumerate() {
             for o in &s.others {
-                if let Step::Recv { dir, stage, mb, .. } = o.step {
+                // PlanRunner's posting is not the receive of the data: its wait is.
+                if let Step::Recv { dir, stage, mb, .. } = o.step
+                    && !o.post
+                {
                     recvs.insert((dir, stage, mb, k), o.timed);
                 }
             }

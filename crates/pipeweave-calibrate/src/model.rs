@@ -33,6 +33,12 @@ pub struct MeasuredCosts {
     /// (`overhead.send`), and after a B or I the wait for its forward's send, when that went to
     /// another rank (`overhead.wait_send`).
     after: Vec<[f64; 2]>,
+    /// Per global stage, the host's time of posting the receive of its F's input and of its B's
+    /// or I's output gradient, where the stage they come from is on another rank
+    /// (`overhead.post_recv`): charged before the action that uses the data, one posting per
+    /// receive (the rank posts it earlier, where its lowered program stands, but the host's time
+    /// a step is the same; the action's wait for its data hides it as it hides the gap).
+    before: Vec<[f64; 2]>,
     /// The step's time before its first action and after its last (`overhead.head`, `tail`).
     head: f64,
     tail: f64,
@@ -269,6 +275,7 @@ impl MeasuredCosts {
         let reduction = reduce.map(|(r, _)| r).unwrap_or_default();
         let (gaps, head, tail) = outside(c, plan, &mut notes);
         let after = sends(c, plan, &mut notes);
+        let before = receives(c, plan, &mut notes);
         Ok((
             MeasuredCosts {
                 parts,
@@ -280,6 +287,7 @@ impl MeasuredCosts {
                 default_link,
                 gaps,
                 after,
+                before,
                 head,
                 tail,
                 reduction,
@@ -458,6 +466,55 @@ fn sends(c: &Calibration, plan: &Plan, notes: &mut Vec<String>) -> Vec<[f64; 2]>
         None => {}
     }
     after
+}
+
+/// Whether `op` uses data a receive brings from another rank: an F whose previous stage, or a B
+/// or I whose next stage, is on another rank than its own.
+pub(crate) fn receives_from_another_rank(plan: &Plan, op: Op) -> bool {
+    let from = match op.kind {
+        Kind::F => plan.prev_stage(op.stage),
+        Kind::B | Kind::I => plan.next_stage(op.stage),
+        Kind::W => None,
+    };
+    from.and_then(|n| plan.stage_rank(n))
+        .is_some_and(|r| Some(r) != plan.stage_rank(op.stage))
+}
+
+/// Per global stage, the host's time of posting the receives its F and its B or I use
+/// (`MeasuredCosts`'s `before`), from `overhead.post_recv`, with a note: the mean, as for the
+/// gaps.
+fn receives(c: &Calibration, plan: &Plan, notes: &mut Vec<String>) -> Vec<[f64; 2]> {
+    let hosts = plan.hosts();
+    let Some(post) = c.overhead.post_recv.as_ref().map(typical) else {
+        return vec![[0.0; 2]; hosts.len()];
+    };
+    let before: Vec<[f64; 2]> = (0..hosts.len() as u32)
+        .map(|s| {
+            let from = |kind| {
+                if receives_from_another_rank(plan, Op::new(s, kind, 0)) {
+                    post
+                } else {
+                    0.0
+                }
+            };
+            [from(Kind::F), from(Kind::B)]
+        })
+        .collect();
+    // Receives per step: one per op whose input comes from another rank.
+    let posted = plan
+        .programs()
+        .iter()
+        .flatten()
+        .flat_map(|a| a.ops())
+        .filter(|&op| receives_from_another_rank(plan, op))
+        .count();
+    if posted > 0 {
+        notes.push(format!(
+            "each of the plan's {posted} receives a step adds its rank {} of host time before the action that uses its data (the mean of `overhead.post_recv`: the rank posts it earlier, where its lowered program does, for the same time)",
+            seconds(post)
+        ));
+    }
+    before
 }
 
 /// Each model part the plan hosts on more than one rank (Chimera's and DualPipe's copies), with
@@ -656,9 +713,19 @@ impl CostModel for MeasuredCosts {
     }
 
     fn host_gap(&self, action: Action) -> f64 {
+        let posting = |op: Op| {
+            let Some(before) = self.before.get(op.stage as usize) else {
+                return 0.0;
+            };
+            match op.kind {
+                Kind::F => before[0],
+                Kind::B | Kind::I => before[1],
+                Kind::W => 0.0,
+            }
+        };
         match action {
-            Action::One(op) => self.gaps[index(op.kind)],
-            Action::Pair { .. } => self.gaps[4],
+            Action::One(op) => self.gaps[index(op.kind)] + posting(op),
+            Action::Pair { f, b } => self.gaps[4] + posting(f) + posting(b),
         }
     }
 

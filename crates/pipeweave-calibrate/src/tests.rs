@@ -70,13 +70,16 @@ fn calibration() -> (Calibration, Vec<String>) {
 #[test]
 fn the_fixture_calibrates_to_its_made_up_figures() {
     let (c, notes) = calibration();
-    // What a receive's span measures, that there is no link probe, what the host's gaps are, and
-    // that the fixture has no profiler step spans.
-    assert_eq!(notes.len(), 4, "{notes:?}");
+    // What a receive's span measures, that there is no link probe, what the host's gaps are,
+    // that the fixture times no receive's posting (it is made in the form of PlanRunner's traces
+    // before `pw post` spans), and that it has no profiler step spans.
+    assert_eq!(notes.len(), 5, "{notes:?}");
     assert!(notes[0].starts_with("link times are from the receives' waits"));
     assert!(notes[1].starts_with("the traces hold no link probe"));
     assert!(notes[2].starts_with("host time between actions"));
-    assert!(notes[3].starts_with("the traces have no profiler step spans"));
+    assert!(notes[3].starts_with("a run of PlanRunner timed no receive's posting"));
+    assert!(notes[4].starts_with("the traces have no profiler step spans"));
+    assert!(c.overhead.post_recv.is_none());
     // Every send is posted in 20 µs: 4 a step on each rank, over 3 steps. The host's gap before
     // a forward held the one before it (the receive's wait is not host time); timed per send, it
     // is out of the gap, which is then none, every time.
@@ -148,6 +151,30 @@ fn measured_costs_are_the_means_on_the_same_parts() {
         typical(&c.parts[1].b.expect("B"))
     );
     assert!((costs.transfer(0, 1) - 150e-6).abs() < 1e-9);
+}
+
+#[test]
+fn each_receive_posting_is_charged_before_the_action_that_uses_its_data() {
+    let (mut c, _) = calibration();
+    let plan = plan();
+    let (without, _) = MeasuredCosts::for_plan(&c, &plan).expect("costs");
+    c.overhead.post_recv = Stats::of(&[100e-6, 300e-6]);
+    let (costs, notes) = MeasuredCosts::for_plan(&c, &plan).expect("costs");
+    assert!(
+        notes.contains(&"each of the plan's 8 receives a step adds its rank 200.0 µs of host time before the action that uses its data (the mean of `overhead.post_recv`: the rank posts it earlier, where its lowered program does, for the same time)".to_owned()),
+        "{notes:?}"
+    );
+    // Rank 1's forwards receive from rank 0, rank 0's backwards from rank 1: each gets the mean.
+    for (action, posted) in [
+        (op(1, Kind::F, 2), true),
+        (op(0, Kind::B, 2), true),
+        (op(0, Kind::F, 2), false),
+        (op(1, Kind::B, 2), false),
+    ] {
+        let added = costs.host_gap(action) - without.host_gap(action);
+        let expected = if posted { 200e-6 } else { 0.0 };
+        assert!((added - expected).abs() < 1e-15, "{action}: {added}");
+    }
 }
 
 #[test]
@@ -472,16 +499,16 @@ fn broken_costs_files_are_located_errors() {
     let good = write_costs(&c).expect("written");
     let two = write_costs(&twice().0).expect("written");
     let cases = [
-        ("syntax", good.replacen("version = 4", "version = ", 1)),
+        ("syntax", good.replacen("version = 5", "version = ", 1)),
         ("format", good.replacen("pipeweave-costs", "other", 1)),
-        ("version", good.replacen("version = 4", "version = 9", 1)),
+        ("version", good.replacen("version = 5", "version = 9", 1)),
         (
             "overhead_in_version_1",
-            good.replacen("version = 4", "version = 1", 1),
+            good.replacen("version = 5", "version = 1", 1),
         ),
         (
             "runs_in_version_2",
-            two.replacen("version = 4", "version = 2", 1),
+            two.replacen("version = 5", "version = 2", 1),
         ),
         (
             "measured_in_beyond_the_runs",
@@ -515,7 +542,7 @@ fn broken_costs_files_are_located_errors() {
         ),
         (
             "send_in_version_3",
-            good.replacen("version = 4", "version = 3", 1),
+            good.replacen("version = 5", "version = 3", 1),
         ),
         (
             "overhead_negative_send",
@@ -523,6 +550,19 @@ fn broken_costs_files_are_located_errors() {
                 "[overhead.send]\nmedian = 0.00002",
                 "[overhead.send]\nmedian = -0.00002",
                 1,
+            ),
+        ),
+        (
+            "post_recv_in_version_4",
+            format!(
+                "{}\n[overhead.post_recv]\nmedian = 0.0001\nq1 = 0.0001\nq3 = 0.0001\nmin = 0.0001\nmax = 0.0001\nsamples = 1\n",
+                good.replacen("version = 5", "version = 4", 1)
+            ),
+        ),
+        (
+            "overhead_post_recv_unsound",
+            format!(
+                "{good}\n[overhead.post_recv]\nmedian = 0.0001\nq1 = 0.0002\nq3 = 0.0001\nmin = 0.0001\nmax = 0.0001\nsamples = 1\n"
             ),
         ),
         (
@@ -829,7 +869,7 @@ fn broken_probes_in_costs_files_are_errors_naming_the_key() {
     let cases = [
         (
             "probe_in_version_3",
-            good.replacen("version = 4", "version = 3", 1),
+            good.replacen("version = 5", "version = 3", 1),
         ),
         (
             "negative_latency",

@@ -230,7 +230,7 @@ fn received_before(run: &Run, r: usize, step: usize, i: usize) -> Option<u32> {
     run.ranks[r].steps[step]
         .others
         .iter()
-        .filter(|o| o.after == before)
+        .filter(|o| o.after == before && !o.post)
         .filter_map(|o| match o.step {
             pipeweave_plan::Step::Recv { peer, .. } => Some((o.timed.end(), peer)),
             _ => None,

@@ -8,8 +8,8 @@
 //! named must be steps of the rank's lowered program, in its order, except receives: a receive's
 //! span may stand anywhere from its posting to the action that consumes its data. PyTorch's runtime
 //! names the posting (`PP:1RECV_F1` at the program's position); pipeweave's PlanRunner names the
-//! wait for the data, right before the consuming action (for a pair, F's receive first), and does
-//! not time the posting.
+//! wait for the data, right before the consuming action (for a pair, F's receive first), and the
+//! posting `pw post 1RECV_F1`, which stands at the program's position as a send does.
 
 use crate::read::{Clock, Naming, RankTrace, TraceMeta, TraceSpan};
 use pipeweave_diagnostics::{Diagnostic, FileId, Span};
@@ -90,6 +90,8 @@ pub struct TimedStep {
     pub after: Option<usize>,
     /// When it ran.
     pub timed: Timed,
+    /// PlanRunner's posting of a receive (a `pw post` span) rather than its wait for the data.
+    pub post: bool,
 }
 
 /// Saved-activation bytes after an action.
@@ -417,7 +419,9 @@ fn match_rank(
             Some(q) => (false, Some(q)),
             None => (true, next_compute(0)),
         };
-        if let StepCell::Recv { dir, stage, mb } = span.cell {
+        if let StepCell::Recv { dir, stage, mb } = span.cell
+            && !span.post
+        {
             // A receive's span may stand anywhere between its posting and the action that
             // consumes its data (PlanRunner times the wait for the data right before that action).
             let next = q.unwrap_or(program.len());
@@ -442,6 +446,7 @@ fn match_rank(
                     step: program[i],
                     after: last_action,
                     timed,
+                    post: false,
                 });
             }
             if wrap {
@@ -502,6 +507,7 @@ fn match_rank(
                 step: other,
                 after: last_action,
                 timed,
+                post: span.post,
             }),
         }
         p = i + 1;
@@ -711,14 +717,15 @@ fn differs(
         _ => "step",
     };
     let mut d = Diagnostic::error(format!(
-        "rank {rank}'s trace differs from the plan at action {} of step {step}: it runs `{}` where the plan has `{expected}`",
+        "rank {rank}'s trace differs from the plan at action {} of step {step}: it {} `{}` where the plan has `{expected}`",
         index + 1,
+        if span.post { "posts" } else { "runs" },
         span.cell
     ))
     .with_span_label(at, format!("this {what}"));
     if !matches!(span.cell, StepCell::Compute(_)) {
         d = d.with_note(format!(
-            "transfers and waits must follow rank {rank}'s lowered program (`pipeweave export --to pytorch-comms` writes it)"
+            "transfers, postings and waits must follow rank {rank}'s lowered program (`pipeweave export --to pytorch-comms` writes it)"
         ));
     }
     if plan.programs().iter().enumerate().any(|(r, p)| {

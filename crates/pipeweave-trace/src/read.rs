@@ -1,7 +1,8 @@
 //! Reads one rank's profiler trace: the Chrome-trace JSON that `torch.profiler` (Kineto) writes
 //! with `export_chrome_trace`, as a [`RankTrace`] of the pipeline actions it ran, in time order.
 //!
-//! Two namings are read: pipeweave's `PlanRunner` names every action `pw <cell>` and records the
+//! Two namings are read: pipeweave's `PlanRunner` names every action `pw <cell>` (a receive's
+//! posting `pw post <cell>`, its `pw <cell>` the wait for the data) and records the
 //! saved-activation bytes after each as a `pw saved` event; PyTorch 2.15's
 //! `_PipelineScheduleRuntime` names every action `PP:<cell>` (`_get_profiler_function_name`).
 //! Every other event is skipped after its name is looked at, so memory follows the actions, not
@@ -26,6 +27,8 @@ pub use meta::{
 pub const PIPEWEAVE_PREFIX: &str = "pw ";
 /// The prefix of PyTorch 2.15's action names (`_get_profiler_function_name`).
 pub const PYTORCH_PREFIX: &str = "PP:";
+/// What follows [`PIPEWEAVE_PREFIX`] in the name of a receive's posting (`pw post 1RECV_F0`).
+pub const POST_WORD: &str = "post ";
 /// The name of pipeweave's saved-bytes records.
 pub const SAVED_NAME: &str = "pw saved";
 /// The prefix of `torch.profiler`'s step spans (`ProfilerStep#3`): one span per profiled step,
@@ -82,6 +85,10 @@ pub enum Clock {
 pub struct TraceSpan {
     /// The action's cell (a compute action, a transfer, a reduction, ...).
     pub cell: StepCell,
+    /// A `pw post <cell>` span: PlanRunner's posting of a receive, where its lowered program
+    /// posts it. The receive's `pw <cell>` span is the wait for its data, before the action that
+    /// uses it. (PyTorch's runtime has only the posting, its `PP:<cell>` span.)
+    pub post: bool,
     /// When it started, in the trace's microseconds.
     pub start: f64,
     /// How long it took, in microseconds.
@@ -343,6 +350,12 @@ impl<'a> Reading<'a> {
             return Ok(());
         }
         let cell_text = &name[naming.prefix().len()..];
+        let (post, cell_text) = match naming {
+            Naming::Pipeweave => cell_text
+                .strip_prefix(POST_WORD)
+                .map_or((false, cell_text), |rest| (true, rest)),
+            Naming::PyTorch => (false, cell_text),
+        };
         let cell = match parse_step(cell_text, MAX_MICROBATCH_ID) {
             Ok(cell) => cell,
             Err(errors) => {
@@ -354,6 +367,16 @@ impl<'a> Reading<'a> {
                 return Ok(());
             }
         };
+        if post && !matches!(cell, StepCell::Recv { .. }) {
+            self.error_at(
+                name_at,
+                format!(
+                    "`{}` posts what is not a receive: only a receive (`RECV_F`, `RECV_B`) has a posting of its own",
+                    visible(&name)
+                ),
+            );
+            return Ok(());
+        }
         let (Some(start), Some(dur)) = (
             self.time(event.ts, "ts", &at),
             self.duration(event.dur, &at),
@@ -378,6 +401,7 @@ impl<'a> Reading<'a> {
         }
         let span = TraceSpan {
             cell,
+            post,
             start,
             dur,
             at,

@@ -417,6 +417,14 @@ fn hostile_traces_are_located_errors() {
         ),
         ("event_not_an_object", trace(Some(0), &["17".to_owned()])),
         (
+            "posting_of_a_compute_action",
+            trace(Some(0), &[span("pw post 0F0", 1.0, 1.0)]),
+        ),
+        (
+            "posting_of_nothing",
+            trace(Some(0), &[span("pw post ", 1.0, 1.0)]),
+        ),
+        (
             "ts_a_string",
             trace(
                 Some(0),
@@ -605,6 +613,66 @@ fn a_receive_waits_anywhere_from_its_posting_to_its_consumer() {
     );
     assert_eq!(step.others[2].timed.start, 1142.0);
     assert_eq!(step.actions[2].start, 1142.5);
+}
+
+/// Rank 1 of 1F1B as PlanRunner times it since it names the postings: each receive posted where
+/// the program posts it (`pw post 1RECV_F1` between `1F0` and `1B0`), and waited for right
+/// before the action that consumes its data.
+fn rank1_posted(steps: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in 0..steps {
+        let t = 1000.0 + 100.0 * s as f64;
+        out.push(span("pw post 1RECV_F0", t + 0.2, 0.5));
+        out.push(span("pw 1RECV_F0", t + 1.0, 10.0));
+        out.push(span("pw 1F0", t + 11.0, 10.0));
+        out.push(span("pw post 1RECV_F1", t + 21.0, 0.5));
+        out.push(span("pw 1B0", t + 21.5, 20.0));
+        out.push(span("pw 1SEND_B0", t + 41.5, 1.0));
+        out.push(span("pw 1RECV_F1", t + 42.5, 0.5));
+        out.push(span("pw 1F1", t + 43.0, 10.0));
+        out.push(span("pw 1B1", t + 53.0, 20.0));
+    }
+    out
+}
+
+#[test]
+fn a_posting_stands_where_the_program_posts_its_receive() {
+    let plan = one_f_one_b();
+    let traces = vec![
+        read(&trace(Some(0), &rank0(2)), 0),
+        read(&trace(Some(1), &rank1_posted(2)), 1),
+    ];
+    let run = match match_plan(&plan, traces) {
+        Ok(run) => run,
+        Err(d) => panic!("{}", shown(&d)),
+    };
+    let step = &run.ranks[1].steps[1];
+    let others: Vec<(String, Option<usize>, bool)> = step
+        .others
+        .iter()
+        .map(|o| (o.step.to_string(), o.after, o.post))
+        .collect();
+    assert_eq!(
+        others,
+        [
+            ("1RECV_F0".to_owned(), None, true),
+            ("1RECV_F0".to_owned(), None, false),
+            ("1RECV_F1".to_owned(), Some(0), true),
+            ("1SEND_B0".to_owned(), Some(1), false),
+            ("1RECV_F1".to_owned(), Some(1), false),
+        ]
+    );
+    assert_eq!(step.others[2].timed.start, 1121.0);
+    // A posting anywhere else than its place in the program is the first step that differs.
+    let mut moved = rank1_posted(1);
+    moved.swap(3, 4);
+    moved[3] = span("pw 1B0", 1021.0, 20.0);
+    moved[4] = span("pw post 1RECV_F1", 1041.1, 0.3);
+    let traces = vec![
+        read(&trace(Some(0), &rank0(1)), 0),
+        read(&trace(Some(1), &moved), 1),
+    ];
+    insta::assert_snapshot!("posting_out_of_place", shown(&unmatched(&plan, traces)));
 }
 
 #[test]

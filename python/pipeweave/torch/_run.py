@@ -19,6 +19,10 @@ from ._layout import CheckedStep, Compute, Layout, Op, Reduce, transfer_cell
 from ._saved import SavedBytes, SavedCounter
 from ._streams import Streams
 
+# The span of a receive's posting, at its place in the lowered program; the receive's own span
+# ("pw " + its cell) is the wait for the data, right before the action that uses it.
+POST_PREFIX = "pw post "
+
 Tensors = tuple[torch.Tensor, ...]
 
 
@@ -34,7 +38,8 @@ class Setting:
     out_metas: Mapping[int, tuple[Meta, ...]]
     scale: int
     device: torch.device
-    # Under a profiler: every step is a `record_function` span named "pw " + its cell.
+    # Under a profiler: every step is a `record_function` span named "pw " + its cell (a receive's
+    # posting "pw post " + its cell: its "pw " span is the wait for the data).
     traced: bool = False
     # While profiling: counts the saved bytes; one record per compute action goes to `Run.saved_bytes`.
     counter: SavedCounter | None = None
@@ -146,7 +151,7 @@ class Run:
         """The steps, each in a profiler span named "pw " + its cell, with the saved bytes after each action.
 
         The wait for a received tensor is its receive's span, right before the action that uses
-        it; where the plan posts the receive, only the posting happens (no span).
+        it; where the plan posts the receive, the posting is the span "pw post " + its cell.
         """
         cells = self.layout.cells()
         counter = self.s.counter
@@ -161,8 +166,11 @@ class Run:
                 if counter is not None:
                     peak = torch.cuda.max_memory_allocated(self.s.device) if cuda else None
                     self.saved_bytes.append(SavedBytes(cells[i], counter.live, counter.peak, peak))
-            elif not traced or step.kind == "recv":
+            elif not traced:
                 self.run_step(i, step)
+            elif step.kind == "recv":
+                with torch.profiler.record_function(POST_PREFIX + cells[i]):
+                    self.run_step(i, step)
             else:
                 with torch.profiler.record_function("pw " + cells[i]):
                     self.run_step(i, step)

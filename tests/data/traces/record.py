@@ -20,7 +20,8 @@ COMMON = ["--size", "fidelity", "--microbatches", "8", "--warmup", "2", "--gzip"
 # folder: worker arguments
 RECORDS = {
     "1f1b": ["--schedule", "1f1b", "--steps", "3", "--no-operators"],
-    # With the link probe (`profile(..., probe=True)`, the default since it was added).
+    # With the link probe (`profile(..., probe=True)`, the default since it was added) and the
+    # receives' postings.
     "1f1b-probe": ["--schedule", "1f1b", "--steps", "2", "--no-operators"],
     "1f1b-operators": ["--schedule", "1f1b", "--steps", "1", "--microbatches", "4"],
     "gpipe": ["--schedule", "gpipe", "--steps", "2", "--no-operators"],
@@ -33,6 +34,9 @@ RECORDS = {
     "pytorch-1f1b": ["--schedule", "1f1b", "--runtime", "pytorch", "--steps", "2", "--no-operators"],
     "pytorch-dualpipev": ["--schedule", "dualpipev", "--runtime", "pytorch", "--steps", "2", "--no-operators"],
 }
+# The folders recorded since PlanRunner names each receive's posting (`pw post <cell>`); the others
+# time only the waits for the data.
+POSTED = {"1f1b-probe"}
 
 
 def python():

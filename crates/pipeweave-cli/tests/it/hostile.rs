@@ -662,7 +662,7 @@ fn hostile_traces_are_located_errors() {
     // A broken costs file is located.
     dir.write(
         "bad.toml",
-        text_of(&a.stdout).replacen("version = 4", "version = \"one\"", 1),
+        text_of(&a.stdout).replacen("version = 5", "version = \"one\"", 1),
     );
     let out = dir.run(&[
         "simulate",

@@ -585,6 +585,7 @@ fn the_link_probe_prices_the_copies_gradient_reduction() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     insta::assert_snapshot!("recorded_1f1b_probe_costs", text(&out.stdout));
     insta::assert_snapshot!("recorded_1f1b_probe_notes", text(&out.stderr));
+    let calibrate_notes = text(&out.stderr);
     let path = costs_file("1f1b-probe", &[]);
     let costs: toml::Value = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let probe = &costs["probe"];
@@ -660,6 +661,10 @@ fn the_link_probe_prices_the_copies_gradient_reduction() {
         notes.contains("the gradients of the parts kept on several ranks are all-reduced across the copies after each rank's last action (the line fitted to the probe's all-reduces of the same two ranks): part 0's 881664 bytes among ranks [0, 1]"),
         "{notes}"
     );
+    // The run timed every receive's posting (`pw post`): 8 a step on each rank, over 2 steps.
+    let posts = &costs["overhead"]["post_recv"];
+    assert_eq!(posts["samples"].as_integer(), Some(32), "{posts:?}");
+    assert!(!calibrate_notes.contains("timed no receive's posting"));
     // 1F1B keeps no copies: its step is the makespan, the head and the tail.
     let path = costs_file("1f1b-probe", &[]);
     let out = run(&[
