@@ -98,6 +98,15 @@ pub struct TraceSpan {
 }
 
 impl TraceSpan {
+    /// What it ran, as its name says after the prefix: the cell, `post <cell>` for a posting.
+    pub fn shown(&self) -> String {
+        if self.post {
+            format!("{}{}", POST_WORD, self.cell)
+        } else {
+            self.cell.to_string()
+        }
+    }
+
     /// When it ended, in microseconds.
     pub fn end(&self) -> f64 {
         self.start + self.dur
@@ -742,9 +751,9 @@ impl<'a> Reading<'a> {
             {
                 let d = Diagnostic::error(format!(
                     "`{}` starts at {} µs, before `{}` ends at {} µs: a rank runs its actions one at a time",
-                    span.cell,
+                    span.shown(),
                     span.start,
-                    prev.cell,
+                    prev.shown(),
                     prev.end()
                 ))
                 .with_span_label(Span::new(self.file, span.at.clone()), "this action")

@@ -421,6 +421,16 @@ fn hostile_traces_are_located_errors() {
             trace(Some(0), &[span("pw post 0F0", 1.0, 1.0)]),
         ),
         (
+            "postings_overlapping",
+            trace(
+                Some(1),
+                &[
+                    span("pw post 1RECV_F0", 1.0, 5.0),
+                    span("pw post 1RECV_F1", 2.0, 1.0),
+                ],
+            ),
+        ),
+        (
             "posting_of_nothing",
             trace(Some(0), &[span("pw post ", 1.0, 1.0)]),
         ),
