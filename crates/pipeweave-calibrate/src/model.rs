@@ -47,6 +47,19 @@ pub struct MeasuredCosts {
     reduction: Vec<f64>,
 }
 
+/// The host time a per-stage table (`MeasuredCosts`'s `before`, `after`) gives `op`: its F
+/// column for a forward, its B column for a B or I, none for a W or a stage beyond the table.
+fn by_stage_and_kind(table: &[[f64; 2]], op: Op) -> f64 {
+    let Some(row) = table.get(op.stage as usize) else {
+        return 0.0;
+    };
+    match op.kind {
+        Kind::F => row[0],
+        Kind::B | Kind::I => row[1],
+        Kind::W => 0.0,
+    }
+}
+
 fn index(kind: Kind) -> usize {
     match kind {
         Kind::F => 0,
@@ -713,16 +726,7 @@ impl CostModel for MeasuredCosts {
     }
 
     fn host_gap(&self, action: Action) -> f64 {
-        let posting = |op: Op| {
-            let Some(before) = self.before.get(op.stage as usize) else {
-                return 0.0;
-            };
-            match op.kind {
-                Kind::F => before[0],
-                Kind::B | Kind::I => before[1],
-                Kind::W => 0.0,
-            }
-        };
+        let posting = |op| by_stage_and_kind(&self.before, op);
         match action {
             Action::One(op) => self.gaps[index(op.kind)] + posting(op),
             Action::Pair { f, b } => self.gaps[4] + posting(f) + posting(b),
@@ -730,16 +734,7 @@ impl CostModel for MeasuredCosts {
     }
 
     fn host_after(&self, action: Action) -> f64 {
-        let of = |op: Op| {
-            let Some(after) = self.after.get(op.stage as usize) else {
-                return 0.0;
-            };
-            match op.kind {
-                Kind::F => after[0],
-                Kind::B | Kind::I => after[1],
-                Kind::W => 0.0,
-            }
-        };
+        let of = |op| by_stage_and_kind(&self.after, op);
         match action {
             Action::One(op) => of(op),
             Action::Pair { f, b } => of(f) + of(b),
