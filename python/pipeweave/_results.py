@@ -63,7 +63,7 @@ class SimulationBreakdown(TypedDict):
     compute_s: float
     """Compute at full rate: GEMMs, attention, element-wise kernels."""
     overlap_slowdown_s: float
-    """Extra compute time while communication takes SMs (overlapped F&B pairs reserve training.comm_sms)."""
+    """Extra compute time while communication takes SMs (training.comm_sms): overlapped F&B pairs, tensor-parallel collectives beside the GEMMs, data-parallel collectives beside the backward and the next forward."""
     exposed_tp_s: float
     """Tensor- and sequence-parallel collectives no compute hides."""
     exposed_all_to_all_s: float

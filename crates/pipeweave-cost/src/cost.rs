@@ -452,6 +452,11 @@ impl Builder<'_> {
 }
 
 impl CostTable {
+    /// The share of a GPU's compute that communication beside it takes: `comm_sms / SMs`.
+    pub fn comm_share(&self) -> f64 {
+        1.0 - self.rate_shared
+    }
+
     /// Derives the costs of every part of `spec` for `plan`'s placement. Fails when the plan's
     /// ranks or stages per pipeline do not match the spec (the micro-batch count may differ: costs
     /// do not depend on it).

@@ -15,7 +15,12 @@
 //!   are complete along the stage's last gradient-producing action (its last W, or B, or pair
 //!   with a B); they queue in order on the rank's data-parallel channel
 //!   ([`pipeweave_cost::channel_end`]: bucket by bucket, or counted in closed form when a step
-//!   holds too many to list); what runs after the rank's last action is exposed (all of it without `overlap_grad_reduce`); then the parameter
+//!   holds too many to list); what runs after the rank's last action is exposed (all of it without `overlap_grad_reduce`);
+//!   what ran before it took `training.comm_sms` of the GPU's SMs from the rank's compute, as
+//!   did the all-gather under the next step's forward (all of it but its first bucket, with
+//!   `overlap_param_gather`): `comm_sms / SMs` of those seconds (at most the rank's compute) are
+//!   added to the rank's end as slowdown (to first order: the actions ran at full rate on the simulated timeline,
+//!   and the buckets reduce while the rank runs the backwards that release them); then the parameter
 //!   all-gather after the optimizer (its first bucket with `overlap_param_gather`, the slowest
 //!   rank's for the whole step);
 //!   with tied embeddings, the ranks of the first and the last part then all-reduce the
@@ -41,7 +46,8 @@ use serde::Serialize;
 pub struct Breakdown {
     /// Compute at full rate: GEMMs, attention, element-wise kernels.
     pub compute_s: f64,
-    /// Extra compute time while communication took SMs (overlapped F&B pairs).
+    /// Extra compute time while communication took SMs: an overlapped F&B pair's, tensor-parallel
+    /// collectives beside the GEMMs, and the data-parallel collectives beside the rank's actions.
     pub overlap_slowdown_s: f64,
     /// Tensor-parallel collectives no compute hides.
     pub exposed_tp_s: f64,
@@ -255,6 +261,7 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
         .map(|part| part.sync.bucket_count())
         .sum();
     let one_by_one = buckets <= BUCKETS_ONE_BY_ONE;
+    let dp_share = costs.comm_share();
     // per stage: the window of its last W and of its last B (a stage lives on one rank), found
     // by index, since a rank may host tens of thousands of stages
     let stages_n = plan.num_stages() as usize;
@@ -339,6 +346,29 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
             }
         }
         let channel = channel_end(&stages, one_by_one);
+        // the collectives that ran beside the rank's compute took SMs from it: the buckets
+        // reduced before its last action ended, and the all-gather under the next forward
+        let reduced: f64 = stages
+            .iter()
+            .flat_map(|s| s.sync.buckets.iter())
+            .map(|b| b.count * b.seconds)
+            .sum();
+        let beside_reduce = if t.overlap_grad_reduce {
+            (reduced - (channel - free).max(0.0)).max(0.0)
+        } else {
+            0.0
+        };
+        let beside_gather = if t.overlap_param_gather {
+            (all_gather - first_gather.unwrap_or(0.0)).max(0.0)
+        } else {
+            0.0
+        };
+        // they slow no more compute than the rank has
+        let beside = (beside_reduce + beside_gather).min(rs.breakdown.compute_s);
+        let slow = beside * dp_share;
+        rs.breakdown.overlap_slowdown_s += slow;
+        free += slow;
+        rs.end = free;
         rs.breakdown.exposed_dp_s = (channel - free).max(0.0);
         rs.breakdown.optimizer_s = optimizer;
         rs.volumes.dp = dp_bytes;

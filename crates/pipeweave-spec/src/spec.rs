@@ -240,7 +240,8 @@ pub struct Training {
     /// every send and receive, then `torch.cuda.synchronize()`; DeepSpeed's pipeline engine sends
     /// with blocking calls in instruction order). `false`: sends run beside the next action.
     pub p2p_blocking: bool,
-    /// SMs communication kernels take while they overlap compute (DeepSeek-V3: 20 of 132).
+    /// SMs communication kernels take while they overlap compute: an F&B pair's, tensor-parallel
+    /// collectives beside the GEMMs, overlapped data-parallel collectives (DeepSeek-V3: 20 of 132).
     pub comm_sms: f64,
     /// Share of the GPU's memory kept free: a plan fits when it needs at most (1 − headroom) of it.
     pub memory_headroom: f64,

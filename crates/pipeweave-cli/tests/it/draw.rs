@@ -299,8 +299,8 @@ fn render_and_sweep_on_a_spec() {
     insta::assert_snapshot!(out, @r"
     step time against microbatches: spec deepseek-v3-h800-pp16-ep64, P = 16
     microbatches     1f1b  dualpipev
-    16            5.623 s      - [1]
-    32            8.707 s    7.438 s
+    16            5.630 s      - [1]
+    32            8.714 s    7.438 s
     [1] dualpipev, microbatches = 16: DualPipeV needs M ≥ 2P micro-batches (with P = 16, M = 16, weight_split = true, overlap = true)
     ");
 }

@@ -127,3 +127,59 @@ fn tied_embeddings_all_reduce_their_gradient_between_the_two_ends() {
     );
     assert!((na - nb - shared).abs() < 1e-6);
 }
+
+#[test]
+fn overlapped_data_parallel_collectives_slow_the_compute_beside_them() {
+    // the unit model on two nodes: data parallelism 2 with ZeRO-1, its buckets reduced under the
+    // last backward of each stage and its all-gather under the next forward; 20 of the unit GPU's
+    // 100 SMs taken while they run, none in the baseline
+    let mut spec = load("unit");
+    spec.cluster.nodes = 2;
+    spec.parallelism.dp = 2;
+    spec.training.zero_stage = 1;
+    spec.training.grad_bucket_params = Some(1e6);
+    let plan = library("1f1b", 4, 8).expect("builds");
+    let mut free = spec.clone();
+    free.training.comm_sms = 0.0;
+    spec.training.comm_sms = 20.0;
+    let (a, b) = (
+        evaluate(&free, &plan).expect("evaluates"),
+        evaluate(&spec, &plan).expect("evaluates"),
+    );
+    let gather = a
+        .costs
+        .parts
+        .iter()
+        .map(|p| p.sync.gather_first)
+        .fold(0.0f64, f64::max);
+    assert!(gather > 0.0);
+    for (r, (ra, rb)) in a.report.ranks.iter().zip(&b.report.ranks).enumerate() {
+        assert_eq!(ra.breakdown.overlap_slowdown_s, 0.0, "rank {r}");
+        let part = &a.costs.parts[r];
+        let reduced: f64 = part.sync.buckets.iter().map(|k| k.count * k.seconds).sum();
+        assert!(part.sync.bucket_count() > 1.0);
+        // what the baseline reduced before the rank's last action ended, and the all-gather
+        // after its first bucket
+        let hidden = reduced - (ra.breakdown.exposed_dp_s - gather);
+        assert!(hidden > 0.0, "rank {r}");
+        let beside = hidden + part.sync.gather_all - part.sync.gather_first;
+        let want = 0.2 * beside;
+        let got = rb.breakdown.overlap_slowdown_s;
+        assert!(
+            (got - want).abs() < 1e-9 * want,
+            "rank {r}: {got} against {want}"
+        );
+    }
+    assert!(b.report.step_time_s > a.report.step_time_s);
+    // without overlap the collectives take no SMs from the compute: they run after it
+    let mut apart = spec.clone();
+    apart.training.overlap_grad_reduce = false;
+    apart.training.overlap_param_gather = false;
+    let c = evaluate(&apart, &plan).expect("evaluates");
+    assert!(
+        c.report
+            .ranks
+            .iter()
+            .all(|r| r.breakdown.overlap_slowdown_s == 0.0)
+    );
+}
