@@ -59,7 +59,10 @@ use pipeweave_spec::{Recompute, Spec};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
+mod tensor_parallel;
 mod transfers;
+
+use tensor_parallel::Tp;
 
 pub use transfers::RESYNC_S;
 
@@ -264,60 +267,6 @@ pub(crate) fn mismatch(spec: &Spec, plan: &Plan) -> Vec<Diagnostic> {
         .into_iter()
         .filter(|d| !d.message.contains("micro-batches"))
         .collect()
-}
-
-/// The communication of one block and pass: (tasks before the compute, tasks after it, bytes
-/// sent) for tensor parallelism.
-struct Tp {
-    /// Seconds and bytes of one all-gather (or reduce-scatter) of a block's activation.
-    ring: f64,
-    ring_bytes: f64,
-    sequence_parallel: bool,
-    active: bool,
-}
-
-impl Tp {
-    fn of(spec: &Spec, links: &Links) -> Tp {
-        let tp = spec.parallelism.tp;
-        let n = spec.training.tokens_per_microbatch()
-            * spec.model.hidden as f64
-            * spec.training.activation_dtype.bytes();
-        let group = Spread {
-            nodes: 1.0,
-            per_node: f64::from(tp),
-        };
-        Tp {
-            ring: comm::reduce_scatter(links, n, group),
-            ring_bytes: comm::ring_bytes(n, f64::from(tp)),
-            sequence_parallel: spec.parallelism.sequence_parallel,
-            active: tp > 1,
-        }
-    }
-
-    /// (before, after) the block's compute.
-    fn around(&self) -> (Vec<Task>, Vec<Task>) {
-        if !self.active {
-            return (Vec::new(), Vec::new());
-        }
-        let task = |dur| Task {
-            kind: TaskKind::Tp,
-            dur,
-        };
-        if self.sequence_parallel {
-            (vec![task(self.ring)], vec![task(self.ring)])
-        } else {
-            (Vec::new(), vec![task(2.0 * self.ring)])
-        }
-    }
-
-    /// Bytes one GPU sends for one block and pass.
-    fn bytes(&self) -> f64 {
-        if self.active {
-            2.0 * self.ring_bytes
-        } else {
-            0.0
-        }
-    }
 }
 
 /// Builds passes from blocks: the chain, the tasks beside it and the bytes.
