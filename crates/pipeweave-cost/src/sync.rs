@@ -64,6 +64,11 @@ impl GradSync {
     pub fn bucket_count(&self) -> f64 {
         self.buckets.iter().map(|b| b.count).sum()
     }
+
+    /// Seconds of every bucket's collective, one after another.
+    pub fn bucket_seconds(&self) -> f64 {
+        self.buckets.iter().map(|b| b.count * b.seconds).sum()
+    }
 }
 
 /// The collectives of one kind of weight (dense or expert): per bucket, and for the gather.

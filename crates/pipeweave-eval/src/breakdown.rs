@@ -15,12 +15,13 @@
 //!   are complete along the stage's last gradient-producing action (its last W, or B, or pair
 //!   with a B); they queue in order on the rank's data-parallel channel
 //!   ([`pipeweave_cost::channel_end`]: bucket by bucket, or counted in closed form when a step
-//!   holds too many to list); what runs after the rank's last action is exposed (all of it without `overlap_grad_reduce`);
-//!   what ran before it took `training.comm_sms` of the GPU's SMs from the rank's compute, as
-//!   did the all-gather under the next step's forward (all of it but its first bucket, with
-//!   `overlap_param_gather`): `comm_sms / SMs` of those seconds (at most the rank's compute) are
-//!   added to the rank's end as slowdown (to first order: the actions ran at full rate on the simulated timeline,
-//!   and the buckets reduce while the rank runs the backwards that release them); then the parameter
+//!   holds too many to list); what runs after the rank's last action is exposed (all of it
+//!   without `overlap_grad_reduce`); what ran before it took `training.comm_sms` of the GPU's
+//!   SMs from the rank's compute, as did the all-gather under the next step's forward (all of it
+//!   but its first bucket, with `overlap_param_gather`): `comm_sms / SMs` of those seconds (at
+//!   most the rank's compute) are added to the rank's end as slowdown (to first order: the
+//!   actions ran at full rate on the simulated timeline, and the buckets reduce while the rank
+//!   runs the backwards that release them); then the parameter
 //!   all-gather after the optimizer (its first bucket with `overlap_param_gather`, the slowest
 //!   rank's for the whole step);
 //!   with tied embeddings, the ranks of the first and the last part then all-reduce the
@@ -348,11 +349,7 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
         let channel = channel_end(&stages, one_by_one);
         // the collectives that ran beside the rank's compute took SMs from it: the buckets
         // reduced before its last action ended, and the all-gather under the next forward
-        let reduced: f64 = stages
-            .iter()
-            .flat_map(|s| s.sync.buckets.iter())
-            .map(|b| b.count * b.seconds)
-            .sum();
+        let reduced: f64 = stages.iter().map(|s| s.sync.bucket_seconds()).sum();
         let beside_reduce = if t.overlap_grad_reduce {
             (reduced - (channel - free).max(0.0)).max(0.0)
         } else {

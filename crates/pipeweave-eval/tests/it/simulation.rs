@@ -156,7 +156,7 @@ fn overlapped_data_parallel_collectives_slow_the_compute_beside_them() {
     for (r, (ra, rb)) in a.report.ranks.iter().zip(&b.report.ranks).enumerate() {
         assert_eq!(ra.breakdown.overlap_slowdown_s, 0.0, "rank {r}");
         let part = &a.costs.parts[r];
-        let reduced: f64 = part.sync.buckets.iter().map(|k| k.count * k.seconds).sum();
+        let reduced = part.sync.bucket_seconds();
         assert!(part.sync.bucket_count() > 1.0);
         // what the baseline reduced before the rank's last action ended, and the all-gather
         // after its first bucket
