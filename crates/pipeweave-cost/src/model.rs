@@ -127,7 +127,7 @@ pub(crate) fn kernel_counts(spec: &Spec, moe: Option<Moe>) -> KernelCounts {
     } else {
         (3.0 + dropout, 5.0 + dropout)
     };
-    let selective = t.recompute == pipeweave_spec::Recompute::Selective && !t.attention.is_flash();
+    let selective = t.recomputes_attention_core();
     // norm, rotary (MLA always; else with rotary positions), residual add
     let rotary = if spec.model.mla.is_some() || spec.model.positions == Positions::Rotary {
         1.0
@@ -364,7 +364,7 @@ pub(crate) fn layer(spec: &Spec, index: u64) -> Layer {
     } else {
         0.0
     };
-    let selective = t.recompute == pipeweave_spec::Recompute::Selective && !t.attention.is_flash();
+    let selective = t.recomputes_attention_core();
 
     let moe = m
         .moe

@@ -301,6 +301,17 @@ impl Recompute {
 }
 
 impl Training {
+    /// Whether the backward runs the attention core's forward again under `recompute`:
+    /// selective recomputation of standard attention (Korthikanti et al. 2022: the score
+    /// matrices are dropped and recomputed), and of FlashAttention under Megatron-Core, whose
+    /// selective recomputation checkpoints the core attention whatever its kernel
+    /// (`Attention.checkpoint_core_attention`, `_checkpointed_attention_forward`), so the kernel's
+    /// forward runs again in the backward and no memory is saved.
+    pub fn recomputes_attention_core(&self) -> bool {
+        self.recompute == Recompute::Selective
+            && (!self.attention.is_flash() || self.framework == Framework::Megatron)
+    }
+
     /// The recomputation part `q` runs.
     pub fn recompute_of(&self, q: usize) -> Recompute {
         self.recompute_per_part

@@ -477,9 +477,10 @@ fn a_pair_without_communication_gains_nothing_and_reserves_no_sms() {
 
 #[test]
 fn selective_recomputation_with_flash_attention_is_said_to_change_nothing() {
+    // outside Megatron-Core, FlashAttention keeps no score matrix to drop
     let src = crate::specs::source("unit.toml").replacen(
         "total_tokens = 1e9\n",
-        "total_tokens = 1e9\nrecompute = \"selective\"\n",
+        "total_tokens = 1e9\nrecompute = \"selective\"\nframework = \"torchtitan\"\n",
         1,
     );
     let (spec, diags) = parse(&src, FileId(0));
@@ -487,10 +488,40 @@ fn selective_recomputation_with_flash_attention_is_said_to_change_nothing() {
     assert_eq!(diags.len(), 1);
     assert!(!diags[0].is_error());
     assert!(
-        diags[0].message.contains("changes nothing"),
+        diags[0].message.contains("changes nothing") && diags[0].message.contains("torchtitan"),
         "{}",
         diags[0].message
     );
+    let plan = one_f_one_b(4, 8);
+    let none = CostTable::new(&unit_with("framework = \"torchtitan\"\n"), &plan).expect("fits");
+    let sel = CostTable::new(
+        &unit_with("framework = \"torchtitan\"\nrecompute = \"selective\"\n"),
+        &plan,
+    )
+    .expect("fits");
+    assert_eq!(sel.parts[1].i.cost, none.parts[1].i.cost);
+}
+
+#[test]
+fn megatron_core_recomputes_the_flash_kernels_forward_under_selective_recomputation() {
+    // Megatron-Core checkpoints the core attention whatever its kernel: the backward runs the
+    // FlashAttention forward again, the forward and the memory stay as they are
+    let plan = one_f_one_b(4, 8);
+    let src = crate::specs::source("unit.toml").replacen(
+        "total_tokens = 1e9\n",
+        "total_tokens = 1e9\nrecompute = \"selective\"\n",
+        1,
+    );
+    let (_, diags) = parse(&src, FileId(0));
+    assert!(diags.is_empty(), "{diags:?}");
+    let none = CostTable::new(&unit_with(""), &plan).expect("fits");
+    let sel = CostTable::new(&unit_with("recompute = \"selective\"\n"), &plan).expect("fits");
+    let (n, s) = (&none.parts[1], &sel.parts[1]);
+    assert_eq!(s.f.cost, n.f.cost);
+    assert_eq!(s.activation_bytes, n.activation_bytes);
+    // the extra backward time is the forward's attention kernel, a part of the forward
+    let extra = s.i.cost.duration - n.i.cost.duration;
+    assert!(extra > 0.0 && extra < n.f.cost.duration, "{extra}");
 }
 
 #[test]

@@ -316,15 +316,17 @@ impl Checks<'_> {
         }
     }
 
-    /// Selective recomputation changes nothing with FlashAttention: said, not refused.
+    /// Selective recomputation changes nothing with FlashAttention outside Megatron-Core (which
+    /// recomputes the kernel's forward): said, not refused.
     fn selective_with_flash(&mut self) {
         let t = &self.spec.training;
-        if t.recompute == Recompute::Selective && t.attention.is_flash() {
+        if t.recompute == Recompute::Selective && !t.recomputes_attention_core() {
             let mut d = Diagnostic::warning(format!(
-                "`recompute = \"selective\"` changes nothing with `{}` attention",
-                t.attention.name()
+                "`recompute = \"selective\"` changes nothing with `{}` attention under `{}`",
+                t.attention.name(),
+                t.framework.name()
             ))
-            .with_note("selective recomputation (Korthikanti et al. 2022) drops the attention's score matrix and recomputes it in the backward; FlashAttention never keeps it and always recomputes it");
+            .with_note("selective recomputation (Korthikanti et al. 2022) drops the attention's score matrix and recomputes it in the backward; FlashAttention never keeps it and always recomputes it (under `framework = \"megatron\"` Megatron-Core checkpoints the core attention whatever its kernel and runs its forward again in the backward)");
             if let Some(span) = self.spec.span_of("training.recompute") {
                 d = d.with_span_label(span, "a no-op here");
             }
