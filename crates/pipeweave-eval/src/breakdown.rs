@@ -314,7 +314,6 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
             }
             free = iv.end;
         }
-        rs.end = free;
         // the gradient buckets of every hosted stage, each stage's spread over its window
         let mut stages: Vec<StageBuckets> = Vec::new();
         let mut optimizer = 0.0;
@@ -364,9 +363,8 @@ pub fn step(spec: &Spec, plan: &Plan, costs: &CostTable, timing: &Timing) -> Ste
         let beside = (beside_reduce + beside_gather).min(rs.breakdown.compute_s);
         let slow = beside * dp_share;
         rs.breakdown.overlap_slowdown_s += slow;
-        free += slow;
-        rs.end = free;
-        rs.breakdown.exposed_dp_s = (channel - free).max(0.0);
+        rs.end = free + slow;
+        rs.breakdown.exposed_dp_s = (channel - rs.end).max(0.0);
         rs.breakdown.optimizer_s = optimizer;
         rs.volumes.dp = dp_bytes;
         gather = gather.max(if t.overlap_param_gather {
